@@ -1,0 +1,160 @@
+//! What a runner reports about its Run: `status.report`, written only through the run API.
+//!
+//! These types are shared by the CRD (`RunStatus.report`), the run-API wire bodies and the
+//! runner itself, so a todo list or a clarification question has one shape everywhere.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One item of the agent's plan (plan mode's `write_todos`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Todo {
+    /// What the step is, in the agent's words.
+    #[schemars(length(max = 2048))]
+    pub content: String,
+    /// Where the step stands: `pending`, `in_progress` or `completed`.
+    pub status: TodoStatus,
+}
+
+/// Progress of one todo item.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started yet.
+    Pending,
+    /// Being worked on now; the agent keeps exactly one item in this state.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// Tokens and calls a run has used so far, summed over the lead agent and its in-process work.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens reported by the model provider (estimated when the provider reports none).
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens reported by the model provider (estimated when the provider reports none).
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Model calls made, retries included.
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Tool calls executed.
+    #[serde(default)]
+    pub tool_calls: u32,
+}
+
+impl Usage {
+    /// Input plus output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Adds another usage record to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.model_calls = self.model_calls.saturating_add(other.model_calls);
+        self.tool_calls = self.tool_calls.saturating_add(other.tool_calls);
+    }
+}
+
+/// Why the agent loop stopped.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The model gave a final answer.
+    Completed,
+    /// The agent asked a clarification question and waits for an answer.
+    InputRequired,
+    /// `maxModelCalls` was reached.
+    ModelCallLimit,
+    /// Loop detection stopped repeated tool calls.
+    LoopDetected,
+    /// The run's token budget was used up.
+    TokenBudgetExceeded,
+    /// The per-run subagent total was reached.
+    SubagentLimitReached,
+    /// The model stopped on its output-length limit.
+    ModelLengthLimit,
+    /// The provider's safety system stopped the answer.
+    SafetyStop,
+    /// The model could not be reached or kept failing.
+    ModelError,
+    /// The run was cancelled.
+    Cancelled,
+    /// The run's time ran out.
+    TimedOut,
+}
+
+impl StopReason {
+    /// Whether the run produced its answer (possibly capped) rather than failing or pausing.
+    pub fn is_answer(self) -> bool {
+        matches!(
+            self,
+            StopReason::Completed
+                | StopReason::ModelCallLimit
+                | StopReason::LoopDetected
+                | StopReason::TokenBudgetExceeded
+                | StopReason::SubagentLimitReached
+                | StopReason::ModelLengthLimit
+                | StopReason::SafetyStop
+        )
+    }
+}
+
+/// The kind of question the agent asks (DeerFlow's `clarification_type`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClarificationType {
+    /// Information needed to go on is missing.
+    MissingInfo,
+    /// The request can be read more than one way.
+    AmbiguousRequirement,
+    /// Several approaches are possible and the user should choose.
+    ApproachChoice,
+    /// The next step is risky and needs confirmation.
+    RiskConfirmation,
+    /// The agent proposes something and asks for agreement.
+    Suggestion,
+}
+
+/// An open question from the agent to the user.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Clarification {
+    /// Identifier to quote in `spec.responses[].id` when answering.
+    #[schemars(length(max = 64))]
+    pub id: String,
+    /// The question itself.
+    #[schemars(length(max = 4096))]
+    pub question: String,
+    /// What kind of question this is.
+    #[serde(rename = "type")]
+    pub kind: ClarificationType,
+    /// Why the agent asks, if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub context: Option<String>,
+    /// Suggested answers, if the agent offered a choice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 24))]
+    pub options: Vec<String>,
+    /// When the question was asked (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<String>,
+}
+
+/// A file the agent presented as a deliverable.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// Virtual path under `/mnt/user-data/outputs/`.
+    #[schemars(length(max = 1024))]
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+}

@@ -1,0 +1,300 @@
+//! The run API's request and response bodies (runner `agent` container <-> operator).
+//!
+//! The operator serves exactly these under `/v1/runs/{namespace}/{name}/...`; the runner's
+//! `ControlPlane` for pods sends them. Locally, `herd-runner run` uses the same types in-process.
+//! Every report carries the pod's `attempt` and an increasing `seq`, so the API drops stale writes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{Artifact, Clarification, StopReason, Todo, Usage};
+
+/// `GET /v1/runs/{ns}/{name}/config`: everything the runner needs, from the Run's snapshot.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunConfig {
+    /// The Run's attempt this pod serves (1 for the first pod).
+    pub attempt: u32,
+    /// The resolved Agent spec, as snapshotted at admission.
+    pub agent: serde_json::Value,
+    /// The Agent's name.
+    pub agent_name: String,
+    /// The Run spec.
+    pub run: serde_json::Value,
+    /// Nesting depth: 0 for a top-level Run, 1 for its children, and so on.
+    pub depth: u32,
+    /// Seconds left before the Run's deadline, queue time and earlier attempts deducted.
+    pub seconds_left: u64,
+    /// Model calls still allowed (a child never gets more than its parent has left).
+    pub max_model_calls: u32,
+    /// Tokens still allowed, when the Run has a budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+    /// The checkpoint to resume from, when an earlier attempt asked a question (gzip, base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_gzip_base64: Option<String>,
+    /// Answers given so far, by question id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub responses: Vec<Answer>,
+}
+
+/// `POST /v1/runs/{ns}/{name}/progress`: title, todos and usage (coalesced by the API).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressReport {
+    pub attempt: u32,
+    pub seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<Todo>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// `POST /v1/runs/{ns}/{name}/children`: start a child Run for one `task` call (idempotent on
+/// `toolCallId`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildRequest {
+    pub attempt: u32,
+    /// The `task` tool call's id; the child's name derives from it.
+    pub tool_call_id: String,
+    /// The short description the model gave.
+    pub description: String,
+    /// The full task for the subagent.
+    pub prompt: String,
+    /// `general-purpose` or `bash`.
+    pub subagent_type: String,
+}
+
+/// How a child Run ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ChildStatus {
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+/// `GET /v1/runs/{ns}/{name}/children/{toolCallId}?wait=...`: a child's outcome (long-polled).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildOutcome {
+    /// The child Run's name.
+    pub name: String,
+    /// `None` while the child is still going (the long poll ended without an outcome).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ChildStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// The child's final answer (truncated like `status.report.result.text`).
+    #[serde(default)]
+    pub result: String,
+    /// Why it failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+    /// Files the child presented, copied into the parent's `outputs/<child>/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+}
+
+/// `POST /v1/runs/{ns}/{name}/clarification`: the question and the checkpoint to resume from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClarificationRequest {
+    pub attempt: u32,
+    pub seq: u64,
+    pub clarification: Clarification,
+    /// The serialized thread, gzip then base64 (stored in `<run>-checkpoint`).
+    pub checkpoint_gzip_base64: String,
+}
+
+/// An answer to a clarification question (`spec.responses[]`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    pub id: String,
+    pub answer: String,
+}
+
+/// `GET /v1/runs/{ns}/{name}/answers/{id}?wait=...`: the answer, once given (long-polled).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerPoll {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+}
+
+/// A file the agent presented, with its bytes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PresentedFile {
+    /// Virtual path under `/mnt/user-data/outputs/`.
+    pub path: String,
+    /// Base64 of the content (binary allowed).
+    pub data_base64: String,
+}
+
+/// `POST /v1/runs/{ns}/{name}/result`: the final answer and presented files.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultReport {
+    pub attempt: u32,
+    pub seq: u64,
+    pub stop_reason: StopReason,
+    /// The full final answer (the API truncates what goes into status).
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<Todo>,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PresentedFile>,
+    /// Why the run failed, when `stop_reason` is a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Categories of memory facts (DeerFlow's core set).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum FactCategory {
+    Preference,
+    Correction,
+    Context,
+    Goal,
+    Behavior,
+    Identity,
+    Constraint,
+    Decision,
+    Other,
+}
+
+/// One remembered fact.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Fact {
+    pub id: String,
+    pub content: String,
+    pub category: FactCategory,
+    /// 0..=1.
+    pub confidence: f64,
+    /// The Run (or local thread) the fact came from.
+    pub source: String,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default)]
+    pub confirmation_count: u32,
+}
+
+/// Summaries of who the user is and what they work on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub personal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_of_mind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+}
+
+/// The memory document of an agent (or of one user of it, with `scope: user`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryDocument {
+    #[serde(default)]
+    pub revision: u64,
+    #[serde(default)]
+    pub context: MemoryContext,
+    #[serde(default)]
+    pub facts: Vec<Fact>,
+}
+
+/// One change to memory; applied by the store with compare-and-swap so concurrent runs
+/// lose nothing.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum MemoryOperation {
+    /// A new fact (dropped below confidence 0.7).
+    Add {
+        content: String,
+        category: FactCategory,
+        confidence: f64,
+    },
+    /// A fact was confirmed again.
+    Reinforce { id: String },
+    /// A fact is wrong or stale.
+    Remove { id: String },
+    /// Replaces one of the context summaries.
+    SetContext { field: ContextField, text: String },
+}
+
+/// Which context summary a `SetContext` operation replaces.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ContextField {
+    Work,
+    Personal,
+    TopOfMind,
+    History,
+}
+
+/// `POST /v1/runs/{ns}/{name}/memory`: operations to apply.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryUpdate {
+    pub attempt: u32,
+    pub operations: Vec<MemoryOperation>,
+}
+
+/// An error body of the run API.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiError {
+    /// Machine-readable reason, e.g. `StaleAttempt`, `Forbidden`, `TooLarge`.
+    pub reason: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_operations_are_tagged_by_op() {
+        let op = MemoryOperation::Add {
+            content: "Prefers Rust".into(),
+            category: FactCategory::Preference,
+            confidence: 0.9,
+        };
+        let json = serde_json::to_value(&op).unwrap();
+        assert_eq!(json["op"], "add");
+        assert_eq!(serde_json::from_value::<MemoryOperation>(json).unwrap(), op);
+    }
+
+    #[test]
+    fn result_report_uses_camel_case() {
+        let report = ResultReport {
+            attempt: 1,
+            seq: 3,
+            stop_reason: StopReason::Completed,
+            text: "done".into(),
+            title: None,
+            todos: vec![],
+            usage: Usage::default(),
+            files: vec![],
+            error: None,
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["stopReason"], "completed");
+        assert!(json.get("files").is_none());
+    }
+}

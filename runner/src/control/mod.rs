@@ -1,0 +1,56 @@
+//! The `ControlPlane` seam: how a run reports progress, starts subagents, asks questions,
+//! posts its result and reaches memory. Local (`herd-runner run`) or the operator's run API.
+
+use async_trait::async_trait;
+use herd_crds::report::Clarification;
+use herd_crds::wire::{
+    ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
+};
+
+use crate::thread::ThreadState;
+
+/// The control plane could not be reached or refused the request.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("control plane unavailable: {0}")]
+    Unavailable(String),
+    #[error("control plane refused the request: {0}")]
+    Refused(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// What became of a clarification question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AskOutcome {
+    /// The user answered; the run goes on in the same process.
+    Answered(String),
+    /// The question was recorded with a checkpoint; the process should stop and be resumed.
+    Suspended,
+}
+
+/// Where a run reports to.
+#[async_trait]
+pub trait ControlPlane: Send + Sync {
+    /// Title, todos and usage so far.
+    async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError>;
+
+    /// Runs a subagent for one `task` call and waits for its outcome.
+    async fn run_child(&self, request: ChildRequest) -> Result<ChildOutcome, ControlError>;
+
+    /// Asks the user a question, saving `checkpoint` first so the run can resume.
+    async fn ask(
+        &self,
+        question: &Clarification,
+        checkpoint: &ThreadState,
+    ) -> Result<AskOutcome, ControlError>;
+
+    /// The final answer and the presented files.
+    async fn post_result(&self, result: ResultReport) -> Result<(), ControlError>;
+
+    /// The memory document this run reads (agent- or user-scoped).
+    async fn read_memory(&self) -> Result<MemoryDocument, ControlError>;
+
+    /// Applies memory operations atomically with respect to other runs.
+    async fn update_memory(&self, operations: Vec<MemoryOperation>) -> Result<(), ControlError>;
+}

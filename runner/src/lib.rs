@@ -1,0 +1,11 @@
+//! Herd's runner: the lead agent loop, its middleware chain, models, tools and sandbox.
+//!
+//! `herd-runner run` runs an agent on a laptop; `herd-runner pod` and `herd-runner sandbox`
+//! are the two containers of a Run's pod. The agent code is the same everywhere: the
+//! `ControlPlane` and `ToolExecutor` traits are the seams.
+
+pub mod control;
+pub mod model;
+pub mod sandbox;
+pub mod thread;
+pub mod tools;

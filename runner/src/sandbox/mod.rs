@@ -1,0 +1,4 @@
+//! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
+
+pub mod executor;
+pub mod protocol;

@@ -1,0 +1,80 @@
+//! What the `agent` side asks of the sandbox, and what it gets back.
+//!
+//! The same enum travels in-process (`herd-runner run`) and as JSON lines over the unix socket
+//! between the pod's `agent` and `sandbox` containers, so both paths run the same code.
+
+use serde::{Deserialize, Serialize};
+
+use crate::thread::state::UploadedFile;
+
+/// A request to the sandbox.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum SandboxRequest {
+    /// Creates `workspace/`, `uploads/` and `outputs/` if missing.
+    Prepare,
+    /// Runs one sandbox tool (`bash`, `ls`, `read_file`, `write_file`, `str_replace`, `glob`,
+    /// `grep`) with the model's arguments.
+    Tool {
+        name: String,
+        arguments: serde_json::Value,
+    },
+    /// Lists every `SKILL.md` under `/mnt/skills/{public,custom}/*/`.
+    ListSkills,
+    /// Lists the files in `uploads/`.
+    ListUploads,
+    /// Reads a whole file (presented files, images), refusing files over `max_bytes`.
+    ReadFile { path: String, max_bytes: u64 },
+    /// Size and SHA-256 of a file, or that it does not exist.
+    FileInfo { path: String },
+    /// Writes a file the framework produced (e.g. an externalized tool result) under
+    /// `outputs/`, creating folders; returns its virtual path.
+    WriteFramework { path: String, content: String },
+}
+
+/// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SkillFile {
+    /// `public` or `custom`.
+    pub category: String,
+    /// The skill's folder name.
+    pub dir_name: String,
+    /// Virtual path of the SKILL.md, e.g. `/mnt/skills/public/research/SKILL.md`.
+    pub path: String,
+    pub content: String,
+}
+
+/// The sandbox's answer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SandboxResponse {
+    /// `Prepare` and `WriteFramework` done; `path` is the virtual path written, if any.
+    Done {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+    /// A tool ran. `is_error` results go back to the model as error results.
+    ToolResult {
+        content: String,
+        is_error: bool,
+        /// Facts the middlewares use, e.g. `sha256` of a file `read_file` read.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        meta: serde_json::Map<String, serde_json::Value>,
+    },
+    Skills { skills: Vec<SkillFile> },
+    Uploads { files: Vec<UploadedFile> },
+    File {
+        /// Base64 of the file's bytes.
+        data_base64: String,
+        size: u64,
+    },
+    FileInfo {
+        exists: bool,
+        #[serde(default)]
+        size: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+    },
+    /// The request was refused or failed (bad path, file too large...): a message for the model.
+    Error { message: String },
+}

@@ -1,0 +1,215 @@
+//! The state of one agent thread: everything needed to checkpoint a run and resume it exactly.
+
+use std::collections::BTreeMap;
+
+use herd_crds::report::{StopReason, Todo, Usage};
+use serde::{Deserialize, Serialize};
+
+use super::message::Message;
+
+/// A file placed in `uploads/` for the run (Run `inputs`, or `--input` locally).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct UploadedFile {
+    /// File name inside `uploads/`.
+    pub filename: String,
+    /// Virtual path, `/mnt/user-data/uploads/<filename>`.
+    pub path: String,
+    pub size: u64,
+}
+
+/// An image the model looked at with `view_image`: metadata only, never the bytes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ViewedImage {
+    pub mime_type: String,
+    pub size: u64,
+}
+
+/// Where a delegated subagent task stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DelegationStatus {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+impl DelegationStatus {
+    /// Whether the delegation has finished (a finished delegation is never downgraded).
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, DelegationStatus::Running)
+    }
+}
+
+/// One `task` delegation of this run (the durable delegation ledger).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    /// The `task` tool call's id.
+    pub id: String,
+    pub description: String,
+    pub subagent_type: String,
+    pub status: DelegationStatus,
+    /// A short head/tail excerpt of the result, once there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_brief: Option<String>,
+}
+
+/// A skill whose SKILL.md the agent has read or which was slash-activated.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SkillContext {
+    pub name: String,
+    /// Virtual path of the SKILL.md.
+    pub path: String,
+    pub description: String,
+    /// Activated with `/skill-name` (dominates passive loads for the skill tool policy).
+    #[serde(default)]
+    pub slash_activated: bool,
+}
+
+/// The state of one thread.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ThreadState {
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<Todo>,
+    /// Virtual paths of presented files, in order, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uploaded_files: Vec<UploadedFile>,
+    /// Images viewed in this run, by virtual path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub viewed_images: BTreeMap<String, ViewedImage>,
+    /// Usage so far (provider-reported; estimated where the provider reported none).
+    #[serde(default)]
+    pub usage: Usage,
+    /// Summary of messages compacted away by summarization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegations: Vec<Delegation>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skill_context: Vec<SkillContext>,
+    /// Why the loop stopped, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+}
+
+/// Most delegations kept in the ledger (DeerFlow's cap).
+pub const MAX_DELEGATIONS: usize = 50;
+/// Most skills kept in `skill_context` (DeerFlow's cap).
+pub const MAX_SKILL_CONTEXT: usize = 8;
+
+impl ThreadState {
+    /// A fresh thread holding one user message.
+    pub fn new(task: impl Into<String>) -> Self {
+        ThreadState {
+            messages: vec![Message::user("user-0", task)],
+            ..ThreadState::default()
+        }
+    }
+
+    /// Adds presented files, keeping the first occurrence of each path.
+    pub fn add_artifacts(&mut self, paths: impl IntoIterator<Item = String>) {
+        for path in paths {
+            if !self.artifacts.contains(&path) {
+                self.artifacts.push(path);
+            }
+        }
+    }
+
+    /// Records or updates a delegation; a finished one is never downgraded.
+    pub fn record_delegation(&mut self, entry: Delegation) {
+        if let Some(existing) = self.delegations.iter_mut().find(|d| d.id == entry.id) {
+            if existing.status.is_terminal() && !entry.status.is_terminal() {
+                return;
+            }
+            *existing = entry;
+            return;
+        }
+        self.delegations.push(entry);
+        if self.delegations.len() > MAX_DELEGATIONS {
+            let excess = self.delegations.len() - MAX_DELEGATIONS;
+            self.delegations.drain(..excess);
+        }
+    }
+
+    /// Records a loaded skill, deduplicated by path; the oldest fall off past the cap.
+    pub fn record_skill(&mut self, skill: SkillContext) {
+        if let Some(existing) = self.skill_context.iter_mut().find(|s| s.path == skill.path) {
+            existing.slash_activated |= skill.slash_activated;
+            return;
+        }
+        self.skill_context.push(skill);
+        if self.skill_context.len() > MAX_SKILL_CONTEXT {
+            let excess = self.skill_context.len() - MAX_SKILL_CONTEXT;
+            self.skill_context.drain(..excess);
+        }
+    }
+
+    /// The last assistant message, if any.
+    pub fn last_assistant(&self) -> Option<&crate::thread::message::AssistantMessage> {
+        self.messages.iter().rev().find_map(Message::as_assistant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegation(id: &str, status: DelegationStatus) -> Delegation {
+        Delegation {
+            id: id.into(),
+            description: "d".into(),
+            subagent_type: "general-purpose".into(),
+            status,
+            result_brief: None,
+        }
+    }
+
+    #[test]
+    fn artifacts_are_deduplicated_in_order() {
+        let mut state = ThreadState::new("t");
+        state.add_artifacts(["/a".to_string(), "/b".to_string()]);
+        state.add_artifacts(["/b".to_string(), "/c".to_string(), "/a".to_string()]);
+        assert_eq!(state.artifacts, vec!["/a", "/b", "/c"]);
+    }
+
+    #[test]
+    fn finished_delegations_are_never_downgraded() {
+        let mut state = ThreadState::default();
+        state.record_delegation(delegation("1", DelegationStatus::Running));
+        state.record_delegation(delegation("1", DelegationStatus::Completed));
+        state.record_delegation(delegation("1", DelegationStatus::Running));
+        assert_eq!(state.delegations.len(), 1);
+        assert_eq!(state.delegations[0].status, DelegationStatus::Completed);
+    }
+
+    #[test]
+    fn delegation_ledger_is_capped() {
+        let mut state = ThreadState::default();
+        for i in 0..(MAX_DELEGATIONS + 5) {
+            state.record_delegation(delegation(&i.to_string(), DelegationStatus::Completed));
+        }
+        assert_eq!(state.delegations.len(), MAX_DELEGATIONS);
+        assert_eq!(state.delegations[0].id, "5");
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let mut state = ThreadState::new("hello");
+        state.title = Some("Hello".into());
+        state.stop_reason = Some(StopReason::InputRequired);
+        state.record_skill(SkillContext {
+            name: "s".into(),
+            path: "/mnt/skills/public/s/SKILL.md".into(),
+            description: "d".into(),
+            slash_activated: false,
+        });
+        let json = serde_json::to_string(&state).unwrap();
+        assert_eq!(serde_json::from_str::<ThreadState>(&json).unwrap(), state);
+    }
+}

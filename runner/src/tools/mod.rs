@@ -1,0 +1,127 @@
+//! Tools the model can call: each a `Tool` with a JSON Schema, filtered by the Agent's
+//! `toolGroups`. Sandbox tools forward to the `ToolExecutor`; the rest run on the agent side.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use herd_crds::report::{Clarification, Todo};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::control::ControlPlane;
+use crate::model::ToolSchema;
+use crate::sandbox::executor::ToolExecutor;
+use crate::thread::state::{Delegation, ViewedImage};
+use crate::thread::{ImagePart, ToolStatus};
+
+/// The Agent `toolGroups` a tool belongs to; `Builtin` tools are always available.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolGroup {
+    #[serde(rename = "web")]
+    Web,
+    #[serde(rename = "file:read")]
+    FileRead,
+    #[serde(rename = "file:write")]
+    FileWrite,
+    #[serde(rename = "bash")]
+    Bash,
+    #[serde(rename = "builtin")]
+    Builtin,
+}
+
+/// What a tool needs from the run.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The id of the call being executed.
+    pub call_id: String,
+    pub executor: Arc<dyn ToolExecutor>,
+    pub control: Arc<dyn ControlPlane>,
+    /// The Run's attempt (reports carry it).
+    pub attempt: u32,
+}
+
+/// A change a tool makes to the thread besides its result message.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolEffect {
+    /// `write_todos`: the new list.
+    pub todos: Option<Vec<Todo>>,
+    /// `present_files`: virtual paths to add to the artifacts.
+    pub artifacts: Vec<String>,
+    /// `view_image`: the image (metadata persisted; bytes shown to the model once).
+    pub viewed_image: Option<(String, ViewedImage, ImagePart)>,
+    /// `task`: the delegation ledger entry.
+    pub delegation: Option<Delegation>,
+    /// `ask_clarification`: the question; the loop stops for an answer.
+    pub interrupt: Option<Clarification>,
+}
+
+/// The result of one tool call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub status: ToolStatus,
+    pub effect: ToolEffect,
+    /// Facts for middlewares, stored on the result message (`read_file`'s `sha256`...).
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            ..ToolOutput::default()
+        }
+    }
+
+    /// An error result: the model sees it and can try something else.
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            status: ToolStatus::Error,
+            ..ToolOutput::default()
+        }
+    }
+}
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// The Agent `toolGroups` entry that enables it.
+    fn group(&self) -> ToolGroup;
+    /// Description and argument schema, as sent to the model.
+    fn schema(&self) -> ToolSchema;
+    /// Runs the call. Bad arguments and failures come back as error results, never panics.
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
+}
+
+/// Builds a tool schema from an arguments type.
+pub fn schema_for<T: JsonSchema>(name: &str, description: &str) -> ToolSchema {
+    let mut parameters = serde_json::to_value(schemars::schema_for!(T))
+        .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    if let Some(object) = parameters.as_object_mut() {
+        // Providers want a bare object schema; the meta fields only cost tokens.
+        object.remove("$schema");
+        object.remove("title");
+    }
+    ToolSchema {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+    }
+}
+
+/// Parses a tool's arguments, or explains to the model what was wrong with them.
+pub fn parse_args<T: DeserializeOwned>(
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<T, ToolOutput> {
+    serde_json::from_value(arguments).map_err(|error| {
+        ToolOutput::error(format!(
+            "Error: invalid arguments for {tool}: {error}. Check the tool's schema and call it again."
+        ))
+    })
+}
