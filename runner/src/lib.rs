@@ -4,6 +4,7 @@
 //! are the two containers of a Run's pod. The agent code is the same everywhere: the
 //! `ControlPlane` and `ToolExecutor` traits are the seams.
 
+pub mod agent;
 pub mod control;
 pub mod model;
 pub mod sandbox;

@@ -1,0 +1,11 @@
+//! The lead agent: the loop, the middleware hook points, and the tools of a run.
+
+pub mod events;
+pub mod middleware;
+pub mod run_loop;
+pub mod tool_registry;
+
+pub use events::{AgentEvent, NoObserver, Observer};
+pub use middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
+pub use run_loop::{Agent, Limits, RunEnv, RunError, RunOutcome};
+pub use tool_registry::ToolRegistry;
