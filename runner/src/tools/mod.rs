@@ -1,6 +1,13 @@
 //! Tools the model can call: each a `Tool` with a JSON Schema, filtered by the Agent's
 //! `toolGroups`. Sandbox tools forward to the `ToolExecutor`; the rest run on the agent side.
 
+pub mod ask_clarification;
+pub mod present_files;
+pub mod task;
+pub mod view_image;
+pub mod web;
+pub mod write_todos;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,0 +1,126 @@
+//! `present_files`: hands files in `outputs/` to the user as the run's deliverables.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use crate::model::ToolSchema;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+
+/// Where deliverables live.
+pub const OUTPUTS: &str = "/mnt/user-data/outputs/";
+/// Externalized tool results live here; they are never deliverables.
+pub const TOOL_RESULTS: &str = "/mnt/user-data/outputs/.tool-results/";
+
+/// Arguments of `present_files`.
+#[derive(Deserialize, JsonSchema)]
+pub struct PresentFilesArgs {
+    /// Files under /mnt/user-data/outputs/ to present.
+    pub filepaths: Vec<String>,
+}
+
+/// The `present_files` tool.
+pub struct PresentFiles;
+
+const DESCRIPTION: &str = "Present finished deliverables to the user. Only files under \
+/mnt/user-data/outputs/ can be presented; copy or write them there first.";
+
+/// Checks that a path names a presentable file and returns it in canonical form.
+pub fn presentable_path(path: &str) -> Result<String, String> {
+    let path = path.trim();
+    if !path.starts_with(OUTPUTS) {
+        return Err(format!("'{path}' is not under {OUTPUTS}"));
+    }
+    if path.split('/').any(|segment| segment == "..") {
+        return Err(format!("'{path}' contains '..'"));
+    }
+    if path.starts_with(TOOL_RESULTS) {
+        return Err(format!("'{path}' is an internal tool result, not a deliverable"));
+    }
+    let canonical = path
+        .split('/')
+        .filter(|segment| !segment.is_empty() && *segment != ".")
+        .collect::<Vec<_>>()
+        .join("/");
+    Ok(format!("/{canonical}"))
+}
+
+#[async_trait]
+impl Tool for PresentFiles {
+    fn name(&self) -> &str {
+        "present_files"
+    }
+
+    fn group(&self) -> ToolGroup {
+        ToolGroup::Builtin
+    }
+
+    fn schema(&self) -> ToolSchema {
+        schema_for::<PresentFilesArgs>("present_files", DESCRIPTION)
+    }
+
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let args: PresentFilesArgs = match parse_args("present_files", arguments) {
+            Ok(args) => args,
+            Err(output) => return output,
+        };
+        if args.filepaths.is_empty() {
+            return ToolOutput::error("Error: filepaths is empty.");
+        }
+        let mut presented = Vec::new();
+        let mut problems = Vec::new();
+        for path in &args.filepaths {
+            let path = match presentable_path(path) {
+                Ok(path) => path,
+                Err(problem) => {
+                    problems.push(problem);
+                    continue;
+                }
+            };
+            let info = ctx
+                .executor
+                .execute(SandboxRequest::FileInfo { path: path.clone() })
+                .await;
+            match info {
+                Ok(SandboxResponse::FileInfo { exists: true, .. }) => presented.push(path),
+                Ok(SandboxResponse::FileInfo { exists: false, .. }) => {
+                    problems.push(format!("'{path}' does not exist"));
+                }
+                Ok(SandboxResponse::Error { message }) => problems.push(message),
+                Ok(_) => problems.push(format!("'{path}': unexpected sandbox answer")),
+                Err(error) => problems.push(error.to_string()),
+            }
+        }
+        if !problems.is_empty() {
+            return ToolOutput::error(format!(
+                "Error: nothing was presented: {}.",
+                problems.join("; ")
+            ));
+        }
+        let mut output = ToolOutput::ok(format!(
+            "Successfully presented {} file(s): {}",
+            presented.len(),
+            presented.join(", ")
+        ));
+        output.effect.artifacts = presented;
+        output
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_outputs_are_presentable() {
+        assert_eq!(
+            presentable_path("/mnt/user-data/outputs//report.md").unwrap(),
+            "/mnt/user-data/outputs/report.md"
+        );
+        assert!(presentable_path("/mnt/user-data/workspace/a.md").is_err());
+        assert!(presentable_path("/mnt/user-data/outputs/../workspace/a").is_err());
+        assert!(presentable_path("/mnt/user-data/outputs/.tool-results/x.txt").is_err());
+        assert!(presentable_path("report.md").is_err());
+    }
+}

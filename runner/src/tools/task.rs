@@ -1,0 +1,207 @@
+//! `task`: delegates a self-contained piece of work to a subagent (a child Run in a cluster).
+
+use async_trait::async_trait;
+use herd_crds::report::StopReason;
+use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use crate::model::ToolSchema;
+use crate::thread::state::{Delegation, DelegationStatus};
+
+/// The built-in subagent types.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubagentType {
+    /// Research, analysis and multi-step work with all the parent's tools but `task`.
+    #[serde(rename = "general-purpose")]
+    GeneralPurpose,
+    /// Command-line work: bash and file tools only.
+    #[serde(rename = "bash")]
+    Bash,
+}
+
+impl SubagentType {
+    /// The name used in manifests and child Runs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentType::GeneralPurpose => "general-purpose",
+            SubagentType::Bash => "bash",
+        }
+    }
+}
+
+/// Arguments of `task`.
+#[derive(Deserialize, JsonSchema)]
+pub struct TaskArgs {
+    /// A 3-5 word label for the task.
+    pub description: String,
+    /// Everything the subagent needs: goal, context, expected output. It sees nothing else.
+    pub prompt: String,
+    /// Which subagent to use.
+    pub subagent_type: SubagentType,
+}
+
+/// The `task` tool.
+pub struct Task;
+
+const DESCRIPTION: &str = "Delegate an independent subtask to a subagent and wait for its \
+result. Use only when it clearly helps (parallel research, isolated heavy work).";
+
+/// Longest excerpt of a result kept in the delegation ledger.
+const BRIEF_CHARS: usize = 2000;
+
+/// Formats a child's outcome for the model, as DeerFlow's `task` does.
+pub fn render_outcome(outcome: &ChildOutcome) -> String {
+    match outcome.status {
+        Some(ChildStatus::Completed) => {
+            let capped = match outcome.stop_reason {
+                Some(StopReason::TokenBudgetExceeded) => Some("token budget"),
+                Some(StopReason::ModelCallLimit) => Some("turn budget"),
+                Some(StopReason::LoopDetected) => Some("repeated tool-call loop"),
+                _ => None,
+            };
+            match capped {
+                Some(cap) => format!("Task Succeeded (capped: {cap}). Result: {}", outcome.result),
+                None => format!("Task Succeeded. Result: {}", outcome.result),
+            }
+        }
+        Some(ChildStatus::TimedOut) => format!(
+            "Task timed out. {}Partial result: {}",
+            error_sentence(outcome),
+            outcome.result
+        ),
+        Some(ChildStatus::Cancelled) => "Task was cancelled.".to_owned(),
+        Some(ChildStatus::Failed) | None => {
+            format!("Task failed. {}", error_sentence(outcome))
+        }
+    }
+}
+
+fn error_sentence(outcome: &ChildOutcome) -> String {
+    outcome
+        .error
+        .as_deref()
+        .map(|e| format!("Error: {e}. "))
+        .unwrap_or_default()
+}
+
+fn delegation_status(status: Option<ChildStatus>) -> DelegationStatus {
+    match status {
+        Some(ChildStatus::Completed) => DelegationStatus::Completed,
+        Some(ChildStatus::Failed) | None => DelegationStatus::Failed,
+        Some(ChildStatus::Cancelled) => DelegationStatus::Cancelled,
+        Some(ChildStatus::TimedOut) => DelegationStatus::TimedOut,
+    }
+}
+
+/// Head and tail of a long text.
+pub fn brief(text: &str, max_chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max_chars * 2 / 3).collect();
+    let tail: String = text.chars().skip(count - max_chars / 3).collect();
+    format!("{head}\n[…]\n{tail}")
+}
+
+#[async_trait]
+impl Tool for Task {
+    fn name(&self) -> &str {
+        "task"
+    }
+
+    fn group(&self) -> ToolGroup {
+        ToolGroup::Builtin
+    }
+
+    fn schema(&self) -> ToolSchema {
+        schema_for::<TaskArgs>("task", DESCRIPTION)
+    }
+
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let args: TaskArgs = match parse_args("task", arguments) {
+            Ok(args) => args,
+            Err(output) => return output,
+        };
+        let request = ChildRequest {
+            attempt: ctx.attempt,
+            tool_call_id: ctx.call_id.clone(),
+            description: args.description.clone(),
+            prompt: args.prompt,
+            subagent_type: args.subagent_type.as_str().to_owned(),
+        };
+        let (content, status, ok) = match ctx.control.run_child(request).await {
+            Ok(outcome) => {
+                let ok = outcome.status == Some(ChildStatus::Completed);
+                (render_outcome(&outcome), delegation_status(outcome.status), ok)
+            }
+            Err(error) => (
+                format!("Task failed. Error: {error}."),
+                DelegationStatus::Failed,
+                false,
+            ),
+        };
+        let mut output = if ok {
+            ToolOutput::ok(content.clone())
+        } else {
+            ToolOutput::error(content.clone())
+        };
+        output.effect.delegation = Some(Delegation {
+            id: ctx.call_id.clone(),
+            description: args.description,
+            subagent_type: args.subagent_type.as_str().to_owned(),
+            status,
+            result_brief: Some(brief(&content, BRIEF_CHARS)),
+        });
+        output
+            .meta
+            .insert("subagent_status".into(), serde_json::json!(status));
+        output
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd_crds::report::Usage;
+
+    fn outcome(status: Option<ChildStatus>, stop: Option<StopReason>) -> ChildOutcome {
+        ChildOutcome {
+            name: "child".into(),
+            status,
+            stop_reason: stop,
+            result: "42".into(),
+            error: Some("boom".into()),
+            usage: Usage::default(),
+            artifacts: vec![],
+        }
+    }
+
+    #[test]
+    fn renders_each_outcome() {
+        assert_eq!(
+            render_outcome(&outcome(Some(ChildStatus::Completed), Some(StopReason::Completed))),
+            "Task Succeeded. Result: 42"
+        );
+        assert_eq!(
+            render_outcome(&outcome(Some(ChildStatus::Completed), Some(StopReason::LoopDetected))),
+            "Task Succeeded (capped: repeated tool-call loop). Result: 42"
+        );
+        assert_eq!(
+            render_outcome(&outcome(Some(ChildStatus::Failed), None)),
+            "Task failed. Error: boom. "
+        );
+        assert!(render_outcome(&outcome(Some(ChildStatus::TimedOut), None)).contains("timed out"));
+    }
+
+    #[test]
+    fn brief_keeps_head_and_tail() {
+        let text = "a".repeat(100) + &"z".repeat(100);
+        let short = brief(&text, 30);
+        assert!(short.starts_with("aaaa") && short.ends_with("zzzz"));
+        assert!(short.chars().count() < 40);
+        assert_eq!(brief("short", 30), "short");
+    }
+}

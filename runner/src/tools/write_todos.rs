@@ -1,0 +1,81 @@
+//! `write_todos`: plan mode's todo list (LangChain's TodoListMiddleware tool).
+
+use async_trait::async_trait;
+use herd_crds::report::{Todo, TodoStatus};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use crate::model::ToolSchema;
+
+/// Most items in a plan.
+pub const MAX_TODOS: usize = 50;
+
+/// Arguments of `write_todos`.
+#[derive(Deserialize, JsonSchema)]
+pub struct WriteTodosArgs {
+    /// The whole list, replacing the previous one.
+    pub todos: Vec<Todo>,
+}
+
+/// The `write_todos` tool.
+pub struct WriteTodos;
+
+const DESCRIPTION: &str = "Create or update your plan for a multi-step task (3+ steps). Send the \
+whole list each time; keep exactly one item in_progress; mark items completed as soon as done.";
+
+#[async_trait]
+impl Tool for WriteTodos {
+    fn name(&self) -> &str {
+        "write_todos"
+    }
+
+    fn group(&self) -> ToolGroup {
+        ToolGroup::Builtin
+    }
+
+    fn schema(&self) -> ToolSchema {
+        schema_for::<WriteTodosArgs>("write_todos", DESCRIPTION)
+    }
+
+    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+        let args: WriteTodosArgs = match parse_args("write_todos", arguments) {
+            Ok(args) => args,
+            Err(output) => return output,
+        };
+        if args.todos.len() > MAX_TODOS {
+            return ToolOutput::error(format!(
+                "Error: at most {MAX_TODOS} todos; merge small steps."
+            ));
+        }
+        let mut output = ToolOutput::ok(format!("Updated todo list: {}", summary(&args.todos)));
+        output.effect.todos = Some(args.todos);
+        output
+    }
+}
+
+fn summary(todos: &[Todo]) -> String {
+    let count = |status| todos.iter().filter(|t| t.status == status).count();
+    format!(
+        "{} completed, {} in progress, {} pending.",
+        count(TodoStatus::Completed),
+        count(TodoStatus::InProgress),
+        count(TodoStatus::Pending)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summarizes_by_status() {
+        let todos = vec![
+            Todo { content: "a".into(), status: TodoStatus::Completed },
+            Todo { content: "b".into(), status: TodoStatus::InProgress },
+            Todo { content: "c".into(), status: TodoStatus::Pending },
+            Todo { content: "d".into(), status: TodoStatus::Pending },
+        ];
+        assert_eq!(summary(&todos), "1 completed, 1 in progress, 2 pending.");
+    }
+}
