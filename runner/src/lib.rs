@@ -8,5 +8,6 @@ pub mod agent;
 pub mod control;
 pub mod model;
 pub mod sandbox;
+pub mod skills;
 pub mod thread;
 pub mod tools;

@@ -1,0 +1,11 @@
+//! Skills: SKILL.md parsing with DeerFlow's rules and the per-run skill catalog.
+//!
+//! The prompt lists only each skill's name, description and location; the model reads the
+//! SKILL.md (and the resources it names) with `read_file` when a task matches: progressive
+//! loading keeps the system prompt small however many skills are installed.
+
+pub mod error;
+pub mod frontmatter;
+
+pub use error::SkillError;
+pub use frontmatter::{RequiredSecret, SkillMd, parse_skill_md, validate_skill_name};
