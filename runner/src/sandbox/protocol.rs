@@ -61,8 +61,12 @@ pub enum SandboxResponse {
         #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
         meta: serde_json::Map<String, serde_json::Value>,
     },
-    Skills { skills: Vec<SkillFile> },
-    Uploads { files: Vec<UploadedFile> },
+    Skills {
+        skills: Vec<SkillFile>,
+    },
+    Uploads {
+        files: Vec<UploadedFile>,
+    },
     File {
         /// Base64 of the file's bytes.
         data_base64: String,
@@ -76,5 +80,7 @@ pub enum SandboxResponse {
         sha256: Option<String>,
     },
     /// The request was refused or failed (bad path, file too large...): a message for the model.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
