@@ -11,3 +11,6 @@ pub mod sandbox;
 pub mod skills;
 pub mod thread;
 pub mod tools;
+
+#[cfg(test)]
+pub(crate) mod testing;

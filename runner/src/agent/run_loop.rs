@@ -10,7 +10,7 @@ use crate::control::{AskOutcome, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
 use crate::thread::{AssistantMessage, Message, ThreadState, ToolCall, ToolStatus};
-use crate::tools::{ToolContext, ToolOutput};
+use crate::tools::{Budget, ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
 use super::middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
@@ -23,6 +23,8 @@ pub struct Limits {
     pub max_model_calls: u32,
     /// Tool calls of one turn executed at once.
     pub max_parallel_tools: usize,
+    /// When the run must stop (`TimedOut`), if it has a deadline.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl Default for Limits {
@@ -30,6 +32,7 @@ impl Default for Limits {
         Limits {
             max_model_calls: 50,
             max_parallel_tools: 8,
+            deadline: None,
         }
     }
 }
@@ -107,6 +110,13 @@ impl Agent {
         loop {
             if state.usage.model_calls >= self.limits.max_model_calls {
                 return Ok(self.outcome(state, StopReason::ModelCallLimit, None));
+            }
+            if self
+                .limits
+                .deadline
+                .is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+            {
+                return Ok(self.outcome(state, StopReason::TimedOut, None));
             }
             if let Some(reason) = self.hooks_before_model(state).await {
                 return Ok(self.outcome(state, reason, None));
@@ -288,6 +298,13 @@ impl Agent {
                 executor: env.executor.clone(),
                 control: env.control.clone(),
                 attempt: self.context.attempt,
+                budget: Budget {
+                    model_calls_left: self
+                        .limits
+                        .max_model_calls
+                        .saturating_sub(state.usage.model_calls),
+                    deadline: self.limits.deadline,
+                },
             },
         };
         let next = ToolNext {
@@ -335,4 +352,354 @@ fn first_line(text: &str, max_chars: usize) -> String {
     let mut cut: String = line.chars().take(max_chars).collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::ModelError;
+    use crate::testing::{self, calls, text, QueuedModel, RecordingControl};
+    use crate::thread::ToolStatus;
+    use crate::tools::ask_clarification::AskClarification;
+    use crate::tools::write_todos::WriteTodos;
+
+    /// Records every hook it sees into a shared log, as `<name>.<hook>`.
+    struct Recorder {
+        name: &'static str,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Recorder {
+        fn push(&self, hook: &str) {
+            self.log.lock().unwrap().push(format!("{}.{hook}", self.name));
+        }
+    }
+
+    #[async_trait]
+    impl Middleware for Recorder {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        async fn before_agent(&self, _state: &mut ThreadState) -> Flow {
+            self.push("before_agent");
+            Flow::Continue
+        }
+        async fn before_model(&self, _state: &mut ThreadState) -> Flow {
+            self.push("before_model");
+            Flow::Continue
+        }
+        async fn wrap_model_call(
+            &self,
+            state: &ThreadState,
+            request: ModelRequest,
+            next: ModelNext<'_>,
+        ) -> Result<AssistantMessage, crate::model::ModelError> {
+            self.push("wrap_model:in");
+            let result = next.run(state, request).await;
+            self.push("wrap_model:out");
+            result
+        }
+        async fn after_model(&self, _state: &mut ThreadState) -> Flow {
+            self.push("after_model");
+            Flow::Continue
+        }
+        async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {
+            self.push("wrap_tool:in");
+            let output = next.run(request).await;
+            self.push("wrap_tool:out");
+            output
+        }
+        async fn after_agent(&self, _state: &mut ThreadState) {
+            self.push("after_agent");
+        }
+    }
+
+    fn recorders(log: &Arc<Mutex<Vec<String>>>) -> Vec<Arc<dyn Middleware>> {
+        ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                Arc::new(Recorder {
+                    name,
+                    log: log.clone(),
+                }) as Arc<dyn Middleware>
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn hooks_run_in_deerflow_order() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let model = QueuedModel::new(vec![
+            calls(&[("write_todos", json!({"todos": []}))]),
+            text("done"),
+        ]);
+        let (agent, env) = testing::agent(
+            model,
+            vec![Arc::new(WriteTodos)],
+            recorders(&log),
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("go");
+        agent.run(&mut state, &env).await.unwrap();
+        let turn = [
+            "a.before_model",
+            "b.before_model",
+            "a.wrap_model:in",
+            "b.wrap_model:in",
+            "b.wrap_model:out",
+            "a.wrap_model:out",
+            "b.after_model",
+            "a.after_model",
+        ];
+        let mut expected = vec!["a.before_agent", "b.before_agent"];
+        expected.extend(turn);
+        expected.extend(["a.wrap_tool:in", "b.wrap_tool:in", "b.wrap_tool:out", "a.wrap_tool:out"]);
+        expected.extend(turn);
+        expected.extend(["b.after_agent", "a.after_agent"]);
+        assert_eq!(*log.lock().unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn a_final_answer_completes_the_run() {
+        let model = QueuedModel::new(vec![text("42")]);
+        let (agent, env) =
+            testing::agent(model.clone(), vec![], vec![], Arc::new(RecordingControl::default()));
+        let mut state = ThreadState::new("question");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::Completed);
+        assert_eq!(outcome.answer, "42");
+        assert_eq!(state.usage.model_calls, 1);
+        assert_eq!(state.usage.input_tokens, 10);
+        assert_eq!(state.stop_reason, Some(StopReason::Completed));
+        let requests = model.requests();
+        assert_eq!(requests[0].system, "You are a test agent.");
+    }
+
+    #[tokio::test]
+    async fn the_model_call_limit_stops_the_run() {
+        let turns = (0..10)
+            .map(|_| calls(&[("write_todos", json!({"todos": []}))]))
+            .collect();
+        let (mut agent, env) = testing::agent(
+            QueuedModel::new(turns),
+            vec![Arc::new(WriteTodos)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        agent.limits.max_model_calls = 3;
+        let mut state = ThreadState::new("loop");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::ModelCallLimit);
+        assert_eq!(state.usage.model_calls, 3);
+        assert_eq!(state.usage.tool_calls, 3);
+    }
+
+    #[tokio::test]
+    async fn a_passed_deadline_times_the_run_out() {
+        let (mut agent, env) = testing::agent(
+            QueuedModel::new(vec![text("never")]),
+            vec![],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        agent.limits.deadline = Some(tokio::time::Instant::now());
+        let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_model_error_stops_with_its_message() {
+        let model = Arc::new(QueuedModel::default());
+        model.answers.lock().unwrap().push_back(Err(ModelError::new(
+            crate::model::ModelErrorKind::Auth,
+            "invalid API key",
+        )));
+        let (agent, env) =
+            testing::agent(model, vec![], vec![], Arc::new(RecordingControl::default()));
+        let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::ModelError);
+        assert_eq!(outcome.error.as_deref(), Some("invalid API key"));
+    }
+
+    fn question_turn() -> AssistantMessage {
+        calls(&[(
+            "ask_clarification",
+            json!({"question": "Which format?", "clarification_type": "approach_choice",
+                   "options": ["PDF", "HTML"]}),
+        )])
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_suspends_the_run() {
+        let control = Arc::new(RecordingControl::default());
+        let (agent, env) = testing::agent(
+            QueuedModel::new(vec![question_turn(), text("unreachable")]),
+            vec![Arc::new(AskClarification)],
+            vec![],
+            control.clone(),
+        );
+        let mut state = ThreadState::new("make a report");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::InputRequired);
+        let question = outcome.question.unwrap();
+        assert_eq!(question.question, "Which format?");
+        assert_eq!(control.questions.lock().unwrap().len(), 1);
+        assert_eq!(state.usage.model_calls, 1);
+    }
+
+    #[tokio::test]
+    async fn an_answered_question_continues_the_run() {
+        let control = Arc::new(RecordingControl {
+            answer: Some("PDF".into()),
+            ..RecordingControl::default()
+        });
+        let model = QueuedModel::new(vec![question_turn(), text("PDF it is")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(AskClarification)],
+            vec![],
+            control,
+        );
+        let mut state = ThreadState::new("make a report");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::Completed);
+        assert_eq!(outcome.answer, "PDF it is");
+        let last_request = model.requests().pop().unwrap();
+        assert_eq!(last_request.messages.last().unwrap().text(), "PDF");
+    }
+
+    #[tokio::test]
+    async fn tool_results_follow_call_order_and_errors_reach_the_model() {
+        let model = QueuedModel::new(vec![
+            calls(&[
+                ("write_todos", json!({"todos": [{"content": "x", "status": "pending"}]})),
+                ("no_such_tool", json!({})),
+                ("write_todos", json!({"todos": "not a list"})),
+            ]),
+            text("ok"),
+        ]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(WriteTodos)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("t");
+        agent.run(&mut state, &env).await.unwrap();
+        let results: Vec<_> = state
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(t) => Some((t.tool_call_id.clone(), t.status)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            results,
+            vec![
+                ("call_0_write_todos".to_string(), ToolStatus::Success),
+                ("call_1_no_such_tool".to_string(), ToolStatus::Error),
+                ("call_2_write_todos".to_string(), ToolStatus::Error),
+            ]
+        );
+        assert_eq!(state.todos.len(), 1);
+    }
+
+    struct JumpOnce(Mutex<bool>);
+
+    #[async_trait]
+    impl Middleware for JumpOnce {
+        fn name(&self) -> &'static str {
+            "jump"
+        }
+        async fn after_model(&self, _state: &mut ThreadState) -> Flow {
+            let mut jumped = self.0.lock().unwrap();
+            if *jumped {
+                Flow::Continue
+            } else {
+                *jumped = true;
+                Flow::JumpToModel
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_hook_can_jump_back_to_the_model() {
+        let model = QueuedModel::new(vec![text("first"), text("second")]);
+        let (agent, env) = testing::agent(
+            model,
+            vec![],
+            vec![Arc::new(JumpOnce(Mutex::new(false)))],
+            Arc::new(RecordingControl::default()),
+        );
+        let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
+        assert_eq!(outcome.answer, "second");
+    }
+
+    struct EndBeforeModel;
+
+    #[async_trait]
+    impl Middleware for EndBeforeModel {
+        fn name(&self) -> &'static str {
+            "end"
+        }
+        async fn before_model(&self, _state: &mut ThreadState) -> Flow {
+            Flow::End(StopReason::TokenBudgetExceeded)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_hook_can_end_the_run() {
+        let model = QueuedModel::new(vec![text("never")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![],
+            vec![Arc::new(EndBeforeModel)],
+            Arc::new(RecordingControl::default()),
+        );
+        let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::TokenBudgetExceeded);
+        assert!(model.requests().is_empty());
+    }
+
+    /// Adds a message to the request only: the thread must not keep it.
+    struct RequestOnly;
+
+    #[async_trait]
+    impl Middleware for RequestOnly {
+        fn name(&self) -> &'static str {
+            "request-only"
+        }
+        async fn wrap_model_call(
+            &self,
+            state: &ThreadState,
+            mut request: ModelRequest,
+            next: ModelNext<'_>,
+        ) -> Result<AssistantMessage, crate::model::ModelError> {
+            request
+                .messages
+                .push(Message::hidden_user("r", "reminder", "be brief"));
+            next.run(state, request).await
+        }
+    }
+
+    #[tokio::test]
+    async fn request_changes_are_not_persisted() {
+        let model = QueuedModel::new(vec![text("ok")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![],
+            vec![Arc::new(RequestOnly)],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("t");
+        agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(model.requests()[0].messages.len(), 2);
+        assert_eq!(state.messages.len(), 2, "user + assistant only");
+    }
 }

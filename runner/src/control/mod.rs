@@ -8,6 +8,7 @@ use herd_crds::wire::{
 };
 
 use crate::thread::ThreadState;
+use crate::tools::Budget;
 
 /// The control plane could not be reached or refused the request.
 #[derive(Debug, thiserror::Error)]
@@ -35,8 +36,13 @@ pub trait ControlPlane: Send + Sync {
     /// Title, todos and usage so far.
     async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError>;
 
-    /// Runs a subagent for one `task` call and waits for its outcome.
-    async fn run_child(&self, request: ChildRequest) -> Result<ChildOutcome, ControlError>;
+    /// Runs a subagent for one `task` call and waits for its outcome. `parent` is what the
+    /// calling agent has left; the child never gets more.
+    async fn run_child(
+        &self,
+        request: ChildRequest,
+        parent: Budget,
+    ) -> Result<ChildOutcome, ControlError>;
 
     /// Asks the user a question, saving `checkpoint` first so the run can resume.
     async fn ask(

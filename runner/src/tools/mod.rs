@@ -46,6 +46,16 @@ pub struct ToolContext {
     pub control: Arc<dyn ControlPlane>,
     /// The Run's attempt (reports carry it).
     pub attempt: u32,
+    /// What the calling agent has left; a subagent never gets more.
+    pub budget: Budget,
+}
+
+/// What an agent has left when it calls a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub model_calls_left: u32,
+    /// When the run must end, if it has a deadline.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// A change a tool makes to the thread besides its result message.

@@ -132,7 +132,7 @@ impl Tool for Task {
             prompt: args.prompt,
             subagent_type: args.subagent_type.as_str().to_owned(),
         };
-        let (content, status, ok) = match ctx.control.run_child(request).await {
+        let (content, status, ok) = match ctx.control.run_child(request, ctx.budget).await {
             Ok(outcome) => {
                 let ok = outcome.status == Some(ChildStatus::Completed);
                 (render_outcome(&outcome), delegation_status(outcome.status), ok)

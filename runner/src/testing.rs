@@ -1,0 +1,187 @@
+//! Test doubles shared by the unit tests: a queued model, a recording control plane and an
+//! executor that answers from a closure.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use herd_crds::report::{Clarification, Usage};
+use herd_crds::wire::{
+    ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
+    ResultReport,
+};
+
+use crate::agent::{Agent, Limits, Middleware, NoObserver, RunEnv, ToolRegistry};
+use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
+use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::thread::{AssistantMessage, ThreadState, ToolCall};
+use crate::tools::{Budget, Tool};
+
+/// Answers model calls from a queue and records every request.
+#[derive(Default)]
+pub struct QueuedModel {
+    pub answers: Mutex<VecDeque<Result<AssistantMessage, ModelError>>>,
+    pub requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl QueuedModel {
+    pub fn new(answers: Vec<AssistantMessage>) -> Arc<Self> {
+        Arc::new(QueuedModel {
+            answers: Mutex::new(answers.into_iter().map(Ok).collect()),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ChatModel for QueuedModel {
+    fn name(&self) -> &str {
+        "queued"
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        _on_delta: DeltaSink<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Ok(text("(queue empty)")))
+    }
+}
+
+/// A final answer.
+pub fn text(content: &str) -> AssistantMessage {
+    AssistantMessage {
+        content: content.into(),
+        usage: Some(Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        }),
+        ..AssistantMessage::default()
+    }
+}
+
+/// A turn calling tools: `(name, arguments)`.
+pub fn calls(calls: &[(&str, serde_json::Value)]) -> AssistantMessage {
+    AssistantMessage {
+        tool_calls: calls
+            .iter()
+            .enumerate()
+            .map(|(index, (name, arguments))| ToolCall {
+                id: format!("call_{index}_{name}"),
+                name: (*name).into(),
+                arguments: arguments.to_string(),
+            })
+            .collect(),
+        ..AssistantMessage::default()
+    }
+}
+
+/// Records what the run reported; answers questions with `answer` (or suspends).
+#[derive(Default)]
+pub struct RecordingControl {
+    pub answer: Option<String>,
+    pub questions: Mutex<Vec<Clarification>>,
+    pub children: Mutex<Vec<(ChildRequest, Budget)>>,
+    pub results: Mutex<Vec<ResultReport>>,
+}
+
+#[async_trait]
+impl ControlPlane for RecordingControl {
+    async fn report_progress(&self, _report: ProgressReport) -> Result<(), ControlError> {
+        Ok(())
+    }
+
+    async fn run_child(
+        &self,
+        request: ChildRequest,
+        parent: Budget,
+    ) -> Result<ChildOutcome, ControlError> {
+        let name = format!("child-{}", request.tool_call_id);
+        self.children.lock().unwrap().push((request, parent));
+        Ok(ChildOutcome {
+            name,
+            status: Some(ChildStatus::Completed),
+            stop_reason: None,
+            result: "child done".into(),
+            error: None,
+            usage: Usage::default(),
+            artifacts: vec![],
+        })
+    }
+
+    async fn ask(
+        &self,
+        question: &Clarification,
+        _checkpoint: &ThreadState,
+    ) -> Result<AskOutcome, ControlError> {
+        self.questions.lock().unwrap().push(question.clone());
+        Ok(match &self.answer {
+            Some(answer) => AskOutcome::Answered(answer.clone()),
+            None => AskOutcome::Suspended,
+        })
+    }
+
+    async fn post_result(&self, result: ResultReport) -> Result<(), ControlError> {
+        self.results.lock().unwrap().push(result);
+        Ok(())
+    }
+
+    async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
+        Ok(MemoryDocument::default())
+    }
+
+    async fn update_memory(&self, _operations: Vec<MemoryOperation>) -> Result<(), ControlError> {
+        Ok(())
+    }
+}
+
+/// An executor answering every request the same way.
+pub struct StaticExecutor(pub SandboxResponse);
+
+#[async_trait]
+impl ToolExecutor for StaticExecutor {
+    async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// An agent over `model` with `tools` and `chain`, plus an environment around `control`.
+pub fn agent(
+    model: Arc<dyn ChatModel>,
+    tools: Vec<Arc<dyn Tool>>,
+    chain: Vec<Arc<dyn Middleware>>,
+    control: Arc<dyn ControlPlane>,
+) -> (Agent, RunEnv) {
+    let agent = Agent {
+        name: "lead".into(),
+        system_prompt: "You are a test agent.".into(),
+        model,
+        tools: ToolRegistry::new(tools, None, &[]),
+        chain,
+        options: CallOptions::default(),
+        context: CallContext::default(),
+        limits: Limits::default(),
+        observer: Arc::new(NoObserver),
+    };
+    let env = RunEnv {
+        executor: Arc::new(StaticExecutor(SandboxResponse::FileInfo {
+            exists: true,
+            size: 1,
+            sha256: None,
+        })),
+        control,
+    };
+    (agent, env)
+}
