@@ -9,9 +9,13 @@ use crate::thread::{AssistantMessage, Message};
 
 pub mod anthropic;
 pub mod error;
+mod http;
+mod http_error;
+mod ids;
 pub mod openai;
 pub mod resolve;
 pub mod scripted;
+mod sse;
 
 pub use error::{ModelError, ModelErrorKind};
 
@@ -68,6 +72,22 @@ pub struct CallOptions {
     pub thinking: bool,
     /// `low`, `medium` or `high`, for models that take it.
     pub reasoning_effort: Option<String>,
+}
+
+impl CallOptions {
+    /// These options, with every unset field taken from `defaults` (the model's configured
+    /// settings). `thinking` is per call and never defaulted.
+    pub fn or_defaults(&self, defaults: &CallOptions) -> CallOptions {
+        CallOptions {
+            temperature: self.temperature.or(defaults.temperature),
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            thinking: self.thinking,
+            reasoning_effort: self
+                .reasoning_effort
+                .clone()
+                .or_else(|| defaults.reasoning_effort.clone()),
+        }
+    }
 }
 
 /// One model request: the system prompt, the thread and the tools.
