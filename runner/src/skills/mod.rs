@@ -4,8 +4,10 @@
 //! SKILL.md (and the resources it names) with `read_file` when a task matches: progressive
 //! loading keeps the system prompt small however many skills are installed.
 
+pub mod catalog;
 pub mod error;
 pub mod frontmatter;
 
+pub use catalog::{Skill, SkillCatalog, SkillCategory};
 pub use error::SkillError;
 pub use frontmatter::{RequiredSecret, SkillMd, parse_skill_md, validate_skill_name};
