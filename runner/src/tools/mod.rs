@@ -6,6 +6,7 @@ pub mod present_files;
 pub mod task;
 pub mod view_image;
 pub mod web;
+pub mod web_fetch;
 pub mod write_todos;
 
 use std::sync::Arc;

@@ -231,10 +231,7 @@ mod tests {
             "{error:?}"
         );
         let url = Url::parse("http://[fe80::1]/").unwrap();
-        assert!(matches!(
-            check_url(&url).await,
-            Err(GuardError::Blocked(_))
-        ));
+        assert!(matches!(check_url(&url).await, Err(GuardError::Blocked(_))));
     }
 
     #[tokio::test]

@@ -5,6 +5,19 @@ use std::error::Error;
 /// The User-Agent the web tools send.
 pub const USER_AGENT: &str = concat!("herd-runner/", env!("CARGO_PKG_VERSION"));
 
+/// A client builder with the web tools' User-Agent.
+///
+/// reqwest is compiled without a TLS crypto provider; the process normally installs ring at
+/// start, but a client built before that (tests, embedders) would panic inside reqwest, so
+/// ring is installed here when nothing is.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race against another installer is fine: a provider is then in place.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::Client::builder().user_agent(USER_AGENT)
+}
+
 /// Why a body could not be read whole.
 #[derive(Debug)]
 pub enum BodyError {
@@ -71,6 +84,58 @@ mod tests {
     #[derive(Debug, thiserror::Error)]
     #[error("connection refused")]
     struct Inner;
+
+    /// Serves one chunked response of `chunks` 1 KiB chunks and counts how many were sent
+    /// before the client hung up.
+    async fn chunked_server(chunks: usize) -> (String, tokio::task::JoinHandle<usize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let handle = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request).await.unwrap();
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
+                        transfer-encoding: chunked\r\n\r\n";
+            socket.write_all(head.as_bytes()).await.unwrap();
+            let chunk = format!("400\r\n{}\r\n", "x".repeat(1024));
+            let mut sent = 0;
+            for _ in 0..chunks {
+                if socket.write_all(chunk.as_bytes()).await.is_err() {
+                    break;
+                }
+                sent += 1;
+                // Let the client read (and hang up) between chunks.
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            let _ = socket.write_all(b"0\r\n\r\n").await;
+            sent
+        });
+        (url, handle)
+    }
+
+    #[tokio::test]
+    async fn stops_reading_a_streamed_body_past_the_cap() {
+        let (url, server) = chunked_server(2000).await;
+        let client = client_builder().build().unwrap();
+        let mut response = client.get(&url).send().await.unwrap();
+        assert_eq!(response.content_length(), None);
+        let result = read_capped(&mut response, 8 * 1024).await;
+        assert!(matches!(result, Err(BodyError::TooLarge)));
+        drop(response);
+        let sent = server.await.unwrap();
+        assert!(sent < 2000, "the whole body was sent: {sent} chunks");
+    }
+
+    #[tokio::test]
+    async fn reads_a_streamed_body_under_the_cap() {
+        let (url, server) = chunked_server(4).await;
+        let client = client_builder().build().unwrap();
+        let mut response = client.get(&url).send().await.unwrap();
+        let body = read_capped(&mut response, 8 * 1024).await.unwrap();
+        assert_eq!(body.len(), 4 * 1024);
+        assert_eq!(server.await.unwrap(), 4);
+    }
 
     #[test]
     fn chain_joins_sources_and_finds_types() {

@@ -5,3 +5,6 @@ pub mod address;
 pub mod html;
 pub mod http;
 pub mod resolver;
+
+#[cfg(test)]
+pub(crate) mod test_context;

@@ -1,0 +1,63 @@
+//! A `ToolContext` for the web tools' tests: they run on the agent side and must never reach
+//! the sandbox or the control plane, so both stubs fail loudly.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use herd_crds::report::Clarification;
+use herd_crds::wire::{
+    ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
+};
+
+use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::thread::ThreadState;
+use crate::tools::{Budget, ToolContext};
+
+struct NoSandbox;
+
+#[async_trait]
+impl ToolExecutor for NoSandbox {
+    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        panic!("web tools must not use the sandbox: {request:?}")
+    }
+}
+
+struct NoControl;
+
+#[async_trait]
+impl ControlPlane for NoControl {
+    async fn report_progress(&self, _: ProgressReport) -> Result<(), ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+    async fn run_child(&self, _: ChildRequest, _: Budget) -> Result<ChildOutcome, ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+    async fn ask(&self, _: &Clarification, _: &ThreadState) -> Result<AskOutcome, ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+    async fn post_result(&self, _: ResultReport) -> Result<(), ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+    async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+    async fn update_memory(&self, _: Vec<MemoryOperation>) -> Result<(), ControlError> {
+        panic!("web tools must not use the control plane")
+    }
+}
+
+/// A context whose sandbox and control plane panic when touched.
+pub fn context() -> ToolContext {
+    ToolContext {
+        call_id: "call-1".to_owned(),
+        executor: Arc::new(NoSandbox),
+        control: Arc::new(NoControl),
+        attempt: 1,
+        budget: Budget {
+            model_calls_left: 10,
+            deadline: None,
+        },
+    }
+}
