@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod control;
+pub mod memory;
 pub mod model;
 pub mod sandbox;
 pub mod skills;

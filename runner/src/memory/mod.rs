@@ -1,0 +1,4 @@
+//! Memory: facts and context an agent remembers across runs, changed only through operations.
+
+pub mod apply;
+pub mod file;
