@@ -1,5 +1,13 @@
 //! Herd's API: the `Agent`, `Skill` and `Run` custom resources (group `herd.dev`), the runner's
 //! report types, and the run-API wire bodies.
 
+pub mod agent;
+pub mod condition;
+pub mod duration;
+pub mod reason;
+pub mod refs;
 pub mod report;
+pub mod rules;
+mod schema;
+pub mod validation;
 pub mod wire;

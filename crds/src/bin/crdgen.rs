@@ -1,1 +1,4 @@
-fn main() {}
+use kube::CustomResourceExt;
+fn main() {
+    print!("{}", serde_saphyr::to_string(&herd_crds::agent::Agent::crd()).unwrap());
+}

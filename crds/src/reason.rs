@@ -1,0 +1,101 @@
+//! Condition types and reasons, as named constants so the operator, the runner and the tests
+//! spell them one way.
+
+/// Condition types of Agents and Skills.
+pub mod condition_type {
+    /// The spec is valid and understood.
+    pub const ACCEPTED: &str = "Accepted";
+    /// Every referenced Skill, Secret and ConfigMap exists and may be used (Agents).
+    pub const RESOLVED_REFS: &str = "ResolvedRefs";
+    /// The object can be used: the summary of the other conditions.
+    pub const READY: &str = "Ready";
+    /// A Run's outcome, Tekton style: `Unknown` while it goes, then `True` or `False`.
+    pub const SUCCEEDED: &str = "Succeeded";
+    /// A Run's agent asked a question and waits for `spec.responses`.
+    pub const INPUT_REQUIRED: &str = "InputRequired";
+}
+
+/// Reasons of an Agent's conditions.
+pub mod agent {
+    /// `Accepted=True`, `ResolvedRefs=True`, `Ready=True`.
+    pub const ACCEPTED: &str = "Accepted";
+    /// `ResolvedRefs=True`.
+    pub const RESOLVED_REFS: &str = "ResolvedRefs";
+    /// `Ready=True`.
+    pub const READY: &str = "Ready";
+    /// `Accepted=False`: the spec is invalid in a way the schema could not catch.
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// `ResolvedRefs=False`: a listed skill does not exist.
+    pub const SKILL_NOT_FOUND: &str = "SkillNotFound";
+    /// `ResolvedRefs=False`: a listed skill exists but is not ready.
+    pub const SKILL_NOT_READY: &str = "SkillNotReady";
+    /// `ResolvedRefs=False`: a referenced Secret or key does not exist.
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
+    /// `ResolvedRefs=False`: a referenced Secret lacks the label
+    /// `herd.dev/model-credentials: "true"`.
+    pub const SECRET_NOT_ALLOWED: &str = "SecretNotAllowed";
+    /// `ResolvedRefs=False`: a referenced ConfigMap or key does not exist.
+    pub const CONFIG_MAP_NOT_FOUND: &str = "ConfigMapNotFound";
+    /// `Ready=False`: some other condition is not `True`.
+    pub const NOT_READY: &str = "NotReady";
+}
+
+/// Reasons of a Skill's conditions.
+pub mod skill {
+    /// `Accepted=True`, `Ready=True`.
+    pub const ACCEPTED: &str = "Accepted";
+    /// `Ready=True`.
+    pub const READY: &str = "Ready";
+    /// `Accepted=False`: the SKILL.md frontmatter is missing or invalid.
+    pub const INVALID_FRONTMATTER: &str = "InvalidFrontmatter";
+    /// `Accepted=False`: the frontmatter `name` differs from `metadata.name`.
+    pub const NAME_MISMATCH: &str = "NameMismatch";
+    /// `Accepted=False`: content and files do not fit in one ConfigMap.
+    pub const TOO_LARGE: &str = "TooLarge";
+    /// `Ready=False`: the skill is disabled (`enabled: false`).
+    pub const DISABLED: &str = "Disabled";
+    /// `Ready=False`: some other condition is not `True`.
+    pub const NOT_READY: &str = "NotReady";
+}
+
+/// Reasons of a Run's `Succeeded` and `InputRequired` conditions.
+pub mod run {
+    /// `Succeeded=Unknown`: waiting for a free slot under a concurrency cap.
+    pub const QUEUED: &str = "Queued";
+    /// `Succeeded=Unknown`: the pod was created and has not started yet.
+    pub const POD_PENDING: &str = "PodPending";
+    /// `Succeeded=Unknown`: the agent is working.
+    pub const RUNNING: &str = "Running";
+    /// `Succeeded=Unknown`, `InputRequired=True`: a question waits for an answer.
+    pub const WAITING_FOR_INPUT: &str = "WaitingForInput";
+    /// `Succeeded=Unknown`: the Agent does not exist (yet); retried.
+    pub const AGENT_NOT_FOUND: &str = "AgentNotFound";
+    /// `Succeeded=True`.
+    pub const SUCCEEDED: &str = "Succeeded";
+    /// `Succeeded=False`: the agent failed.
+    pub const FAILED: &str = "Failed";
+    /// `Succeeded=False`: the Run's `timeout` passed.
+    pub const TIMED_OUT: &str = "TimedOut";
+    /// `Succeeded=False`: a question went unanswered for `inputTimeout`.
+    pub const INPUT_TIMED_OUT: &str = "InputTimedOut";
+    /// `Succeeded=False`: `spec.cancel` was set.
+    pub const CANCELLED: &str = "Cancelled";
+    /// `Succeeded=False`: the pod failed outside the agent's control.
+    pub const POD_FAILED: &str = "PodFailed";
+    /// `Succeeded=False`: a container ran out of memory.
+    pub const OOM_KILLED: &str = "OOMKilled";
+    /// `Succeeded=False`: the pod was evicted and no retries were left.
+    pub const EVICTED: &str = "Evicted";
+    /// `Succeeded=False`: the model could not be reached or kept failing.
+    pub const MODEL_ERROR: &str = "ModelError";
+    /// `Succeeded=False`: the result exceeded the result ConfigMap's cap.
+    pub const RESULT_TOO_LARGE: &str = "ResultTooLarge";
+    /// `Succeeded=False`: the checkpoint stayed too large after summarization.
+    pub const CHECKPOINT_TOO_LARGE: &str = "CheckpointTooLarge";
+    /// `Succeeded=False`: the spec is invalid in a way the schema could not catch.
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// `InputRequired=False`: no question is open.
+    pub const NO_QUESTION: &str = "NoQuestion";
+    /// `InputRequired=False`: the open question was answered.
+    pub const ANSWERED: &str = "Answered";
+}
