@@ -45,7 +45,11 @@ pub(crate) fn server_label(config: &HttpModelConfig) -> String {
 
 /// `base` joined with `path`, without doubling the slash.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
-    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 /// POSTs `body` as JSON and returns the response when it is a 2xx; any other status becomes
@@ -129,15 +133,17 @@ pub(crate) async fn with_deadline<T>(
     server: &str,
     call: impl Future<Output = Result<T, ModelError>>,
 ) -> Result<T, ModelError> {
-    tokio::time::timeout(timeout, call).await.unwrap_or_else(|_| {
-        Err(ModelError::new(
-            ModelErrorKind::Timeout,
-            format!(
-                "{server} did not finish answering within {} (the model's requestTimeout)",
-                humantime::format_duration(timeout)
-            ),
-        ))
-    })
+    tokio::time::timeout(timeout, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ModelError::new(
+                ModelErrorKind::Timeout,
+                format!(
+                    "{server} did not finish answering within {} (the model's requestTimeout)",
+                    humantime::format_duration(timeout)
+                ),
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -150,7 +156,10 @@ mod tests {
             join_url("http://h/v1/", "/chat/completions"),
             "http://h/v1/chat/completions"
         );
-        assert_eq!(join_url("http://h/v1", "chat/completions"), "http://h/v1/chat/completions");
+        assert_eq!(
+            join_url("http://h/v1", "chat/completions"),
+            "http://h/v1/chat/completions"
+        );
     }
 
     #[tokio::test]
@@ -178,7 +187,11 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(error.kind, ModelErrorKind::Connection);
-        assert!(error.message.contains(&addr.to_string()), "{}", error.message);
+        assert!(
+            error.message.contains(&addr.to_string()),
+            "{}",
+            error.message
+        );
     }
 
     #[tokio::test]

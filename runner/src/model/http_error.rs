@@ -29,8 +29,7 @@ impl ErrorDetail {
     /// and falls back to the raw text.
     pub fn parse(body: &str) -> ErrorDetail {
         match serde_json::from_str::<serde_json::Value>(body) {
-            Ok(value) => ErrorDetail::from_value(&value)
-                .unwrap_or_else(|| ErrorDetail::raw(body)),
+            Ok(value) => ErrorDetail::from_value(&value).unwrap_or_else(|| ErrorDetail::raw(body)),
             Err(_) => ErrorDetail::raw(body),
         }
     }
@@ -90,7 +89,8 @@ impl ErrorDetail {
     /// Whether the account is out of credit (OpenAI sends this with a 429).
     pub fn is_quota(&self) -> bool {
         [&self.code, &self.kind].into_iter().flatten().any(|tag| {
-            tag.eq_ignore_ascii_case("insufficient_quota") || tag.eq_ignore_ascii_case("billing_error")
+            tag.eq_ignore_ascii_case("insufficient_quota")
+                || tag.eq_ignore_ascii_case("billing_error")
         })
     }
 }
@@ -181,7 +181,12 @@ fn describe(server: &str, status: Option<u16>, kind: ModelErrorKind, message: &s
 
 /// Reads `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date).
 pub(crate) fn retry_after(headers: &HeaderMap, now: jiff::Timestamp) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return duration_from_secs(ms / 1000.0);
     }
@@ -266,7 +271,10 @@ mod tests {
     #[test]
     fn error_bodies_of_every_shape_surface_their_message() {
         let cases = [
-            (r#"{"error":{"code":"x","message":"from openai","type":"t"}}"#, "from openai"),
+            (
+                r#"{"error":{"code":"x","message":"from openai","type":"t"}}"#,
+                "from openai",
+            ),
             (r#"{"error":"from ollama"}"#, "from ollama"),
             (r#"{"detail":"from a proxy"}"#, "from a proxy"),
             ("plain text failure", "plain text failure"),
@@ -301,15 +309,24 @@ mod tests {
             Some(Duration::from_millis(1500))
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:30 GMT")]), now),
+            retry_after(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:30 GMT")]),
+                now
+            ),
             Some(Duration::from_secs(30))
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after", "Wed, 21 Oct 2015 07:27:00 GMT")]), now),
+            retry_after(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:27:00 GMT")]),
+                now
+            ),
             Some(Duration::ZERO)
         );
         assert_eq!(
-            retry_after(&headers(&[("retry-after-ms", "250"), ("retry-after", "9")]), now),
+            retry_after(
+                &headers(&[("retry-after-ms", "250"), ("retry-after", "9")]),
+                now
+            ),
             Some(Duration::from_millis(250))
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
@@ -323,7 +340,10 @@ mod tests {
         assert_eq!(error.kind, ModelErrorKind::RateLimited);
         assert_eq!(error.status, Some(429));
         let detail = ErrorDetail::parse(r#"{"error":{"message":"boom"}}"#);
-        assert_eq!(error_from_stream("s", &detail, None).kind, ModelErrorKind::Server);
+        assert_eq!(
+            error_from_stream("s", &detail, None).kind,
+            ModelErrorKind::Server
+        );
         assert_eq!(
             error_from_stream("s", &detail, Some(ModelErrorKind::Auth)).kind,
             ModelErrorKind::Auth

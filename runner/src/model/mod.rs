@@ -106,7 +106,10 @@ pub enum StreamDelta {
     Text(String),
     Reasoning(String),
     /// A tool call started (its name is known).
-    ToolCallStarted { index: usize, name: String },
+    ToolCallStarted {
+        index: usize,
+        name: String,
+    },
 }
 
 /// Receives deltas while a response streams in.

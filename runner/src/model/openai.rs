@@ -1,1 +1,1155 @@
-//! (in progress)
+//! OpenAI-compatible Chat Completions client (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM,
+//! DeepSeek...), streaming.
+//!
+//! Choices that keep it working across servers:
+//! - The token limit goes out as `max_tokens`, which every compatible server accepts; only for
+//!   `api.openai.com` is it `max_completion_tokens`, because OpenAI's reasoning models refuse
+//!   `max_tokens`.
+//! - `tool_choice` and `parallel_tool_calls` are never sent: each server's default is "auto",
+//!   and vLLM refuses an explicit `auto` unless started with `--enable-auto-tool-choice`.
+//! - `reasoning_effort` is sent only when set; reasoning text comes back as
+//!   `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (Ollama, OpenRouter) and is
+//!   never sent back (DeepSeek refuses it in input).
+//! - An assistant turn that only calls tools is sent with `content: null`; one without tool
+//!   calls always carries a string (some servers refuse null there).
+//! - A server that ignores `stream: true` and answers with one JSON object is read as well.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use herd_crds::report::Usage;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::error::{ModelError, ModelErrorKind};
+use super::http::{
+    build_client, join_url, post_json, server_label, transport_error, with_deadline,
+};
+use super::http_error::{ErrorDetail, error_from_stream};
+use super::ids::random_id;
+use super::sse::EventReader;
+use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
+
+/// A Chat Completions endpoint (`<base_url>/chat/completions`).
+pub struct OpenAiModel {
+    config: HttpModelConfig,
+    defaults: CallOptions,
+    client: reqwest::Client,
+    server: String,
+    url: String,
+    /// Whether the token limit is sent as `max_completion_tokens` (OpenAI itself).
+    max_completion_tokens: bool,
+}
+
+impl OpenAiModel {
+    /// A client for `config`; fails only when the HTTP client cannot be set up.
+    pub fn new(config: HttpModelConfig) -> Result<Self, ModelError> {
+        let client = build_client(&config)?;
+        let max_completion_tokens = reqwest::Url::parse(&config.base_url)
+            .ok()
+            .and_then(|url| {
+                url.host_str()
+                    .map(|h| h.eq_ignore_ascii_case("api.openai.com"))
+            })
+            .unwrap_or(false);
+        Ok(OpenAiModel {
+            server: server_label(&config),
+            url: join_url(&config.base_url, "chat/completions"),
+            config,
+            defaults: CallOptions::default(),
+            client,
+            max_completion_tokens,
+        })
+    }
+
+    /// Sampling settings used when a request leaves them unset (the model's configuration).
+    pub fn with_defaults(mut self, defaults: CallOptions) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// The JSON body sent for `request`.
+    pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+        let options = request.options.or_defaults(&self.defaults);
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert(
+            "messages".into(),
+            Value::Array(wire_messages(&request.system, &request.messages)),
+        );
+        if !request.tools.is_empty() {
+            let tools = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    }})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(max_tokens) = options.max_tokens {
+            let key = if self.max_completion_tokens {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body.insert(key.into(), json!(max_tokens));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(effort) = &options.reasoning_effort {
+            body.insert("reasoning_effort".into(), json!(effort));
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        Value::Object(body)
+    }
+
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty())
+            && let Ok(value) = HeaderValue::from_str(&format!("Bearer {key}"))
+        {
+            headers.insert(AUTHORIZATION, value);
+        }
+        headers
+    }
+
+    async fn call(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        let body = self.request_body(request);
+        let response = post_json(
+            &self.client,
+            &self.url,
+            self.headers(),
+            &body,
+            &self.server,
+            self.config.stream_chunk_timeout,
+        )
+        .await?;
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let mut answer = Answer::default();
+        if is_json {
+            let text = response
+                .text()
+                .await
+                .map_err(|e| transport_error(&self.server, &e))?;
+            let chunk: Chunk =
+                serde_json::from_str(&text).map_err(|e| self.malformed(&e, &text))?;
+            answer.apply(chunk, &self.server, on_delta)?;
+            answer.done = true;
+        } else {
+            let mut events =
+                EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
+            while let Some(event) = events.next().await? {
+                let data = event.data.trim();
+                if data == "[DONE]" {
+                    answer.done = true;
+                    break;
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                let chunk: Chunk =
+                    serde_json::from_str(data).map_err(|e| self.malformed(&e, data))?;
+                answer.apply(chunk, &self.server, on_delta)?;
+            }
+        }
+        answer.finish(&self.server)
+    }
+
+    fn malformed(&self, error: &serde_json::Error, data: &str) -> ModelError {
+        let excerpt: String = data.chars().take(200).collect();
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!(
+                "{} sent a chunk that is not a chat completion ({error}): {excerpt}",
+                self.server
+            ),
+        )
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        with_deadline(
+            self.config.request_timeout,
+            &self.server,
+            self.call(request, on_delta),
+        )
+        .await
+    }
+}
+
+/// The thread as Chat Completions messages, the system prompt first.
+fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
+    let mut wire = Vec::with_capacity(messages.len() + 1);
+    if !system.is_empty() {
+        wire.push(json!({"role": "system", "content": system}));
+    }
+    for message in messages {
+        wire.push(match message {
+            Message::System(m) => json!({"role": "system", "content": m.content}),
+            Message::User(m) if m.images.is_empty() => {
+                json!({"role": "user", "content": m.content})
+            }
+            Message::User(m) => {
+                let mut parts = Vec::with_capacity(m.images.len() + 1);
+                if !m.content.is_empty() {
+                    parts.push(json!({"type": "text", "text": m.content}));
+                }
+                for image in &m.images {
+                    let url = format!("data:{};base64,{}", image.mime_type, image.data_base64);
+                    parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                }
+                json!({"role": "user", "content": parts})
+            }
+            Message::Assistant(m) if m.tool_calls.is_empty() => {
+                json!({"role": "assistant", "content": m.content})
+            }
+            Message::Assistant(m) => {
+                let content = if m.content.is_empty() {
+                    Value::Null
+                } else {
+                    json!(m.content)
+                };
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|call| {
+                        // Servers that render arguments into a chat template parse them as
+                        // JSON; an empty string would fail there.
+                        let arguments = if call.arguments.trim().is_empty() {
+                            "{}"
+                        } else {
+                            call.arguments.as_str()
+                        };
+                        json!({"id": call.id, "type": "function", "function": {
+                            "name": call.name, "arguments": arguments,
+                        }})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Message::Tool(m) => {
+                json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+            }
+        });
+    }
+    wire
+}
+
+/// One streamed chunk, or the whole non-streaming completion. Unknown fields (`timings`,
+/// `system_fingerprint`, `logprobs`...) are ignored.
+#[derive(Deserialize, Debug, Default)]
+struct Chunk {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+struct Choice {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    /// Present instead of `delta` in a non-streaming answer.
+    #[serde(default)]
+    message: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize, Debug, Default, Clone, Copy)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+/// A tool call being assembled from deltas.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The answer assembled so far.
+#[derive(Debug, Default)]
+struct Answer {
+    id: Option<String>,
+    content: String,
+    reasoning: String,
+    refusal: String,
+    calls: BTreeMap<usize, PartialCall>,
+    /// The provider index of the call the last index-less delta belonged to.
+    last_call: Option<usize>,
+    finish_reason: Option<String>,
+    usage: Option<WireUsage>,
+    /// `[DONE]` arrived (or the answer was one JSON object).
+    done: bool,
+}
+
+impl Answer {
+    fn apply(
+        &mut self,
+        chunk: Chunk,
+        server: &str,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<(), ModelError> {
+        if let Some(error) = &chunk.error {
+            let detail = ErrorDetail::from_value(error).unwrap_or_else(|| ErrorDetail {
+                message: error.to_string(),
+                ..ErrorDetail::default()
+            });
+            return Err(error_from_stream(server, &detail, None));
+        }
+        if self.id.is_none() {
+            self.id = chunk.id.filter(|id| !id.is_empty());
+        }
+        // Usage comes in a last chunk without choices (`include_usage`), or on every chunk
+        // with some servers; the last one seen is the total.
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
+        }
+        // Only the first choice is read: requests never ask for `n > 1`.
+        for choice in chunk.choices.into_iter().flatten() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            let whole_message = choice.message.is_some();
+            if let Some(delta) = choice.delta.or(choice.message) {
+                self.apply_delta(delta, whole_message, on_delta);
+            }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish_reason = Some(reason);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_delta(&mut self, delta: Delta, whole_message: bool, on_delta: DeltaSink<'_>) {
+        // Servers that send both fields send the same text twice.
+        if let Some(text) = delta
+            .reasoning_content
+            .or(delta.reasoning)
+            .filter(|t| !t.is_empty())
+        {
+            self.reasoning.push_str(&text);
+            on_delta(StreamDelta::Reasoning(text));
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.content.push_str(&text);
+            on_delta(StreamDelta::Text(text));
+        }
+        if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+            self.refusal.push_str(&text);
+        }
+        for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+            let id = call.id.filter(|id| !id.is_empty());
+            let index = match call.index {
+                Some(index) => index,
+                // A whole message lists its calls in order.
+                None if whole_message => position,
+                // Streams without indexes: a new id starts a new call, anything else
+                // continues the current one.
+                None => match (self.last_call, &id) {
+                    (Some(last), Some(id))
+                        if self.calls.get(&last).is_some_and(|c| &c.id != id) =>
+                    {
+                        self.calls.keys().next_back().map_or(0, |k| k + 1)
+                    }
+                    (Some(last), _) => last,
+                    (None, _) => 0,
+                },
+            };
+            self.last_call = Some(index);
+            let entry = self.calls.entry(index).or_default();
+            if entry.id.is_empty()
+                && let Some(id) = id
+            {
+                entry.id = id;
+            }
+            let function = call.function.unwrap_or_default();
+            if entry.name.is_empty()
+                && let Some(name) = function.name.filter(|n| !n.is_empty())
+            {
+                entry.name = name.clone();
+                on_delta(StreamDelta::ToolCallStarted { index, name });
+            }
+            if let Some(arguments) = function.arguments {
+                entry.arguments.push_str(&arguments);
+            }
+        }
+    }
+
+    fn finish(self, server: &str) -> Result<AssistantMessage, ModelError> {
+        let complete = self.done || self.finish_reason.is_some();
+        if !complete && (self.content.is_empty() || !self.calls.is_empty()) {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "the stream from {server} ended before the answer was complete (no \
+                     finish_reason and no [DONE])"
+                ),
+            ));
+        }
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls {
+            if call.name.is_empty() {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!("{server} sent tool call #{index} without a name"),
+                ));
+            }
+            tool_calls.push(ToolCall {
+                id: if call.id.is_empty() {
+                    random_id("call_")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: call.arguments,
+            });
+        }
+        let mut content = self.content;
+        let mut finish_reason = self.finish_reason.as_deref().map(finish_reason);
+        if !self.refusal.is_empty() {
+            if content.is_empty() {
+                content = self.refusal;
+            }
+            finish_reason = Some(FinishReason::Refusal);
+        }
+        Ok(AssistantMessage {
+            id: self.id.unwrap_or_else(|| random_id("msg_")),
+            content,
+            reasoning: Some(self.reasoning).filter(|r| !r.is_empty()),
+            tool_calls,
+            finish_reason,
+            usage: self.usage.map(|u| Usage {
+                input_tokens: u.prompt_tokens,
+                output_tokens: u.completion_tokens,
+                ..Usage::default()
+            }),
+            ..AssistantMessage::default()
+        })
+    }
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" | "end_turn" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use pretty_assertions::assert_eq;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::model::ToolSchema;
+    use crate::thread::{ImagePart, ToolStatus, UserMessage};
+
+    const PLAIN_REQUEST: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/plain-stream-request.json");
+    const PLAIN_STREAM: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/plain-stream.sse");
+    const PLAIN_JSON: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/plain.json");
+    const TOOLS_REQUEST: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/tools-request.json");
+    const TOOLS_STREAM: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/tools-stream.sse");
+    const TOOLS_JSON: &str =
+        include_str!("../../tests/fixtures/openai-chat/llama-server/tools.json");
+
+    fn config(base_url: &str) -> HttpModelConfig {
+        HttpModelConfig {
+            model: "smollm2".into(),
+            base_url: base_url.into(),
+            api_key: None,
+            request_timeout: Duration::from_secs(20),
+            stream_chunk_timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn model(base_url: &str) -> OpenAiModel {
+        OpenAiModel::new(config(base_url)).unwrap()
+    }
+
+    fn plain_request() -> ModelRequest {
+        ModelRequest {
+            system: "You are a concise assistant.".into(),
+            messages: vec![Message::user("u1", "Name three primary colors.")],
+            options: CallOptions {
+                temperature: Some(0.0),
+                max_tokens: Some(64),
+                ..CallOptions::default()
+            },
+            ..ModelRequest::default()
+        }
+    }
+
+    fn assistant_calls(id: &str, content: &str, calls: &[(&str, &str)]) -> Message {
+        Message::Assistant(AssistantMessage {
+            id: id.into(),
+            content: content.into(),
+            tool_calls: calls
+                .iter()
+                .map(|(id, args)| ToolCall {
+                    id: (*id).into(),
+                    name: "get_weather".into(),
+                    arguments: (*args).into(),
+                })
+                .collect(),
+            ..AssistantMessage::default()
+        })
+    }
+
+    fn tools_request() -> ModelRequest {
+        ModelRequest {
+            system: "You are a weather bot. Always answer weather questions by calling the \
+                     get_weather tool."
+                .into(),
+            messages: vec![
+                Message::user("u1", "What is the weather in London?"),
+                assistant_calls("a1", "", &[("call_0", "{\"city\": \"London\"}")]),
+                Message::user("u2", "What is the weather in Berlin?"),
+                assistant_calls("a2", "", &[("call_1", "{\"city\": \"Berlin\"}")]),
+                Message::user("u3", "What is the weather in Paris?"),
+            ],
+            tools: vec![ToolSchema {
+                name: "get_weather".into(),
+                description: "Get the current weather for a city".into(),
+                parameters: json!({"type": "object", "properties": {"city": {"type": "string"}},
+                    "required": ["city"]}),
+            }],
+            options: CallOptions {
+                temperature: Some(0.0),
+                max_tokens: Some(64),
+                ..CallOptions::default()
+            },
+            ..ModelRequest::default()
+        }
+    }
+
+    /// Removes `key` from both objects and checks the two values are the same number.
+    fn take_number(ours: &mut Value, theirs: &mut Value, key: &str) {
+        let a = ours.as_object_mut().unwrap().remove(key).unwrap();
+        let b = theirs.as_object_mut().unwrap().remove(key).unwrap();
+        assert_eq!(a.as_f64(), b.as_f64(), "{key}");
+    }
+
+    #[test]
+    fn the_plain_request_matches_the_captured_one() {
+        let mut ours = model("http://h/v1").request_body(&plain_request());
+        let mut captured: Value = serde_json::from_str(PLAIN_REQUEST).unwrap();
+        take_number(&mut ours, &mut captured, "temperature");
+        assert_eq!(ours, captured);
+    }
+
+    #[test]
+    fn the_tools_request_matches_the_captured_one_with_null_content() {
+        let mut ours = model("http://h/v1").request_body(&tools_request());
+        let mut captured: Value = serde_json::from_str(TOOLS_REQUEST).unwrap();
+        take_number(&mut ours, &mut captured, "temperature");
+        // The capture sent `""` (what llama.cpp echoes); OpenAI's documented form for a turn
+        // that only calls tools is `null`, which every server accepts.
+        for message in captured["messages"].as_array_mut().unwrap() {
+            if message.get("tool_calls").is_some() {
+                message["content"] = Value::Null;
+            }
+        }
+        // Not sent on purpose (see the module docs); streaming is always on.
+        let captured = captured.as_object_mut().unwrap();
+        captured.remove("tool_choice");
+        captured.insert("stream".into(), json!(true));
+        captured.insert("stream_options".into(), json!({"include_usage": true}));
+        assert_eq!(ours, Value::Object(captured.clone()));
+    }
+
+    #[test]
+    fn assistant_content_is_null_only_when_the_turn_just_calls_tools() {
+        let messages = wire_messages(
+            "",
+            &[
+                assistant_calls("a", "", &[("c1", "")]),
+                assistant_calls("b", "thinking aloud", &[("c2", "{}")]),
+                assistant_calls("c", "", &[]),
+            ],
+        );
+        assert_eq!(messages[0]["content"], Value::Null);
+        assert_eq!(messages[0]["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(messages[1]["content"], "thinking aloud");
+        assert_eq!(messages[2]["content"], "");
+        assert!(messages[2].get("tool_calls").is_none());
+        assert_eq!(messages.len(), 3, "an empty system prompt is not sent");
+    }
+
+    #[test]
+    fn tool_results_images_and_thread_system_messages_are_mapped() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "ls".into(),
+            arguments: "{}".into(),
+        };
+        let messages = wire_messages(
+            "prompt",
+            &[
+                Message::User(UserMessage {
+                    id: "u".into(),
+                    content: "what is this?".into(),
+                    images: vec![ImagePart {
+                        mime_type: "image/png".into(),
+                        data_base64: "iVBORw0K".into(),
+                    }],
+                    meta: Default::default(),
+                }),
+                Message::tool(&call, ToolStatus::Error, "no such dir"),
+                Message::system("s", "date", "<system-reminder/>"),
+            ],
+        );
+        assert_eq!(messages[0], json!({"role": "system", "content": "prompt"}));
+        assert_eq!(
+            messages[1],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+            ]})
+        );
+        assert_eq!(
+            messages[2],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "no such dir"})
+        );
+        assert_eq!(
+            messages[3],
+            json!({"role": "system", "content": "<system-reminder/>"})
+        );
+    }
+
+    #[test]
+    fn options_fall_back_to_the_model_defaults_and_effort_is_sent_only_when_set() {
+        let defaults = CallOptions {
+            temperature: Some(0.7),
+            max_tokens: Some(100),
+            reasoning_effort: Some("low".into()),
+            thinking: false,
+        };
+        let bare = model("http://h/v1");
+        let body = bare.request_body(&ModelRequest::default());
+        assert!(body.get("reasoning_effort").is_none());
+        assert!(body.get("temperature").is_none());
+        assert!(body.get("max_tokens").is_none());
+        assert!(body.get("tools").is_none());
+
+        let with_defaults = model("http://h/v1").with_defaults(defaults);
+        let body = with_defaults.request_body(&ModelRequest::default());
+        assert_eq!(body["reasoning_effort"], "low");
+        assert_eq!(body["temperature"], 0.7);
+        assert_eq!(body["max_tokens"], 100);
+        let mut request = ModelRequest::default();
+        request.options.temperature = Some(0.1);
+        request.options.reasoning_effort = Some("high".into());
+        let body = with_defaults.request_body(&request);
+        assert_eq!(body["temperature"], 0.1);
+        assert_eq!(body["reasoning_effort"], "high");
+    }
+
+    #[test]
+    fn openai_itself_gets_max_completion_tokens() {
+        let mut request = ModelRequest::default();
+        request.options.max_tokens = Some(50);
+        let body = model("https://api.openai.com/v1").request_body(&request);
+        assert_eq!(body["max_completion_tokens"], 50);
+        assert!(body.get("max_tokens").is_none());
+        let body = model("http://localhost:8080/v1").request_body(&request);
+        assert_eq!(body["max_tokens"], 50);
+    }
+
+    /// Calls `model` and returns the result with the deltas it streamed.
+    async fn run(
+        model: &OpenAiModel,
+        request: &ModelRequest,
+    ) -> (Result<AssistantMessage, ModelError>, Vec<StreamDelta>) {
+        let deltas = Mutex::new(Vec::new());
+        let sink = |delta: StreamDelta| deltas.lock().unwrap().push(delta);
+        let result = model.complete(request, &sink).await;
+        (result, deltas.into_inner().unwrap())
+    }
+
+    fn sse(body: impl Into<String>) -> ResponseTemplate {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body.into())
+    }
+
+    /// A server answering every chat completion with `response`.
+    async fn server(response: ResponseTemplate) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(response)
+            .mount(&server)
+            .await;
+        server
+    }
+
+    async fn answer(response: ResponseTemplate) -> Result<AssistantMessage, ModelError> {
+        let server = server(response).await;
+        run(&model(&format!("{}/v1", server.uri())), &plain_request())
+            .await
+            .0
+    }
+
+    /// An SSE stream of `chunks` (JSON values as `data:` events).
+    fn stream_of(chunks: &[Value], done: bool) -> String {
+        let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        if done {
+            body.push_str("data: [DONE]\n\n");
+        }
+        body
+    }
+
+    fn delta_chunk(delta: Value, finish: Option<&str>) -> Value {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    }
+
+    #[tokio::test]
+    async fn replays_the_captured_plain_stream() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(header("authorization", "Bearer sk-test"))
+            .respond_with(sse(PLAIN_STREAM))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut config = config(&format!("{}/v1/", server.uri()));
+        config.api_key = Some("sk-test".into());
+        let (result, deltas) = run(&OpenAiModel::new(config).unwrap(), &plain_request()).await;
+        let message = result.unwrap();
+        assert_eq!(
+            message.content,
+            "The primary colors are: red, blue, and yellow."
+        );
+        assert_eq!(message.id, "chatcmpl-xge5r0q7RDeeB4RNUlcTdiMeUyBRDpRQ");
+        assert_eq!(message.finish_reason, Some(FinishReason::Stop));
+        assert!(message.tool_calls.is_empty());
+        assert_eq!(message.reasoning, None);
+        let usage = message.usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens), (25, 13));
+        let streamed: String = deltas
+            .iter()
+            .map(|d| match d {
+                StreamDelta::Text(t) => t.as_str(),
+                other => panic!("unexpected delta {other:?}"),
+            })
+            .collect();
+        assert_eq!(streamed, message.content);
+        assert_eq!(deltas.len(), 12);
+
+        let sent: Value = server.received_requests().await.unwrap()[0]
+            .body_json()
+            .unwrap();
+        let mut captured: Value = serde_json::from_str(PLAIN_REQUEST).unwrap();
+        let mut sent = sent;
+        take_number(&mut sent, &mut captured, "temperature");
+        assert_eq!(sent, captured);
+    }
+
+    #[tokio::test]
+    async fn replays_the_captured_tool_call_stream() {
+        let server = server(sse(TOOLS_STREAM)).await;
+        let (result, deltas) = run(&model(&format!("{}/v1", server.uri())), &tools_request()).await;
+        let message = result.unwrap();
+        assert_eq!(
+            message.tool_calls,
+            vec![ToolCall {
+                id: "RgXEKhoItkoNYkZpVODgTFwsxolTPN8g".into(),
+                name: "get_weather".into(),
+                arguments: "{\"city\": \"Paris\"}".into(),
+            }]
+        );
+        assert_eq!(message.content, "");
+        assert_eq!(message.finish_reason, Some(FinishReason::ToolCalls));
+        let usage = message.usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens), (302, 31));
+        assert_eq!(
+            deltas,
+            vec![StreamDelta::ToolCallStarted {
+                index: 0,
+                name: "get_weather".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn reads_the_captured_non_streaming_answers() {
+        let json_response = |body: &str| {
+            ResponseTemplate::new(200).set_body_raw(body.to_owned(), "application/json")
+        };
+        let message = answer(json_response(PLAIN_JSON)).await.unwrap();
+        assert_eq!(
+            message.content,
+            "The primary colors are: red, blue, and yellow."
+        );
+        assert_eq!(message.finish_reason, Some(FinishReason::Stop));
+        assert_eq!(message.usage.unwrap().input_tokens, 25);
+
+        let message = answer(json_response(TOOLS_JSON)).await.unwrap();
+        assert_eq!(message.tool_calls.len(), 1);
+        assert_eq!(message.tool_calls[0].id, "qY78q42whwtE8Cyn5bVe89syi3wR7Gdv");
+        assert_eq!(message.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+        assert_eq!(message.finish_reason, Some(FinishReason::ToolCalls));
+    }
+
+    #[tokio::test]
+    async fn assembles_two_parallel_calls_interleaved_across_many_chunks() {
+        let call = |index: usize, id: Option<&str>, name: Option<&str>, args: &str| {
+            let mut function = json!({"arguments": args});
+            if let Some(name) = name {
+                function["name"] = json!(name);
+            }
+            let mut call = json!({"index": index, "function": function});
+            if let Some(id) = id {
+                call["id"] = json!(id);
+                call["type"] = json!("function");
+            }
+            delta_chunk(json!({"tool_calls": [call]}), None)
+        };
+        let chunks = vec![
+            delta_chunk(json!({"role": "assistant", "content": null}), None),
+            call(0, Some("call_a"), Some("read_file"), ""),
+            call(0, None, None, "{\"pa"),
+            call(1, Some("call_b"), Some("ls"), "{"),
+            call(0, None, None, "th\": \"/mnt/"),
+            call(1, None, None, "\"path\""),
+            call(0, None, None, "user-data/a.txt\"}"),
+            call(1, None, None, ": \"/tmp\"}"),
+            delta_chunk(json!({}), Some("tool_calls")),
+        ];
+        let message = answer(sse(stream_of(&chunks, true))).await.unwrap();
+        assert_eq!(
+            message.tool_calls,
+            vec![
+                ToolCall {
+                    id: "call_a".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\": \"/mnt/user-data/a.txt\"}".into(),
+                },
+                ToolCall {
+                    id: "call_b".into(),
+                    name: "ls".into(),
+                    arguments: "{\"path\": \"/tmp\"}".into(),
+                },
+            ]
+        );
+        assert_eq!(message.usage, None, "no usage chunk, no usage");
+    }
+
+    #[tokio::test]
+    async fn calls_without_index_or_id_are_still_assembled() {
+        let chunks = vec![
+            delta_chunk(
+                json!({"tool_calls": [{"id": "x1", "function": {"name": "ls", "arguments": "{"}}]}),
+                None,
+            ),
+            delta_chunk(
+                json!({"tool_calls": [{"function": {"arguments": "}"}}]}),
+                None,
+            ),
+            delta_chunk(
+                json!({"tool_calls": [{"id": "x2", "function": {"name": "bash", "arguments": "{}"}}]}),
+                None,
+            ),
+            delta_chunk(
+                json!({"tool_calls": [{"index": 2, "function": {"name": "glob"}}]}),
+                Some("tool_calls"),
+            ),
+        ];
+        let message = answer(sse(stream_of(&chunks, true))).await.unwrap();
+        let calls: Vec<_> = message
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, vec![("ls", "{}"), ("bash", "{}"), ("glob", "")]);
+        assert_eq!(message.tool_calls[0].id, "x1");
+        assert!(
+            message.tool_calls[2].id.starts_with("call_"),
+            "a missing id is generated"
+        );
+    }
+
+    #[tokio::test]
+    async fn null_and_empty_content_add_nothing() {
+        let chunks = vec![
+            delta_chunk(json!({"role": "assistant", "content": null}), None),
+            delta_chunk(json!({"content": ""}), None),
+            delta_chunk(json!({"content": "Hi"}), None),
+            json!({"choices": null, "id": "x"}),
+            delta_chunk(json!({"content": null}), Some("stop")),
+        ];
+        let server = server(sse(stream_of(&chunks, true))).await;
+        let (result, deltas) = run(&model(&format!("{}/v1", server.uri())), &plain_request()).await;
+        assert_eq!(result.unwrap().content, "Hi");
+        assert_eq!(deltas, vec![StreamDelta::Text("Hi".into())]);
+    }
+
+    #[tokio::test]
+    async fn reasoning_deltas_become_the_reasoning_text() {
+        let chunks = vec![
+            delta_chunk(json!({"reasoning_content": "Let me "}), None),
+            delta_chunk(
+                json!({"reasoning_content": "think.", "reasoning": "think."}),
+                None,
+            ),
+            delta_chunk(json!({"reasoning": " Done."}), None),
+            delta_chunk(json!({"content": "42"}), Some("stop")),
+            json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7}}),
+        ];
+        let server = server(sse(stream_of(&chunks, true))).await;
+        let (result, deltas) = run(&model(&format!("{}/v1", server.uri())), &plain_request()).await;
+        let message = result.unwrap();
+        assert_eq!(message.reasoning.as_deref(), Some("Let me think. Done."));
+        assert_eq!(message.content, "42");
+        assert_eq!(message.usage.unwrap().output_tokens, 7);
+        assert_eq!(deltas[0], StreamDelta::Reasoning("Let me ".into()));
+        assert_eq!(deltas[3], StreamDelta::Text("42".into()));
+    }
+
+    #[tokio::test]
+    async fn finish_reasons_are_normalised() {
+        for (wire, expected) in [
+            ("length", FinishReason::Length),
+            ("content_filter", FinishReason::ContentFilter),
+            ("eos", FinishReason::Other("eos".into())),
+        ] {
+            let chunks = vec![delta_chunk(json!({"content": "x"}), Some(wire))];
+            let message = answer(sse(stream_of(&chunks, false))).await.unwrap();
+            assert_eq!(message.finish_reason, Some(expected), "{wire}");
+        }
+        let chunks = vec![delta_chunk(
+            json!({"refusal": "I can't help with that."}),
+            Some("stop"),
+        )];
+        let message = answer(sse(stream_of(&chunks, true))).await.unwrap();
+        assert_eq!(message.finish_reason, Some(FinishReason::Refusal));
+        assert_eq!(message.content, "I can't help with that.");
+    }
+
+    #[tokio::test]
+    async fn rate_limits_keep_status_retry_after_and_message() {
+        let error = answer(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "3")
+                .set_body_raw(
+                    r#"{"error":{"code":"rate_limit_exceeded","message":"Rate limit reached for requests","type":"requests"}}"#,
+                    "application/json",
+                ),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::RateLimited);
+        assert_eq!(error.status, Some(429));
+        assert_eq!(error.retry_after, Some(Duration::from_secs(3)));
+        assert!(
+            error.message.contains("Rate limit reached for requests"),
+            "{}",
+            error.message
+        );
+        assert!(error.is_retriable());
+    }
+
+    #[tokio::test]
+    async fn http_errors_are_typed() {
+        let body = |code: &str, message: &str| {
+            format!(r#"{{"error":{{"code":"{code}","message":"{message}","type":"x"}}}}"#)
+        };
+        let cases = [
+            (401, body("invalid_api_key", "Incorrect API key provided"), ModelErrorKind::Auth),
+            (500, body("500", "The server had an error"), ModelErrorKind::Server),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}"#.to_owned(),
+                ModelErrorKind::ContextOverflow,
+            ),
+            (400, body("invalid_value", "temperature too high"), ModelErrorKind::BadRequest),
+        ];
+        for (status, body, kind) in cases {
+            let error = answer(
+                ResponseTemplate::new(status).set_body_raw(body.clone(), "application/json"),
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(error.kind, kind, "{body}");
+            assert_eq!(error.status, Some(status));
+            assert_eq!(error.retry_after, None);
+        }
+        let error = answer(ResponseTemplate::new(401).set_body_string("nope"))
+            .await
+            .unwrap_err();
+        assert!(
+            error.message.contains("apiKeySecretRef"),
+            "{}",
+            error.message
+        );
+        assert!(error.message.contains("nope"), "{}", error.message);
+    }
+
+    #[tokio::test]
+    async fn an_error_inside_the_stream_is_typed() {
+        let body = "data: {\"error\":{\"message\":\"This model's maximum context length is 2048 \
+                    tokens\",\"type\":\"BadRequestError\",\"code\":400}}\n\n";
+        let error = answer(sse(body)).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::ContextOverflow);
+        let body = "data: {\"error\":{\"message\":\"overloaded\",\"code\":503}}\n\n";
+        let error = answer(sse(body)).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Server);
+        assert_eq!(error.status, Some(503));
+    }
+
+    #[tokio::test]
+    async fn a_truncated_stream_is_an_error_unless_it_produced_text() {
+        let nothing = vec![delta_chunk(
+            json!({"role": "assistant", "content": null}),
+            None,
+        )];
+        let error = answer(sse(stream_of(&nothing, false))).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert!(error.message.contains("ended before"), "{}", error.message);
+
+        let half_call = vec![delta_chunk(
+            json!({"content": "Reading.", "tool_calls": [{"index": 0, "id": "c", "function": {"name": "ls", "arguments": "{\"pa"}}]}),
+            None,
+        )];
+        let error = answer(sse(stream_of(&half_call, false))).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+
+        let text = vec![delta_chunk(json!({"content": "All done."}), None)];
+        let message = answer(sse(stream_of(&text, false))).await.unwrap();
+        assert_eq!(message.content, "All done.");
+        assert_eq!(message.finish_reason, None);
+
+        let done_only = vec![delta_chunk(json!({"content": ""}), None)];
+        let message = answer(sse(stream_of(&done_only, true))).await.unwrap();
+        assert_eq!(message.content, "");
+    }
+
+    #[tokio::test]
+    async fn garbage_chunks_are_invalid_responses() {
+        let error = answer(sse("data: {not json\n\n")).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert!(error.message.contains("{not json"), "{}", error.message);
+    }
+
+    #[tokio::test]
+    async fn a_silent_stream_hits_the_chunk_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 65536];
+            let _ = socket.read(&mut buf).await.unwrap();
+            let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                        transfer-encoding: chunked\r\n\r\n";
+            let body = format!("{head}{:x}\r\n{chunk}\r\n", chunk.len());
+            socket.write_all(body.as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        let mut config = config(&format!("http://{addr}/v1"));
+        config.stream_chunk_timeout = Duration::from_millis(300);
+        let (result, deltas) = run(&OpenAiModel::new(config).unwrap(), &plain_request()).await;
+        let error = result.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Timeout);
+        assert!(error.message.contains("sent nothing"), "{}", error.message);
+        assert_eq!(deltas, vec![StreamDelta::Text("Hel".into())]);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn the_request_timeout_bounds_the_whole_call() {
+        let mut config = config("http://unused/v1");
+        let server = server(sse(PLAIN_STREAM).set_delay(Duration::from_secs(30))).await;
+        config.base_url = format!("{}/v1", server.uri());
+        config.request_timeout = Duration::from_millis(200);
+        let (result, _) = run(&OpenAiModel::new(config).unwrap(), &plain_request()).await;
+        assert_eq!(result.unwrap_err().kind, ModelErrorKind::Timeout);
+    }
+}
