@@ -7,7 +7,9 @@
 pub mod agent;
 pub mod control;
 pub mod memory;
+pub mod middleware;
 pub mod model;
+pub mod prompt;
 pub mod sandbox;
 pub mod skills;
 pub mod thread;

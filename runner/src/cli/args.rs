@@ -1,0 +1,97 @@
+//! Command-line arguments of `herd-runner`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Herd's runner: DeerFlow's lead agent, on a laptop or in a Run's pod.
+#[derive(Parser, Debug)]
+#[command(name = "herd-runner", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to run.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run an agent locally from the same manifests you apply to a cluster.
+    Run(RunArgs),
+    /// Serve sandbox tools on a unix socket (the pod's `sandbox` container).
+    Sandbox(SandboxArgs),
+}
+
+/// `herd-runner run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Manifest files: one Agent, any Skills, ConfigMaps referenced by `soulFrom` or
+    /// `model.scriptFrom`, and optionally a Run (whose task, planMode, thinking and model
+    /// override apply). Multi-document YAML is fine.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// The task. Required unless a Run manifest gives one or `--resume` is used.
+    pub task: Option<String>,
+
+    /// Model name, overriding the Agent's (like a Run's `spec.model.name`).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Environment variable holding the model API key (default: OPENAI_API_KEY or
+    /// ANTHROPIC_API_KEY, by provider).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+
+    /// Model endpoint, overriding the Agent's `model.baseURL`.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Plan mode: the agent keeps a todo list.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Ask the model to think (when it supports it).
+    #[arg(long)]
+    pub thinking: bool,
+
+    /// Folder for the run's files (`user-data/{workspace,uploads,outputs}`, checkpoints).
+    /// Default: a new `herd-run-<time>` folder in the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+
+    /// Files to place in `uploads/` (like a Run's `inputs`).
+    #[arg(long = "input", value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Print events and the result as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Never ask on the terminal: save a checkpoint and exit with code 3 instead.
+    #[arg(long)]
+    pub non_interactive: bool,
+
+    /// Continue a run that stopped for a question: its work folder.
+    #[arg(long, value_name = "DIR", requires = "answer")]
+    pub resume: Option<PathBuf>,
+
+    /// The answer to the question of the run being resumed.
+    #[arg(long, requires = "resume")]
+    pub answer: Option<String>,
+
+    /// Folder for agent memory (default: `$HERD_HOME/memory`, `~/.herd/memory`).
+    #[arg(long, value_name = "DIR")]
+    pub memory_dir: Option<PathBuf>,
+}
+
+/// `herd-runner sandbox`.
+#[derive(Args, Debug)]
+pub struct SandboxArgs {
+    /// The unix socket to serve on.
+    #[arg(long, env = "HERD_SANDBOX_SOCKET", default_value = "/run/herd/sandbox.sock")]
+    pub socket: PathBuf,
+
+    /// Where `user-data/` and `skills/` are mounted.
+    #[arg(long, env = "HERD_ROOT", default_value = "/mnt")]
+    pub root: PathBuf,
+}

@@ -1,0 +1,3 @@
+//! The middleware chain: small cross-cutting behaviours around the loop, one per file.
+
+pub mod placement;
