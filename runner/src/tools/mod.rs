@@ -7,6 +7,7 @@ pub mod task;
 pub mod view_image;
 pub mod web;
 pub mod web_fetch;
+pub mod web_search;
 pub mod write_todos;
 
 use std::sync::Arc;
