@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where and how a Run's pod executes tools.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxSpec {
     /// Image of the `sandbox` container, which runs the model's tool calls. It must contain the
@@ -30,6 +30,8 @@ pub struct SandboxSpec {
     pub node_selector: BTreeMap<String, String>,
     /// Taints the pod tolerates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[x_kube(merge_strategy = ListMerge::Atomic)]
     pub tolerations: Vec<Toleration>,
     /// The volume mounted at `/mnt/user-data` (workspace, uploads, outputs). Default: an
     /// emptyDir, gone with the pod.

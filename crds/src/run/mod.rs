@@ -1,0 +1,180 @@
+//! The `Run` resource: one task given to an Agent, and what became of it.
+
+mod phase;
+mod status;
+mod validate;
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::refs::ConfigMapRef;
+
+pub use phase::{RunPhase, phase_of};
+pub use status::{ChildCounts, ChildRef, MAX_RESULT_TEXT, RunReport, RunResult, RunStatus};
+
+/// Most characters of `task` (32 KiB).
+pub const MAX_TASK: usize = 32_768;
+/// Most characters of one answer in `responses` (16 KiB).
+pub const MAX_ANSWER: usize = 16_384;
+/// Most entries of `responses`.
+pub const MAX_RESPONSES: usize = 32;
+/// Most entries of `inputs`.
+pub const MAX_INPUTS: usize = 16;
+
+/// A task for an Agent. Everything but `responses` and `cancel` is fixed once created.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[kube(
+    group = "herd.dev",
+    version = "v1alpha1",
+    kind = "Run",
+    namespaced,
+    status = "RunStatus",
+    shortname = "hrun",
+    category = "herd",
+    derive = "PartialEq",
+    doc = "A task given to an Agent, run in its own pod; the answer, questions and progress appear in the status.",
+    validation = Rule::new(crate::rules::NAME_63).message(crate::rules::NAME_63_MESSAGE),
+    selectable = ".spec.agentRef.name",
+    selectable = ".spec.parentRef.name",
+    printcolumn(name = "Agent", type_ = "string", json_path = ".spec.agentRef.name"),
+    printcolumn(name = "Succeeded", type_ = "string", json_path = ".status.conditions[?(@.type==\"Succeeded\")].status"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Succeeded\")].reason"),
+    printcolumn(name = "Title", type_ = "string", json_path = ".status.report.title"),
+    printcolumn(name = "StartTime", type_ = "date", json_path = ".status.startTime"),
+    printcolumn(name = "CompletionTime", type_ = "date", json_path = ".status.completionTime"),
+    printcolumn(name = "Parent", type_ = "string", json_path = ".spec.parentRef.name", priority = 1)
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new(crate::rules::RUN_SPEC_IMMUTABLE).message(crate::rules::RUN_SPEC_IMMUTABLE_MESSAGE),
+    validation = Rule::new(crate::rules::PARENT_WITH_TYPE).message(crate::rules::PARENT_WITH_TYPE_MESSAGE)
+)]
+#[allow(clippy::duplicated_attributes)]
+pub struct RunSpec {
+    /// The Agent that does the task (same namespace). A Run whose Agent does not exist yet
+    /// waits with reason `AgentNotFound`.
+    pub agent_ref: AgentRef,
+    /// The task, as the user would type it (at most 32 KiB).
+    #[schemars(length(min = 1, max = 32768))]
+    pub task: String,
+    /// ConfigMaps whose keys become files under `/mnt/user-data/uploads/`, for the agent to read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Atomic)]
+    pub inputs: Vec<RunInput>,
+    /// Overrides of the Agent's model settings for this Run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelOverride>,
+    /// Plan mode: the agent keeps a todo list shown in the status. Absent: the Agent's
+    /// `runDefaults.planMode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_mode: Option<bool>,
+    /// Let the model think before answering. Absent: the Agent's `runDefaults.thinking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<bool>,
+    /// Time limit from the Run's start, queue time and retries included, e.g. `1h`. Absent:
+    /// the Agent's `runDefaults.timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    pub timeout: Option<String>,
+    /// How long a question may wait for an answer, e.g. `2h`. Absent: the Agent's
+    /// `runDefaults.inputTimeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    pub input_timeout: Option<String>,
+    /// The Run that delegated this one (set by the operator on child Runs, with
+    /// `subagentType`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_ref: Option<ParentRef>,
+    /// The subagent type of a child Run: `general-purpose` or `bash` (set with `parentRef`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub subagent_type: Option<String>,
+    /// Answers to the agent's questions: append `{id, answer}` with the id from
+    /// `status.report.clarification.id`. Answers cannot be changed or removed.
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    #[x_kube(
+        merge_strategy = ListMerge::Map(vec!["id".into()]),
+        validation = Rule::new(crate::rules::RESPONSES_APPEND_ONLY).message(crate::rules::RESPONSES_APPEND_ONLY_MESSAGE)
+    )]
+    pub responses: Vec<Response>,
+    /// Set to true to stop the Run: its pod is deleted and its children cancelled. Cannot be
+    /// undone. Default false.
+    #[serde(default)]
+    #[x_kube(validation = Rule::new(crate::rules::CANCEL_STAYS).message(crate::rules::CANCEL_STAYS_MESSAGE))]
+    pub cancel: bool,
+    /// Seconds after which the finished Run is deleted. Absent: the Agent's
+    /// `runDefaults.ttlSecondsAfterFinished`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<u32>,
+}
+
+/// The Agent a Run uses.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRef {
+    /// Name of the Agent.
+    #[schemars(length(min = 1, max = 63))]
+    pub name: String,
+}
+
+/// A ConfigMap given to the agent as files.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInput {
+    /// The ConfigMap; each key of `data` and `binaryData` becomes one file.
+    pub config_map_ref: ConfigMapRef,
+    /// Folder under `uploads/` for the files, relative, e.g. `reports`. Absent: `uploads/`
+    /// itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub path: Option<String>,
+}
+
+/// What a Run may change about its Agent's model.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelOverride {
+    /// Another model name at the same provider and endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub name: Option<String>,
+    /// Sampling temperature, 0 to 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 2.0))]
+    pub temperature: Option<f64>,
+    /// Most tokens one answer may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
+}
+
+/// The parent of a child Run.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    /// Name of the parent Run.
+    #[schemars(length(min = 1, max = 63))]
+    pub name: String,
+    /// The parent's `task` tool call this Run answers.
+    #[schemars(length(min = 1, max = 128))]
+    pub tool_call_id: String,
+}
+
+/// An answer to one of the agent's questions.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(crate::rules::RESPONSE_IMMUTABLE).message(crate::rules::RESPONSE_IMMUTABLE_MESSAGE))]
+pub struct Response {
+    /// The question's id, from `status.report.clarification.id`.
+    #[schemars(length(min = 1, max = 64))]
+    pub id: String,
+    /// The answer, as text (at most 16 KiB).
+    #[schemars(length(max = 16384))]
+    pub answer: String,
+}

@@ -1,0 +1,43 @@
+//! The Run's create-time rules in plain Rust, with the CRD's messages.
+
+use super::{MAX_ANSWER, MAX_INPUTS, MAX_RESPONSES, MAX_TASK, Run, RunSpec};
+use crate::rules;
+use crate::validation::{Checker, FieldErrors};
+
+impl Run {
+    /// Checks the rules the API server checks on create: the name's length and the spec's rules.
+    pub fn validate(&self) -> Result<(), FieldErrors> {
+        let mut checker = Checker::default();
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        checker.check(name.chars().count() <= 63, "metadata.name", rules::NAME_63_MESSAGE);
+        self.spec.check(&mut checker);
+        checker.finish()
+    }
+}
+
+impl RunSpec {
+    /// Checks the spec's create-time CEL rules and the size limits they rely on. (The
+    /// update-time rules, immutability and append-only answers, need the old object: the API
+    /// server enforces them.)
+    pub fn validate(&self) -> Result<(), FieldErrors> {
+        let mut checker = Checker::default();
+        self.check(&mut checker);
+        checker.finish()
+    }
+
+    fn check(&self, c: &mut Checker) {
+        c.check(
+            self.parent_ref.is_some() == self.subagent_type.is_some(),
+            "spec",
+            rules::PARENT_WITH_TYPE_MESSAGE,
+        );
+        c.max_length("spec.task", &self.task, MAX_TASK);
+        c.max_items("spec.inputs", self.inputs.len(), MAX_INPUTS);
+        c.duration("spec.timeout", self.timeout.as_deref());
+        c.duration("spec.inputTimeout", self.input_timeout.as_deref());
+        c.max_items("spec.responses", self.responses.len(), MAX_RESPONSES);
+        for (i, response) in self.responses.iter().enumerate() {
+            c.max_length(&format!("spec.responses[{i}].answer"), &response.answer, MAX_ANSWER);
+        }
+    }
+}
