@@ -145,12 +145,10 @@ impl WebFetch {
         let display = url.to_string();
         tokio::time::timeout(timeout, self.fetch_unbounded(url))
             .await
-            .unwrap_or_else(|_| {
-                Err(FetchError::Timeout {
-                    url: display,
-                    after: timeout,
-                })
-            })
+            .unwrap_or(Err(FetchError::Timeout {
+                url: display,
+                after: timeout,
+            }))
     }
 
     async fn fetch_unbounded(&self, mut url: Url) -> Result<FetchedPage, FetchError> {
@@ -158,18 +156,18 @@ impl WebFetch {
         loop {
             let mut response = self.get(&url).await?;
             let status = response.status();
-            if status.is_redirection() {
-                if let Some(next) = redirect_target(&url, &response)? {
-                    redirects += 1;
-                    if redirects > self.config.max_redirects {
-                        return Err(FetchError::TooManyRedirects {
-                            max: self.config.max_redirects,
-                            url: next.to_string(),
-                        });
-                    }
-                    url = next;
-                    continue;
+            if status.is_redirection()
+                && let Some(next) = redirect_target(&url, &response)?
+            {
+                redirects += 1;
+                if redirects > self.config.max_redirects {
+                    return Err(FetchError::TooManyRedirects {
+                        max: self.config.max_redirects,
+                        url: next.to_string(),
+                    });
                 }
+                url = next;
+                continue;
             }
             if !status.is_success() {
                 return Err(FetchError::Status {
