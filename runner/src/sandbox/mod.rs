@@ -1,6 +1,15 @@
 //! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
 
+pub mod args;
 pub mod executor;
+mod framework;
+pub mod local;
+mod mask;
 pub mod paths;
 pub mod protocol;
 mod realpath;
+pub mod tools;
+mod walk;
+
+pub use local::Sandbox;
+pub use paths::SandboxRoots;

@@ -8,6 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::mask::PrefixRewriter;
 use super::realpath::real_path;
 
 /// The read-write user data root.
@@ -126,6 +127,10 @@ pub struct SandboxPaths {
     /// Lexical host roots, absolute, in `Root::ALL` order.
     hosts: [PathBuf; 3],
     identity: bool,
+    /// Host roots (lexical and symlink-resolved) to virtual ones, for tool output.
+    host_to_virtual: PrefixRewriter,
+    /// Virtual roots to host ones, for local `bash` commands.
+    virtual_to_host: PrefixRewriter,
 }
 
 impl SandboxPaths {
@@ -140,7 +145,31 @@ impl SandboxPaths {
             .iter()
             .zip(&hosts)
             .all(|(root, host)| host.as_path() == Path::new(root.virtual_prefix()));
-        Ok(SandboxPaths { hosts, identity })
+        let mut outward = Vec::new();
+        let mut inward = Vec::new();
+        for (root, host) in Root::ALL.iter().zip(&hosts) {
+            let virtual_prefix = root.virtual_prefix().to_owned();
+            let real = real_path(host)?;
+            outward.push((host.to_string_lossy().into_owned(), virtual_prefix.clone()));
+            outward.push((real.to_string_lossy().into_owned(), virtual_prefix.clone()));
+            inward.push((virtual_prefix, host.to_string_lossy().into_owned()));
+        }
+        Ok(SandboxPaths {
+            hosts,
+            identity,
+            host_to_virtual: PrefixRewriter::new(outward).map_err(io::Error::other)?,
+            virtual_to_host: PrefixRewriter::new(inward).map_err(io::Error::other)?,
+        })
+    }
+
+    /// `text` with host root paths replaced by virtual ones (tool output, error messages).
+    pub fn mask(&self, text: &str) -> String {
+        self.host_to_virtual.rewrite(text)
+    }
+
+    /// A `bash` command with virtual root paths replaced by host ones; the identity in a pod.
+    pub fn unmask_command(&self, command: &str) -> String {
+        self.virtual_to_host.rewrite(command)
     }
 
     /// Whether host and virtual paths coincide (a pod with `HERD_ROOT=/mnt`).
@@ -466,6 +495,33 @@ mod tests {
             Some("/mnt/skills/custom/review/SKILL.md")
         );
         assert_eq!(f.paths.to_virtual(&f.base.join("secret")), None);
+        Ok(())
+    }
+
+    #[test]
+    fn text_is_masked_and_commands_unmasked() -> io::Result<()> {
+        let f = fixture()?;
+        let host_workspace = f.base.join("root/user-data/workspace");
+        let output = format!("ls: cannot access '{}/x'", host_workspace.display());
+        assert_eq!(
+            f.paths.mask(&output),
+            "ls: cannot access '/mnt/user-data/workspace/x'"
+        );
+        let command = f
+            .paths
+            .unmask_command("cat /mnt/skills/public/a /mnt/user-data/b");
+        assert_eq!(
+            command,
+            format!(
+                "cat {}/a {}/b",
+                f.base.join("root/skills/public").display(),
+                f.base.join("root/user-data").display()
+            )
+        );
+        assert_eq!(
+            f.paths.mask(&command),
+            "cat /mnt/skills/public/a /mnt/user-data/b"
+        );
         Ok(())
     }
 

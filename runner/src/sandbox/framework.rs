@@ -1,0 +1,226 @@
+//! Requests the framework makes (not the model): preparing the user-data folders, skill
+//! discovery, uploads, whole-file reads for presented files and images, file facts, and
+//! framework-written outputs. The `agent` container mounts neither workspace nor skills, so
+//! all of this crosses the socket.
+
+use std::io::{self, Read};
+use std::path::Path;
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use super::paths::{Access, OUTPUTS, Root, SandboxPaths, UPLOADS, WORKSPACE};
+use super::protocol::{SandboxResponse, SkillFile};
+use super::tools::io_error;
+use super::walk::visible;
+use crate::thread::state::UploadedFile;
+
+/// A SKILL.md larger than this is not a skill description; it is skipped.
+const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+
+fn error(message: impl Into<String>) -> SandboxResponse {
+    SandboxResponse::Error {
+        message: message.into(),
+    }
+}
+
+/// Creates `workspace/`, `uploads/` and `outputs/`.
+pub fn prepare(paths: &SandboxPaths) -> SandboxResponse {
+    for dir in [WORKSPACE, UPLOADS, OUTPUTS] {
+        let resolved = match paths.resolve(dir, Access::Write) {
+            Ok(resolved) => resolved,
+            Err(refused) => return error(format!("Error: {refused}")),
+        };
+        if let Err(failure) = std::fs::create_dir_all(&resolved.host) {
+            return error(io_error(dir, &failure));
+        }
+    }
+    SandboxResponse::Done { path: None }
+}
+
+/// Every `<skill>/SKILL.md` under both skill roots, sorted by category then folder.
+pub fn list_skills(paths: &SandboxPaths) -> SandboxResponse {
+    let mut skills = Vec::new();
+    for (category, root) in [
+        ("public", Root::SkillsPublic),
+        ("custom", Root::SkillsCustom),
+    ] {
+        for dir_name in sorted_names(paths.host_root(root)) {
+            let virtual_path = format!("{}/{dir_name}/SKILL.md", root.virtual_prefix());
+            let Ok(resolved) = paths.resolve(&virtual_path, Access::Read) else {
+                tracing::warn!(path = %virtual_path, "skill file refused (symlink leaves its root)");
+                continue;
+            };
+            let Ok(metadata) = std::fs::metadata(&resolved.host) else {
+                continue;
+            };
+            if !metadata.is_file() || metadata.len() > MAX_SKILL_FILE_BYTES {
+                tracing::warn!(path = %virtual_path, "skipping SKILL.md: not a file or over 1 MiB");
+                continue;
+            }
+            match std::fs::read_to_string(&resolved.host) {
+                Ok(content) => skills.push(SkillFile {
+                    category: category.to_owned(),
+                    dir_name,
+                    path: virtual_path,
+                    content,
+                }),
+                Err(failure) => {
+                    tracing::warn!(path = %virtual_path, error = %failure, "unreadable SKILL.md");
+                }
+            }
+        }
+    }
+    SandboxResponse::Skills { skills }
+}
+
+/// The regular files directly in `uploads/`, sorted by name.
+pub fn list_uploads(paths: &SandboxPaths) -> SandboxResponse {
+    let mut files = Vec::new();
+    for filename in sorted_names(&paths.host_root(Root::UserData).join("uploads")) {
+        let virtual_path = format!("{UPLOADS}/{filename}");
+        let Ok(resolved) = paths.resolve(&virtual_path, Access::Read) else {
+            continue;
+        };
+        if let Ok(metadata) = std::fs::metadata(&resolved.host)
+            && metadata.is_file()
+        {
+            files.push(UploadedFile {
+                filename,
+                path: virtual_path,
+                size: metadata.len(),
+            });
+        }
+    }
+    SandboxResponse::Uploads { files }
+}
+
+/// Visible entry names of a directory (none if it is missing), sorted; hidden files and
+/// ConfigMap internals left out.
+fn sorted_names(dir: &Path) -> Vec<String> {
+    let real_root = super::realpath::real_path(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| visible(&entry.path(), &real_root))
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A whole file as base64, refused over `max_bytes`.
+pub fn read_file(paths: &SandboxPaths, path: &str, max_bytes: u64) -> SandboxResponse {
+    let resolved = match paths.resolve(path, Access::Read) {
+        Ok(resolved) => resolved,
+        Err(refused) => return error(format!("Error: {refused}")),
+    };
+    let virtual_path = &resolved.virtual_path;
+    let file = match std::fs::File::open(&resolved.host) {
+        Ok(file) => file,
+        Err(failure) => return error(io_error(virtual_path, &failure)),
+    };
+    let size = match file.metadata() {
+        Ok(metadata) if metadata.is_dir() => {
+            return error(format!("Error: {virtual_path} is a directory"));
+        }
+        Ok(metadata) => metadata.len(),
+        Err(failure) => return error(io_error(virtual_path, &failure)),
+    };
+    if size > max_bytes {
+        return error(format!(
+            "Error: {virtual_path} is {size} bytes, over the {max_bytes}-byte limit"
+        ));
+    }
+    // The file may grow between stat and read; never hold more than the limit.
+    let mut data = Vec::new();
+    if let Err(failure) = file
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut data)
+    {
+        return error(io_error(virtual_path, &failure));
+    }
+    if data.len() as u64 > max_bytes {
+        return error(format!(
+            "Error: {virtual_path} is over the {max_bytes}-byte limit"
+        ));
+    }
+    SandboxResponse::File {
+        size: data.len() as u64,
+        data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
+    }
+}
+
+/// Whether a file exists, its size and SHA-256 (directories: no hash).
+pub fn file_info(paths: &SandboxPaths, path: &str) -> SandboxResponse {
+    let resolved = match paths.resolve(path, Access::Read) {
+        Ok(resolved) => resolved,
+        Err(refused) => return error(format!("Error: {refused}")),
+    };
+    let metadata = match std::fs::metadata(&resolved.host) {
+        Ok(metadata) => metadata,
+        Err(failure) if failure.kind() == io::ErrorKind::NotFound => {
+            return SandboxResponse::FileInfo {
+                exists: false,
+                size: 0,
+                sha256: None,
+            };
+        }
+        Err(failure) => return error(io_error(&resolved.virtual_path, &failure)),
+    };
+    if metadata.is_dir() {
+        return SandboxResponse::FileInfo {
+            exists: true,
+            size: 0,
+            sha256: None,
+        };
+    }
+    match hash_file(&resolved.host) {
+        Ok(sha256) => SandboxResponse::FileInfo {
+            exists: true,
+            size: metadata.len(),
+            sha256: Some(sha256),
+        },
+        Err(failure) => error(io_error(&resolved.virtual_path, &failure)),
+    }
+}
+
+fn hash_file(path: &Path) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Writes a framework-produced file under `outputs/` (relative paths are taken from there).
+pub fn write_framework(paths: &SandboxPaths, path: &str, content: &str) -> SandboxResponse {
+    let trimmed = path.trim();
+    let full = if trimmed.starts_with('/') {
+        trimmed.to_owned()
+    } else {
+        format!("{OUTPUTS}/{trimmed}")
+    };
+    let resolved = match paths.resolve(&full, Access::Write) {
+        Ok(resolved) => resolved,
+        Err(refused) => return error(format!("Error: {refused}")),
+    };
+    if !resolved.virtual_path.starts_with(&format!("{OUTPUTS}/")) {
+        return error(format!(
+            "Error: framework files go under {OUTPUTS}/, not {}",
+            resolved.virtual_path
+        ));
+    }
+    if let Some(parent) = resolved.host.parent()
+        && let Err(failure) = std::fs::create_dir_all(parent)
+    {
+        return error(io_error(&resolved.virtual_path, &failure));
+    }
+    match std::fs::write(&resolved.host, content) {
+        Ok(()) => SandboxResponse::Done {
+            path: Some(resolved.virtual_path),
+        },
+        Err(failure) => error(io_error(&resolved.virtual_path, &failure)),
+    }
+}

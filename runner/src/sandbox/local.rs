@@ -1,0 +1,100 @@
+//! The sandbox itself: answers every `SandboxRequest` against the host directories behind the
+//! virtual roots. `herd-runner run` calls it in-process; `herd-runner sandbox` serves it on a
+//! unix socket in the pod's `sandbox` container.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::framework;
+use super::paths::{SandboxPaths, SandboxRoots};
+use super::protocol::{SandboxRequest, SandboxResponse};
+use super::tools::{self, BASH};
+
+/// DeerFlow's `bash_command_timeout`.
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Executes sandbox requests. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    paths: Arc<SandboxPaths>,
+    bash_timeout: Duration,
+    home: PathBuf,
+}
+
+impl Sandbox {
+    /// A sandbox over `roots`, with DeerFlow's bash timeout and `HOME` in the temp directory
+    /// (in a pod `/tmp`, an emptyDir: git and pip need a writable home).
+    pub fn new(roots: &SandboxRoots) -> io::Result<Self> {
+        Ok(Sandbox {
+            paths: Arc::new(SandboxPaths::new(roots)?),
+            bash_timeout: DEFAULT_BASH_TIMEOUT,
+            home: std::env::temp_dir(),
+        })
+    }
+
+    /// Sets how long one `bash` command may run before it is killed.
+    pub fn with_bash_timeout(mut self, timeout: Duration) -> Self {
+        self.bash_timeout = timeout;
+        self
+    }
+
+    /// Sets `HOME` for `bash` commands.
+    pub fn with_home(mut self, home: PathBuf) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// The path mapping.
+    pub fn paths(&self) -> &SandboxPaths {
+        &self.paths
+    }
+
+    /// How long one `bash` command may run.
+    pub fn bash_timeout(&self) -> Duration {
+        self.bash_timeout
+    }
+
+    /// `HOME` for `bash` commands.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Answers one request. Never panics; failures are `Error` or error `ToolResult`s.
+    pub async fn handle(&self, request: SandboxRequest) -> SandboxResponse {
+        if let SandboxRequest::Tool { name, arguments } = &request
+            && name == BASH
+        {
+            return tools::bash::run(self, arguments.clone())
+                .await
+                .into_response(self);
+        }
+        // File system work blocks; keep it off the runtime's worker threads so parallel tool
+        // calls and the socket server stay responsive.
+        let sandbox = self.clone();
+        tokio::task::spawn_blocking(move || sandbox.handle_blocking(request))
+            .await
+            .unwrap_or_else(|_| SandboxResponse::Error {
+                message: "Error: the sandbox failed while handling this request".to_owned(),
+            })
+    }
+
+    fn handle_blocking(&self, request: SandboxRequest) -> SandboxResponse {
+        match request {
+            SandboxRequest::Prepare => framework::prepare(self.paths()),
+            SandboxRequest::Tool { name, arguments } => {
+                tools::run_file_tool(self, &name, arguments).into_response(self)
+            }
+            SandboxRequest::ListSkills => framework::list_skills(self.paths()),
+            SandboxRequest::ListUploads => framework::list_uploads(self.paths()),
+            SandboxRequest::ReadFile { path, max_bytes } => {
+                framework::read_file(self.paths(), &path, max_bytes)
+            }
+            SandboxRequest::FileInfo { path } => framework::file_info(self.paths(), &path),
+            SandboxRequest::WriteFramework { path, content } => {
+                framework::write_framework(self.paths(), &path, &content)
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The sandbox side of the seven model-facing tools, one file each, and what they share:
+//! the reply type, argument parsing, truncation and I/O error wording.
+
+pub mod bash;
+pub mod glob;
+pub mod grep;
+pub mod ls;
+pub mod read_file;
+pub mod str_replace;
+pub mod write_file;
+
+use std::io;
+
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+
+use super::local::Sandbox;
+use super::protocol::SandboxResponse;
+
+/// Tool names, as the model calls them.
+pub const BASH: &str = "bash";
+pub const LS: &str = "ls";
+pub const READ_FILE: &str = "read_file";
+pub const WRITE_FILE: &str = "write_file";
+pub const STR_REPLACE: &str = "str_replace";
+pub const GLOB: &str = "glob";
+pub const GREP: &str = "grep";
+
+/// What a tool produced, before host paths are masked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolReply {
+    pub content: String,
+    pub is_error: bool,
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ToolReply {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolReply {
+            content: content.into(),
+            ..ToolReply::default()
+        }
+    }
+
+    /// A failed call: the model reads the message and tries something else.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolReply {
+            content: message.into(),
+            is_error: true,
+            ..ToolReply::default()
+        }
+    }
+
+    /// Adds the SHA-256 of a file's bytes (read-before-write tracking uses it).
+    pub fn with_sha256(mut self, bytes: &[u8]) -> Self {
+        self.meta.insert(
+            "sha256".to_owned(),
+            serde_json::Value::String(sha256_hex(bytes)),
+        );
+        self
+    }
+
+    /// The response, with any host path in the text turned into its virtual path.
+    pub fn into_response(self, sandbox: &Sandbox) -> SandboxResponse {
+        SandboxResponse::ToolResult {
+            content: sandbox.paths().mask(&self.content),
+            is_error: self.is_error,
+            meta: self.meta,
+        }
+    }
+}
+
+/// Runs one of the file tools (everything but `bash`, which is async). Blocking: call it off
+/// the async runtime.
+pub fn run_file_tool(sandbox: &Sandbox, name: &str, arguments: serde_json::Value) -> ToolReply {
+    let paths = sandbox.paths();
+    match name {
+        LS => with_args(name, arguments, |args| ls::run(paths, &args)),
+        READ_FILE => with_args(name, arguments, |args| read_file::run(paths, &args)),
+        WRITE_FILE => with_args(name, arguments, |args| write_file::run(paths, &args)),
+        STR_REPLACE => with_args(name, arguments, |args| str_replace::run(paths, &args)),
+        GLOB => with_args(name, arguments, |args| glob::run(paths, &args)),
+        GREP => with_args(name, arguments, |args| grep::run(paths, &args)),
+        other => ToolReply::error(format!(
+            "Error: unknown sandbox tool '{other}'; the sandbox runs bash, ls, read_file, \
+             write_file, str_replace, glob and grep"
+        )),
+    }
+}
+
+/// Parses a tool's arguments and runs it, or explains what was wrong with them.
+pub fn with_args<A: DeserializeOwned>(
+    tool: &str,
+    arguments: serde_json::Value,
+    run: impl FnOnce(A) -> ToolReply,
+) -> ToolReply {
+    match serde_json::from_value(arguments) {
+        Ok(args) => run(args),
+        Err(error) => invalid_args(tool, &error),
+    }
+}
+
+/// Arguments that do not fit the tool's schema, explained to the model.
+pub fn invalid_args(tool: &str, error: &serde_json::Error) -> ToolReply {
+    ToolReply::error(format!(
+        "Error: invalid arguments for {tool}: {error}. Check the tool's schema and call it again."
+    ))
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// An I/O failure on `virtual_path`, worded for the model (never naming host paths).
+pub fn io_error(virtual_path: &str, error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::NotFound => format!("Error: {virtual_path} does not exist"),
+        io::ErrorKind::PermissionDenied => format!("Error: permission denied: {virtual_path}"),
+        io::ErrorKind::IsADirectory => format!("Error: {virtual_path} is a directory"),
+        io::ErrorKind::NotADirectory => {
+            format!("Error: a parent of {virtual_path} is a file, not a directory")
+        }
+        io::ErrorKind::ReadOnlyFilesystem => format!("Error: {virtual_path} is read-only"),
+        io::ErrorKind::StorageFull => format!("Error: no space left for {virtual_path}"),
+        _ => format!("Error: {virtual_path}: {error}"),
+    }
+}
+
+/// Keeps the first and last `max_chars / 2` characters of `head ++ <omitted chars> ++ tail`,
+/// with a marker saying how many were cut. `omitted` counts characters already dropped
+/// between `head` and `tail` (a bounded capture); pass 0 and `""` for plain text.
+pub fn truncate_middle(head: &str, omitted: usize, tail: &str, max_chars: usize) -> String {
+    let head_chars = head.chars().count();
+    let tail_chars = tail.chars().count();
+    let total = head_chars + omitted + tail_chars;
+    if total <= max_chars {
+        return format!("{head}{tail}");
+    }
+    let keep_front = max_chars / 2;
+    let keep_back = max_chars - keep_front;
+    let (front, back) = if omitted == 0 {
+        let whole = format!("{head}{tail}");
+        (
+            take_chars(&whole, keep_front).to_owned(),
+            last_chars(&whole, keep_back).to_owned(),
+        )
+    } else {
+        (
+            take_chars(head, keep_front).to_owned(),
+            last_chars(tail, keep_back).to_owned(),
+        )
+    };
+    let cut = total - front.chars().count() - back.chars().count();
+    format!("{front}\n\n[... {cut} characters truncated ...]\n\n{back}")
+}
+
+/// The first `n` characters of `text`.
+pub fn take_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((index, _)) => &text[..index],
+        None => text,
+    }
+}
+
+/// The last `n` characters of `text`.
+pub fn last_chars(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    match text.char_indices().rev().nth(n - 1) {
+        Some((index, _)) => &text[index..],
+        None => text,
+    }
+}
+
+/// `text` cut to `max_chars` with `note` appended when something was cut.
+pub fn truncate_end(text: String, max_chars: usize, note: &str) -> String {
+    if text.chars().count() <= max_chars {
+        return text;
+    }
+    format!("{}\n{note}", take_chars(&text, max_chars))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn middle_truncation_keeps_both_ends_and_counts_the_cut() {
+        let text = format!("{}{}", "a".repeat(30), "b".repeat(30));
+        let out = truncate_middle(&text, 0, "", 20);
+        assert_eq!(
+            out,
+            format!(
+                "{}\n\n[... 40 characters truncated ...]\n\n{}",
+                "a".repeat(10),
+                "b".repeat(10)
+            )
+        );
+        assert_eq!(truncate_middle("short", 0, "", 20), "short");
+    }
+
+    #[test]
+    fn middle_truncation_counts_characters_dropped_during_capture() {
+        let out = truncate_middle(&"é".repeat(15), 100, &"z".repeat(15), 20);
+        assert!(out.starts_with(&"é".repeat(10)));
+        assert!(out.ends_with(&"z".repeat(10)));
+        assert!(out.contains("[... 110 characters truncated ...]"));
+    }
+
+    #[test]
+    fn char_helpers_respect_boundaries() {
+        assert_eq!(take_chars("héllo", 2), "hé");
+        assert_eq!(last_chars("héllo", 4), "éllo");
+        assert_eq!(last_chars("hé", 5), "hé");
+        assert_eq!(last_chars("hé", 0), "");
+    }
+
+    #[test]
+    fn unknown_tools_and_bad_arguments_are_error_results() {
+        let reply =
+            with_args::<crate::sandbox::args::LsArgs>(LS, serde_json::json!({"path": 3}), |_| {
+                ToolReply::ok("ran")
+            });
+        assert!(reply.is_error);
+        assert!(reply.content.starts_with("Error: invalid arguments for ls"));
+    }
+}
