@@ -10,6 +10,7 @@ pub mod report;
 pub mod rules;
 pub mod run;
 pub mod generate;
+pub mod manifest;
 mod schema;
 pub mod skill;
 pub mod validation;
