@@ -50,16 +50,17 @@ impl Default for WebFetchConfig {
     }
 }
 
-/// Arguments of `web_fetch`.
+// Arguments of `web_fetch`. A plain comment: schemars would send a doc comment to the model
+// as the schema's description, costing tokens on every request.
 #[derive(Deserialize, JsonSchema)]
-pub struct WebFetchArgs {
+struct WebFetchArgs {
     /// Why you fetch it, in a few words.
-    pub description: String,
+    description: String,
     /// Full http(s) URL.
-    pub url: String,
+    url: String,
     /// Most characters of text to return (default 20000).
-    #[serde(default)]
-    pub max_chars: Option<usize>,
+    #[schemars(range(min = 1, max = 100_000))]
+    max_chars: Option<usize>,
 }
 
 const DESCRIPTION: &str = "Fetch a web page (http/https) and return its text (HTML converted, \
@@ -230,7 +231,7 @@ impl WebFetch {
         };
         let (title, text) = match kind {
             Kind::Html => {
-                let page = html_to_text(&body).map_err(FetchError::Convert)?;
+                let page = html_to_text(&body, Some(&url)).map_err(FetchError::Convert)?;
                 (page.title, page.text)
             }
             Kind::Text => (None, String::from_utf8_lossy(&body).into_owned()),
@@ -366,6 +367,7 @@ impl Tool for WebFetch {
             Ok(args) => args,
             Err(output) => return output,
         };
+        tracing::debug!(description = %args.description, url = %args.url, "web_fetch");
         let max_chars = args
             .max_chars
             .unwrap_or(self.config.max_chars)
@@ -432,7 +434,7 @@ mod tests {
         assert_eq!(out.status, ToolStatus::Success, "{}", out.content);
         let expected = format!(
             "URL: {uri}/page\nTitle: Release notes\n\n# v1.2\n\nFaster [downloads][1].\n\n\
-             [1]: /dl",
+             [1]: {uri}/dl",
             uri = server.uri()
         );
         assert_eq!(out.content, expected);
@@ -521,6 +523,29 @@ mod tests {
         assert_eq!(out.status, ToolStatus::Error);
         assert!(
             out.content.contains("timed out after 0.2s"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn never_outlives_the_run_deadline() {
+        let server = MockServer::start().await;
+        Mock::given(path("/slow"))
+            .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(30)))
+            .mount(&server)
+            .await;
+        let mut ctx = context();
+        ctx.budget.deadline = Some(tokio::time::Instant::now());
+        let out = local(WebFetchConfig::default())
+            .call(
+                json!({"description": "d", "url": format!("{}/slow", server.uri())}),
+                &ctx,
+            )
+            .await;
+        assert_eq!(out.status, ToolStatus::Error);
+        assert!(
+            out.content.contains("timed out after 0s"),
             "{}",
             out.content
         );
@@ -662,5 +687,10 @@ mod tests {
         // ~4 characters per token: stay well under the per-tool budget of 100 tokens of prose.
         assert!(text.len() < 700, "{} chars: {text}", text.len());
         assert_eq!(schema.parameters["required"], json!(["description", "url"]));
+        assert_eq!(
+            schema.parameters["properties"]["max_chars"]["maximum"],
+            json!(100_000)
+        );
+        assert!(schema.parameters.get("description").is_none());
     }
 }

@@ -24,16 +24,17 @@ const MAX_SNIPPET_CHARS: usize = 300;
 /// Longest query sent; longer ones are keyword soup no engine handles well.
 const MAX_QUERY_CHARS: usize = 400;
 
-/// Arguments of `web_search`.
+// Arguments of `web_search`. A plain comment: schemars would send a doc comment to the model
+// as the schema's description, costing tokens on every request.
 #[derive(Deserialize, JsonSchema)]
-pub struct WebSearchArgs {
+struct WebSearchArgs {
     /// Why you search, in a few words.
-    pub description: String,
+    description: String,
     /// Search keywords.
-    pub query: String,
-    /// Number of results, 1-10 (default 5).
-    #[serde(default)]
-    pub max_results: Option<usize>,
+    query: String,
+    /// Number of results (default 5).
+    #[schemars(range(min = 1, max = 10))]
+    max_results: Option<usize>,
 }
 
 const DESCRIPTION: &str = "Search the web. Returns titles, URLs and short snippets; use \
@@ -97,6 +98,7 @@ impl Tool for WebSearch {
             Ok(args) => args,
             Err(output) => return output,
         };
+        tracing::debug!(description = %args.description, query = %args.query, "web_search");
         let query = compact(&args.query, MAX_QUERY_CHARS);
         if query.is_empty() {
             return ToolOutput::error("Error: the query is empty; give search keywords.");

@@ -2,7 +2,8 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex};
+use reqwest::Url;
 
 /// Wide enough that prose is never hard-wrapped (each wrap costs the model a newline token);
 /// tables still get a bounded layout.
@@ -21,15 +22,33 @@ pub struct PageText {
 static TITLE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?is)<title\b[^>]*>(.*?)</title\s*>").ok());
 
-/// Converts an HTML document (scripts, styles and the head dropped) to plain text.
-pub fn html_to_text(html: &[u8]) -> Result<PageText, String> {
+/// A link footnote line as html2text writes it: `[3]: /docs/intro`.
+static FOOTNOTE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?m)^(\[\d+\]: )(\S+)$").ok());
+
+/// Converts an HTML document (scripts, styles and the head dropped) to plain text. With
+/// `base`, relative links become absolute, so the model can fetch them as they are.
+pub fn html_to_text(html: &[u8], base: Option<&Url>) -> Result<PageText, String> {
     let text = html2text::config::plain()
         .no_table_borders()
         .string_from_read(html, RENDER_WIDTH)
         .map_err(|error| format!("could not convert the HTML page to text: {error}"))?;
+    let text = tidy(&text);
+    let text = match (base, FOOTNOTE.as_ref()) {
+        (Some(base), Some(footnote)) => footnote
+            .replace_all(&text, |caps: &Captures| {
+                let target = base
+                    .join(&caps[2])
+                    .map(String::from)
+                    .unwrap_or_else(|_| caps[2].to_owned());
+                format!("{}{target}", &caps[1])
+            })
+            .into_owned(),
+        _ => text,
+    };
     Ok(PageText {
         title: title(html),
-        text: tidy(&text),
+        text,
     })
 }
 
@@ -94,7 +113,7 @@ mod tests {
 
     #[test]
     fn converts_page_keeping_title_dropping_scripts_and_styles() {
-        let page = html_to_text(PAGE.as_bytes()).unwrap();
+        let page = html_to_text(PAGE.as_bytes(), None).unwrap();
         assert_eq!(page.title.as_deref(), Some("Rust & Kubernetes Guide"));
         insta::assert_snapshot!(page.text);
         assert!(!page.text.contains("tracking"));
@@ -104,9 +123,11 @@ mod tests {
 
     #[test]
     fn missing_or_empty_title_is_none() {
-        assert_eq!(html_to_text(b"<p>hi</p>").unwrap().title, None);
+        assert_eq!(html_to_text(b"<p>hi</p>", None).unwrap().title, None);
         assert_eq!(
-            html_to_text(b"<title>  </title><p>hi</p>").unwrap().title,
+            html_to_text(b"<title>  </title><p>hi</p>", None)
+                .unwrap()
+                .title,
             None
         );
     }
@@ -114,8 +135,23 @@ mod tests {
     #[test]
     fn long_titles_are_cut() {
         let html = format!("<title>{}</title>", "é".repeat(1000));
-        let title = html_to_text(html.as_bytes()).unwrap().title.unwrap();
+        let title = html_to_text(html.as_bytes(), None).unwrap().title.unwrap();
         assert_eq!(title.chars().count(), MAX_TITLE_CHARS + 1);
+    }
+
+    #[test]
+    fn resolves_relative_links_against_the_base() {
+        let html = br#"<p><a href="/a">root</a> <a href="b?x=1">rel</a>
+            <a href="https://other.org/c">abs</a> <a href="mailto:x@y.z">mail</a></p>"#;
+        let base = Url::parse("https://example.com/docs/page").unwrap();
+        let text = html_to_text(html, Some(&base)).unwrap().text;
+        assert!(text.contains("[1]: https://example.com/a\n"), "{text}");
+        assert!(
+            text.contains("[2]: https://example.com/docs/b?x=1\n"),
+            "{text}"
+        );
+        assert!(text.contains("[3]: https://other.org/c\n"), "{text}");
+        assert!(text.ends_with("[4]: mailto:x@y.z"), "{text}");
     }
 
     #[test]

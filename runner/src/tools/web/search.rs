@@ -143,7 +143,7 @@ pub async fn status_error(
 fn provider_message(body: &[u8]) -> String {
     let text = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(json) => json_message(&json).unwrap_or_else(|| json.to_string()),
-        Err(_) if body.trim_ascii_start().starts_with(b"<") => html_to_text(body)
+        Err(_) if body.trim_ascii_start().starts_with(b"<") => html_to_text(body, None)
             .map(|page| page.title.unwrap_or(page.text))
             .unwrap_or_default(),
         Err(_) => String::from_utf8_lossy(body).into_owned(),
