@@ -2,8 +2,14 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// What went wrong, as far as retrying is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Serialized in camelCase (`rateLimited`, `contextOverflow`...), as scripts and reports
+/// name it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
 pub enum ModelErrorKind {
     /// 429 and "busy" answers: retry after a pause (honouring `Retry-After`).
     RateLimited,
