@@ -231,7 +231,14 @@ impl WebFetch {
         };
         let (title, text) = match kind {
             Kind::Html => {
-                let page = html_to_text(&body, Some(&url)).map_err(FetchError::Convert)?;
+                // Converting megabytes of HTML is CPU work: keep it off the async workers.
+                let base = url.clone();
+                let page = tokio::task::spawn_blocking(move || html_to_text(&body, Some(&base)))
+                    .await
+                    .map_err(|error| {
+                        FetchError::Convert(format!("HTML conversion failed: {error}"))
+                    })?
+                    .map_err(FetchError::Convert)?;
                 (page.title, page.text)
             }
             Kind::Text => (None, String::from_utf8_lossy(&body).into_owned()),
