@@ -125,6 +125,8 @@ pub fn schema_for<T: JsonSchema>(name: &str, description: &str) -> ToolSchema {
         // Providers want a bare object schema; the meta fields only cost tokens.
         object.remove("$schema");
         object.remove("title");
+        // The args type's doc comment duplicates the tool description.
+        object.remove("description");
     }
     ToolSchema {
         name: name.to_owned(),
@@ -134,6 +136,8 @@ pub fn schema_for<T: JsonSchema>(name: &str, description: &str) -> ToolSchema {
 }
 
 /// Parses a tool's arguments, or explains to the model what was wrong with them.
+// The error is the tool's whole answer; boxing it would only move the allocation.
+#[allow(clippy::result_large_err)]
 pub fn parse_args<T: DeserializeOwned>(
     tool: &str,
     arguments: serde_json::Value,
