@@ -54,7 +54,9 @@ const QUANTITY_DESCRIPTION: &str =
 ///   itself instead of showing the source's line breaks;
 /// - quantities get a short description;
 /// - a field with a default is not nullable: the API server keeps an explicit `null` instead
-///   of defaulting it, and the Rust type could not read it back.
+///   of defaulting it, and the Rust type could not read it back;
+/// - a list of objects without a declared list type (k8s-openapi's embedded types) is marked
+///   `atomic`, so server-side apply treats it as one value, as it does anyway.
 fn tidy(crd: CustomResourceDefinition) -> Result<CustomResourceDefinition, serde_json::Error> {
     let mut value = serde_json::to_value(crd)?;
     tidy_schema(&mut value);
@@ -73,6 +75,12 @@ fn tidy_schema(value: &mut Value) {
                 .is_some_and(|d| d.starts_with("Quantity is a fixed-point representation"));
             if quantity {
                 map.insert("description".into(), QUANTITY_DESCRIPTION.into());
+            }
+            let object_items = map
+                .get("items")
+                .is_some_and(|items| items.get("type").and_then(Value::as_str) == Some("object"));
+            if object_items && !map.contains_key("x-kubernetes-list-type") {
+                map.insert("x-kubernetes-list-type".into(), "atomic".into());
             }
             for (key, child) in map.iter_mut() {
                 match child {
@@ -120,6 +128,7 @@ mod tests {
                 "size": {"default": "10Gi", "nullable": true, "description": "Quantity is a fixed-point representation of a number.\n\nMore."},
             },
             "items": [{"description": "g\nh"}],
+            "claims": {"type": "array", "items": {"type": "object"}},
         });
         tidy_schema(&mut value);
         assert_eq!(
@@ -131,6 +140,7 @@ mod tests {
                     "size": {"default": "10Gi", "description": QUANTITY_DESCRIPTION},
                 },
                 "items": [{"description": "g h"}],
+                "claims": {"type": "array", "items": {"type": "object"}, "x-kubernetes-list-type": "atomic"},
             })
         );
     }
