@@ -77,7 +77,10 @@ pub fn list_skills(paths: &SandboxPaths) -> SandboxResponse {
 /// The regular files directly in `uploads/`, sorted by name.
 pub fn list_uploads(paths: &SandboxPaths) -> SandboxResponse {
     let mut files = Vec::new();
-    for filename in sorted_names(&paths.host_root(Root::UserData).join("uploads")) {
+    let Ok(uploads) = paths.resolve(UPLOADS, Access::Read) else {
+        return SandboxResponse::Uploads { files };
+    };
+    for filename in sorted_names(&uploads.host) {
         let virtual_path = format!("{UPLOADS}/{filename}");
         let Ok(resolved) = paths.resolve(&virtual_path, Access::Read) else {
             continue;
@@ -222,5 +225,174 @@ pub fn write_framework(paths: &SandboxPaths, path: &str, content: &str) -> Sandb
             path: Some(resolved.virtual_path),
         },
         Err(failure) => error(io_error(&resolved.virtual_path, &failure)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::sandbox::paths::{PathError, SandboxRoots};
+
+    fn setup() -> io::Result<(tempfile::TempDir, SandboxRoots, SandboxPaths)> {
+        let dir = tempfile::tempdir()?;
+        let base = dir.path().canonicalize()?;
+        let roots = SandboxRoots::under(&base.join("root"));
+        let paths = SandboxPaths::new(&roots)?;
+        assert_eq!(prepare(&paths), SandboxResponse::Done { path: None });
+        Ok((dir, roots, paths))
+    }
+
+    #[test]
+    fn prepare_creates_the_three_folders() -> io::Result<()> {
+        let (_dir, roots, _paths) = setup()?;
+        for sub in ["workspace", "uploads", "outputs"] {
+            assert!(roots.user_data.join(sub).is_dir());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn skills_are_found_in_both_roots_including_configmap_trees() -> io::Result<()> {
+        let (dir, roots, paths) = setup()?;
+        std::fs::create_dir_all(roots.skills_public.join("research"))?;
+        std::fs::write(
+            roots.skills_public.join("research/SKILL.md"),
+            "public skill",
+        )?;
+        std::fs::create_dir_all(roots.skills_public.join("no-skill-file"))?;
+        let review = roots.skills_custom.join("review");
+        std::fs::create_dir_all(review.join("..2024_01"))?;
+        std::fs::write(review.join("..2024_01/SKILL.md"), "custom skill")?;
+        symlink("..2024_01", review.join("..data"))?;
+        symlink("..data/SKILL.md", review.join("SKILL.md"))?;
+        let evil = roots.skills_custom.join("evil");
+        std::fs::create_dir_all(&evil)?;
+        std::fs::write(dir.path().join("outside.md"), "stolen")?;
+        symlink(dir.path().join("outside.md"), evil.join("SKILL.md"))?;
+
+        let SandboxResponse::Skills { skills } = list_skills(&paths) else {
+            panic!("not a skills response");
+        };
+        assert_eq!(
+            skills,
+            vec![
+                SkillFile {
+                    category: "public".into(),
+                    dir_name: "research".into(),
+                    path: "/mnt/skills/public/research/SKILL.md".into(),
+                    content: "public skill".into(),
+                },
+                SkillFile {
+                    category: "custom".into(),
+                    dir_name: "review".into(),
+                    path: "/mnt/skills/custom/review/SKILL.md".into(),
+                    content: "custom skill".into(),
+                },
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn uploads_are_listed_with_sizes() -> io::Result<()> {
+        let (_dir, roots, paths) = setup()?;
+        std::fs::write(roots.user_data.join("uploads/b.csv"), "1,2\n")?;
+        std::fs::write(roots.user_data.join("uploads/a.pdf"), "%PDF")?;
+        std::fs::create_dir_all(roots.user_data.join("uploads/folder"))?;
+        assert_eq!(
+            list_uploads(&paths),
+            SandboxResponse::Uploads {
+                files: vec![
+                    UploadedFile {
+                        filename: "a.pdf".into(),
+                        path: "/mnt/user-data/uploads/a.pdf".into(),
+                        size: 4,
+                    },
+                    UploadedFile {
+                        filename: "b.csv".into(),
+                        path: "/mnt/user-data/uploads/b.csv".into(),
+                        size: 4,
+                    },
+                ]
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn whole_files_are_read_within_the_limit() -> io::Result<()> {
+        let (_dir, roots, paths) = setup()?;
+        std::fs::write(roots.user_data.join("outputs/chart.png"), b"\x89PNG")?;
+        assert_eq!(
+            read_file(&paths, "/mnt/user-data/outputs/chart.png", 4),
+            SandboxResponse::File {
+                data_base64: "iVBORw==".into(),
+                size: 4
+            }
+        );
+        assert_eq!(
+            read_file(&paths, "/mnt/user-data/outputs/chart.png", 3),
+            SandboxResponse::Error {
+                message: "Error: /mnt/user-data/outputs/chart.png is 4 bytes, over the \
+                          3-byte limit"
+                    .into()
+            }
+        );
+        assert_eq!(
+            read_file(&paths, "/etc/passwd", 100),
+            SandboxResponse::Error {
+                message: format!("Error: {}", PathError::Outside("/etc/passwd".into()))
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn file_info_reports_existence_size_and_hash() -> io::Result<()> {
+        let (_dir, roots, paths) = setup()?;
+        std::fs::write(roots.user_data.join("workspace/a.txt"), "abc")?;
+        assert_eq!(
+            file_info(&paths, "a.txt"),
+            SandboxResponse::FileInfo {
+                exists: true,
+                size: 3,
+                sha256: Some(crate::sandbox::tools::sha256_hex(b"abc")),
+            }
+        );
+        assert_eq!(
+            file_info(&paths, "missing.txt"),
+            SandboxResponse::FileInfo {
+                exists: false,
+                size: 0,
+                sha256: None
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn framework_writes_only_go_under_outputs() -> io::Result<()> {
+        let (_dir, roots, paths) = setup()?;
+        assert_eq!(
+            write_framework(&paths, "tool-results/call_1.txt", "big result"),
+            SandboxResponse::Done {
+                path: Some("/mnt/user-data/outputs/tool-results/call_1.txt".into())
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(roots.user_data.join("outputs/tool-results/call_1.txt"))?,
+            "big result"
+        );
+        assert!(matches!(
+            write_framework(&paths, "/mnt/user-data/workspace/x", "x"),
+            SandboxResponse::Error { .. }
+        ));
+        assert!(matches!(
+            write_framework(&paths, "/mnt/user-data/outputs", "x"),
+            SandboxResponse::Error { .. }
+        ));
+        Ok(())
     }
 }

@@ -1,0 +1,20 @@
+//! The executor of `herd-runner run`: the sandbox lives in the same process.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::executor::{ExecutorError, ToolExecutor};
+use super::local::Sandbox;
+use super::protocol::{SandboxRequest, SandboxResponse};
+
+/// Runs requests on a `Sandbox` in this process; it never fails as an executor.
+#[derive(Clone, Debug)]
+pub struct InProcessExecutor(pub Arc<Sandbox>);
+
+#[async_trait]
+impl ToolExecutor for InProcessExecutor {
+    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        Ok(self.0.handle(request).await)
+    }
+}

@@ -1,0 +1,180 @@
+//! `herd-runner sandbox`: serves a `Sandbox` on a unix socket. Every request runs in its own
+//! task, so a long `bash` does not hold up a `read_file` sent after it, on the same
+//! connection or another.
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use super::wire::{
+    Line, MAX_REQUEST_BYTES, RequestEnvelope, ResponseEnvelope, leading_id, read_line, to_line,
+};
+use crate::sandbox::local::Sandbox;
+use crate::sandbox::protocol::SandboxResponse;
+
+/// Requests handled at once across all connections; more wait their turn.
+const MAX_CONCURRENT_REQUESTS: usize = 64;
+
+/// Serves `sandbox` on `socket` until the task is dropped or accepting fails. A stale socket
+/// file is replaced; a live server on the same path is an error.
+pub async fn serve(socket: &Path, sandbox: Sandbox) -> anyhow::Result<()> {
+    SandboxServer::bind(socket, sandbox).await?.run().await
+}
+
+/// A bound socket server (bind first, then `run`, so callers know when it accepts).
+#[derive(Debug)]
+pub struct SandboxServer {
+    listener: UnixListener,
+    path: PathBuf,
+    sandbox: Sandbox,
+    max_request_bytes: usize,
+}
+
+impl SandboxServer {
+    /// Binds `socket`, creating its folder and replacing a stale socket file.
+    pub async fn bind(socket: &Path, sandbox: Sandbox) -> anyhow::Result<Self> {
+        if let Some(parent) = socket.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        match std::fs::symlink_metadata(socket) {
+            Ok(metadata) if metadata.file_type().is_socket() => {
+                if UnixStream::connect(socket).await.is_ok() {
+                    anyhow::bail!("another sandbox is already serving on {}", socket.display());
+                }
+                std::fs::remove_file(socket)
+                    .with_context(|| format!("removing stale socket {}", socket.display()))?;
+            }
+            Ok(_) => anyhow::bail!(
+                "refusing to replace {}: it exists and is not a socket",
+                socket.display()
+            ),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("inspecting {}", socket.display()));
+            }
+        }
+        let listener = UnixListener::bind(socket)
+            .with_context(|| format!("binding sandbox socket {}", socket.display()))?;
+        Ok(SandboxServer {
+            listener,
+            path: socket.to_path_buf(),
+            sandbox,
+            max_request_bytes: MAX_REQUEST_BYTES,
+        })
+    }
+
+    /// Sets the request size limit (default 16 MiB).
+    pub fn with_max_request_bytes(mut self, limit: usize) -> Self {
+        self.max_request_bytes = limit;
+        self
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Accepts connections until dropped (dropping also ends every connection and request).
+    pub async fn run(self) -> anyhow::Result<()> {
+        let permits = Arc::new(Semaphore::new(MAX_CONCURRENT_REQUESTS));
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => {
+                    let (stream, _) = accepted.context("accepting a sandbox connection")?;
+                    connections.spawn(connection(
+                        stream,
+                        self.sandbox.clone(),
+                        self.max_request_bytes,
+                        permits.clone(),
+                    ));
+                }
+                Some(_) = connections.join_next() => {}
+            }
+        }
+    }
+}
+
+/// Serves one connection: reads requests, answers each from its own task, in any order.
+async fn connection(
+    stream: UnixStream,
+    sandbox: Sandbox,
+    max_request_bytes: usize,
+    permits: Arc<Semaphore>,
+) {
+    let (read_half, write_half) = stream.into_split();
+    let (replies, mut outbox) = mpsc::channel::<Vec<u8>>(64);
+    let writer = tokio::spawn(async move {
+        let mut writer = BufWriter::new(write_half);
+        while let Some(line) = outbox.recv().await {
+            if writer.write_all(&line).await.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = BufReader::new(read_half);
+    // Dropped when the client goes away: in-flight requests are cancelled with it (a killed
+    // `bash` takes its process group down through kill_on_drop).
+    let mut requests = JoinSet::new();
+    loop {
+        let line = match read_line(&mut reader, max_request_bytes).await {
+            Ok(Line::Complete(line)) => line,
+            Ok(Line::TooLong { prefix }) => {
+                let message = format!(
+                    "Error: the request is over the sandbox's {max_request_bytes}-byte limit; \
+                     send less at once (write large files in parts with append=true)"
+                );
+                reply(&replies, leading_id(&prefix), error(message)).await;
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        };
+        let envelope: RequestEnvelope = match serde_json::from_slice(&line) {
+            Ok(envelope) => envelope,
+            Err(failure) => {
+                let message = format!("Error: malformed sandbox request: {failure}");
+                reply(&replies, leading_id(&line), error(message)).await;
+                continue;
+            }
+        };
+        let sandbox = sandbox.clone();
+        let replies = replies.clone();
+        let permits = permits.clone();
+        requests.spawn(async move {
+            let Ok(_permit) = permits.acquire_owned().await else {
+                return;
+            };
+            let response = sandbox.handle(envelope.request).await;
+            reply(&replies, Some(envelope.id), response).await;
+        });
+        // Reap finished requests so the set does not grow on a long-lived connection.
+        while requests.try_join_next().is_some() {}
+    }
+    drop(requests);
+    drop(replies);
+    let _ = writer.await;
+}
+
+fn error(message: String) -> SandboxResponse {
+    SandboxResponse::Error { message }
+}
+
+async fn reply(replies: &mpsc::Sender<Vec<u8>>, id: Option<u64>, response: SandboxResponse) {
+    let envelope = ResponseEnvelope { id, response };
+    match to_line(&envelope) {
+        Ok(line) => {
+            // A closed channel means the client is gone; nobody is left to tell.
+            let _ = replies.send(line).await;
+        }
+        Err(failure) => tracing::error!(error = %failure, "could not encode a sandbox response"),
+    }
+}
