@@ -980,7 +980,7 @@ rules:
         assert_eq!(first.finish_reason, Some(FinishReason::ToolCalls));
         assert_eq!(first.id, "scripted_0");
         // "You are Herd." (13) + "12345678" (8) = 21 chars -> 6 tokens.
-        let usage = first.usage.clone().unwrap();
+        let usage = first.usage.unwrap();
         assert_eq!(usage.input_tokens, 6);
         assert_eq!(
             usage.output_tokens,
