@@ -14,7 +14,7 @@
 //!   calls always carries a string (some servers refuse null there).
 //! - A server that ignores `stream: true` and answers with one JSON object is read as well.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
@@ -346,8 +346,10 @@ struct Answer {
     reasoning: String,
     refusal: String,
     calls: BTreeMap<usize, PartialCall>,
-    /// The provider index of the call the last index-less delta belonged to.
-    last_call: Option<usize>,
+    /// The server's index of the last tool-call delta.
+    last_wire_index: Option<usize>,
+    /// Server index -> our index, for calls moved because their index was taken.
+    remap: HashMap<usize, usize>,
     finish_reason: Option<String>,
     usage: Option<WireUsage>,
     /// `[DONE]` arrived (or the answer was one JSON object).
@@ -411,23 +413,26 @@ impl Answer {
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
             let id = call.id.filter(|id| !id.is_empty());
-            let index = match call.index {
-                Some(index) => index,
-                // A whole message lists its calls in order.
-                None if whole_message => position,
-                // Streams without indexes: a new id starts a new call, anything else
-                // continues the current one.
-                None => match (self.last_call, &id) {
-                    (Some(last), Some(id))
-                        if self.calls.get(&last).is_some_and(|c| &c.id != id) =>
-                    {
-                        self.calls.keys().next_back().map_or(0, |k| k + 1)
-                    }
-                    (Some(last), _) => last,
-                    (None, _) => 0,
-                },
-            };
-            self.last_call = Some(index);
+            // The index the server gave; a whole message lists its calls in order, and a
+            // stream without indexes continues the call it was on.
+            let wire_index = call.index.unwrap_or(if whole_message {
+                position
+            } else {
+                self.last_wire_index.unwrap_or(0)
+            });
+            self.last_wire_index = Some(wire_index);
+            let mut index = self.remap.get(&wire_index).copied().unwrap_or(wire_index);
+            // A different id at a taken index is a new call: servers without indexes, and
+            // proxies that number every parallel call 0, send exactly that.
+            if let Some(id) = &id
+                && self
+                    .calls
+                    .get(&index)
+                    .is_some_and(|c| !c.id.is_empty() && &c.id != id)
+            {
+                index = self.calls.keys().next_back().map_or(0, |k| k + 1);
+                self.remap.insert(wire_index, index);
+            }
             let entry = self.calls.entry(index).or_default();
             if entry.id.is_empty()
                 && let Some(id) = id
@@ -954,6 +959,47 @@ mod tests {
             message.tool_calls[2].id.starts_with("call_"),
             "a missing id is generated"
         );
+    }
+
+    #[tokio::test]
+    async fn parallel_calls_all_numbered_zero_stay_apart() {
+        let whole = |id: &str, name: &str, args: &str| {
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": args}}]})
+        };
+        let chunks = vec![
+            delta_chunk(whole("a", "ls", "{\"path\":"), None),
+            delta_chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"/\"}"}}]}),
+                None,
+            ),
+            delta_chunk(whole("b", "glob", "{}"), None),
+            delta_chunk(
+                json!({"tool_calls": [{"index": 1, "id": "c", "function": {"name": "bash", "arguments": "{}"}}]}),
+                None,
+            ),
+            delta_chunk(whole("d", "grep", "{}"), Some("tool_calls")),
+        ];
+        let server = server(sse(stream_of(&chunks, true))).await;
+        let (result, deltas) = run(&model(&format!("{}/v1", server.uri())), &plain_request()).await;
+        let calls: Vec<_> = result
+            .unwrap()
+            .tool_calls
+            .into_iter()
+            .map(|c| (c.id, c.name, c.arguments))
+            .collect();
+        let expected = [
+            ("a", "ls", "{\"path\":\"/\"}"),
+            ("b", "glob", "{}"),
+            ("c", "bash", "{}"),
+            ("d", "grep", "{}"),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(i, n, a)| ((*i).to_owned(), (*n).to_owned(), (*a).to_owned()))
+            .collect();
+        assert_eq!(calls, expected);
+        assert_eq!(deltas.len(), 4);
     }
 
     #[tokio::test]
