@@ -1,0 +1,225 @@
+//! The manifests under `examples/` and `tests/fixtures/transitions/`: valid ones parse into the
+//! Rust types and pass every rule; invalid ones fail offline with the message their comment
+//! names, and the pure-Rust `validate()` agrees with the CEL evaluation.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{cel_create, cel_update, expected_message, merge_patch, repo_root, yaml, yaml_files};
+use herd_crds::manifest::{Manifest, parse_manifests};
+use herd_crds::rules;
+use serde_json::Value;
+
+/// Every message of a CEL rule in the CRDs.
+const CEL_MESSAGES: [&str; 15] = [
+    rules::DURATION_MESSAGE,
+    rules::NAME_63_MESSAGE,
+    rules::SKILL_NAME_MESSAGE,
+    rules::SOUL_EXCLUSIVE_MESSAGE,
+    rules::MAX_CONCURRENT_MESSAGE,
+    rules::MAX_TOTAL_MESSAGE,
+    rules::MAX_DEPTH_MESSAGE,
+    rules::RETRIES_MESSAGE,
+    rules::EGRESS_CIDRS_MESSAGE,
+    rules::RUN_SPEC_IMMUTABLE_MESSAGE,
+    rules::PARENT_WITH_TYPE_MESSAGE,
+    rules::CANCEL_STAYS_MESSAGE,
+    rules::RESPONSES_APPEND_ONLY_MESSAGE,
+    rules::RESPONSE_IMMUTABLE_MESSAGE,
+    rules::REPORT_NOT_STALE_MESSAGE,
+];
+
+/// The create-time CEL messages: an `examples/invalid/` file per message.
+const CREATE_TIME_MESSAGES: [&str; 10] = [
+    rules::DURATION_MESSAGE,
+    rules::NAME_63_MESSAGE,
+    rules::SKILL_NAME_MESSAGE,
+    rules::SOUL_EXCLUSIVE_MESSAGE,
+    rules::MAX_CONCURRENT_MESSAGE,
+    rules::MAX_TOTAL_MESSAGE,
+    rules::MAX_DEPTH_MESSAGE,
+    rules::RETRIES_MESSAGE,
+    rules::EGRESS_CIDRS_MESSAGE,
+    rules::PARENT_WITH_TYPE_MESSAGE,
+];
+
+fn examples() -> PathBuf {
+    repo_root().join("examples")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn valid_example_files() -> Vec<PathBuf> {
+    let files: Vec<PathBuf> = ["agents", "skills", "runs"]
+        .iter()
+        .flat_map(|dir| yaml_files(&examples().join(dir)))
+        .collect();
+    assert!(files.len() >= 5, "expected the example manifests, found {files:?}");
+    files
+}
+
+#[test]
+fn valid_examples_parse_validate_and_pass_cel() {
+    let mut kinds = Vec::new();
+    for path in valid_example_files() {
+        let text = read(&path);
+        let manifests = parse_manifests(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(manifests.len(), 1, "{}", path.display());
+        kinds.push(manifests[0].kind());
+        assert_eq!(
+            cel_create(&yaml(&text)),
+            Vec::<String>::new(),
+            "{}",
+            path.display()
+        );
+    }
+    for kind in ["Agent", "Skill", "Run"] {
+        assert!(kinds.contains(&kind), "no {kind} example");
+    }
+}
+
+#[test]
+fn examples_cover_what_the_issue_asks_for() {
+    let all: Vec<Manifest> = valid_example_files()
+        .iter()
+        .flat_map(|path| parse_manifests(&read(path)).unwrap())
+        .collect();
+    let agent = all
+        .iter()
+        .find_map(|m| match m {
+            Manifest::Agent(a) => Some(a),
+            _ => None,
+        })
+        .unwrap();
+    assert!(agent.spec.soul.is_some());
+    assert!(agent.spec.skills.as_ref().is_some_and(|s| !s.is_empty()));
+    assert!(agent.spec.subagents.enabled);
+    let skills = all.iter().filter(|m| matches!(m, Manifest::Skill(_))).count();
+    assert!(skills >= 2);
+    let plan_mode = all
+        .iter()
+        .any(|m| matches!(m, Manifest::Run(r) if r.spec.plan_mode == Some(true)));
+    assert!(plan_mode, "no plan-mode Run");
+    // Skills named by the Agent exist among the examples.
+    for name in agent.spec.skills.iter().flatten() {
+        assert!(
+            all.iter()
+                .any(|m| matches!(m, Manifest::Skill(s) if s.metadata.name.as_deref() == Some(name))),
+            "skill {name} has no example"
+        );
+    }
+}
+
+#[test]
+fn invalid_examples_fail_offline_with_their_message() {
+    let files = yaml_files(&examples().join("invalid"));
+    let mut covered = Vec::new();
+    for path in &files {
+        let text = read(path);
+        let expected = expected_message(&text);
+        let offline = match parse_manifests(&text) {
+            Ok(_) => panic!("{}: parse_manifests accepted it", path.display()),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            offline.contains(&expected),
+            "{}: parse_manifests said {offline:?}, expected {expected:?}",
+            path.display()
+        );
+        // Files whose message is not a CEL rule's (enum values, unknown fields) are checked by
+        // the parser only: the offline evaluator knows nothing of enums or pruning.
+        if let Some(message) = CEL_MESSAGES.iter().find(|m| expected.contains(*m)) {
+            let cel = cel_create(&yaml(&text));
+            assert!(
+                cel.iter().any(|e| e.contains(*message)),
+                "{}: validate() and CEL disagree: CEL said {cel:?}",
+                path.display()
+            );
+            covered.push(*message);
+        }
+    }
+    for message in CREATE_TIME_MESSAGES {
+        assert!(
+            covered.contains(&message),
+            "no examples/invalid file for the rule {message:?}"
+        );
+    }
+}
+
+/// One create-then-patch fixture: the object after create, an optional accepted patch, and the
+/// patch that must be rejected with its message.
+struct Transition {
+    name: String,
+    create: Value,
+    setup: Option<Value>,
+    patch: Value,
+    expected: String,
+}
+
+fn transitions() -> Vec<Transition> {
+    let root = repo_root().join("tests/fixtures/transitions");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let patch_text = read(&dir.join("patch.yaml"));
+            let setup = dir.join("setup.yaml");
+            Transition {
+                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+                create: yaml(&read(&dir.join("create.yaml"))),
+                setup: setup.exists().then(|| yaml(&read(&setup))),
+                patch: yaml(&patch_text),
+                expected: expected_message(&patch_text),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn transition_fixtures_are_rejected_on_the_patch() {
+    let all = transitions();
+    assert!(all.len() >= 5);
+    let mut covered = Vec::new();
+    for t in all {
+        let create_text = serde_saphyr::to_string(&t.create).unwrap();
+        parse_manifests(&create_text).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+        assert_eq!(cel_create(&t.create), Vec::<String>::new(), "{}", t.name);
+        let mut current = t.create.clone();
+        if let Some(setup) = &t.setup {
+            let mut next = current.clone();
+            merge_patch(&mut next, setup);
+            assert_eq!(cel_update(&current, &next), Vec::<String>::new(), "{}", t.name);
+            current = next;
+        }
+        let mut next = current.clone();
+        merge_patch(&mut next, &t.patch);
+        let errors = cel_update(&current, &next);
+        assert!(
+            errors.iter().any(|e| e.contains(&t.expected)),
+            "{}: expected {:?}, CEL said {errors:?}",
+            t.name,
+            t.expected
+        );
+        covered.push(t.expected);
+    }
+    for message in [
+        rules::RUN_SPEC_IMMUTABLE_MESSAGE,
+        rules::CANCEL_STAYS_MESSAGE,
+        rules::RESPONSES_APPEND_ONLY_MESSAGE,
+        rules::RESPONSE_IMMUTABLE_MESSAGE,
+        rules::REPORT_NOT_STALE_MESSAGE,
+    ] {
+        assert!(
+            covered.iter().any(|c| c == message),
+            "no transition fixture for {message:?}"
+        );
+    }
+}
