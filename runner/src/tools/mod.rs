@@ -3,6 +3,7 @@
 
 pub mod ask_clarification;
 pub mod present_files;
+pub mod sandbox_tools;
 pub mod task;
 pub mod view_image;
 pub mod web;

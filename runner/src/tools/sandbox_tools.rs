@@ -1,0 +1,347 @@
+//! The agent side of the seven sandbox tools (`bash`, `ls`, `read_file`, `write_file`,
+//! `str_replace`, `glob`, `grep`): schemas for the model, argument validation, and forwarding
+//! to wherever the sandbox runs through `ToolContext::executor`.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
+use crate::model::ToolSchema;
+use crate::sandbox::args::{
+    BashArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, StrReplaceArgs, WriteFileArgs,
+};
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::tools as names;
+use crate::thread::ToolStatus;
+
+/// The seven sandbox tools, in the order their schemas are sent.
+pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        SandboxTool::<BashArgs>::new(
+            names::BASH,
+            ToolGroup::Bash,
+            "Run a bash command in /mnt/user-data/workspace. Returns stdout+stderr (middle cut \
+             past 20000 chars). No interactive input; long commands time out.",
+        ),
+        SandboxTool::<LsArgs>::new(
+            names::LS,
+            ToolGroup::FileRead,
+            "List a directory, two levels deep.",
+        ),
+        SandboxTool::<ReadFileArgs>::new(
+            names::READ_FILE,
+            ToolGroup::FileRead,
+            "Read a text file, or a line range of it (output capped at 50000 chars).",
+        ),
+        SandboxTool::<WriteFileArgs>::new(
+            names::WRITE_FILE,
+            ToolGroup::FileWrite,
+            "Write a text file, creating folders. Over 80 KB: write in parts, then append=true.",
+        ),
+        SandboxTool::<StrReplaceArgs>::new(
+            names::STR_REPLACE,
+            ToolGroup::FileWrite,
+            "Replace exact text in a file.",
+        ),
+        SandboxTool::<GlobArgs>::new(
+            names::GLOB,
+            ToolGroup::FileRead,
+            "Find paths matching a glob under a directory.",
+        ),
+        SandboxTool::<GrepArgs>::new(names::GREP, ToolGroup::FileRead, "Search file contents."),
+    ]
+}
+
+/// A tool whose work happens in the sandbox; `A` is its argument type.
+struct SandboxTool<A> {
+    name: &'static str,
+    group: ToolGroup,
+    schema: ToolSchema,
+    args: PhantomData<fn() -> A>,
+}
+
+impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> SandboxTool<A> {
+    fn new(name: &'static str, group: ToolGroup, description: &str) -> Arc<dyn Tool> {
+        let mut schema = schema_for::<A>(name, description);
+        compact(&mut schema.parameters);
+        Arc::new(SandboxTool {
+            name,
+            group,
+            schema,
+            args: PhantomData::<fn() -> A>,
+        })
+    }
+}
+
+#[async_trait]
+impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for SandboxTool<A> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn group(&self) -> ToolGroup {
+        self.group
+    }
+
+    fn schema(&self) -> ToolSchema {
+        self.schema.clone()
+    }
+
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        // Validate here, so a malformed call costs no round trip, and send the parsed form
+        // (defaults filled in, unknown fields gone).
+        let args: A = match parse_args(self.name, arguments) {
+            Ok(args) => args,
+            Err(output) => return output,
+        };
+        let arguments = match serde_json::to_value(&args) {
+            Ok(arguments) => arguments,
+            Err(error) => return ToolOutput::error(format!("Error: {error}")),
+        };
+        let request = SandboxRequest::Tool {
+            name: self.name.to_owned(),
+            arguments,
+        };
+        match ctx.executor.execute(request).await {
+            Ok(SandboxResponse::ToolResult {
+                content,
+                is_error,
+                meta,
+            }) => ToolOutput {
+                content,
+                status: if is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Success
+                },
+                meta,
+                ..ToolOutput::default()
+            },
+            Ok(SandboxResponse::Error { message }) => ToolOutput::error(message),
+            Ok(other) => ToolOutput::error(format!(
+                "Error: the sandbox gave an unexpected answer to {}: {other:?}",
+                self.name
+            )),
+            Err(error) => ToolOutput::error(format!(
+                "Error: {error}. The sandbox could not run {}; try again shortly.",
+                self.name
+            )),
+        }
+    }
+}
+
+/// Trims what schemars emits down to what a model needs: no integer formats, bounds or
+/// defaults, no `null` in optional types, no top-level description (the tool's own says it).
+fn compact(schema: &mut serde_json::Value) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("description");
+        if let Some(serde_json::Value::Object(properties)) = object.get_mut("properties") {
+            for property in properties.values_mut() {
+                let Some(property) = property.as_object_mut() else {
+                    continue;
+                };
+                property.remove("format");
+                property.remove("minimum");
+                if let Some(serde_json::Value::Array(types)) = property.get("type") {
+                    let kept: Vec<&serde_json::Value> = types
+                        .iter()
+                        .filter(|t| t.as_str() != Some("null"))
+                        .collect();
+                    if let [only] = kept.as_slice() {
+                        let only = (*only).clone();
+                        property.insert("type".to_owned(), only);
+                    }
+                }
+                // Optional fields are already not `required`; their defaults cost tokens.
+                property.remove("default");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+    use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
+    use crate::tools::web::test_context::context;
+
+    fn find(name: &str) -> anyhow::Result<Arc<dyn Tool>> {
+        sandbox_tools()
+            .into_iter()
+            .find(|tool| tool.name() == name)
+            .ok_or_else(|| anyhow::anyhow!("no tool {name}"))
+    }
+
+    #[test]
+    fn names_groups_and_compact_schemas() -> anyhow::Result<()> {
+        let tools = sandbox_tools();
+        let groups: Vec<(&str, ToolGroup)> = tools.iter().map(|t| (t.name(), t.group())).collect();
+        assert_eq!(
+            groups,
+            vec![
+                ("bash", ToolGroup::Bash),
+                ("ls", ToolGroup::FileRead),
+                ("read_file", ToolGroup::FileRead),
+                ("write_file", ToolGroup::FileWrite),
+                ("str_replace", ToolGroup::FileWrite),
+                ("glob", ToolGroup::FileRead),
+                ("grep", ToolGroup::FileRead),
+            ]
+        );
+        let schemas: Vec<ToolSchema> = tools.iter().map(|t| t.schema()).collect();
+        let rendered: Vec<serde_json::Value> = schemas
+            .iter()
+            .map(|s| json!({"name": s.name, "description": s.description, "parameters": s.parameters}))
+            .collect();
+        insta::assert_json_snapshot!("sandbox_tool_schemas", rendered);
+        let bpe = tiktoken_rs::o200k_base()?;
+        for (schema, value) in schemas.iter().zip(&rendered) {
+            let required = &schema.parameters["required"];
+            assert_eq!(
+                required[0], "description",
+                "{}: description comes first",
+                schema.name
+            );
+            // Compact JSON over-counts what providers render, so this bound is conservative.
+            let tokens = bpe.encode_ordinary(&value.to_string()).len();
+            assert!(tokens <= 120, "{} schema is {tokens} tokens", schema.name);
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn calls_run_in_the_sandbox_with_meta_and_status() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let sandbox = Sandbox::new(&SandboxRoots::under(dir.path()))?;
+        let ctx = ToolContext {
+            executor: Arc::new(InProcessExecutor(Arc::new(sandbox))),
+            ..context()
+        };
+        let written = find("write_file")?
+            .call(
+                json!({"description": "d", "path": "a.txt", "content": "hello"}),
+                &ctx,
+            )
+            .await;
+        assert_eq!(written.status, ToolStatus::Success);
+        assert_eq!(
+            written.content,
+            "OK: wrote 5 bytes to /mnt/user-data/workspace/a.txt"
+        );
+        let read = find("read_file")?
+            .call(json!({"description": "d", "path": "a.txt"}), &ctx)
+            .await;
+        assert_eq!(read.content, "hello");
+        assert_eq!(read.meta.get("sha256"), written.meta.get("sha256"));
+        assert!(read.meta.contains_key("sha256"));
+        let missing = find("read_file")?
+            .call(json!({"description": "d", "path": "nope.txt"}), &ctx)
+            .await;
+        assert_eq!(missing.status, ToolStatus::Error);
+        Ok(())
+    }
+
+    /// Records requests and answers with a fixed result.
+    struct Recording {
+        seen: Mutex<Vec<SandboxRequest>>,
+        answer: Result<SandboxResponse, String>,
+    }
+
+    #[async_trait]
+    impl ToolExecutor for Recording {
+        async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+            self.seen
+                .lock()
+                .map_err(|e| ExecutorError(e.to_string()))?
+                .push(request);
+            self.answer.clone().map_err(ExecutorError)
+        }
+    }
+
+    fn recording(answer: Result<SandboxResponse, String>) -> (Arc<Recording>, ToolContext) {
+        let executor = Arc::new(Recording {
+            seen: Mutex::new(Vec::new()),
+            answer,
+        });
+        let ctx = ToolContext {
+            executor: executor.clone(),
+            ..context()
+        };
+        (executor, ctx)
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_never_reach_the_sandbox() -> anyhow::Result<()> {
+        let (executor, ctx) = recording(Ok(SandboxResponse::Done { path: None }));
+        let output = find("grep")?
+            .call(json!({"description": "d", "path": "."}), &ctx)
+            .await;
+        assert_eq!(output.status, ToolStatus::Error);
+        assert!(
+            output
+                .content
+                .starts_with("Error: invalid arguments for grep")
+        );
+        assert!(
+            executor
+                .seen
+                .lock()
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .is_empty()
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn arguments_are_forwarded_with_defaults_filled_in() -> anyhow::Result<()> {
+        let (executor, ctx) = recording(Ok(SandboxResponse::ToolResult {
+            content: "ok".into(),
+            is_error: false,
+            meta: serde_json::Map::new(),
+        }));
+        let output = find("glob")?
+            .call(json!({"description": "d", "pattern": "*.py", "path": "/mnt/user-data", "extra": 1}), &ctx)
+            .await;
+        assert_eq!(output.content, "ok");
+        let seen = executor.seen.lock().map_err(|e| anyhow::anyhow!("{e}"))?;
+        assert_eq!(
+            seen.as_slice(),
+            [SandboxRequest::Tool {
+                name: "glob".into(),
+                arguments: json!({"description": "d", "pattern": "*.py", "path": "/mnt/user-data", "include_dirs": false}),
+            }]
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn executor_failures_and_odd_answers_become_error_results() -> anyhow::Result<()> {
+        let args = json!({"description": "d", "command": "ls"});
+        let (_, ctx) = recording(Err("socket gone".into()));
+        let output = find("bash")?.call(args.clone(), &ctx).await;
+        assert_eq!(output.status, ToolStatus::Error);
+        assert!(output.content.contains("sandbox unavailable: socket gone"));
+        let (_, ctx) = recording(Ok(SandboxResponse::Error {
+            message: "Error: refused".into(),
+        }));
+        assert_eq!(
+            find("bash")?.call(args.clone(), &ctx).await.content,
+            "Error: refused"
+        );
+        let (_, ctx) = recording(Ok(SandboxResponse::Done { path: None }));
+        let odd = find("bash")?.call(args, &ctx).await;
+        assert_eq!(odd.status, ToolStatus::Error);
+        assert!(odd.content.contains("unexpected answer"));
+        Ok(())
+    }
+}
