@@ -1,0 +1,115 @@
+//! Reminders queued in `after_model` and delivered with the next model request only.
+//!
+//! `after_model` runs before the turn's tools: a message added to the thread there would sit
+//! between the assistant's tool calls and their results, which strict providers reject. So
+//! guards queue their warning here and `wrap_model_call` appends it to the next request, after
+//! every tool result, without persisting it (DeerFlow's deferred-warning pattern).
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::agent::ModelNext;
+use crate::model::{ModelError, ModelRequest};
+use crate::thread::{AssistantMessage, Message, ThreadState};
+
+/// A bounded queue of reminder texts for the next model request.
+pub struct PendingReminders {
+    /// The hidden message's `meta.kind`, e.g. `loop_warning`.
+    kind: &'static str,
+    /// Most reminders kept; the oldest are dropped first.
+    cap: usize,
+    queue: Mutex<Vec<String>>,
+}
+
+impl PendingReminders {
+    /// An empty queue whose messages are tagged `kind`, holding at most `cap` texts.
+    pub fn new(kind: &'static str, cap: usize) -> Self {
+        PendingReminders {
+            kind,
+            cap: cap.max(1),
+            queue: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<String>> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `text` for the next request (once, however often it is pushed).
+    pub fn push(&self, text: String) {
+        let mut queue = self.lock();
+        if !queue.contains(&text) {
+            queue.push(text);
+        }
+        if queue.len() > self.cap {
+            let excess = queue.len() - self.cap;
+            queue.drain(..excess);
+        }
+    }
+
+    /// Drops everything queued (a new run starts clean).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// How many reminders wait for the next request.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Sends `request` on with the queued reminders appended as one hidden user message.
+    /// When the call fails they are queued again: LLMErrorHandling sits outside and retries
+    /// through this same hook, and the retry must still carry them.
+    pub async fn deliver(
+        &self,
+        state: &ThreadState,
+        mut request: ModelRequest,
+        next: ModelNext<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        let taken = std::mem::take(&mut *self.lock());
+        if taken.is_empty() {
+            return next.run(state, request).await;
+        }
+        let id = format!(
+            "{}:{}",
+            self.kind,
+            state.usage.model_calls.saturating_add(1)
+        );
+        request
+            .messages
+            .push(Message::hidden_user(id, self.kind, taken.join("\n\n")));
+        let result = next.run(state, request).await;
+        if result.is_err() {
+            let mut queue = self.lock();
+            let newer = std::mem::take(&mut *queue);
+            *queue = taken;
+            drop(queue);
+            for text in newer {
+                self.push(text);
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_is_deduplicated_and_capped() {
+        let reminders = PendingReminders::new("test", 2);
+        reminders.push("a".into());
+        reminders.push("a".into());
+        assert_eq!(reminders.len(), 1);
+        reminders.push("b".into());
+        reminders.push("c".into());
+        assert_eq!(*reminders.lock(), vec!["b".to_string(), "c".to_string()]);
+        reminders.clear();
+        assert!(reminders.is_empty());
+    }
+}
