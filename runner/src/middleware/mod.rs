@@ -5,3 +5,9 @@ pub mod circuit_breaker;
 pub mod last_turn;
 pub mod llm_error_handling;
 pub mod reminders;
+pub mod input_sanitization;
+pub mod tool_output_budget;
+pub mod tool_result_sanitization;
+#[cfg(test)]
+mod test_support;
+pub mod dangling_tool_call;

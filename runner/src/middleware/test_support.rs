@@ -1,0 +1,217 @@
+//! Test doubles for the middleware tests: tools with fixed answers, a tool that forwards to
+//! the sandbox, a real sandbox in a temporary directory, and a way to push one tool call
+//! through one middleware.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
+use crate::model::ToolSchema;
+use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
+use crate::testing::{RecordingControl, StaticExecutor};
+use crate::thread::{ThreadState, ToolCall, ToolStatus};
+use crate::tools::{Budget, Tool, ToolContext, ToolGroup, ToolOutput};
+
+/// A tool that always answers the same and counts its calls.
+pub struct FixedTool {
+    pub name: String,
+    pub output: ToolOutput,
+    pub calls: AtomicUsize,
+}
+
+impl FixedTool {
+    pub fn new(name: &str, output: ToolOutput) -> Self {
+        FixedTool {
+            name: name.into(),
+            output,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn ok(name: &str, content: &str) -> Self {
+        Self::new(name, ToolOutput::ok(content))
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Tool for FixedTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn group(&self) -> ToolGroup {
+        ToolGroup::Builtin
+    }
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.name.clone(),
+            description: "test".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.output.clone()
+    }
+}
+
+/// A sandbox tool as the agent side sees it: forwards the call to the executor.
+pub struct SandboxTool(pub &'static str);
+
+#[async_trait]
+impl Tool for SandboxTool {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn group(&self) -> ToolGroup {
+        ToolGroup::Builtin
+    }
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.0.into(),
+            description: "sandbox".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let request = SandboxRequest::Tool {
+            name: self.0.into(),
+            arguments,
+        };
+        match ctx.executor.execute(request).await {
+            Ok(SandboxResponse::ToolResult {
+                content,
+                is_error,
+                meta,
+            }) => ToolOutput {
+                content,
+                status: if is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Success
+                },
+                meta,
+                ..ToolOutput::default()
+            },
+            Ok(other) => ToolOutput::error(format!("Error: {other:?}")),
+            Err(error) => ToolOutput::error(format!("Error: {error}")),
+        }
+    }
+}
+
+/// Answers from a closure and records every request.
+pub struct FnExecutor {
+    pub answer:
+        Box<dyn Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError> + Send + Sync>,
+    pub requests: Mutex<Vec<SandboxRequest>>,
+}
+
+impl FnExecutor {
+    pub fn new(
+        answer: impl Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Arc<Self> {
+        Arc::new(FnExecutor {
+            answer: Box::new(answer),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn requests(&self) -> Vec<SandboxRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ToolExecutor for FnExecutor {
+    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        self.requests.lock().unwrap().push(request.clone());
+        (self.answer)(&request)
+    }
+}
+
+/// A real sandbox over a temporary directory (kept alive by the returned guard).
+pub fn local_sandbox() -> (tempfile::TempDir, Arc<dyn ToolExecutor>) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let roots = SandboxRoots::under(&base);
+    for root in [&roots.user_data, &roots.skills_public, &roots.skills_custom] {
+        std::fs::create_dir_all(root).unwrap();
+    }
+    let sandbox = Sandbox::new(&roots).unwrap();
+    (dir, Arc::new(InProcessExecutor(Arc::new(sandbox))))
+}
+
+/// The context a tool call runs with.
+pub fn tool_context(call_id: &str, executor: Arc<dyn ToolExecutor>) -> ToolContext {
+    ToolContext {
+        call_id: call_id.into(),
+        executor,
+        control: Arc::new(RecordingControl::default()),
+        attempt: 1,
+        budget: Budget {
+            model_calls_left: 10,
+            deadline: None,
+        },
+    }
+}
+
+/// Runs `call` through `middleware` and then `tools`, seeing `state`.
+pub async fn run_call(
+    middleware: Arc<dyn Middleware>,
+    tools: Vec<Arc<dyn Tool>>,
+    call: ToolCall,
+    state: &ThreadState,
+    executor: Arc<dyn ToolExecutor>,
+) -> ToolOutput {
+    let registry = ToolRegistry::new(tools, None, &[]);
+    let chain = [middleware];
+    let request = ToolRequest {
+        ctx: tool_context(&call.id, executor),
+        call,
+        state,
+    };
+    ToolNext {
+        rest: &chain,
+        tools: &registry,
+    }
+    .run(request)
+    .await
+}
+
+/// Runs one call of `name` with `arguments` through `middleware` to `tool`, on a fresh thread.
+pub async fn run_tool(
+    middleware: Arc<dyn Middleware>,
+    tool: Arc<dyn Tool>,
+    name: &str,
+    arguments: serde_json::Value,
+) -> ToolOutput {
+    let state = ThreadState::new("t");
+    let executor = Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+    run_call(
+        middleware,
+        vec![tool],
+        call("c1", name, arguments),
+        &state,
+        executor,
+    )
+    .await
+}
+
+/// A tool call.
+pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.to_string(),
+    }
+}
