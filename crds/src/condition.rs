@@ -151,7 +151,14 @@ mod tests {
     #[test]
     fn moves_transition_time_when_status_changes() {
         let mut conditions = vec![
-            Condition::new("Accepted", ConditionStatus::True, "Accepted", "", None, at(1)),
+            Condition::new(
+                "Accepted",
+                ConditionStatus::True,
+                "Accepted",
+                "",
+                None,
+                at(1),
+            ),
             ready(ConditionStatus::False, "SkillNotFound", 10),
         ];
         assert!(set_condition(

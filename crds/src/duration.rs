@@ -75,7 +75,9 @@ mod tests {
 
     #[test]
     fn refuses_what_the_pattern_refuses() {
-        for bad in ["", "30", "m", "1.5h", "1d", "-1s", "1h ", " 1h", "1H", "1us", "1hm"] {
+        for bad in [
+            "", "30", "m", "1.5h", "1d", "-1s", "1h ", " 1h", "1H", "1us", "1hm",
+        ] {
             assert!(
                 matches!(parse_duration(bad), Err(DurationError::Format(_))),
                 "{bad:?} should be refused"

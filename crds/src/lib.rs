@@ -4,13 +4,13 @@
 pub mod agent;
 pub mod condition;
 pub mod duration;
+pub mod generate;
+pub mod manifest;
 pub mod reason;
 pub mod refs;
 pub mod report;
 pub mod rules;
 pub mod run;
-pub mod generate;
-pub mod manifest;
 mod schema;
 pub mod skill;
 pub mod validation;

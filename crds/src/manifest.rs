@@ -88,12 +88,11 @@ impl fmt::Display for ManifestError {
 /// Empty documents are skipped. The first document that fails stops the parse; its error lists
 /// every problem found in it.
 pub fn parse_manifests(text: &str) -> Result<Vec<Manifest>, ManifestError> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| ManifestError {
-            document: None,
-            object: None,
-            errors: vec![whole(format!("invalid YAML: {e}"))],
-        })?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| ManifestError {
+        document: None,
+        object: None,
+        errors: vec![whole(format!("invalid YAML: {e}"))],
+    })?;
     documents
         .into_iter()
         .enumerate()
@@ -108,7 +107,9 @@ fn whole(message: String) -> FieldError {
     }
 }
 
-fn parse_document(number: usize, document: Value) -> Result<Manifest, ManifestError> {
+/// Parses one already-decoded document (1-based `number`, for messages). Callers that read
+/// other kinds from the same files (the runner's ConfigMaps) dispatch those first.
+pub fn parse_document(number: usize, document: Value) -> Result<Manifest, ManifestError> {
     let fail = |object: Option<String>, errors: Vec<FieldError>| ManifestError {
         document: Some(number),
         object,
@@ -165,7 +166,8 @@ fn typed<T: DeserializeOwned + Serialize>(document: &Value) -> Result<T, FieldEr
         let path = e.path().to_string();
         FieldErrors(vec![serde_error(&path, &e.into_inner().to_string())])
     })?;
-    let known = serde_json::to_value(&value).map_err(|e| FieldErrors(vec![whole(e.to_string())]))?;
+    let known =
+        serde_json::to_value(&value).map_err(|e| FieldErrors(vec![whole(e.to_string())]))?;
     let mut unknown = Vec::new();
     unknown_fields(document, &known, "", &mut unknown);
     if unknown.is_empty() {
@@ -260,7 +262,8 @@ fn unsupported(value: &str, supported: &[&str]) -> String {
 mod tests {
     use super::*;
 
-    const AGENT: &str = "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata:\n  name: a\nspec: {}\n";
+    const AGENT: &str =
+        "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata:\n  name: a\nspec: {}\n";
 
     fn error_of(text: &str) -> String {
         parse_manifests(text).unwrap_err().to_string()
@@ -288,7 +291,10 @@ mod tests {
 
     #[test]
     fn names_document_field_and_rule() {
-        let text = format!("{AGENT}---\n{}", AGENT.replace("spec: {}", "spec:\n  subagents:\n    maxConcurrent: 9"));
+        let text = format!(
+            "{AGENT}---\n{}",
+            AGENT.replace("spec: {}", "spec:\n  subagents:\n    maxConcurrent: 9")
+        );
         assert_eq!(
             error_of(&text),
             "document 2 (Agent/a): spec.subagents.maxConcurrent: must be between 1 and 4"
@@ -332,7 +338,10 @@ mod tests {
             error_of(&AGENT.replace("herd.dev/v1alpha1", "v1")),
             "document 1 (Agent/a): apiVersion: Unsupported value: \"v1\": supported values: \"herd.dev/v1alpha1\""
         );
-        assert_eq!(error_of("- a\n- b\n"), "document 1: a manifest must be a YAML mapping");
+        assert_eq!(
+            error_of("- a\n- b\n"),
+            "document 1: a manifest must be a YAML mapping"
+        );
         assert!(error_of("a: [").starts_with("invalid YAML"));
     }
 }

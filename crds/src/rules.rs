@@ -13,8 +13,7 @@ pub const DURATION_PATTERN: &str = "^([0-9]+(ms|s|m|h))+$";
 /// CEL rule on every duration field.
 pub const DURATION: &str = "self.matches('^([0-9]+(ms|s|m|h))+$')";
 /// Message of [`DURATION`].
-pub const DURATION_MESSAGE: &str =
-    "must be a duration made of <number><unit> groups with units ms, s, m or h, such as 90s, 30m or 1h30m";
+pub const DURATION_MESSAGE: &str = "must be a duration made of <number><unit> groups with units ms, s, m or h, such as 90s, 30m or 1h30m";
 
 /// Agent and Run: names are copied into label values, which hold at most 63 characters.
 pub const NAME_63: &str = "size(self.metadata.name) <= 63";
@@ -31,7 +30,8 @@ pub const SKILL_NAME_MESSAGE: &str = "metadata.name of a Skill must be at most 6
 /// Agent: the SOUL is written inline or taken from a ConfigMap, not both.
 pub const SOUL_EXCLUSIVE: &str = "!(has(self.soul) && has(self.soulFrom))";
 /// Message of [`SOUL_EXCLUSIVE`].
-pub const SOUL_EXCLUSIVE_MESSAGE: &str = "soul and soulFrom are mutually exclusive: set at most one";
+pub const SOUL_EXCLUSIVE_MESSAGE: &str =
+    "soul and soulFrom are mutually exclusive: set at most one";
 
 /// Agent `subagents.maxConcurrent`.
 pub const MAX_CONCURRENT: &str = "self >= 1 && self <= 4";
@@ -54,7 +54,8 @@ pub const RETRIES: &str = "self >= 0 && self <= 3";
 pub const RETRIES_MESSAGE: &str = "must be between 0 and 3";
 
 /// Agent `sandbox.egress`: the CIDR list goes with mode `CIDRs` and only with it.
-pub const EGRESS_CIDRS: &str = "(has(self.mode) && self.mode == 'CIDRs') == (has(self.cidrs) && size(self.cidrs) > 0)";
+pub const EGRESS_CIDRS: &str =
+    "(has(self.mode) && self.mode == 'CIDRs') == (has(self.cidrs) && size(self.cidrs) > 0)";
 /// Message of [`EGRESS_CIDRS`].
 pub const EGRESS_CIDRS_MESSAGE: &str =
     "cidrs must be a non-empty list when mode is CIDRs, and must not be set for other modes";
@@ -101,8 +102,7 @@ pub const RESPONSE_IMMUTABLE: &str = "self == oldSelf";
 pub const RESPONSE_IMMUTABLE_MESSAGE: &str = "an answer cannot be changed once given";
 
 /// Run `status.report`: a delayed write from the runner never replaces a newer one.
-pub const REPORT_NOT_STALE: &str =
-    "self.attempt > oldSelf.attempt || (self.attempt == oldSelf.attempt && self.seq >= oldSelf.seq)";
+pub const REPORT_NOT_STALE: &str = "self.attempt > oldSelf.attempt || (self.attempt == oldSelf.attempt && self.seq >= oldSelf.seq)";
 /// Message of [`REPORT_NOT_STALE`].
 pub const REPORT_NOT_STALE_MESSAGE: &str =
     "stale report: attempt must not decrease, and seq must not decrease within an attempt";

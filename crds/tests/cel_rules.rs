@@ -160,9 +160,12 @@ fn egress_cidrs_exactly_with_mode_cidrs() {
     }
 }
 
+/// A duration field's path and a manifest with the field set to the given text.
+type DurationField = (&'static str, fn(&str) -> Value);
+
 #[test]
 fn durations_match_the_pattern_everywhere() {
-    let agent_fields: [(&str, fn(&str) -> Value); 4] = [
+    let agent_fields: [DurationField; 4] = [
         ("spec.model.requestTimeout", |d| {
             agent(json!({"model": {"provider": "openai", "name": "m", "requestTimeout": d}}))
         }),
@@ -176,7 +179,7 @@ fn durations_match_the_pattern_everywhere() {
             agent(json!({"runDefaults": {"inputTimeout": d}}))
         }),
     ];
-    let run_fields: [(&str, fn(&str) -> Value); 2] = [
+    let run_fields: [DurationField; 2] = [
         ("spec.timeout", |d| run(json!({"timeout": d}))),
         ("spec.inputTimeout", |d| run(json!({"inputTimeout": d}))),
     ];
@@ -212,10 +215,16 @@ fn parent_ref_and_subagent_type_together() {
 #[test]
 fn run_spec_is_immutable_except_responses_and_cancel() {
     let old = run(json!({"timeout": "1h", "model": {"name": "m1"}}));
-    assert_accepted(cel_update(&old, &patched(&old, json!({"spec": {"cancel": true}}))));
     assert_accepted(cel_update(
         &old,
-        &patched(&old, json!({"spec": {"responses": [{"id": "q1", "answer": "yes"}]}})),
+        &patched(&old, json!({"spec": {"cancel": true}})),
+    ));
+    assert_accepted(cel_update(
+        &old,
+        &patched(
+            &old,
+            json!({"spec": {"responses": [{"id": "q1", "answer": "yes"}]}}),
+        ),
     ));
     assert_accepted(cel_update(
         &old,
@@ -262,7 +271,8 @@ fn cancel_cannot_go_back() {
 #[test]
 fn responses_are_append_only() {
     let one = run(json!({"responses": [{"id": "q1", "answer": "yes"}]}));
-    let two = run(json!({"responses": [{"id": "q1", "answer": "yes"}, {"id": "q2", "answer": "no"}]}));
+    let two =
+        run(json!({"responses": [{"id": "q1", "answer": "yes"}, {"id": "q2", "answer": "no"}]}));
     assert_accepted(cel_update(&run(json!({})), &one));
     assert_accepted(cel_update(&one, &two));
     assert_rejected(
@@ -272,7 +282,10 @@ fn responses_are_append_only() {
     );
     // The offline evaluator correlates list items by index, not by the `id` key as the API
     // server does, so it also reports q2 as a changed q1; the server reports only this one.
-    let errors = cel_update(&one, &run(json!({"responses": [{"id": "q2", "answer": "no"}]})));
+    let errors = cel_update(
+        &one,
+        &run(json!({"responses": [{"id": "q2", "answer": "no"}]})),
+    );
     let expected = format!("spec.responses: {}", rules::RESPONSES_APPEND_ONLY_MESSAGE);
     assert!(errors.contains(&expected), "{errors:?}");
 }
@@ -282,7 +295,10 @@ fn an_answer_cannot_change() {
     let one = run(json!({"responses": [{"id": "q1", "answer": "yes"}]}));
     assert_accepted(cel_update(&one, &one));
     assert_rejected(
-        cel_update(&one, &run(json!({"responses": [{"id": "q1", "answer": "no"}]}))),
+        cel_update(
+            &one,
+            &run(json!({"responses": [{"id": "q1", "answer": "no"}]})),
+        ),
         "spec.responses[0]",
         rules::RESPONSE_IMMUTABLE_MESSAGE,
     );

@@ -57,7 +57,10 @@ fn valid_example_files() -> Vec<PathBuf> {
         .iter()
         .flat_map(|dir| yaml_files(&examples().join(dir)))
         .collect();
-    assert!(files.len() >= 5, "expected the example manifests, found {files:?}");
+    assert!(
+        files.len() >= 5,
+        "expected the example manifests, found {files:?}"
+    );
     files
 }
 
@@ -66,8 +69,8 @@ fn valid_examples_parse_validate_and_pass_cel() {
     let mut kinds = Vec::new();
     for path in valid_example_files() {
         let text = read(&path);
-        let manifests = parse_manifests(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let manifests =
+            parse_manifests(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(manifests.len(), 1, "{}", path.display());
         kinds.push(manifests[0].kind());
         assert_eq!(
@@ -98,7 +101,10 @@ fn examples_cover_what_the_issue_asks_for() {
     assert!(agent.spec.soul.is_some());
     assert!(agent.spec.skills.as_ref().is_some_and(|s| !s.is_empty()));
     assert!(agent.spec.subagents.enabled);
-    let skills = all.iter().filter(|m| matches!(m, Manifest::Skill(_))).count();
+    let skills = all
+        .iter()
+        .filter(|m| matches!(m, Manifest::Skill(_)))
+        .count();
     assert!(skills >= 2);
     let plan_mode = all
         .iter()
@@ -107,8 +113,9 @@ fn examples_cover_what_the_issue_asks_for() {
     // Skills named by the Agent exist among the examples.
     for name in agent.spec.skills.iter().flatten() {
         assert!(
-            all.iter()
-                .any(|m| matches!(m, Manifest::Skill(s) if s.metadata.name.as_deref() == Some(name))),
+            all.iter().any(
+                |m| matches!(m, Manifest::Skill(s) if s.metadata.name.as_deref() == Some(name))
+            ),
             "skill {name} has no example"
         );
     }
@@ -163,8 +170,10 @@ struct Transition {
 fn transitions() -> Vec<Transition> {
     let root = repo_root().join("tests/fixtures/transitions");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
@@ -173,7 +182,7 @@ fn transitions() -> Vec<Transition> {
             let patch_text = read(&dir.join("patch.yaml"));
             let setup = dir.join("setup.yaml");
             Transition {
-                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+                name: dir.display().to_string(),
                 create: yaml(&read(&dir.join("create.yaml"))),
                 setup: setup.exists().then(|| yaml(&read(&setup))),
                 patch: yaml(&patch_text),
@@ -196,7 +205,12 @@ fn transition_fixtures_are_rejected_on_the_patch() {
         if let Some(setup) = &t.setup {
             let mut next = current.clone();
             merge_patch(&mut next, setup);
-            assert_eq!(cel_update(&current, &next), Vec::<String>::new(), "{}", t.name);
+            assert_eq!(
+                cel_update(&current, &next),
+                Vec::<String>::new(),
+                "{}",
+                t.name
+            );
             current = next;
         }
         let mut next = current.clone();

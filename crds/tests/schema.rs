@@ -80,13 +80,19 @@ fn every_field_a_rule_touches_is_size_bounded() {
         let schema = common::schema(kind);
         let mut problems = Vec::new();
         walk(kind, &schema, &mut |path, node| {
-            let Some(rules) = node.get("x-kubernetes-validations").and_then(Value::as_array) else {
+            let Some(rules) = node
+                .get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+            else {
                 return;
             };
             for rule in rules {
                 rules_seen += 1;
                 let text = rule["rule"].as_str().unwrap();
-                assert!(rule.get("optionalOldSelf").is_none(), "{path}: optionalOldSelf");
+                assert!(
+                    rule.get("optionalOldSelf").is_none(),
+                    "{path}: optionalOldSelf"
+                );
                 assert!(
                     rule.get("message").is_some(),
                     "{path}: rule {text} has no message"
@@ -102,7 +108,11 @@ fn every_field_a_rule_touches_is_size_bounded() {
                 }
             }
         });
-        assert_eq!(problems, Vec::<String>::new(), "unbounded fields read by rules");
+        assert_eq!(
+            problems,
+            Vec::<String>::new(),
+            "unbounded fields read by rules"
+        );
     }
     assert!(rules_seen >= 20, "only {rules_seen} rules found");
 }
@@ -132,7 +142,15 @@ fn schemas_are_structural_and_explained() {
         let schema = common::schema(kind);
         let mut problems = Vec::new();
         walk(kind, &schema, &mut |path, node| {
-            for forbidden in ["$ref", "anyOf", "oneOf", "allOf", "not", "definitions", "$defs"] {
+            for forbidden in [
+                "$ref",
+                "anyOf",
+                "oneOf",
+                "allOf",
+                "not",
+                "definitions",
+                "$defs",
+            ] {
                 if node.get(forbidden).is_some() {
                     problems.push(format!("{path}: has {forbidden}"));
                 }
@@ -167,7 +185,13 @@ fn schemas_are_structural_and_explained() {
 #[test]
 fn defaulted_objects_default_to_empty() {
     let agent = common::schema("Agent");
-    for field in ["subagents", "runDefaults", "memory", "summarization", "sandbox"] {
+    for field in [
+        "subagents",
+        "runDefaults",
+        "memory",
+        "summarization",
+        "sandbox",
+    ] {
         assert_eq!(
             agent["properties"]["spec"]["properties"][field]["default"],
             serde_json::json!({}),
@@ -201,7 +225,10 @@ fn committed_crds_read_back_unchanged_and_stay_small() {
         let text = committed(file);
         assert!(text.len() < 50_000, "{file} is {} bytes", text.len());
         let parsed: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
-        assert_eq!(parsed, crd, "{file} does not read back as the generated CRD");
+        assert_eq!(
+            parsed, crd,
+            "{file} does not read back as the generated CRD"
+        );
     }
 }
 

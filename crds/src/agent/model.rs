@@ -61,7 +61,11 @@ pub struct ModelSpec {
     pub max_retries: Option<u32>,
     /// CIDRs the model endpoint lives in, opened in the Agent's NetworkPolicy (at most 16).
     /// Absent: the public internet (`0.0.0.0/0` and `::/0` minus private ranges).
-    #[serde(rename = "egressCIDRs", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "egressCIDRs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(length(max = 16), inner(length(max = 64)))]
     pub egress_cidrs: Option<Vec<String>>,
     /// For `provider: scripted`: the ConfigMap key holding the script (YAML rules matching on

@@ -9,7 +9,11 @@ impl Agent {
     pub fn validate(&self) -> Result<(), FieldErrors> {
         let mut checker = Checker::default();
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        checker.check(name.chars().count() <= 63, "metadata.name", rules::NAME_63_MESSAGE);
+        checker.check(
+            name.chars().count() <= 63,
+            "metadata.name",
+            rules::NAME_63_MESSAGE,
+        );
         self.spec.check(&mut checker);
         checker.finish()
     }
@@ -63,7 +67,10 @@ impl AgentSpec {
         c.duration("spec.subagents.timeout", Some(&subagents.timeout));
         let defaults = &self.run_defaults;
         c.duration("spec.runDefaults.timeout", Some(&defaults.timeout));
-        c.duration("spec.runDefaults.inputTimeout", Some(&defaults.input_timeout));
+        c.duration(
+            "spec.runDefaults.inputTimeout",
+            Some(&defaults.input_timeout),
+        );
         c.check(
             defaults.retries <= 3,
             "spec.runDefaults.retries",
@@ -71,7 +78,7 @@ impl AgentSpec {
         );
         if let Some(egress) = &self.sandbox.egress {
             c.check(
-                (egress.mode == Some(EgressMode::Cidrs)) == !egress.cidrs.is_empty(),
+                (egress.mode == Some(EgressMode::Cidrs)) != egress.cidrs.is_empty(),
                 "spec.sandbox.egress",
                 rules::EGRESS_CIDRS_MESSAGE,
             );

@@ -124,7 +124,12 @@ mod tests {
             phase_of(&[succeeded(ConditionStatus::False, run::CANCELLED)]),
             RunPhase::Cancelled
         );
-        for reason in [run::FAILED, run::TIMED_OUT, run::OOM_KILLED, run::INVALID_SPEC] {
+        for reason in [
+            run::FAILED,
+            run::TIMED_OUT,
+            run::OOM_KILLED,
+            run::INVALID_SPEC,
+        ] {
             assert_eq!(
                 phase_of(&[succeeded(ConditionStatus::False, reason)]),
                 RunPhase::Failed

@@ -9,7 +9,11 @@ impl Run {
     pub fn validate(&self) -> Result<(), FieldErrors> {
         let mut checker = Checker::default();
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        checker.check(name.chars().count() <= 63, "metadata.name", rules::NAME_63_MESSAGE);
+        checker.check(
+            name.chars().count() <= 63,
+            "metadata.name",
+            rules::NAME_63_MESSAGE,
+        );
         self.spec.check(&mut checker);
         checker.finish()
     }
@@ -37,7 +41,11 @@ impl RunSpec {
         c.duration("spec.inputTimeout", self.input_timeout.as_deref());
         c.max_items("spec.responses", self.responses.len(), MAX_RESPONSES);
         for (i, response) in self.responses.iter().enumerate() {
-            c.max_length(&format!("spec.responses[{i}].answer"), &response.answer, MAX_ANSWER);
+            c.max_length(
+                &format!("spec.responses[{i}].answer"),
+                &response.answer,
+                MAX_ANSWER,
+            );
         }
     }
 }

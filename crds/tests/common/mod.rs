@@ -3,7 +3,8 @@
 //! The evaluator (kube's `cel` feature) proves what the rules mean; it is not the API server,
 //! so the cost and structural checks live in their own tests.
 
-#![allow(dead_code)]
+// Test support: a failed unwrap here is a failed test, and not every test file uses every helper.
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
