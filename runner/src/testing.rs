@@ -95,6 +95,10 @@ pub struct RecordingControl {
     pub questions: Mutex<Vec<Clarification>>,
     pub children: Mutex<Vec<(ChildRequest, Budget)>>,
     pub results: Mutex<Vec<ResultReport>>,
+    /// The memory document `read_memory` returns.
+    pub memory: Mutex<MemoryDocument>,
+    /// Every `update_memory` call's operations, in order.
+    pub memory_updates: Mutex<Vec<Vec<MemoryOperation>>>,
 }
 
 #[async_trait]
@@ -139,10 +143,11 @@ impl ControlPlane for RecordingControl {
     }
 
     async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
-        Ok(MemoryDocument::default())
+        Ok(self.memory.lock().unwrap().clone())
     }
 
-    async fn update_memory(&self, _operations: Vec<MemoryOperation>) -> Result<(), ControlError> {
+    async fn update_memory(&self, operations: Vec<MemoryOperation>) -> Result<(), ControlError> {
+        self.memory_updates.lock().unwrap().push(operations);
         Ok(())
     }
 }

@@ -2,3 +2,5 @@
 
 pub mod apply;
 pub mod file;
+pub mod extract;
+pub mod inject;

@@ -11,3 +11,9 @@ pub mod tool_result_sanitization;
 #[cfg(test)]
 mod test_support;
 pub mod dangling_tool_call;
+pub mod clock;
+pub mod text;
+pub mod thread_data;
+pub mod uploads;
+pub mod sandbox;
+pub mod dynamic_context;

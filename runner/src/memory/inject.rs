@@ -1,0 +1,245 @@
+//! Formats a memory document for the model (DeerFlow's `format_memory_for_injection`): user
+//! context, history, then facts, most confident first, under a token budget.
+//!
+//! Corrections ("do not do X", "my name is spelled Y") are what users notice when forgotten,
+//! so they draw on a reserve of their own and are never crowded out by other facts.
+
+use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
+
+use crate::middleware::text::escape_tags;
+use crate::prompt::estimate_tokens;
+
+/// Tokens of memory injected when the Agent does not say (`memory.injectionTokens`).
+pub const DEFAULT_INJECTION_TOKENS: usize = 2000;
+/// Tokens set aside for `correction` facts on top of the injection budget (DeerFlow's
+/// guaranteed-category allowance).
+pub const CORRECTION_RESERVE_TOKENS: usize = 500;
+
+/// The memory text to inject, or `None` when there is nothing to say or the budget is 0.
+/// Every value is tag-escaped: memory holds what models wrote about users' words.
+pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<String> {
+    if max_tokens == 0 {
+        return None;
+    }
+    let mut budget = max_tokens;
+    let mut sections = Vec::new();
+
+    let context = &document.context;
+    let context_lines = [
+        ("Work", &context.work),
+        ("Personal", &context.personal),
+        ("Current Focus", &context.top_of_mind),
+    ];
+    let lines = take_lines(
+        context_lines
+            .iter()
+            .filter_map(|(label, text)| Some(format!("- {label}: {}", clean(text.as_deref()?)?))),
+        &mut budget,
+    );
+    if !lines.is_empty() {
+        sections.push(format!("User Context:\n{}", lines.join("\n")));
+    }
+    let history = context
+        .history
+        .as_deref()
+        .and_then(clean)
+        .map(|text| format!("- {text}"));
+    let lines = take_lines(history.into_iter(), &mut budget);
+    if !lines.is_empty() {
+        sections.push(format!("History:\n{}", lines.join("\n")));
+    }
+
+    let facts = select_facts(&document.facts, budget);
+    if !facts.is_empty() {
+        let lines: Vec<String> = facts.iter().map(|fact| fact_line(fact)).collect();
+        sections.push(format!("Facts:\n{}", lines.join("\n")));
+    }
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
+}
+
+/// Corrections first into their reserve; then every fact left, most confident first, into
+/// what the context and history left of the budget. Shown most confident first.
+fn select_facts(facts: &[Fact], mut budget: usize) -> Vec<&Fact> {
+    let mut ranked: Vec<&Fact> = facts
+        .iter()
+        .filter(|fact| !fact.content.trim().is_empty())
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.confidence
+            .total_cmp(&a.confidence)
+            .then_with(|| b.updated_at.cmp(&a.updated_at))
+    });
+    let mut reserve = CORRECTION_RESERVE_TOKENS;
+    let mut chosen = vec![false; ranked.len()];
+    for (index, fact) in ranked.iter().enumerate() {
+        if fact.category == FactCategory::Correction {
+            chosen[index] = spend(&mut reserve, &fact_line(fact));
+        }
+    }
+    for (index, fact) in ranked.iter().enumerate() {
+        if !chosen[index] {
+            chosen[index] = spend(&mut budget, &fact_line(fact));
+        }
+    }
+    ranked
+        .into_iter()
+        .zip(chosen)
+        .filter_map(|(fact, chosen)| chosen.then_some(fact))
+        .collect()
+}
+
+fn take_lines(lines: impl Iterator<Item = String>, budget: &mut usize) -> Vec<String> {
+    lines.filter(|line| spend(budget, line)).collect()
+}
+
+/// Takes the line's tokens (and its newline) from `budget` if they fit.
+fn spend(budget: &mut usize, line: &str) -> bool {
+    let cost = estimate_tokens(line) + 1;
+    if cost > *budget {
+        return false;
+    }
+    *budget -= cost;
+    true
+}
+
+fn fact_line(fact: &Fact) -> String {
+    format!(
+        "- [{} | {:.2}] {}",
+        category_name(fact.category),
+        fact.confidence,
+        clean(&fact.content).unwrap_or_default()
+    )
+}
+
+/// One line of escaped text, or `None` when blank.
+fn clean(text: &str) -> Option<String> {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!line.is_empty()).then(|| escape_tags(&line))
+}
+
+/// The category as stored (`snake_case`), for the model to echo back.
+pub fn category_name(category: FactCategory) -> &'static str {
+    match category {
+        FactCategory::Preference => "preference",
+        FactCategory::Correction => "correction",
+        FactCategory::Context => "context",
+        FactCategory::Goal => "goal",
+        FactCategory::Behavior => "behavior",
+        FactCategory::Identity => "identity",
+        FactCategory::Constraint => "constraint",
+        FactCategory::Decision => "decision",
+        FactCategory::Other => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::wire::MemoryContext;
+
+    use super::*;
+
+    fn fact(id: &str, category: FactCategory, confidence: f64, content: &str) -> Fact {
+        Fact {
+            id: id.into(),
+            content: content.into(),
+            category,
+            confidence,
+            source: "run-1".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-01T00:00:00Z".into(),
+            confirmation_count: 0,
+        }
+    }
+
+    #[test]
+    fn an_empty_document_injects_nothing() {
+        assert_eq!(format_memory(&MemoryDocument::default(), 2000), None);
+    }
+
+    #[test]
+    fn sections_in_deerflow_order_most_confident_first() {
+        let document = MemoryDocument {
+            revision: 3,
+            context: MemoryContext {
+                work: Some("Builds a Kubernetes operator".into()),
+                personal: None,
+                top_of_mind: Some("Shipping   the\nrunner".into()),
+                history: Some("Started in March".into()),
+            },
+            facts: vec![
+                fact("fact-1", FactCategory::Preference, 0.8, "Prefers Rust"),
+                fact("fact-2", FactCategory::Identity, 0.95, "Named <Ada>"),
+            ],
+        };
+        let text = format_memory(&document, 2000).unwrap();
+        assert_eq!(
+            text,
+            "User Context:\n- Work: Builds a Kubernetes operator\n- Current Focus: Shipping the \
+             runner\n\nHistory:\n- Started in March\n\nFacts:\n- [identity | 0.95] Named \
+             &lt;Ada&gt;\n- [preference | 0.80] Prefers Rust"
+        );
+    }
+
+    #[test]
+    fn the_budget_keeps_the_most_confident_facts() {
+        let facts = (0..100)
+            .map(|i| {
+                let confidence = 0.7 + f64::from(i) / 1000.0;
+                fact(
+                    &format!("fact-{i}"),
+                    FactCategory::Context,
+                    confidence,
+                    &"x".repeat(40),
+                )
+            })
+            .collect();
+        let document = MemoryDocument {
+            facts,
+            ..MemoryDocument::default()
+        };
+        let text = format_memory(&document, 100).unwrap();
+        assert!(estimate_tokens(&text) <= 100, "{}", estimate_tokens(&text));
+        assert!(
+            text.contains("[context | 0.80]"),
+            "the most confident fact is kept"
+        );
+        assert!(
+            !text.contains("[context | 0.70]"),
+            "the least confident is not"
+        );
+    }
+
+    #[test]
+    fn corrections_survive_a_full_budget() {
+        let mut facts: Vec<Fact> = (0..50)
+            .map(|i| {
+                fact(
+                    &format!("f{i}"),
+                    FactCategory::Goal,
+                    0.99,
+                    &"goal ".repeat(20),
+                )
+            })
+            .collect();
+        facts.push(fact("c", FactCategory::Correction, 0.71, "Never use tabs"));
+        let document = MemoryDocument {
+            facts,
+            ..MemoryDocument::default()
+        };
+        let text = format_memory(&document, 60).unwrap();
+        assert!(
+            text.contains("[correction | 0.71] Never use tabs"),
+            "{text}"
+        );
+        assert!(text.contains("[goal | 0.99]"));
+    }
+
+    #[test]
+    fn a_zero_budget_turns_injection_off() {
+        let document = MemoryDocument {
+            facts: vec![fact("c", FactCategory::Correction, 0.9, "x")],
+            ..MemoryDocument::default()
+        };
+        assert_eq!(format_memory(&document, 0), None);
+    }
+}

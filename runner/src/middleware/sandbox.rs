@@ -1,0 +1,126 @@
+//! Sandbox (DeerFlow's `SandboxMiddleware`, before_agent): the run starts only when the
+//! sandbox answers; otherwise it ends at once with a clear message instead of failing on the
+//! first tool call after a paid model call.
+//!
+//! DeerFlow acquires a sandbox per run (lazily, from a warm pool) and releases it in
+//! `after_agent`, because its sandboxes outlive runs and are shared by a server. In Herd the
+//! sandbox is the `sandbox` container of the run's own pod (locally, an in-process executor):
+//! it is acquired when the pod starts and released when the pod ends, so there is nothing
+//! to acquire or release per run, and no `after_agent` hook.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use herd_crds::report::StopReason;
+
+use crate::agent::{Flow, Middleware};
+use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::thread::{AssistantMessage, FinishReason, Message, ThreadState};
+
+/// `meta.kind` of the message explaining why the run stopped.
+pub const KIND: &str = "sandbox_unavailable";
+/// The stop reason of a run whose sandbox does not answer. `StopReason` has no sandbox
+/// variant; a run that cannot use its tools has failed, like one whose model is down.
+pub const STOP_REASON: StopReason = StopReason::ModelError;
+
+/// Ends the run before the first model call when the sandbox does not answer.
+pub struct Sandbox {
+    executor: Arc<dyn ToolExecutor>,
+}
+
+impl Sandbox {
+    /// Checks `executor` before each run.
+    pub fn new(executor: Arc<dyn ToolExecutor>) -> Self {
+        Sandbox { executor }
+    }
+}
+
+#[async_trait]
+impl Middleware for Sandbox {
+    fn name(&self) -> &'static str {
+        "Sandbox"
+    }
+
+    async fn before_agent(&self, state: &mut ThreadState) -> Flow {
+        let problem = match self.executor.execute(SandboxRequest::Prepare).await {
+            Ok(SandboxResponse::Done { .. }) => return Flow::Continue,
+            Ok(SandboxResponse::Error { message }) => message,
+            Ok(other) => format!("unexpected answer {other:?}"),
+            Err(error) => error.to_string(),
+        };
+        tracing::warn!(%problem, "the sandbox is unreachable; stopping the run");
+        let text = format!(
+            "The run stopped before starting: the sandbox that runs its tools is unreachable \
+             ({problem}). Nothing was done; retry once the sandbox is up."
+        );
+        let mut message = AssistantMessage {
+            id: format!("sandbox-unavailable-{}", state.messages.len()),
+            content: text,
+            finish_reason: Some(FinishReason::Stop),
+            ..AssistantMessage::default()
+        };
+        message.meta.kind = Some(KIND.to_owned());
+        state.messages.push(Message::Assistant(message));
+        Flow::End(STOP_REASON)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::executor::ExecutorError;
+    use crate::testing::{self, QueuedModel, RecordingControl, StaticExecutor, text};
+
+    struct Down;
+
+    #[async_trait]
+    impl ToolExecutor for Down {
+        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+            Err(ExecutorError("connection refused".into()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reachable_sandbox_lets_the_run_go_on() {
+        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Done {
+            path: None,
+        })));
+        let mut state = ThreadState::new("hi");
+        assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
+        assert_eq!(state.messages.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_sandbox_ends_the_run_clearly_without_a_model_call() {
+        let model = QueuedModel::new(vec![text("never")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![],
+            vec![Arc::new(Sandbox::new(Arc::new(Down)))],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("hi");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, STOP_REASON);
+        assert!(
+            outcome.answer.contains("sandbox") && outcome.answer.contains("connection refused"),
+            "{}",
+            outcome.answer
+        );
+        assert!(model.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refusing_sandbox_ends_the_run_too() {
+        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Error {
+            message: "read-only file system".into(),
+        })));
+        let mut state = ThreadState::new("hi");
+        assert_eq!(
+            middleware.before_agent(&mut state).await,
+            Flow::End(STOP_REASON)
+        );
+        assert!(state.messages[1].text().contains("read-only file system"));
+    }
+}

@@ -1,0 +1,330 @@
+//! Uploads (DeerFlow's `UploadsMiddleware`, before_agent): on the run's first turn, tells the
+//! model which files it was given (`uploads/`, i.e. the Run's `inputs`) in a hidden
+//! `<current_uploads>` block just before the user's message, with a short preview of each
+//! text file, and records them in `uploaded_files`. Later turns list nothing: the files stay
+//! in `uploads/`, where `ls` finds them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use base64::Engine;
+
+use super::text::{escape_tags, truncate_chars};
+use crate::agent::{Flow, Middleware};
+use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::thread::state::UploadedFile;
+use crate::thread::{Message, ThreadState};
+
+/// `meta.kind` of the hidden uploads message.
+pub const KIND: &str = "uploads";
+/// Most files listed (DeerFlow's limit); the rest are found with `ls`.
+pub const MAX_LISTED: usize = 10;
+/// Largest file read for a preview; bigger files get none.
+pub const PREVIEW_MAX_BYTES: u64 = 64 * 1024;
+/// Most outline entries (Markdown headings) shown per file.
+const MAX_OUTLINE: usize = 12;
+/// Lines shown when a text file has no headings.
+const PREVIEW_LINES: usize = 5;
+/// Longest preview line.
+const PREVIEW_LINE_CHARS: usize = 160;
+/// Where uploads appear to the model.
+const UPLOADS_DIR: &str = "/mnt/user-data/uploads";
+
+/// Lists the run's uploads for the model on the first turn.
+pub struct Uploads {
+    executor: Arc<dyn ToolExecutor>,
+}
+
+impl Uploads {
+    /// Lists and previews files through `executor`.
+    pub fn new(executor: Arc<dyn ToolExecutor>) -> Self {
+        Uploads { executor }
+    }
+
+    async fn list(&self) -> Vec<UploadedFile> {
+        match self.executor.execute(SandboxRequest::ListUploads).await {
+            Ok(SandboxResponse::Uploads { mut files }) => {
+                files.sort_by(|a, b| a.filename.cmp(&b.filename));
+                files
+            }
+            Ok(other) => {
+                tracing::warn!(?other, "unexpected answer listing uploads");
+                Vec::new()
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not list uploads");
+                Vec::new()
+            }
+        }
+    }
+
+    /// An outline (Markdown headings) or the first lines of a small UTF-8 text file.
+    async fn preview(&self, file: &UploadedFile) -> Option<String> {
+        if file.size == 0 || file.size > PREVIEW_MAX_BYTES {
+            return None;
+        }
+        let request = SandboxRequest::ReadFile {
+            path: file.path.clone(),
+            max_bytes: PREVIEW_MAX_BYTES,
+        };
+        let Ok(SandboxResponse::File { data_base64, .. }) = self.executor.execute(request).await
+        else {
+            return None;
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data_base64)
+            .ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        if text.contains('\0') {
+            return None;
+        }
+        Some(describe_text(&text))
+    }
+}
+
+#[async_trait]
+impl Middleware for Uploads {
+    fn name(&self) -> &'static str {
+        "Uploads"
+    }
+
+    async fn before_agent(&self, state: &mut ThreadState) -> Flow {
+        let already_listed = state
+            .messages
+            .iter()
+            .any(|message| message.meta().kind.as_deref() == Some(KIND));
+        if already_listed || !state.uploaded_files.is_empty() {
+            return Flow::Continue;
+        }
+        let Some(position) = last_user_position(state) else {
+            return Flow::Continue;
+        };
+        let files = self.list().await;
+        if files.is_empty() {
+            return Flow::Continue;
+        }
+        let mut entries = Vec::new();
+        for file in files.iter().take(MAX_LISTED) {
+            entries.push((file, self.preview(file).await));
+        }
+        let block = render_block(&entries, files.len());
+        let id = format!("{}__uploads", state.messages[position].id());
+        state
+            .messages
+            .insert(position, Message::hidden_user(id, KIND, block));
+        state.uploaded_files = files;
+        Flow::Continue
+    }
+}
+
+fn last_user_position(state: &ThreadState) -> Option<usize> {
+    state
+        .messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User(user) if !user.meta.hidden))
+}
+
+fn render_block(entries: &[(&UploadedFile, Option<String>)], total: usize) -> String {
+    let mut block = String::from(
+        "<current_uploads>\nThe user uploaded these files for this task. Read them with \
+         read_file (line ranges for long files) or bash.\n",
+    );
+    for (file, preview) in entries {
+        block.push_str(&format!(
+            "\n- {} ({}) at {}\n",
+            escape_tags(&file.filename),
+            human_size(file.size),
+            escape_tags(&file.path)
+        ));
+        if let Some(preview) = preview {
+            for line in preview.lines() {
+                block.push_str(&format!("    {}\n", escape_tags(line)));
+            }
+        }
+    }
+    if total > entries.len() {
+        block.push_str(&format!(
+            "\n{} more files are not listed; run ls {UPLOADS_DIR} to see them all.\n",
+            total - entries.len()
+        ));
+    }
+    block.push_str("</current_uploads>");
+    block
+}
+
+/// Headings as `L<line>: title` when the text has some, else its first non-empty lines.
+fn describe_text(text: &str) -> String {
+    let outline: Vec<String> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.starts_with('#'))
+        .take(MAX_OUTLINE)
+        .map(|(index, line)| {
+            let title = line.trim_start_matches('#').trim();
+            format!(
+                "L{}: {}",
+                index + 1,
+                truncate_chars(title, PREVIEW_LINE_CHARS)
+            )
+        })
+        .collect();
+    if !outline.is_empty() {
+        return format!("Outline:\n{}", outline.join("\n"));
+    }
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .take(PREVIEW_LINES)
+        .map(|line| truncate_chars(line.trim_end(), PREVIEW_LINE_CHARS))
+        .collect();
+    format!("Preview:\n{}", lines.join("\n"))
+}
+
+fn human_size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    match bytes {
+        b if b < KIB => format!("{b} B"),
+        b if b < MIB => format!("{:.1} KiB", b as f64 / KIB as f64),
+        b => format!("{:.1} MiB", b as f64 / MIB as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::sandbox::executor::ExecutorError;
+
+    /// A sandbox holding `files` (name → content) in `uploads/`.
+    #[derive(Default)]
+    struct FakeUploads {
+        files: BTreeMap<String, Vec<u8>>,
+        reads: Mutex<Vec<String>>,
+    }
+
+    impl FakeUploads {
+        fn with(files: &[(&str, &[u8])]) -> Arc<Self> {
+            Arc::new(FakeUploads {
+                files: files
+                    .iter()
+                    .map(|(name, bytes)| ((*name).to_owned(), bytes.to_vec()))
+                    .collect(),
+                reads: Mutex::new(Vec::new()),
+            })
+        }
+    }
+
+    #[async_trait]
+    impl ToolExecutor for FakeUploads {
+        async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+            Ok(match request {
+                SandboxRequest::ListUploads => SandboxResponse::Uploads {
+                    files: self
+                        .files
+                        .iter()
+                        .rev()
+                        .map(|(name, bytes)| UploadedFile {
+                            filename: name.clone(),
+                            path: format!("{UPLOADS_DIR}/{name}"),
+                            size: bytes.len() as u64,
+                        })
+                        .collect(),
+                },
+                SandboxRequest::ReadFile { path, .. } => {
+                    self.reads.lock().unwrap().push(path.clone());
+                    let name = path.rsplit('/').next().unwrap_or_default();
+                    let bytes = &self.files[name];
+                    SandboxResponse::File {
+                        data_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+                        size: bytes.len() as u64,
+                    }
+                }
+                other => SandboxResponse::Error {
+                    message: format!("unexpected {other:?}"),
+                },
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_turn_lists_uploads_before_the_user_message() {
+        let executor = FakeUploads::with(&[
+            ("report.md", b"# Title\ntext\n## Results\nmore"),
+            ("data.csv", b"a,b\n1,2\n"),
+            ("image.png", b"\x89PNG\0\0"),
+        ]);
+        let middleware = Uploads::new(executor.clone());
+        let mut state = ThreadState::new("summarize these");
+        assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
+
+        assert_eq!(state.messages.len(), 2);
+        let block = state.messages[0].text();
+        assert_eq!(state.messages[0].meta().kind.as_deref(), Some(KIND));
+        assert!(state.messages[0].meta().hidden);
+        assert_eq!(state.messages[1].text(), "summarize these");
+        assert!(block.starts_with("<current_uploads>\n"));
+        assert!(block.ends_with("</current_uploads>"));
+        assert!(block.contains("- data.csv (8 B) at /mnt/user-data/uploads/data.csv\n    Preview:\n    a,b\n    1,2\n"), "{block}");
+        assert!(
+            block.contains("Outline:\n    L1: Title\n    L3: Results\n"),
+            "{block}"
+        );
+        assert!(
+            block.contains("- image.png (6 B) at /mnt/user-data/uploads/image.png\n"),
+            "{block}"
+        );
+        assert!(
+            !block.contains("PNG"),
+            "binary files get no preview: {block}"
+        );
+        let names: Vec<_> = state
+            .uploaded_files
+            .iter()
+            .map(|f| f.filename.as_str())
+            .collect();
+        assert_eq!(names, vec!["data.csv", "image.png", "report.md"]);
+
+        // A resumed run lists nothing again.
+        middleware.before_agent(&mut state).await;
+        assert_eq!(state.messages.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn more_than_ten_files_point_to_ls_and_names_are_escaped() {
+        let names: Vec<String> = (0..12).map(|i| format!("f{i:02}<x>.txt")).collect();
+        let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
+        let executor = FakeUploads::with(&files);
+        let mut state = ThreadState::new("go");
+        Uploads::new(executor.clone())
+            .before_agent(&mut state)
+            .await;
+        let block = state.messages[0].text();
+        assert_eq!(block.matches("\n- ").count(), MAX_LISTED);
+        assert!(block.contains("2 more files are not listed; run ls /mnt/user-data/uploads"));
+        assert!(block.contains("f00&lt;x&gt;.txt"));
+        assert!(!block.contains("<x>"));
+        assert_eq!(executor.reads.lock().unwrap().len(), MAX_LISTED);
+        assert_eq!(state.uploaded_files.len(), 12);
+    }
+
+    #[tokio::test]
+    async fn no_uploads_add_nothing() {
+        let mut state = ThreadState::new("go");
+        Uploads::new(FakeUploads::with(&[]))
+            .before_agent(&mut state)
+            .await;
+        assert_eq!(state.messages.len(), 1);
+        assert!(state.uploaded_files.is_empty());
+    }
+
+    #[test]
+    fn sizes_read_like_ls() {
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}
