@@ -5,11 +5,13 @@
 //! `ControlPlane` and `ToolExecutor` traits are the seams.
 
 pub mod agent;
+pub mod cli;
 pub mod control;
 pub mod memory;
 pub mod middleware;
 pub mod model;
 pub mod prompt;
+pub mod runtime;
 pub mod sandbox;
 pub mod skills;
 pub mod thread;

@@ -1,9 +1,11 @@
 //! The middleware chain: small cross-cutting behaviours around the loop, one per file.
 
+pub mod chain;
 pub mod placement;
 pub mod circuit_breaker;
 pub mod last_turn;
 pub mod llm_error_handling;
+pub mod loop_detection;
 pub mod reminders;
 pub mod input_sanitization;
 pub mod tool_output_budget;
@@ -17,3 +19,4 @@ pub mod thread_data;
 pub mod uploads;
 pub mod sandbox;
 pub mod dynamic_context;
+pub mod sandbox_audit;

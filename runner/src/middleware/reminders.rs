@@ -98,7 +98,58 @@ impl PendingReminders {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::model::{ChatModel, ModelErrorKind};
+    use crate::testing::{QueuedModel, text};
+
+    async fn send(reminders: &PendingReminders, model: &dyn ChatModel) -> bool {
+        let state = ThreadState::new("t");
+        let request = ModelRequest {
+            messages: state.messages.clone(),
+            ..ModelRequest::default()
+        };
+        let sink = |_| {};
+        let next = ModelNext {
+            rest: &[],
+            model,
+            on_delta: &sink,
+        };
+        reminders.deliver(&state, request, next).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn reminders_go_out_once_and_survive_a_failed_call() {
+        let model = QueuedModel {
+            answers: Mutex::new(
+                [
+                    Err(ModelError::new(ModelErrorKind::Server, "503")),
+                    Ok(text("a")),
+                    Ok(text("b")),
+                ]
+                .into_iter()
+                .collect(),
+            ),
+            requests: Mutex::new(Vec::new()),
+        };
+        let reminders = PendingReminders::new("budget_warning", 4);
+        reminders.push("first".into());
+        assert!(!send(&reminders, &model).await);
+        assert_eq!(reminders.len(), 1, "requeued for the retry");
+        reminders.push("second".into());
+        assert!(send(&reminders, &model).await);
+        assert!(send(&reminders, &model).await);
+        let requests = model.requests();
+        let last_texts: Vec<&str> = requests
+            .iter()
+            .map(|request| request.messages.last().map_or("", |m| m.text()))
+            .collect();
+        assert_eq!(last_texts, ["first", "first\n\nsecond", "t"]);
+        let reminder = requests[1].messages.last().unwrap();
+        assert_eq!(reminder.meta().kind.as_deref(), Some("budget_warning"));
+        assert!(reminder.meta().hidden);
+    }
 
     #[test]
     fn the_queue_is_deduplicated_and_capped() {

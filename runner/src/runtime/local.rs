@@ -1,0 +1,453 @@
+//! `herd-runner run`: the lead agent on a laptop — manifests in, answer and files out.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use herd_crds::report::{Clarification, StopReason};
+use herd_crds::wire::ResultReport;
+use serde::{Deserialize, Serialize};
+
+use super::blueprint::{Blueprint, InProcessSubagents, SubagentSettings};
+use super::manifests::{LocalManifests, ManifestsError};
+use super::settings::{self, Overrides, RunFlags};
+use super::workdir::Workdir;
+use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
+use crate::control::checkpoint::{Checkpoint, CHECKPOINT_FILE};
+use crate::control::local::{Prompter, Questions, SubagentCaps};
+use crate::control::ControlPlane;
+use crate::memory::file::MemoryFile;
+use crate::middleware::chain::{ChainSettings, StandardChain};
+use crate::model::resolve::{build_model, resolve};
+use crate::sandbox::in_process::InProcessExecutor;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::Sandbox;
+use crate::skills::SkillCatalog;
+use crate::thread::{Message, ThreadState};
+use crate::tools::web::{build_search_provider, WebSearchSettings};
+use crate::tools::web_fetch::WebFetchConfig;
+
+/// A local run could not start or failed outside the agent (bad files, unreadable folder).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LocalError(pub String);
+
+impl From<ManifestsError> for LocalError {
+    fn from(error: ManifestsError) -> Self {
+        LocalError(error.0)
+    }
+}
+
+impl From<settings::SettingsError> for LocalError {
+    fn from(error: settings::SettingsError) -> Self {
+        LocalError(error.0)
+    }
+}
+
+/// What `herd-runner run` was asked to do.
+#[derive(Clone, Default)]
+pub struct LocalRequest {
+    pub files: Vec<PathBuf>,
+    pub overrides: Overrides,
+    pub api_key_env: Option<String>,
+    pub workdir: PathBuf,
+    pub inputs: Vec<PathBuf>,
+    /// Ask on the terminal with this prompter; `None` saves a checkpoint instead.
+    pub prompter: Option<Arc<dyn Prompter>>,
+    /// `--resume`: continue the run in `workdir` with this answer.
+    pub answer: Option<String>,
+    pub memory_dir: PathBuf,
+}
+
+/// What is kept in `.herd/run.json` so `--resume` runs exactly the same configuration.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+struct RunRecord {
+    sources: Vec<(PathBuf, String)>,
+    task: String,
+    model: Option<String>,
+    base_url: Option<String>,
+    plan: bool,
+    thinking: bool,
+    api_key_env: Option<String>,
+}
+
+const RUN_RECORD: &str = "run.json";
+
+/// How a local run ended.
+#[derive(Debug)]
+pub struct LocalResult {
+    pub outcome: RunOutcome,
+    /// Presented files: virtual path and where it is on this machine.
+    pub artifacts: Vec<(String, PathBuf)>,
+    pub workdir: PathBuf,
+    /// The question, when the run stopped for an answer (a checkpoint was saved).
+    pub question: Option<Clarification>,
+    pub title: Option<String>,
+    pub usage: herd_crds::report::Usage,
+}
+
+/// Runs (or resumes) an agent locally.
+pub async fn run_local(
+    request: LocalRequest,
+    observer: Arc<dyn Observer>,
+) -> Result<LocalResult, LocalError> {
+    let workdir = Workdir::prepare(&request.workdir).map_err(|error| {
+        LocalError(format!(
+            "cannot prepare the work folder {}: {error}",
+            request.workdir.display()
+        ))
+    })?;
+    let record_path = workdir.state_dir().join(RUN_RECORD);
+    let (record, manifests, resumed) = match &request.answer {
+        Some(answer) => {
+            let record: RunRecord = read_json(&record_path)?;
+            let manifests = LocalManifests::from_sources(record.sources.clone())?;
+            let checkpoint = Checkpoint::load(&workdir.state_dir())
+                .map_err(|error| LocalError(format!("cannot resume: {error}")))?;
+            (record, manifests, Some((checkpoint, answer.clone())))
+        }
+        None => {
+            let manifests = LocalManifests::load(&request.files)?;
+            let flags = settings::run_flags(
+                &manifests.agent.spec,
+                manifests.run.as_ref().map(|r| &r.spec),
+                &request.overrides,
+            )?;
+            let record = RunRecord {
+                sources: manifests.sources.clone(),
+                task: flags.task,
+                model: request.overrides.model.clone(),
+                base_url: request.overrides.base_url.clone(),
+                plan: request.overrides.plan,
+                thinking: request.overrides.thinking,
+                api_key_env: request.api_key_env.clone(),
+            };
+            write_json(&record_path, &record)?;
+            (record, manifests, None)
+        }
+    };
+    let overrides = Overrides {
+        task: Some(record.task.clone()),
+        model: record.model.clone(),
+        base_url: record.base_url.clone(),
+        plan: record.plan,
+        thinking: record.thinking,
+    };
+    let run_spec = manifests.run.as_ref().map(|r| &r.spec);
+    let agent = &manifests.agent.spec;
+    let flags = settings::run_flags(agent, run_spec, &overrides)?;
+
+    if resumed.is_none() {
+        install_inputs(&workdir, &manifests, &request.inputs)?;
+    }
+    workdir
+        .install_skills(&manifests.skills)
+        .map_err(|error| LocalError(error.to_string()))?;
+
+    let sandbox = Sandbox::new(&workdir.roots)
+        .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
+        .with_home(workdir.state_dir());
+    let executor = Arc::new(InProcessExecutor(Arc::new(sandbox)));
+    let skills = discover_skills(&executor, agent.skills.as_deref(), observer.as_ref()).await?;
+
+    let blueprint = Arc::new(blueprint(
+        &manifests,
+        &flags,
+        &overrides,
+        record.api_key_env.as_deref(),
+        skills,
+        observer.clone(),
+        executor.clone(),
+    )?);
+    let questions = match &request.prompter {
+        Some(prompter) => Questions::Interactive(prompter.clone()),
+        None => Questions::Suspend(workdir.state_dir()),
+    };
+    let memory = agent.memory.enabled.then(|| {
+        MemoryFile::new(
+            memory_path(&request.memory_dir, &manifests.agent_name(), agent),
+            "local",
+            agent.memory.max_facts as usize,
+        )
+    });
+    let control = Arc::new(InProcessSubagents::control_plane(
+        &blueprint, 0, questions, memory,
+    ));
+    let dyn_control: Arc<dyn ControlPlane> = control.clone();
+    let deadline = tokio::time::Instant::now() + flags.timeout;
+    let lead = blueprint
+        .lead(&dyn_control, Some(deadline))
+        .map_err(|error| LocalError(format!("cannot build the system prompt: {error}")))?;
+
+    let mut state = match resumed {
+        Some((checkpoint, answer)) => {
+            let mut state = checkpoint.state;
+            state.messages.push(Message::user(
+                format!("answer-{}", checkpoint.question.id),
+                answer,
+            ));
+            state
+        }
+        None => ThreadState::new(flags.task.clone()),
+    };
+    let env = RunEnv {
+        executor: executor.clone(),
+        control: dyn_control.clone(),
+    };
+    let outcome = match tokio::time::timeout_at(deadline, lead.run(&mut state, &env)).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => return Err(LocalError(error.to_string())),
+        Err(_) => {
+            observer.on_event(AgentEvent::Stopped {
+                agent: "lead".into(),
+                reason: StopReason::TimedOut,
+            });
+            RunOutcome {
+                stop_reason: StopReason::TimedOut,
+                answer: String::new(),
+                error: Some(format!("the run took longer than {:?}", flags.timeout)),
+                question: None,
+            }
+        }
+    };
+    if outcome.stop_reason != StopReason::InputRequired {
+        // A finished run has nothing to resume.
+        let _ = std::fs::remove_file(workdir.state_dir().join(CHECKPOINT_FILE));
+    }
+    let mut usage = state.usage;
+    usage.add(&control.children_usage());
+    let artifacts: Vec<(String, PathBuf)> = state
+        .artifacts
+        .iter()
+        .filter_map(|path| Some((path.clone(), workdir.host_path(path)?)))
+        .collect();
+    dyn_control
+        .post_result(ResultReport {
+            attempt: 1,
+            seq: 0,
+            stop_reason: outcome.stop_reason,
+            text: outcome.answer.clone(),
+            title: state.title.clone(),
+            todos: state.todos.clone(),
+            usage,
+            files: Vec::new(),
+            error: outcome.error.clone(),
+        })
+        .await
+        .map_err(|error| LocalError(error.to_string()))?;
+    Ok(LocalResult {
+        question: outcome.question.clone(),
+        outcome,
+        artifacts,
+        workdir: workdir.root,
+        title: state.title,
+        usage,
+    })
+}
+
+fn blueprint(
+    manifests: &LocalManifests,
+    flags: &RunFlags,
+    overrides: &Overrides,
+    api_key_env: Option<&str>,
+    skills: Vec<crate::skills::Skill>,
+    observer: Arc<dyn Observer>,
+    executor: Arc<InProcessExecutor>,
+) -> Result<Blueprint, LocalError> {
+    let agent = &manifests.agent.spec;
+    let run_spec = manifests.run.as_ref().map(|r| &r.spec);
+    let Some(model) = &agent.model else {
+        return Err(LocalError(
+            "spec.model: the Agent names no model; locally there is no operator default, so set spec.model"
+                .into(),
+        ));
+    };
+    let key_env = api_key_env.or_else(|| settings::default_key_env(&model.provider));
+    let api_key = key_env.and_then(|var| std::env::var(var).ok()).filter(|k| !k.is_empty());
+    if let (Some(var), None, Some(_)) = (api_key_env, &api_key, &model.api_key_secret_ref) {
+        return Err(LocalError(format!(
+            "--api-key-env {var}: the variable is not set"
+        )));
+    }
+    let script = model
+        .script_from
+        .as_ref()
+        .map(|from| manifests.value_from("spec.model.scriptFrom", from))
+        .transpose()?;
+    let mut spec = settings::agent_model(model, api_key, script)?;
+    if let Some(url) = &overrides.base_url {
+        spec.base_url = Some(url.clone());
+    }
+    let model_override = settings::model_override(run_spec, overrides.model.as_deref());
+    let resolved = resolve(None, Some(&spec), model_override.as_ref(), flags.thinking)
+        .map_err(|error| LocalError(error.to_string()))?;
+    for warning in &resolved.warnings {
+        observer.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message: warning.clone(),
+        });
+    }
+    let chat_model = build_model(&resolved.spec).map_err(|error| LocalError(error.to_string()))?;
+    let soul = match (&agent.soul, &agent.soul_from) {
+        (Some(soul), _) => Some(soul.clone()),
+        (None, Some(from)) => Some(manifests.value_from("spec.soulFrom", from)?),
+        (None, None) => None,
+    };
+    let web_search = agent
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.web_search.as_ref())
+        .map(|search| {
+            let provider = serde_json::to_value(search.provider)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let key_var = format!("{}_API_KEY", provider.to_uppercase());
+            build_search_provider(&WebSearchSettings {
+                provider,
+                base_url: search.base_url.clone(),
+                api_key: std::env::var(&key_var).ok().filter(|k| !k.is_empty()),
+            })
+            .map_err(|error| LocalError(format!("spec.tools.webSearch: {error}")))
+        })
+        .transpose()?;
+    let subagents = agent
+        .subagents
+        .enabled
+        .then(|| -> Result<SubagentSettings, LocalError> {
+            Ok(SubagentSettings {
+                caps: SubagentCaps {
+                    max_concurrent: agent.subagents.max_concurrent,
+                    max_total: agent.subagents.max_total,
+                },
+                max_depth: agent.subagents.max_depth,
+                timeout: herd_crds::duration::parse_duration(&agent.subagents.timeout).map_err(
+                    |error| LocalError(format!("spec.subagents.timeout: {error}")),
+                )?,
+            })
+        })
+        .transpose()?;
+    let chain = StandardChain::new(ChainSettings {
+        plan_mode: flags.plan_mode,
+        subagents: subagents.map(|s| s.caps),
+        vision: resolved.spec.supports_vision,
+        context_window: resolved.spec.context_window,
+        max_retries: resolved.spec.max_retries,
+        token_budget: agent.run_defaults.token_budget,
+        summarization: agent.summarization.clone(),
+        memory: agent.memory.clone(),
+        skills: skills.clone(),
+        attempt: 1,
+        model: chat_model.clone(),
+        executor: executor.clone(),
+        observer: observer.clone(),
+    });
+    Ok(Blueprint {
+        agent_name: manifests.agent_name(),
+        model: chat_model,
+        options: resolved.options,
+        context_window: resolved.spec.context_window,
+        supports_vision: resolved.spec.supports_vision,
+        tool_groups: settings::tool_groups(agent),
+        web_search,
+        web_fetch: WebFetchConfig::default(),
+        skills,
+        soul,
+        subagents,
+        plan_mode: flags.plan_mode,
+        clarification: true,
+        attempt: 1,
+        max_model_calls: flags.max_model_calls,
+        observer,
+        executor,
+        chain: Arc::new(chain),
+    })
+}
+
+async fn discover_skills(
+    executor: &InProcessExecutor,
+    filter: Option<&[String]>,
+    observer: &dyn Observer,
+) -> Result<Vec<crate::skills::Skill>, LocalError> {
+    use crate::sandbox::executor::ToolExecutor;
+    let files = match executor.execute(SandboxRequest::ListSkills).await {
+        Ok(SandboxResponse::Skills { skills }) => skills,
+        Ok(SandboxResponse::Error { message }) => return Err(LocalError(message)),
+        Ok(_) => Vec::new(),
+        Err(error) => return Err(LocalError(error.to_string())),
+    };
+    let catalog = SkillCatalog::build(&files, filter);
+    for warning in catalog.warnings {
+        observer.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message: warning,
+        });
+    }
+    Ok(catalog.skills)
+}
+
+fn install_inputs(
+    workdir: &Workdir,
+    manifests: &LocalManifests,
+    inputs: &[PathBuf],
+) -> Result<(), LocalError> {
+    let mut files = Vec::new();
+    for path in inputs {
+        let bytes = std::fs::read(path).map_err(|error| {
+            LocalError(format!("--input {}: cannot read: {error}", path.display()))
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        files.push((name, bytes));
+    }
+    workdir
+        .add_uploads(None, &files)
+        .map_err(|error| LocalError(error.to_string()))?;
+    if let Some(run) = &manifests.run {
+        for (index, input) in run.spec.inputs.iter().enumerate() {
+            let name = &input.config_map_ref.name;
+            let data = manifests.config_maps.get(name).ok_or_else(|| {
+                LocalError(format!(
+                    "spec.inputs[{index}]: ConfigMap '{name}' is not among the files given (add it with -f)"
+                ))
+            })?;
+            let files: Vec<(String, Vec<u8>)> = data
+                .iter()
+                .map(|(key, text)| (key.clone(), text.clone().into_bytes()))
+                .collect();
+            workdir
+                .add_uploads(input.path.as_deref(), &files)
+                .map_err(|error| LocalError(format!("spec.inputs[{index}]: {error}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Memory lives outside the work folder so the next run finds it.
+fn memory_path(dir: &Path, agent_name: &str, agent: &herd_crds::agent::AgentSpec) -> PathBuf {
+    match agent.memory.scope {
+        herd_crds::agent::MemoryScope::Agent => dir.join(format!("{agent_name}.json")),
+        herd_crds::agent::MemoryScope::User => {
+            let user = std::env::var("USER").unwrap_or_else(|_| "local".into());
+            dir.join(agent_name).join(format!("{user}.json"))
+        }
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LocalError> {
+    let bytes = std::fs::read(path).map_err(|error| {
+        LocalError(format!(
+            "cannot resume: {} is missing ({error}); --resume takes the work folder of a run that asked a question",
+            path.display()
+        ))
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| LocalError(format!("{} is damaged: {error}", path.display())))
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), LocalError> {
+    let json = serde_json::to_vec_pretty(value).map_err(|error| LocalError(error.to_string()))?;
+    std::fs::write(path, json)
+        .map_err(|error| LocalError(format!("cannot write {}: {error}", path.display())))
+}

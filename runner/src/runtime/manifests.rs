@@ -1,0 +1,257 @@
+//! Reads the manifests given to `herd-runner run -f`: one Agent, any Skills, an optional Run,
+//! and the ConfigMaps they reference — the same YAML users apply to a cluster.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use herd_crds::agent::Agent;
+use herd_crds::manifest::{parse_document, Manifest};
+use herd_crds::refs::ValueFrom;
+use herd_crds::run::Run;
+use herd_crds::skill::Skill;
+use serde_json::Value;
+
+/// A problem with the files given; the message names the file and the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ManifestsError(pub String);
+
+/// What the files held.
+#[derive(Debug, Clone)]
+pub struct LocalManifests {
+    pub agent: Agent,
+    pub skills: Vec<Skill>,
+    pub run: Option<Run>,
+    /// ConfigMap data by ConfigMap name, then key.
+    pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// The raw texts, kept so a suspended run can be resumed from exactly these.
+    pub sources: Vec<(PathBuf, String)>,
+}
+
+impl LocalManifests {
+    /// Reads and validates every file.
+    pub fn load(files: &[PathBuf]) -> Result<Self, ManifestsError> {
+        if files.is_empty() {
+            return Err(ManifestsError(
+                "no manifests given: pass the Agent with -f agent.yaml".into(),
+            ));
+        }
+        let mut sources = Vec::new();
+        for path in files {
+            let text = fs::read_to_string(path).map_err(|error| {
+                ManifestsError(format!("{}: cannot read: {error}", path.display()))
+            })?;
+            sources.push((path.clone(), text));
+        }
+        Self::from_sources(sources)
+    }
+
+    /// Parses already-read texts (used when resuming from a checkpoint).
+    pub fn from_sources(sources: Vec<(PathBuf, String)>) -> Result<Self, ManifestsError> {
+        let mut agents = Vec::new();
+        let mut skills = Vec::new();
+        let mut runs = Vec::new();
+        let mut config_maps = BTreeMap::new();
+        for (path, text) in &sources {
+            let fail = |message: String| ManifestsError(format!("{}: {message}", path.display()));
+            let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+                .map_err(|error| fail(format!("invalid YAML: {error}")))?;
+            for (index, document) in documents.into_iter().enumerate() {
+                if document.is_null() {
+                    continue;
+                }
+                if document.get("kind").and_then(Value::as_str) == Some("ConfigMap") {
+                    let (name, data) = config_map(&document)
+                        .map_err(|m| fail(format!("document {}: {m}", index + 1)))?;
+                    config_maps.insert(name, data);
+                    continue;
+                }
+                match parse_document(index + 1, document) {
+                    Ok(Manifest::Agent(agent)) => agents.push(agent),
+                    Ok(Manifest::Skill(skill)) => skills.push(skill),
+                    Ok(Manifest::Run(run)) => runs.push(run),
+                    Err(error) => return Err(fail(error.to_string())),
+                }
+            }
+        }
+        let agent = match agents.len() {
+            1 => agents.remove(0),
+            0 => {
+                return Err(ManifestsError(
+                    "none of the files holds an Agent (kind: Agent, apiVersion: herd.dev/v1alpha1)"
+                        .into(),
+                ));
+            }
+            n => {
+                let names: Vec<_> = agents.iter().map(name_of_agent).collect();
+                return Err(ManifestsError(format!(
+                    "{n} Agents given ({}): give exactly one",
+                    names.join(", ")
+                )));
+            }
+        };
+        if runs.len() > 1 {
+            return Err(ManifestsError(format!(
+                "{} Runs given: give at most one",
+                runs.len()
+            )));
+        }
+        let run = runs.pop();
+        if let Some(run) = &run {
+            let wanted = &run.spec.agent_ref.name;
+            if wanted != &name_of_agent(&agent) {
+                return Err(ManifestsError(format!(
+                    "the Run refers to Agent '{wanted}' but the Agent given is '{}'",
+                    name_of_agent(&agent)
+                )));
+            }
+        }
+        Ok(LocalManifests {
+            agent,
+            skills,
+            run,
+            config_maps,
+            sources,
+        })
+    }
+
+    /// The Agent's name.
+    pub fn agent_name(&self) -> String {
+        name_of_agent(&self.agent)
+    }
+
+    /// The text a `ValueFrom` points at; `field` names the referring field in the error.
+    pub fn value_from(&self, field: &str, from: &ValueFrom) -> Result<String, ManifestsError> {
+        let reference = &from.config_map_key_ref;
+        let data = self.config_maps.get(&reference.name).ok_or_else(|| {
+            ManifestsError(format!(
+                "{field}: ConfigMap '{}' is not among the files given (add it with -f)",
+                reference.name
+            ))
+        })?;
+        data.get(&reference.key).cloned().ok_or_else(|| {
+            ManifestsError(format!(
+                "{field}: ConfigMap '{}' has no key '{}'",
+                reference.name, reference.key
+            ))
+        })
+    }
+}
+
+fn name_of_agent(agent: &Agent) -> String {
+    agent.metadata.name.clone().unwrap_or_default()
+}
+
+fn config_map(document: &Value) -> Result<(String, BTreeMap<String, String>), String> {
+    let name = document
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .ok_or("ConfigMap: metadata.name is required")?
+        .to_owned();
+    let mut data = BTreeMap::new();
+    if let Some(entries) = document.get("data").and_then(Value::as_object) {
+        for (key, value) in entries {
+            let text = value.as_str().ok_or_else(|| {
+                format!("ConfigMap/{name}: data.{key}: must be a string")
+            })?;
+            data.insert(key.clone(), text.to_owned());
+        }
+    }
+    Ok((name, data))
+}
+
+/// Resolves a path given on the command line against the current directory, for messages.
+pub fn display_path(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AGENT: &str = "apiVersion: herd.dev/v1alpha1
+kind: Agent
+metadata:
+  name: helper
+spec:
+  model:
+    provider: scripted
+    name: demo
+    scriptFrom:
+      configMapKeyRef: {name: script, key: script.yaml}
+";
+
+    const CONFIG_MAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: script
+data:
+  script.yaml: |
+    rules: []
+";
+
+    fn load(texts: &[&str]) -> Result<LocalManifests, ManifestsError> {
+        LocalManifests::from_sources(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (PathBuf::from(format!("f{i}.yaml")), t.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn reads_an_agent_and_the_config_maps_it_uses() {
+        let manifests = load(&[&format!("{AGENT}---\n{CONFIG_MAP}")]).unwrap();
+        assert_eq!(manifests.agent_name(), "helper");
+        let from = manifests
+            .agent
+            .spec
+            .model
+            .as_ref()
+            .unwrap()
+            .script_from
+            .clone()
+            .unwrap();
+        let script = manifests.value_from("spec.model.scriptFrom", &from).unwrap();
+        assert_eq!(script, "rules: []\n");
+    }
+
+    #[test]
+    fn a_missing_config_map_names_the_field() {
+        let manifests = load(&[AGENT]).unwrap();
+        let from = manifests.agent.spec.model.clone().unwrap().script_from.unwrap();
+        let error = manifests.value_from("spec.model.scriptFrom", &from).unwrap_err();
+        assert!(error.0.contains("spec.model.scriptFrom: ConfigMap 'script'"), "{error}");
+    }
+
+    #[test]
+    fn exactly_one_agent_is_required() {
+        assert!(load(&[CONFIG_MAP]).unwrap_err().0.contains("none of the files"));
+        let two = load(&[AGENT, AGENT]).unwrap_err();
+        assert!(two.0.contains("2 Agents given"), "{two}");
+    }
+
+    #[test]
+    fn invalid_fields_are_reported_with_file_and_path() {
+        let bad = AGENT.replace("provider: scripted", "provider: nope");
+        let error = load(&[&bad]).unwrap_err();
+        assert!(error.0.starts_with("f0.yaml: document 1 (Agent/helper)"), "{error}");
+        assert!(error.0.contains("provider"), "{error}");
+    }
+
+    #[test]
+    fn a_run_must_name_the_agent_given() {
+        let run = "apiVersion: herd.dev/v1alpha1
+kind: Run
+metadata: {name: r1}
+spec:
+  agentRef: {name: other}
+  task: hello
+";
+        let error = load(&[AGENT, run]).unwrap_err();
+        assert!(error.0.contains("refers to Agent 'other'"), "{error}");
+    }
+}
