@@ -173,10 +173,7 @@ fn compile(rules: &[Rule]) -> Vec<(Option<Regex>, &'static str)> {
         .collect()
 }
 
-fn first_match(
-    rules: &[(Option<Regex>, &'static str)],
-    text: &str,
-) -> Option<&'static str> {
+fn first_match(rules: &[(Option<Regex>, &'static str)], text: &str) -> Option<&'static str> {
     rules
         .iter()
         .find(|(pattern, _)| pattern.as_ref().is_some_and(|p| p.is_match(text)))
@@ -335,9 +332,10 @@ impl Middleware for SandboxAudit {
                     "\n\n⚠️ Warning: `{logged}` is a medium-risk command ({reason}); it may \
                      change the sandbox environment."
                 ));
-                output
-                    .meta
-                    .insert("audit".into(), serde_json::json!({"verdict": "warn", "reason": reason}));
+                output.meta.insert(
+                    "audit".into(),
+                    serde_json::json!({"verdict": "warn", "reason": reason}),
+                );
                 output
             }
             Verdict::Block(reason) => {
@@ -345,9 +343,10 @@ impl Middleware for SandboxAudit {
                 let mut output = ToolOutput::error(format!(
                     "Command blocked: {reason}. Please use a safer alternative approach."
                 ));
-                output
-                    .meta
-                    .insert("audit".into(), serde_json::json!({"verdict": "block", "reason": reason}));
+                output.meta.insert(
+                    "audit".into(),
+                    serde_json::json!({"verdict": "block", "reason": reason}),
+                );
                 output
             }
         }
@@ -499,8 +498,14 @@ mod tests {
             split_commands("a && b || c; d | e & f\ng"),
             vec!["a", "b", "c", "d", "e", "f", "g"]
         );
-        assert_eq!(split_commands("echo 'a;b' \"c|d\""), vec!["echo 'a;b' \"c|d\""]);
-        assert_eq!(split_commands("echo 'unclosed; rm"), vec!["echo 'unclosed; rm"]);
+        assert_eq!(
+            split_commands("echo 'a;b' \"c|d\""),
+            vec!["echo 'a;b' \"c|d\""]
+        );
+        assert_eq!(
+            split_commands("echo 'unclosed; rm"),
+            vec!["echo 'unclosed; rm"]
+        );
     }
 
     #[tokio::test]
@@ -533,7 +538,11 @@ mod tests {
         )
         .await;
         assert_eq!(tool.calls(), 1);
-        assert!(output.content.starts_with("installed\n\n⚠️ Warning: `pip install pandas`"));
+        assert!(
+            output
+                .content
+                .starts_with("installed\n\n⚠️ Warning: `pip install pandas`")
+        );
         assert_eq!(output.status, ToolStatus::Success);
     }
 
