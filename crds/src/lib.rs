@@ -1,5 +1,16 @@
 //! Herd's API: the `Agent`, `Skill` and `Run` custom resources (group `herd.dev`), the runner's
 //! report types, and the run-API wire bodies.
+//!
+//! All three resources are namespaced, version `v1alpha1`, in category `herd` (`kubectl get
+//! herd` lists them all), with a status subresource. Short names carry an `h` prefix so they
+//! do not collide with other operators' `ag`/`run`/`skill` resources: `hag` (Agent), `hskill`
+//! (Skill), `hrun` (Run).
+//!
+//! - [`agent`], [`skill`], [`run`]: the resource types, with serde defaults equal to the schema
+//!   defaults and `validate()` methods mirroring the create-time CEL rules ([`rules`]).
+//! - [`condition`], [`reason`]: KEP-1623 conditions, `set_condition`, and named reasons.
+//! - [`manifest`]: multi-document YAML to typed resources, for `herd-runner run -f`.
+//! - [`generate`]: the CRDs as committed under `charts/herd/crds/` (bin `crdgen`).
 
 pub mod agent;
 pub mod condition;

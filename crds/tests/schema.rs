@@ -296,3 +296,32 @@ fn names_columns_and_selectable_fields() {
         .collect();
     assert_eq!(selectable, [".spec.agentRef.name", ".spec.parentRef.name"]);
 }
+
+#[test]
+fn optional_enums_keep_the_field_description_and_are_not_nullable() {
+    let agent = common::schema("Agent");
+    let spec = &agent["properties"]["spec"]["properties"];
+    let effort = &spec["model"]["properties"]["reasoningEffort"];
+    assert_eq!(effort["enum"], serde_json::json!(["low", "medium", "high"]));
+    assert!(
+        effort["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Reasoning effort")
+    );
+    assert!(effort.get("nullable").is_none());
+    let mode = &spec["sandbox"]["properties"]["egress"]["properties"]["mode"];
+    assert_eq!(
+        mode["enum"],
+        serde_json::json!(["None", "Internet", "CIDRs"])
+    );
+    assert!(mode["description"].as_str().unwrap().starts_with("`None`"));
+    let run = common::schema("Run");
+    let phase = &run["properties"]["status"]["properties"]["phase"];
+    assert!(
+        phase["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("A one-word summary")
+    );
+}
