@@ -20,3 +20,4 @@ pub mod uploads;
 pub mod sandbox;
 pub mod dynamic_context;
 pub mod sandbox_audit;
+pub mod read_before_write;
