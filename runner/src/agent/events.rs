@@ -32,6 +32,13 @@ pub enum AgentEvent {
         /// The first line of the result.
         preview: String,
     },
+    /// The agent asked the user a question.
+    Asked {
+        agent: String,
+        question: herd_crds::report::Clarification,
+    },
+    /// The question was answered and the run goes on.
+    Answered { agent: String, id: String, answer: String },
     /// The plan changed.
     Todos { agent: String, todos: Vec<Todo> },
     /// Something the user should know (a retry, a disabled option...).

@@ -142,8 +142,17 @@ impl Agent {
                 return Ok(self.outcome(state, reason, None));
             }
             if let Some(question) = self.run_tools(state, env, calls).await {
+                self.emit(AgentEvent::Asked {
+                    agent: self.name.clone(),
+                    question: question.clone(),
+                });
                 match env.control.ask(&question, state).await? {
                     AskOutcome::Answered(answer) => {
+                        self.emit(AgentEvent::Answered {
+                            agent: self.name.clone(),
+                            id: question.id.clone(),
+                            answer: answer.clone(),
+                        });
                         let id = format!("answer-{}", question.id);
                         state.messages.push(Message::user(id, answer));
                     }

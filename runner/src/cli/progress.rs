@@ -100,6 +100,12 @@ impl Observer for Progress {
                 let mark = if ok { "✓" } else { "✗" };
                 self.line(format!("[{agent}] {mark} {name}: {preview}"));
             }
+            AgentEvent::Asked { agent, question } => {
+                self.line(format!("[{agent}] ? {}", question.question));
+            }
+            AgentEvent::Answered { agent, answer, .. } => {
+                self.line(format!("[{agent}] answer: {answer}"));
+            }
             AgentEvent::Todos { agent, todos } => {
                 let mut text = format!("[{agent}] plan:");
                 for todo in todos {

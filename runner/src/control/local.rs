@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, Usage};
 use herd_crds::wire::{
-    ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
+    Answer, ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
     ResultReport,
 };
 use tokio::sync::Semaphore;
@@ -60,6 +60,8 @@ pub struct LocalControlPlane {
     running: Semaphore,
     started: AtomicU32,
     questions: Questions,
+    /// Answers given ahead of time (a Run manifest's `spec.responses`), by question id.
+    answers: Vec<Answer>,
     memory: Option<MemoryFile>,
     result: Mutex<Option<ResultReport>>,
     children_usage: Mutex<Usage>,
@@ -80,10 +82,17 @@ impl LocalControlPlane {
             running: Semaphore::new(permits),
             started: AtomicU32::new(0),
             questions,
+            answers: Vec::new(),
             memory,
             result: Mutex::new(None),
             children_usage: Mutex::new(Usage::default()),
         }
+    }
+
+    /// Answers to hand out before asking anyone, as a Run's `spec.responses` does.
+    pub fn with_answers(mut self, answers: Vec<Answer>) -> Self {
+        self.answers = answers;
+        self
     }
 
     /// The result the run posted, if it did.
@@ -156,6 +165,9 @@ impl ControlPlane for LocalControlPlane {
         question: &Clarification,
         checkpoint: &ThreadState,
     ) -> Result<AskOutcome, ControlError> {
+        if let Some(given) = self.answers.iter().find(|a| a.id == question.id) {
+            return Ok(AskOutcome::Answered(given.answer.clone()));
+        }
         match &self.questions {
             Questions::Interactive(prompter) => match prompter.ask(question).await {
                 Some(answer) => Ok(AskOutcome::Answered(answer)),
@@ -317,5 +329,14 @@ mod tests {
         let saved = Checkpoint::load(dir.path()).unwrap();
         assert_eq!(saved.question, question);
         assert_eq!(saved.state, state);
+
+        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(
+            vec![Answer {
+                id: "q-1".into(),
+                answer: "this one".into(),
+            }],
+        );
+        let outcome = answered.ask(&question, &state).await.unwrap();
+        assert_eq!(outcome, AskOutcome::Answered("this one".into()));
     }
 }

@@ -169,9 +169,24 @@ pub async fn run_local(
             agent.memory.max_facts as usize,
         )
     });
-    let control = Arc::new(InProcessSubagents::control_plane(
-        &blueprint, 0, questions, memory,
-    ));
+    let given_answers = manifests
+        .run
+        .as_ref()
+        .map(|run| {
+            run.spec
+                .responses
+                .iter()
+                .map(|r| herd_crds::wire::Answer {
+                    id: r.id.clone(),
+                    answer: r.answer.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let control = Arc::new(
+        InProcessSubagents::control_plane(&blueprint, 0, questions, memory)
+            .with_answers(given_answers),
+    );
     let dyn_control: Arc<dyn ControlPlane> = control.clone();
     let deadline = tokio::time::Instant::now() + flags.timeout;
     let lead = blueprint
@@ -278,7 +293,8 @@ fn blueprint(
         spec.base_url = Some(url.clone());
     }
     let model_override = settings::model_override(run_spec, overrides.model.as_deref());
-    let resolved = resolve(None, Some(&spec), model_override.as_ref(), flags.thinking)
+    let thinking = flags.thinking && (flags.thinking_explicit || spec.supports_thinking);
+    let resolved = resolve(None, Some(&spec), model_override.as_ref(), thinking)
         .map_err(|error| LocalError(error.to_string()))?;
     for warning in &resolved.warnings {
         observer.on_event(AgentEvent::Warning {

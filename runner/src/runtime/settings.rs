@@ -31,6 +31,9 @@ pub struct RunFlags {
     pub task: String,
     pub plan_mode: bool,
     pub thinking: bool,
+    /// Thinking was asked for by the Run or the command line, not just left at the Agent's
+    /// default: only then is turning it off for a model without thinking worth a warning.
+    pub thinking_explicit: bool,
     pub timeout: Duration,
     pub max_model_calls: u32,
 }
@@ -52,8 +55,8 @@ pub fn run_flags(
     let defaults = &agent.run_defaults;
     let plan_mode =
         overrides.plan || run.and_then(|r| r.plan_mode).unwrap_or(defaults.plan_mode);
-    let thinking =
-        overrides.thinking || run.and_then(|r| r.thinking).unwrap_or(defaults.thinking);
+    let explicit = overrides.thinking.then_some(true).or(run.and_then(|r| r.thinking));
+    let thinking = explicit.unwrap_or(defaults.thinking);
     let (field, timeout_text) = match run.and_then(|r| r.timeout.as_deref()) {
         Some(text) => ("spec.timeout", text),
         None => ("spec.runDefaults.timeout", defaults.timeout.as_str()),
@@ -64,6 +67,7 @@ pub fn run_flags(
         task,
         plan_mode,
         thinking,
+        thinking_explicit: explicit.is_some(),
         timeout,
         max_model_calls: defaults.max_model_calls,
     })
