@@ -10,7 +10,11 @@ use crate::model::AgentRole;
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AgentEvent {
     /// A model call starts (1-based count within the thread).
-    ModelCall { agent: String, role: AgentRole, call: u32 },
+    ModelCall {
+        agent: String,
+        role: AgentRole,
+        call: u32,
+    },
     /// Streamed answer text.
     Text { agent: String, text: String },
     /// Streamed reasoning text.
@@ -38,7 +42,11 @@ pub enum AgentEvent {
         question: herd_crds::report::Clarification,
     },
     /// The question was answered and the run goes on.
-    Answered { agent: String, id: String, answer: String },
+    Answered {
+        agent: String,
+        id: String,
+        answer: String,
+    },
     /// The plan changed.
     Todos { agent: String, todos: Vec<Todo> },
     /// Something the user should know (a retry, a disabled option...).

@@ -228,8 +228,10 @@ impl Agent {
         }
         if let Some(usage) = &message.usage {
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
-            state.usage.output_tokens =
-                state.usage.output_tokens.saturating_add(usage.output_tokens);
+            state.usage.output_tokens = state
+                .usage
+                .output_tokens
+                .saturating_add(usage.output_tokens);
         }
         Ok(message)
     }
@@ -331,7 +333,12 @@ impl Agent {
         (call, output)
     }
 
-    fn outcome(&self, state: &ThreadState, reason: StopReason, error: Option<String>) -> RunOutcome {
+    fn outcome(
+        &self,
+        state: &ThreadState,
+        reason: StopReason,
+        error: Option<String>,
+    ) -> RunOutcome {
         let answer = state
             .last_assistant()
             .map(|message| message.content.clone())
@@ -372,7 +379,7 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{self, calls, text, QueuedModel, RecordingControl};
+    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::ToolStatus;
     use crate::tools::ask_clarification::AskClarification;
     use crate::tools::write_todos::WriteTodos;
@@ -385,7 +392,10 @@ mod tests {
 
     impl Recorder {
         fn push(&self, hook: &str) {
-            self.log.lock().unwrap().push(format!("{}.{hook}", self.name));
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{}.{hook}", self.name));
         }
     }
 
@@ -467,7 +477,12 @@ mod tests {
         ];
         let mut expected = vec!["a.before_agent", "b.before_agent"];
         expected.extend(turn);
-        expected.extend(["a.wrap_tool:in", "b.wrap_tool:in", "b.wrap_tool:out", "a.wrap_tool:out"]);
+        expected.extend([
+            "a.wrap_tool:in",
+            "b.wrap_tool:in",
+            "b.wrap_tool:out",
+            "a.wrap_tool:out",
+        ]);
         expected.extend(turn);
         expected.extend(["b.after_agent", "a.after_agent"]);
         assert_eq!(*log.lock().unwrap(), expected);
@@ -476,8 +491,12 @@ mod tests {
     #[tokio::test]
     async fn a_final_answer_completes_the_run() {
         let model = QueuedModel::new(vec![text("42")]);
-        let (agent, env) =
-            testing::agent(model.clone(), vec![], vec![], Arc::new(RecordingControl::default()));
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
         let mut state = ThreadState::new("question");
         let outcome = agent.run(&mut state, &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::Completed);
@@ -586,7 +605,10 @@ mod tests {
     async fn tool_results_follow_call_order_and_errors_reach_the_model() {
         let model = QueuedModel::new(vec![
             calls(&[
-                ("write_todos", json!({"todos": [{"content": "x", "status": "pending"}]})),
+                (
+                    "write_todos",
+                    json!({"todos": [{"content": "x", "status": "pending"}]}),
+                ),
                 ("no_such_tool", json!({})),
                 ("write_todos", json!({"todos": "not a list"})),
             ]),

@@ -88,7 +88,11 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct SandboxArgs {
     /// The unix socket to serve on.
-    #[arg(long, env = "HERD_SANDBOX_SOCKET", default_value = "/run/herd/sandbox.sock")]
+    #[arg(
+        long,
+        env = "HERD_SANDBOX_SOCKET",
+        default_value = "/run/herd/sandbox.sock"
+    )]
     pub socket: PathBuf,
 
     /// Where `user-data/` and `skills/` are mounted.

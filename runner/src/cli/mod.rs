@@ -19,7 +19,7 @@ use herd_crds::report::StopReason;
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
 use self::progress::Progress;
 use self::prompter::TerminalPrompter;
-use crate::runtime::local::{run_local, LocalRequest, LocalResult};
+use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::settings::Overrides;
 use crate::sandbox::{Sandbox, SandboxRoots};
 
@@ -56,7 +56,10 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
     let sandbox = match Sandbox::new(&roots) {
         Ok(sandbox) => sandbox,
         Err(error) => {
-            eprintln!("error: cannot open the sandbox under {}: {error}", args.root.display());
+            eprintln!(
+                "error: cannot open the sandbox under {}: {error}",
+                args.root.display()
+            );
             return ExitCode::from(EXIT_FAILED);
         }
     };
@@ -102,7 +105,10 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(result) => report(&result, args.json),
         Err(error) => {
             if args.json {
-                println!("{}", serde_json::json!({"event": "error", "message": error.to_string()}));
+                println!(
+                    "{}",
+                    serde_json::json!({"event": "error", "message": error.to_string()})
+                );
             } else {
                 eprintln!("error: {error}");
             }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, Usage};
 use herd_crds::wire::{
-    Answer, ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
-    ResultReport,
+    Answer, ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation,
+    ProgressReport, ResultReport,
 };
 use tokio::sync::Semaphore;
 
@@ -135,7 +135,10 @@ impl ControlPlane for LocalControlPlane {
     ) -> Result<ChildOutcome, ControlError> {
         let name = format!("{}#{}", request.subagent_type, request.tool_call_id);
         let (Some(caps), Some(launcher)) = (self.caps, &self.launcher) else {
-            return Ok(Self::refused(name, "subagents are not enabled for this agent".into()));
+            return Ok(Self::refused(
+                name,
+                "subagents are not enabled for this agent".into(),
+            ));
         };
         let reserved = self
             .started
@@ -201,7 +204,9 @@ impl ControlPlane for LocalControlPlane {
 
     async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
         match &self.memory {
-            Some(file) => file.read().map_err(|error| ControlError::Io(error.to_string())),
+            Some(file) => file
+                .read()
+                .map_err(|error| ControlError::Io(error.to_string())),
             None => Ok(MemoryDocument::default()),
         }
     }
@@ -330,12 +335,13 @@ mod tests {
         assert_eq!(saved.question, question);
         assert_eq!(saved.state, state);
 
-        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(
-            vec![Answer {
-                id: "q-1".into(),
-                answer: "this one".into(),
-            }],
-        );
+        let answered =
+            LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(vec![
+                Answer {
+                    id: "q-1".into(),
+                    answer: "this one".into(),
+                },
+            ]);
         let outcome = answered.ask(&question, &state).await.unwrap();
         assert_eq!(outcome, AskOutcome::Answered("this one".into()));
     }

@@ -133,7 +133,11 @@ mod tests {
     #[test]
     fn low_confidence_facts_are_dropped() {
         let mut doc = MemoryDocument::default();
-        apply_operations(&mut doc, &[add("likes tea", 0.69), add("likes Rust", 0.9)], &ctx(10));
+        apply_operations(
+            &mut doc,
+            &[add("likes tea", 0.69), add("likes Rust", 0.9)],
+            &ctx(10),
+        );
         assert_eq!(doc.facts.len(), 1);
         assert_eq!(doc.facts[0].content, "likes Rust");
         assert_eq!(doc.revision, 1);
@@ -168,7 +172,10 @@ mod tests {
         assert_eq!(doc.facts.len(), 1);
         assert_eq!(doc.facts[0].confirmation_count, 1);
         apply_operations(&mut doc, &[add("c", 0.8)], &ctx(10));
-        assert_eq!(doc.facts[1].id, "fact-2", "ids continue from the highest in use");
+        assert_eq!(
+            doc.facts[1].id, "fact-2",
+            "ids continue from the highest in use"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use herd_crds::wire::{MemoryDocument, MemoryOperation};
 
-use super::apply::{apply_operations, ApplyContext};
+use super::apply::{ApplyContext, apply_operations};
 
 /// A memory document stored in a local file.
 #[derive(Clone, Debug)]
@@ -60,7 +60,9 @@ impl MemoryFile {
         };
         apply_operations(&mut document, operations, &ctx);
         let json = serde_json::to_vec_pretty(&document).map_err(io::Error::other)?;
-        let temp = self.path.with_extension(format!("tmp-{}", std::process::id()));
+        let temp = self
+            .path
+            .with_extension(format!("tmp-{}", std::process::id()));
         fs::write(&temp, json)?;
         fs::rename(&temp, &self.path)?;
         lock.unlock()

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use herd_crds::agent::{MemorySpec, SummarizationSpec};
 
 use crate::agent::{Middleware, Observer};
-use crate::control::local::SubagentCaps;
 use crate::control::ControlPlane;
+use crate::control::local::SubagentCaps;
 use crate::model::{AgentRole, ChatModel};
 use crate::runtime::blueprint::{ChainFactory, ChainRole};
 use crate::sandbox::executor::ToolExecutor;

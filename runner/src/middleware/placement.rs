@@ -211,7 +211,11 @@ mod tests {
         assert!(error.to_string().contains("circular: X -> Y"), "{error}");
         let missing = vec![extra("X", Anchor::Before("Nope".into()))];
         let error = place(chain(&["A"]), missing).err().unwrap();
-        assert!(error.to_string().contains("'Nope', which is not in the chain"));
+        assert!(
+            error
+                .to_string()
+                .contains("'Nope', which is not in the chain")
+        );
     }
 
     #[test]

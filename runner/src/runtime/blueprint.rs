@@ -9,12 +9,12 @@ use herd_crds::report::{StopReason, Usage};
 use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 
 use crate::agent::{Agent, Limits, Middleware, Observer, RunEnv, ToolRegistry};
-use crate::control::local::{LocalControlPlane, Questions, SubagentCaps, SubagentLauncher};
 use crate::control::ControlPlane;
+use crate::control::local::{LocalControlPlane, Questions, SubagentCaps, SubagentLauncher};
 use crate::model::{AgentRole, CallContext, CallOptions, ChatModel};
 use crate::prompt::{
-    render_subagent_prompt, render_system_prompt, PromptContext, PromptError, SubagentPrompt,
-    SubagentPromptContext,
+    PromptContext, PromptError, SubagentPrompt, SubagentPromptContext, render_subagent_prompt,
+    render_system_prompt,
 };
 use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
@@ -27,7 +27,7 @@ use crate::tools::web::SearchProvider;
 use crate::tools::web_fetch::{WebFetch, WebFetchConfig};
 use crate::tools::web_search::WebSearch;
 use crate::tools::write_todos::WriteTodos;
-use crate::tools::{sandbox_tools::sandbox_tools, Budget, Tool, ToolGroup};
+use crate::tools::{Budget, Tool, ToolGroup, sandbox_tools::sandbox_tools};
 
 /// Tools a subagent never gets: it cannot talk to the user or present deliverables.
 const SUBAGENT_DENIED: [&str; 2] = ["ask_clarification", "present_files"];
@@ -315,15 +315,21 @@ impl SubagentLauncher for InProcessSubagents {
             ..Limits::default()
         };
         let dyn_control: Arc<dyn ControlPlane> = control.clone();
-        let agent = match self
-            .blueprint
-            .subagent(kind, name.clone(), delegates, &dyn_control, limits)
-        {
-            Ok(agent) => agent,
-            Err(error) => {
-                return failed(name, ChildStatus::Failed, error.to_string(), Usage::default());
-            }
-        };
+        let agent =
+            match self
+                .blueprint
+                .subagent(kind, name.clone(), delegates, &dyn_control, limits)
+            {
+                Ok(agent) => agent,
+                Err(error) => {
+                    return failed(
+                        name,
+                        ChildStatus::Failed,
+                        error.to_string(),
+                        Usage::default(),
+                    );
+                }
+            };
         let env = RunEnv {
             executor: self.blueprint.executor.clone(),
             control: dyn_control,

@@ -12,18 +12,18 @@ use super::manifests::{LocalManifests, ManifestsError};
 use super::settings::{self, Overrides, RunFlags};
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
-use crate::control::checkpoint::{Checkpoint, CHECKPOINT_FILE};
-use crate::control::local::{Prompter, Questions, SubagentCaps};
 use crate::control::ControlPlane;
+use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint};
+use crate::control::local::{Prompter, Questions, SubagentCaps};
 use crate::memory::file::MemoryFile;
 use crate::middleware::chain::{ChainSettings, StandardChain};
 use crate::model::resolve::{build_model, resolve};
+use crate::sandbox::Sandbox;
 use crate::sandbox::in_process::InProcessExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::sandbox::Sandbox;
 use crate::skills::SkillCatalog;
 use crate::thread::{Message, ThreadState};
-use crate::tools::web::{build_search_provider, WebSearchSettings};
+use crate::tools::web::{WebSearchSettings, build_search_provider};
 use crate::tools::web_fetch::WebFetchConfig;
 
 /// A local run could not start or failed outside the agent (bad files, unreadable folder).
@@ -277,7 +277,9 @@ fn blueprint(
         ));
     };
     let key_env = api_key_env.or_else(|| settings::default_key_env(&model.provider));
-    let api_key = key_env.and_then(|var| std::env::var(var).ok()).filter(|k| !k.is_empty());
+    let api_key = key_env
+        .and_then(|var| std::env::var(var).ok())
+        .filter(|k| !k.is_empty());
     if let (Some(var), None, Some(_)) = (api_key_env, &api_key, &model.api_key_secret_ref) {
         return Err(LocalError(format!(
             "--api-key-env {var}: the variable is not set"
@@ -336,9 +338,8 @@ fn blueprint(
                     max_total: agent.subagents.max_total,
                 },
                 max_depth: agent.subagents.max_depth,
-                timeout: herd_crds::duration::parse_duration(&agent.subagents.timeout).map_err(
-                    |error| LocalError(format!("spec.subagents.timeout: {error}")),
-                )?,
+                timeout: herd_crds::duration::parse_duration(&agent.subagents.timeout)
+                    .map_err(|error| LocalError(format!("spec.subagents.timeout: {error}")))?,
             })
         })
         .transpose()?;

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use herd_crds::agent::Agent;
-use herd_crds::manifest::{parse_document, Manifest};
+use herd_crds::manifest::{Manifest, parse_document};
 use herd_crds::refs::ValueFrom;
 use herd_crds::run::Run;
 use herd_crds::skill::Skill;
@@ -153,9 +153,9 @@ fn config_map(document: &Value) -> Result<(String, BTreeMap<String, String>), St
     let mut data = BTreeMap::new();
     if let Some(entries) = document.get("data").and_then(Value::as_object) {
         for (key, value) in entries {
-            let text = value.as_str().ok_or_else(|| {
-                format!("ConfigMap/{name}: data.{key}: must be a string")
-            })?;
+            let text = value
+                .as_str()
+                .ok_or_else(|| format!("ConfigMap/{name}: data.{key}: must be a string"))?;
             data.insert(key.clone(), text.to_owned());
         }
     }
@@ -215,21 +215,42 @@ data:
             .script_from
             .clone()
             .unwrap();
-        let script = manifests.value_from("spec.model.scriptFrom", &from).unwrap();
+        let script = manifests
+            .value_from("spec.model.scriptFrom", &from)
+            .unwrap();
         assert_eq!(script, "rules: []\n");
     }
 
     #[test]
     fn a_missing_config_map_names_the_field() {
         let manifests = load(&[AGENT]).unwrap();
-        let from = manifests.agent.spec.model.clone().unwrap().script_from.unwrap();
-        let error = manifests.value_from("spec.model.scriptFrom", &from).unwrap_err();
-        assert!(error.0.contains("spec.model.scriptFrom: ConfigMap 'script'"), "{error}");
+        let from = manifests
+            .agent
+            .spec
+            .model
+            .clone()
+            .unwrap()
+            .script_from
+            .unwrap();
+        let error = manifests
+            .value_from("spec.model.scriptFrom", &from)
+            .unwrap_err();
+        assert!(
+            error
+                .0
+                .contains("spec.model.scriptFrom: ConfigMap 'script'"),
+            "{error}"
+        );
     }
 
     #[test]
     fn exactly_one_agent_is_required() {
-        assert!(load(&[CONFIG_MAP]).unwrap_err().0.contains("none of the files"));
+        assert!(
+            load(&[CONFIG_MAP])
+                .unwrap_err()
+                .0
+                .contains("none of the files")
+        );
         let two = load(&[AGENT, AGENT]).unwrap_err();
         assert!(two.0.contains("2 Agents given"), "{two}");
     }
@@ -238,7 +259,10 @@ data:
     fn invalid_fields_are_reported_with_file_and_path() {
         let bad = AGENT.replace("provider: scripted", "provider: nope");
         let error = load(&[&bad]).unwrap_err();
-        assert!(error.0.starts_with("f0.yaml: document 1 (Agent/helper)"), "{error}");
+        assert!(
+            error.0.starts_with("f0.yaml: document 1 (Agent/helper)"),
+            "{error}"
+        );
         assert!(error.0.contains("provider"), "{error}");
     }
 

@@ -53,16 +53,18 @@ pub fn run_flags(
             SettingsError("no task: give it as the last argument, or -f a Run manifest".into())
         })?;
     let defaults = &agent.run_defaults;
-    let plan_mode =
-        overrides.plan || run.and_then(|r| r.plan_mode).unwrap_or(defaults.plan_mode);
-    let explicit = overrides.thinking.then_some(true).or(run.and_then(|r| r.thinking));
+    let plan_mode = overrides.plan || run.and_then(|r| r.plan_mode).unwrap_or(defaults.plan_mode);
+    let explicit = overrides
+        .thinking
+        .then_some(true)
+        .or(run.and_then(|r| r.thinking));
     let thinking = explicit.unwrap_or(defaults.thinking);
     let (field, timeout_text) = match run.and_then(|r| r.timeout.as_deref()) {
         Some(text) => ("spec.timeout", text),
         None => ("spec.runDefaults.timeout", defaults.timeout.as_str()),
     };
-    let timeout = parse_duration(timeout_text)
-        .map_err(|error| SettingsError(format!("{field}: {error}")))?;
+    let timeout =
+        parse_duration(timeout_text).map_err(|error| SettingsError(format!("{field}: {error}")))?;
     Ok(RunFlags {
         task,
         plan_mode,
@@ -170,7 +172,9 @@ mod tests {
     #[test]
     fn command_line_beats_run_beats_agent_defaults() {
         let agent = agent("runDefaults: {planMode: false, thinking: true, timeout: 10m}");
-        let run = run("agentRef: {name: a}\ntask: from run\nplanMode: true\nthinking: false\ntimeout: 1h");
+        let run = run(
+            "agentRef: {name: a}\ntask: from run\nplanMode: true\nthinking: false\ntimeout: 1h",
+        );
         let flags = run_flags(&agent, Some(&run), &Overrides::default()).unwrap();
         assert_eq!(flags.task, "from run");
         assert!(flags.plan_mode);

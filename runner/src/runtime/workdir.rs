@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use herd_crds::skill::Skill;
-use include_dir::{include_dir, Dir};
+use include_dir::{Dir, include_dir};
 
 use crate::sandbox::SandboxRoots;
 
@@ -122,11 +122,13 @@ mod tests {
         for sub in ["workspace", "uploads", "outputs"] {
             assert!(workdir.roots.user_data.join(sub).is_dir());
         }
-        assert!(workdir
-            .roots
-            .skills_public
-            .join("deep-research/SKILL.md")
-            .is_file());
+        assert!(
+            workdir
+                .roots
+                .skills_public
+                .join("deep-research/SKILL.md")
+                .is_file()
+        );
         assert_eq!(
             workdir.host_path("/mnt/user-data/outputs/a.md").unwrap(),
             workdir.roots.user_data.join("outputs/a.md")
@@ -149,7 +151,13 @@ mod tests {
         assert!(workdir.add_uploads(None, &upload).is_err());
         let ok = [("data.csv".to_string(), b"a,b".to_vec())];
         workdir.add_uploads(Some("in"), &ok).unwrap();
-        assert!(workdir.roots.user_data.join("uploads/in/data.csv").is_file());
+        assert!(
+            workdir
+                .roots
+                .user_data
+                .join("uploads/in/data.csv")
+                .is_file()
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use herd_crds::report::{Clarification, ClarificationType};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
 
 /// Most options offered with one question (DeerFlow's form limit).
@@ -168,7 +168,10 @@ mod tests {
     fn question_ids_are_short_and_label_safe() {
         let id = question_id(&format!("{}/!{}", "a".repeat(80), "b"));
         assert!(id.len() <= 64);
-        assert!(id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
         assert_eq!(question_id("!!"), "q");
     }
 }

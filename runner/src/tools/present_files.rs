@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
@@ -36,7 +36,9 @@ pub fn presentable_path(path: &str) -> Result<String, String> {
         return Err(format!("'{path}' contains '..'"));
     }
     if path.starts_with(TOOL_RESULTS) {
-        return Err(format!("'{path}' is an internal tool result, not a deliverable"));
+        return Err(format!(
+            "'{path}' is an internal tool result, not a deliverable"
+        ));
     }
     let canonical = path
         .split('/')

@@ -22,38 +22,38 @@ use crate::thread::ToolStatus;
 /// The seven sandbox tools, in the order their schemas are sent.
 pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
     vec![
-        SandboxTool::<BashArgs>::new(
+        SandboxTool::<BashArgs>::shared(
             names::BASH,
             ToolGroup::Bash,
             "Run a bash command in /mnt/user-data/workspace. Returns stdout+stderr (middle cut \
              past 20000 chars). No interactive input; long commands time out.",
         ),
-        SandboxTool::<LsArgs>::new(
+        SandboxTool::<LsArgs>::shared(
             names::LS,
             ToolGroup::FileRead,
             "List a directory, two levels deep.",
         ),
-        SandboxTool::<ReadFileArgs>::new(
+        SandboxTool::<ReadFileArgs>::shared(
             names::READ_FILE,
             ToolGroup::FileRead,
             "Read a text file, or a line range of it (output capped at 50000 chars).",
         ),
-        SandboxTool::<WriteFileArgs>::new(
+        SandboxTool::<WriteFileArgs>::shared(
             names::WRITE_FILE,
             ToolGroup::FileWrite,
             "Write a text file, creating folders. Over 80 KB: write in parts, then append=true.",
         ),
-        SandboxTool::<StrReplaceArgs>::new(
+        SandboxTool::<StrReplaceArgs>::shared(
             names::STR_REPLACE,
             ToolGroup::FileWrite,
             "Replace exact text in a file.",
         ),
-        SandboxTool::<GlobArgs>::new(
+        SandboxTool::<GlobArgs>::shared(
             names::GLOB,
             ToolGroup::FileRead,
             "Find paths matching a glob under a directory.",
         ),
-        SandboxTool::<GrepArgs>::new(names::GREP, ToolGroup::FileRead, "Search file contents."),
+        SandboxTool::<GrepArgs>::shared(names::GREP, ToolGroup::FileRead, "Search file contents."),
     ]
 }
 
@@ -66,7 +66,7 @@ struct SandboxTool<A> {
 }
 
 impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> SandboxTool<A> {
-    fn new(name: &'static str, group: ToolGroup, description: &str) -> Arc<dyn Tool> {
+    fn shared(name: &'static str, group: ToolGroup, description: &str) -> Arc<dyn Tool> {
         let mut schema = schema_for::<A>(name, description);
         compact(&mut schema.parameters);
         Arc::new(SandboxTool {

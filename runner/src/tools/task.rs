@@ -6,7 +6,7 @@ use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
 use crate::thread::state::{Delegation, DelegationStatus};
 
@@ -135,7 +135,11 @@ impl Tool for Task {
         let (content, status, ok) = match ctx.control.run_child(request, ctx.budget).await {
             Ok(outcome) => {
                 let ok = outcome.status == Some(ChildStatus::Completed);
-                (render_outcome(&outcome), delegation_status(outcome.status), ok)
+                (
+                    render_outcome(&outcome),
+                    delegation_status(outcome.status),
+                    ok,
+                )
             }
             Err(error) => (
                 format!("Task failed. Error: {error}."),
@@ -182,11 +186,17 @@ mod tests {
     #[test]
     fn renders_each_outcome() {
         assert_eq!(
-            render_outcome(&outcome(Some(ChildStatus::Completed), Some(StopReason::Completed))),
+            render_outcome(&outcome(
+                Some(ChildStatus::Completed),
+                Some(StopReason::Completed)
+            )),
             "Task Succeeded. Result: 42"
         );
         assert_eq!(
-            render_outcome(&outcome(Some(ChildStatus::Completed), Some(StopReason::LoopDetected))),
+            render_outcome(&outcome(
+                Some(ChildStatus::Completed),
+                Some(StopReason::LoopDetected)
+            )),
             "Task Succeeded (capped: repeated tool-call loop). Result: 42"
         );
         assert_eq!(

@@ -4,11 +4,11 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::thread::state::ViewedImage;
 use crate::thread::ImagePart;
+use crate::thread::state::ViewedImage;
 
 /// Largest image sent to the model (DeerFlow's limit).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
@@ -85,7 +85,9 @@ impl Tool for ViewImage {
                 ));
                 output
             }
-            Ok(SandboxResponse::Error { message }) => ToolOutput::error(format!("Error: {message}")),
+            Ok(SandboxResponse::Error { message }) => {
+                ToolOutput::error(format!("Error: {message}"))
+            }
             Ok(_) => ToolOutput::error("Error: unexpected sandbox answer."),
             Err(error) => ToolOutput::error(format!("Error: {error}")),
         }

@@ -5,7 +5,7 @@ use herd_crds::report::{Todo, TodoStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolGroup, ToolOutput};
+use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
 
 /// Most items in a plan.
@@ -71,10 +71,22 @@ mod tests {
     #[test]
     fn summarizes_by_status() {
         let todos = vec![
-            Todo { content: "a".into(), status: TodoStatus::Completed },
-            Todo { content: "b".into(), status: TodoStatus::InProgress },
-            Todo { content: "c".into(), status: TodoStatus::Pending },
-            Todo { content: "d".into(), status: TodoStatus::Pending },
+            Todo {
+                content: "a".into(),
+                status: TodoStatus::Completed,
+            },
+            Todo {
+                content: "b".into(),
+                status: TodoStatus::InProgress,
+            },
+            Todo {
+                content: "c".into(),
+                status: TodoStatus::Pending,
+            },
+            Todo {
+                content: "d".into(),
+                status: TodoStatus::Pending,
+            },
         ];
         assert_eq!(summary(&todos), "1 completed, 1 in progress, 2 pending.");
     }
