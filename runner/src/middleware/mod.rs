@@ -21,3 +21,8 @@ pub mod sandbox;
 pub mod dynamic_context;
 pub mod sandbox_audit;
 pub mod read_before_write;
+pub mod model_length_finish_reason;
+pub mod safety_finish_reason;
+pub mod subagent_limit;
+pub mod terminal_response;
+pub mod token_budget;

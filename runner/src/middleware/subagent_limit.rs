@@ -129,7 +129,8 @@ mod tests {
 
     use super::*;
     use crate::testing::calls;
-    use crate::thread::{Delegation, DelegationStatus, ToolCall};
+    use crate::thread::ToolCall;
+    use crate::thread::state::{Delegation, DelegationStatus};
 
     fn task_calls(count: usize, extra: &[&str]) -> Message {
         let mut list: Vec<(&str, serde_json::Value)> = (0..count)
@@ -157,8 +158,15 @@ mod tests {
         limit.after_model(&mut state).await;
         assert_eq!(names(&state), ["task", "task", "task", "web_search"]);
         let last = state.last_assistant().unwrap();
-        assert_eq!(last.tool_calls[2].id, "call_2_task", "the first calls are kept");
-        assert!(last.content.starts_with("[SUBAGENT LIMIT] 2 task call(s)"), "{}", last.content);
+        assert_eq!(
+            last.tool_calls[2].id, "call_2_task",
+            "the first calls are kept"
+        );
+        assert!(
+            last.content.starts_with("[SUBAGENT LIMIT] 2 task call(s)"),
+            "{}",
+            last.content
+        );
         assert_eq!(state.stop_reason, None);
     }
 

@@ -154,7 +154,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_empty_answer_after_tools_is_retried_once_with_a_reminder() {
-        let (model, state, answer) = run_with(vec![tool_turn(), text(""), text("here it is")]).await;
+        let (model, state, answer) =
+            run_with(vec![tool_turn(), text(""), text("here it is")]).await;
         assert_eq!(answer, "here it is");
         let requests = model.requests();
         assert_eq!(requests.len(), 3);
@@ -169,7 +170,10 @@ mod tests {
             .iter()
             .filter(|m| m.as_assistant().is_some())
             .count();
-        assert_eq!(assistants, 2, "the empty answer was dropped from the thread");
+        assert_eq!(
+            assistants, 2,
+            "the empty answer was dropped from the thread"
+        );
         assert!(!state.messages.iter().any(|m| m.text() == REMINDER));
     }
 

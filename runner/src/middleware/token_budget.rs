@@ -95,7 +95,11 @@ impl Middleware for TokenBudget {
             if message.tool_calls.is_empty() {
                 return Flow::Continue;
             }
-            tracing::warn!(used, budget, "token budget exhausted: forcing a final answer");
+            tracing::warn!(
+                used,
+                budget,
+                "token budget exhausted: forcing a final answer"
+            );
             strip_tool_calls(message, &exceeded(used, budget));
             settle_stop_reason(state, StopReason::TokenBudgetExceeded);
             return Flow::Continue;
