@@ -26,3 +26,5 @@ pub mod safety_finish_reason;
 pub mod subagent_limit;
 pub mod terminal_response;
 pub mod token_budget;
+pub mod active_skills;
+pub mod tool_error_handling;
