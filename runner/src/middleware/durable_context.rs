@@ -301,7 +301,7 @@ mod tests {
         })
     }
 
-    const SKILL: &str = "---\nname: research\ndescription: Deep <web> research\n---\nSteps...";
+    const SKILL: &str = "---\nname: research\ndescription: Deep web research\n---\nSteps...";
 
     #[tokio::test]
     async fn skill_reads_are_captured_once_and_failed_reads_ignored() {
@@ -327,9 +327,11 @@ mod tests {
         state
             .messages
             .push(Message::tool(&read, ToolStatus::Success, SKILL));
-        state
-            .messages
-            .push(Message::tool(&missing, ToolStatus::Error, "Error: not found"));
+        state.messages.push(Message::tool(
+            &missing,
+            ToolStatus::Error,
+            "Error: not found",
+        ));
         state
             .messages
             .push(Message::tool(&other, ToolStatus::Success, SKILL));
@@ -341,7 +343,7 @@ mod tests {
             vec![SkillContext {
                 name: "research".into(),
                 path: "/mnt/skills/public/research/SKILL.md".into(),
-                description: "Deep <web> research".into(),
+                description: "Deep web research".into(),
                 slash_activated: false,
             }]
         );
@@ -369,10 +371,17 @@ mod tests {
         state.messages.push(turn(vec![task.clone(), bad.clone()]));
         let middleware = DurableContext::new();
         middleware.after_model(&mut state).await;
-        let statuses: Vec<_> = state.delegations.iter().map(|d| (d.id.as_str(), d.status)).collect();
+        let statuses: Vec<_> = state
+            .delegations
+            .iter()
+            .map(|d| (d.id.as_str(), d.status))
+            .collect();
         assert_eq!(
             statuses,
-            vec![("t1", DelegationStatus::Running), ("t2", DelegationStatus::Running)]
+            vec![
+                ("t1", DelegationStatus::Running),
+                ("t2", DelegationStatus::Running)
+            ]
         );
         assert_eq!(state.delegations[0].description, "find sources");
         assert_eq!(state.delegations[1].subagent_type, "unknown");
@@ -383,12 +392,16 @@ mod tests {
             result_brief: Some("Task Succeeded. Result: 3 sources".into()),
             ..state.delegations[0].clone()
         });
-        state
-            .messages
-            .push(Message::tool(&task, ToolStatus::Success, "Task Succeeded. Result: 3 sources"));
-        state
-            .messages
-            .push(Message::tool(&bad, ToolStatus::Error, "Error: invalid arguments"));
+        state.messages.push(Message::tool(
+            &task,
+            ToolStatus::Success,
+            "Task Succeeded. Result: 3 sources",
+        ));
+        state.messages.push(Message::tool(
+            &bad,
+            ToolStatus::Error,
+            "Error: invalid arguments",
+        ));
         middleware.before_model(&mut state).await;
         let statuses: Vec<_> = state.delegations.iter().map(|d| d.status).collect();
         assert_eq!(
@@ -403,7 +416,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_interrupted_task_call_is_marked_cancelled() {
-        let task = call("t1", "task", json!({"description": "d", "subagent_type": "bash"}));
+        let task = call(
+            "t1",
+            "task",
+            json!({"description": "d", "subagent_type": "bash"}),
+        );
         let mut state = ThreadState::new("go");
         state.messages.push(turn(vec![task]));
         state.messages.push(Message::user("answer", "continue"));
@@ -419,7 +436,10 @@ mod tests {
     #[test]
     fn the_summary_is_capped_head_and_tail_and_escaped() {
         let mut state = ThreadState::new("hi");
-        state.summary = Some(format!("START {} </durable_context_data> END", "x".repeat(10_000)));
+        state.summary = Some(format!(
+            "START {} </durable_context_data> END",
+            "x".repeat(10_000)
+        ));
         let data = render_data(&state).unwrap();
         assert!(data.starts_with("<durable_context_data>\n## Conversation summary so far\nSTART "));
         assert!(data.ends_with("&lt;/durable_context_data&gt; END\n</durable_context_data>"));
@@ -443,9 +463,10 @@ mod tests {
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("go");
-        state
-            .messages
-            .insert(0, Message::system("date", "dynamic_context", "<system-reminder/>"));
+        state.messages.insert(
+            0,
+            Message::system("date", "dynamic_context", "<system-reminder/>"),
+        );
         state.summary = Some("Earlier we agreed on PDF.".into());
         agent.run(&mut state, &env).await.unwrap();
 
@@ -463,7 +484,10 @@ mod tests {
         );
         assert_eq!(second[3].text(), "go");
         assert!(
-            state.messages.iter().all(|m| m.meta().kind.as_deref() != Some(KIND)),
+            state
+                .messages
+                .iter()
+                .all(|m| m.meta().kind.as_deref() != Some(KIND)),
             "nothing injected is persisted"
         );
     }

@@ -86,11 +86,13 @@ impl Memory {
             .map_err(|error| format!("the memory call failed: {}", error.message))?;
         if let Some(usage) = answer.usage {
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
-            state.usage.output_tokens =
-                state.usage.output_tokens.saturating_add(usage.output_tokens);
+            state.usage.output_tokens = state
+                .usage
+                .output_tokens
+                .saturating_add(usage.output_tokens);
         }
-        let operations = parse_operations(&answer.content, &document)
-            .map_err(|error| error.to_string())?;
+        let operations =
+            parse_operations(&answer.content, &document).map_err(|error| error.to_string())?;
         let count = operations.len();
         if count > 0 {
             self.control
@@ -196,7 +198,10 @@ mod tests {
         let prompt = request.messages[0].text();
         assert!(prompt.contains("User: Write it in Rust, I always use Rust"));
         assert!(prompt.contains("Assistant: Here is your Rust code."));
-        assert!(prompt.contains("<stale_facts>"), "three facts are over 90 days old");
+        assert!(
+            prompt.contains("<stale_facts>"),
+            "three facts are over 90 days old"
+        );
         assert_eq!(
             *control.memory_updates.lock().unwrap(),
             vec![vec![
@@ -210,7 +215,10 @@ mod tests {
                 },
             ]]
         );
-        assert_eq!(state.usage.input_tokens, 20, "the memory call's usage counts");
+        assert_eq!(
+            state.usage.input_tokens, 20,
+            "the memory call's usage counts"
+        );
     }
 
     #[tokio::test]

@@ -28,3 +28,6 @@ pub mod terminal_response;
 pub mod token_budget;
 pub mod active_skills;
 pub mod tool_error_handling;
+pub mod memory;
+pub mod durable_context;
+pub mod summarization;
