@@ -195,6 +195,11 @@ pub async fn run_local(
 
     let mut state = match resumed {
         Some((checkpoint, answer)) => {
+            observer.on_event(AgentEvent::Answered {
+                agent: "lead".into(),
+                id: checkpoint.question.id.clone(),
+                answer: answer.clone(),
+            });
             let mut state = checkpoint.state;
             state.messages.push(Message::user(
                 format!("answer-{}", checkpoint.question.id),
