@@ -73,14 +73,38 @@ async fn execute(sandbox: &Sandbox, command: &str) -> ToolReply {
         Ok(child) => child,
         Err(failure) => return ToolReply::error(format!("Error: could not run bash: {failure}")),
     };
-    let group = child.id();
+    // Armed until the command ends by itself: a timeout, or this future being dropped (the
+    // client went away), takes down everything the command started.
+    let mut group = GroupKiller {
+        leader: child.id(),
+        armed: true,
+    };
     let mut output = Capture::default();
     let outcome = collect(&mut child, reader, &mut output, sandbox.bash_timeout()).await;
-    if !matches!(outcome, Outcome::Exited(_)) {
-        kill_group(group);
-        let _ = child.kill().await;
+    match outcome {
+        // Background processes that outlive bash were started on purpose (servers); they
+        // keep running.
+        Outcome::Exited(_) | Outcome::Backgrounded(_) => group.armed = false,
+        Outcome::TimedOut | Outcome::Failed(_) => {
+            drop(group);
+            let _ = child.kill().await;
+        }
     }
     render(outcome, &output, sandbox)
+}
+
+/// Kills a process group when dropped while armed.
+struct GroupKiller {
+    leader: Option<u32>,
+    armed: bool,
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if self.armed {
+            kill_group(self.leader);
+        }
+    }
 }
 
 /// How the command ended.
@@ -376,6 +400,25 @@ mod tests {
         assert!(
             !marker.exists(),
             "a child of the timed-out command kept running"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_kills_the_whole_group() -> std::io::Result<()> {
+        let (dir, sandbox) = sandbox()?;
+        let marker = dir.path().join("survived");
+        let command = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let call = bash(&sandbox, &command);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), call)
+                .await
+                .is_err()
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(
+            !marker.exists(),
+            "a child of the cancelled command kept running"
         );
         Ok(())
     }
