@@ -31,3 +31,4 @@ pub mod tool_error_handling;
 pub mod memory;
 pub mod durable_context;
 pub mod summarization;
+pub mod skill_activation;
