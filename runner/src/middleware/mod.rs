@@ -32,3 +32,4 @@ pub mod memory;
 pub mod durable_context;
 pub mod summarization;
 pub mod skill_activation;
+pub mod skill_tool_policy;
