@@ -33,3 +33,5 @@ pub mod durable_context;
 pub mod summarization;
 pub mod skill_activation;
 pub mod skill_tool_policy;
+pub mod system_message_coalescing;
+pub mod clarification;
