@@ -382,7 +382,7 @@ mod tests {
             hash_calls(&[a.clone(), b.clone()]),
             hash_calls(&[b, a_again])
         );
-        assert_eq!(hash_calls(&[a.clone()]).len(), 12);
+        assert_eq!(hash_calls(std::slice::from_ref(&a)).len(), 12);
         let other = call("bash", json!({"command": "ls -la"}));
         assert_ne!(hash_calls(&[a]), hash_calls(&[other]));
     }

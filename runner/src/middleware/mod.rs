@@ -35,3 +35,4 @@ pub mod skill_activation;
 pub mod skill_tool_policy;
 pub mod system_message_coalescing;
 pub mod clarification;
+pub mod token_usage;

@@ -1,0 +1,382 @@
+//! TokenUsage (wrap_model_call, after_model, after_agent): logs every model call's usage and
+//! reports the run's progress (title, todos, usage) to the control plane.
+//!
+//! Usage comes from the provider. When a provider reports none (some streaming endpoints,
+//! DeerFlow #1602), it is estimated at four characters per token from the request and the
+//! answer, and the answer's `meta.extra.usage_estimated` says so. The estimate is set on the
+//! answer inside `wrap_model_call`, so the loop adds it to `state.usage` like reported usage
+//! and the budget and summarization see it.
+//!
+//! Progress reports are coalesced: at most one per second (the operator writes Run status no
+//! faster), the latest state wins, and whatever is still unsent when the run ends goes out in
+//! `after_agent`. `seq` increases across processes too (it starts from the clock), so the
+//! run API never takes a resumed pod's report for a stale one.
+//!
+//! Chain position (DeerFlow #21): after Todo, before Title. `after_model` runs in reverse chain
+//! order, so Title has set the title by the time this reports it, and the guards (budget,
+//! loop, subagent limit, terminal response) have already edited the answer. Its
+//! `wrap_model_call` is inside LLMErrorHandling, so only the attempt that answered is logged.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use herd_crds::report::{Todo, Usage};
+use herd_crds::wire::ProgressReport;
+use tokio::time::Instant;
+
+use crate::agent::{Flow, Middleware, ModelNext};
+use crate::control::ControlPlane;
+use crate::model::{ModelError, ModelRequest};
+use crate::thread::{AssistantMessage, Message, ThreadState};
+
+/// Shortest time between two progress reports.
+pub const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// Characters per token for estimates (the usual rule of thumb for English text and code).
+pub const CHARS_PER_TOKEN: u64 = 4;
+
+/// Where progress goes.
+struct Progress {
+    control: Arc<dyn ControlPlane>,
+    attempt: u32,
+}
+
+/// What was last reported, and what still waits.
+#[derive(Default)]
+struct Reporting {
+    last_sent_at: Option<Instant>,
+    last_seq: u64,
+    last_sent: Option<(Option<String>, Vec<Todo>, Usage)>,
+    unsent: Option<(Option<String>, Vec<Todo>, Usage)>,
+}
+
+/// The middleware.
+pub struct TokenUsage {
+    agent: String,
+    progress: Option<Progress>,
+    reporting: Mutex<Reporting>,
+}
+
+impl TokenUsage {
+    /// Logs usage for `agent` and reports progress for the Run's `attempt` to `control`.
+    pub fn new(agent: impl Into<String>, control: Arc<dyn ControlPlane>, attempt: u32) -> Self {
+        TokenUsage {
+            agent: agent.into(),
+            progress: Some(Progress { control, attempt }),
+            reporting: Mutex::new(Reporting::default()),
+        }
+    }
+
+    /// Logs usage only (for subagents, whose progress is their parent's business).
+    pub fn log_only(agent: impl Into<String>) -> Self {
+        TokenUsage {
+            agent: agent.into(),
+            progress: None,
+            reporting: Mutex::new(Reporting::default()),
+        }
+    }
+
+    fn reporting(&self) -> MutexGuard<'_, Reporting> {
+        self.reporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The report to send now, if one is due; otherwise the snapshot waits as `unsent`.
+    fn due(
+        &self,
+        snapshot: (Option<String>, Vec<Todo>, Usage),
+        force: bool,
+    ) -> Option<ProgressReport> {
+        let progress = self.progress.as_ref()?;
+        let mut reporting = self.reporting();
+        if reporting.last_sent.as_ref() == Some(&snapshot) {
+            reporting.unsent = None;
+            return None;
+        }
+        let now = Instant::now();
+        let waited_enough = reporting
+            .last_sent_at
+            .is_none_or(|at| now.duration_since(at) >= REPORT_INTERVAL);
+        if !force && !waited_enough {
+            reporting.unsent = Some(snapshot);
+            return None;
+        }
+        let seq = reporting.last_seq.saturating_add(1).max(clock_millis());
+        reporting.last_seq = seq;
+        reporting.last_sent_at = Some(now);
+        reporting.unsent = None;
+        reporting.last_sent = Some(snapshot.clone());
+        let (title, todos, usage) = snapshot;
+        Some(ProgressReport {
+            attempt: progress.attempt,
+            seq,
+            title,
+            todos,
+            usage,
+        })
+    }
+
+    async fn send(&self, report: ProgressReport) {
+        let Some(progress) = &self.progress else {
+            return;
+        };
+        if let Err(error) = progress.control.report_progress(report).await {
+            // Progress is best effort: the final result carries the same data.
+            tracing::warn!(agent = %self.agent, %error, "could not report progress");
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+fn clock_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+fn chars(text: &str) -> u64 {
+    text.chars().count() as u64
+}
+
+fn message_chars(message: &Message) -> u64 {
+    let calls = message.as_assistant().map_or(0, |assistant| {
+        assistant
+            .tool_calls
+            .iter()
+            .map(|call| chars(&call.name) + chars(&call.arguments))
+            .sum()
+    });
+    chars(message.text()) + calls
+}
+
+/// A usage estimate for a call that had `request` and produced `answer`.
+pub fn estimate(request: &ModelRequest, answer: &AssistantMessage) -> Usage {
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|tool| {
+            chars(&tool.name) + chars(&tool.description) + chars(&tool.parameters.to_string())
+        })
+        .sum();
+    let input =
+        chars(&request.system) + request.messages.iter().map(message_chars).sum::<u64>() + tools;
+    let output = chars(&answer.content)
+        + answer.reasoning.as_deref().map_or(0, chars)
+        + answer
+            .tool_calls
+            .iter()
+            .map(|call| chars(&call.name) + chars(&call.arguments))
+            .sum::<u64>();
+    Usage {
+        input_tokens: input.div_ceil(CHARS_PER_TOKEN),
+        output_tokens: output.div_ceil(CHARS_PER_TOKEN),
+        ..Usage::default()
+    }
+}
+
+#[async_trait]
+impl Middleware for TokenUsage {
+    fn name(&self) -> &'static str {
+        "TokenUsage"
+    }
+
+    async fn wrap_model_call(
+        &self,
+        state: &ThreadState,
+        request: ModelRequest,
+        next: ModelNext<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        let estimate_from = request.clone();
+        let mut answer = next.run(state, request).await?;
+        let estimated = answer.usage.is_none();
+        if estimated {
+            answer.usage = Some(estimate(&estimate_from, &answer));
+            answer
+                .meta
+                .extra
+                .insert("usage_estimated".into(), serde_json::Value::Bool(true));
+        }
+        let usage = answer.usage.unwrap_or_default();
+        tracing::info!(
+            agent = %self.agent,
+            call = state.usage.model_calls.saturating_add(1),
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            estimated,
+            "model call usage"
+        );
+        Ok(answer)
+    }
+
+    async fn after_model(&self, state: &mut ThreadState) -> Flow {
+        let snapshot = (state.title.clone(), state.todos.clone(), state.usage);
+        if let Some(report) = self.due(snapshot, false) {
+            self.send(report).await;
+        }
+        Flow::Continue
+    }
+
+    async fn after_agent(&self, state: &mut ThreadState) {
+        let unsent = self.reporting().unsent.is_some();
+        if !unsent {
+            return;
+        }
+        let snapshot = (state.title.clone(), state.todos.clone(), state.usage);
+        if let Some(report) = self.due(snapshot, true) {
+            self.send(report).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::report::{Clarification, TodoStatus};
+    use herd_crds::wire::{
+        ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ResultReport,
+    };
+    use serde_json::json;
+
+    use super::*;
+    use crate::control::{AskOutcome, ControlError};
+    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::tools::Budget;
+
+    /// Records progress reports; everything else is the shared recording double.
+    #[derive(Default)]
+    struct ProgressLog {
+        reports: Mutex<Vec<ProgressReport>>,
+        inner: RecordingControl,
+    }
+
+    #[async_trait]
+    impl ControlPlane for ProgressLog {
+        async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError> {
+            self.reports.lock().unwrap().push(report);
+            Ok(())
+        }
+        async fn run_child(
+            &self,
+            request: ChildRequest,
+            parent: Budget,
+        ) -> Result<ChildOutcome, ControlError> {
+            self.inner.run_child(request, parent).await
+        }
+        async fn ask(
+            &self,
+            question: &Clarification,
+            checkpoint: &ThreadState,
+        ) -> Result<AskOutcome, ControlError> {
+            self.inner.ask(question, checkpoint).await
+        }
+        async fn post_result(&self, result: ResultReport) -> Result<(), ControlError> {
+            self.inner.post_result(result).await
+        }
+        async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
+            self.inner.read_memory().await
+        }
+        async fn update_memory(
+            &self,
+            operations: Vec<MemoryOperation>,
+        ) -> Result<(), ControlError> {
+            self.inner.update_memory(operations).await
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_usage_is_estimated_and_marked() {
+        let mut silent = text("12345678");
+        silent.usage = None;
+        let model = QueuedModel::new(vec![silent]);
+        let (agent, env) = testing::agent(
+            model,
+            vec![],
+            vec![Arc::new(TokenUsage::log_only("lead"))],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("abcd");
+        agent.run(&mut state, &env).await.unwrap();
+        let answer = state.last_assistant().unwrap();
+        assert_eq!(answer.meta.extra.get("usage_estimated"), Some(&json!(true)));
+        // "You are a test agent." (21) + "abcd" (4) = 25 chars → 7 tokens; 8 chars → 2.
+        assert_eq!(state.usage.input_tokens, 7);
+        assert_eq!(state.usage.output_tokens, 2);
+    }
+
+    #[tokio::test]
+    async fn reported_usage_is_kept() {
+        let model = QueuedModel::new(vec![text("hi")]);
+        let (agent, env) = testing::agent(
+            model,
+            vec![],
+            vec![Arc::new(TokenUsage::log_only("lead"))],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("t");
+        agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(
+            (state.usage.input_tokens, state.usage.output_tokens),
+            (10, 5)
+        );
+        assert!(state.last_assistant().unwrap().meta.extra.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_is_coalesced_to_one_report_per_second_and_flushed_at_the_end() {
+        let log = Arc::new(ProgressLog::default());
+        let middleware = TokenUsage::new("lead", log.clone(), 2);
+        let mut state = ThreadState::new("t");
+        for calls in 1..=3 {
+            state.usage.model_calls = calls;
+            middleware.after_model(&mut state).await;
+        }
+        assert_eq!(
+            log.reports.lock().unwrap().len(),
+            1,
+            "the first goes out at once"
+        );
+
+        tokio::time::advance(REPORT_INTERVAL).await;
+        state.title = Some("A title".into());
+        state.todos = vec![Todo {
+            content: "step".into(),
+            status: TodoStatus::InProgress,
+        }];
+        state.usage.model_calls = 4;
+        middleware.after_model(&mut state).await;
+        state.usage.model_calls = 5;
+        middleware.after_model(&mut state).await;
+        middleware.after_agent(&mut state).await;
+        middleware.after_agent(&mut state).await;
+
+        let reports = log.reports.lock().unwrap().clone();
+        let calls: Vec<u32> = reports.iter().map(|r| r.usage.model_calls).collect();
+        assert_eq!(
+            calls,
+            [1, 4, 5],
+            "latest state wins; the tail is flushed once"
+        );
+        assert!(reports.windows(2).all(|pair| pair[0].seq < pair[1].seq));
+        assert!(
+            reports[0].seq >= 1_600_000_000_000,
+            "seq starts from the clock"
+        );
+        assert_eq!(reports[1].title.as_deref(), Some("A title"));
+        assert_eq!(reports[1].todos.len(), 1);
+        assert!(reports.iter().all(|r| r.attempt == 2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unchanged_progress_is_not_reported_again() {
+        let log = Arc::new(ProgressLog::default());
+        let middleware = TokenUsage::new("lead", log.clone(), 1);
+        let mut state = ThreadState::new("t");
+        middleware.after_model(&mut state).await;
+        tokio::time::advance(REPORT_INTERVAL).await;
+        middleware.after_model(&mut state).await;
+        middleware.after_agent(&mut state).await;
+        assert_eq!(log.reports.lock().unwrap().len(), 1);
+    }
+}
