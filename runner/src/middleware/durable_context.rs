@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
+use super::active_skills::skill_file_ref;
 use super::text::{escape_tags, head_tail, truncate_chars};
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
@@ -179,35 +180,19 @@ fn skill_read(
 ) -> Option<SkillContext> {
     let result = result.filter(|result| result.status == ToolStatus::Success)?;
     let arguments = call.parse_arguments().ok()?;
-    let path = arguments.get("path")?.as_str()?;
-    let name = skill_name(path)?;
-    if known.iter().any(|skill| skill.path == path) {
+    let skill = skill_file_ref(arguments.get("path")?.as_str()?)?;
+    if known.iter().any(|known| known.path == skill.path) {
         return None;
     }
     let description = parse_skill_md(&result.content)
         .map(|skill| skill.description)
         .unwrap_or_default();
     Some(SkillContext {
-        name: name.to_owned(),
-        path: path.to_owned(),
+        name: skill.name,
+        path: skill.path,
         description,
         slash_activated: false,
     })
-}
-
-/// The skill's name when `path` is `/mnt/skills/{public,custom}/<name>/SKILL.md`.
-fn skill_name(path: &str) -> Option<&str> {
-    let rest = path.strip_prefix("/mnt/skills/")?;
-    let mut parts = rest.split('/');
-    let category = parts.next()?;
-    let name = parts.next()?;
-    let file = parts.next()?;
-    let valid = matches!(category, "public" | "custom")
-        && file == "SKILL.md"
-        && parts.next().is_none()
-        && !name.is_empty()
-        && name != "..";
-    valid.then_some(name)
 }
 
 /// The `<durable_context_data>` text, or `None` when there is nothing to restore.
@@ -347,16 +332,6 @@ mod tests {
                 slash_activated: false,
             }]
         );
-    }
-
-    #[test]
-    fn only_skill_md_files_under_the_skill_roots_count() {
-        assert_eq!(skill_name("/mnt/skills/public/a/SKILL.md"), Some("a"));
-        assert_eq!(skill_name("/mnt/skills/custom/b-c/SKILL.md"), Some("b-c"));
-        assert_eq!(skill_name("/mnt/skills/other/a/SKILL.md"), None);
-        assert_eq!(skill_name("/mnt/skills/public/a/refs/SKILL.md"), None);
-        assert_eq!(skill_name("/mnt/skills/public/../SKILL.md"), None);
-        assert_eq!(skill_name("/mnt/skills/public/a/README.md"), None);
     }
 
     #[tokio::test]

@@ -124,10 +124,10 @@ impl Middleware for Memory {
 /// Whether the run ended on a final answer: not waiting for the user (the conversation goes
 /// on and is learned from when it ends) and not failed before answering.
 fn finished_with_answer(state: &ThreadState) -> bool {
-    if let Some(reason) = state.stop_reason {
-        if reason == StopReason::InputRequired || !reason.is_answer() {
-            return false;
-        }
+    if let Some(reason) = state.stop_reason
+        && (reason == StopReason::InputRequired || !reason.is_answer())
+    {
+        return false;
     }
     matches!(
         state.messages.last(),

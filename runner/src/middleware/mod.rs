@@ -36,3 +36,6 @@ pub mod skill_tool_policy;
 pub mod system_message_coalescing;
 pub mod clarification;
 pub mod token_usage;
+pub mod todo;
+pub mod title;
+pub mod view_image;

@@ -284,13 +284,13 @@ impl Middleware for Summarization {
             .map(|(_, message)| message)
             .collect();
         for message in &mut kept {
-            if let Message::Assistant(assistant) = message {
-                if assistant.usage.is_some() {
-                    assistant
-                        .meta
-                        .extra
-                        .insert(STALE_USAGE_FLAG.to_owned(), true.into());
-                }
+            if let Message::Assistant(assistant) = message
+                && assistant.usage.is_some()
+            {
+                assistant
+                    .meta
+                    .extra
+                    .insert(STALE_USAGE_FLAG.to_owned(), true.into());
             }
         }
         tracing::info!(
