@@ -176,4 +176,34 @@ mod tests {
             assert_eq!(state.stop_reason, expected, "{reason:?}");
         }
     }
+
+    #[tokio::test]
+    async fn in_chain_order_the_safety_stop_wins_over_the_later_guards() {
+        use crate::agent::Middleware;
+        use crate::middleware::loop_detection::{LoopDetection, LoopSettings};
+        use crate::middleware::subagent_limit::SubagentLimit;
+        use crate::middleware::token_budget::TokenBudget;
+
+        let tasks: Vec<(&str, serde_json::Value)> = (0..5)
+            .map(|i| ("task", json!({"description": format!("job {i}")})))
+            .collect();
+        let mut blocked = stopped(calls(&tasks), FinishReason::ContentFilter);
+        blocked.usage = text("").usage;
+        let model = QueuedModel::new(vec![blocked]);
+        // DeerFlow's relative order: SubagentLimit, LoopDetection, TokenBudget, Safety.
+        let chain: Vec<Arc<dyn Middleware>> = vec![
+            Arc::new(SubagentLimit::new(3, 6)),
+            Arc::new(LoopDetection::new(LoopSettings::default())),
+            Arc::new(TokenBudget::new(1)),
+            Arc::new(SafetyFinishReason::new()),
+        ];
+        let (agent, env) =
+            testing::agent(model, vec![], chain, Arc::new(RecordingControl::default()));
+        let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::SafetyStop);
+        assert_eq!(
+            outcome.answer, EXPLANATION,
+            "no budget or subagent note was added"
+        );
+    }
 }
