@@ -106,10 +106,12 @@ impl Tool for SandboxTool {
     }
 }
 
+/// How a [`FnExecutor`] answers.
+type Answer = Box<dyn Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError> + Send + Sync>;
+
 /// Answers from a closure and records every request.
 pub struct FnExecutor {
-    pub answer:
-        Box<dyn Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError> + Send + Sync>,
+    pub answer: Answer,
     pub requests: Mutex<Vec<SandboxRequest>>,
 }
 
