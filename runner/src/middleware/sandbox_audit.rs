@@ -322,11 +322,11 @@ impl Middleware for SandboxAudit {
         let call_id = request.call.id.as_str();
         match verdict {
             Verdict::Pass => {
-                tracing::info!(target: "herd::audit", call_id, command = %logged, verdict = "pass");
+                tracing::info!(target: AUDIT_TARGET, call_id, command = %logged, verdict = "pass");
                 next.run(request).await
             }
             Verdict::Warn(reason) => {
-                tracing::warn!(target: "herd::audit", call_id, command = %logged, verdict = "warn", reason);
+                tracing::warn!(target: AUDIT_TARGET, call_id, command = %logged, verdict = "warn", reason);
                 let mut output = next.run(request).await;
                 output.content.push_str(&format!(
                     "\n\n⚠️ Warning: `{logged}` is a medium-risk command ({reason}); it may \
@@ -339,7 +339,7 @@ impl Middleware for SandboxAudit {
                 output
             }
             Verdict::Block(reason) => {
-                tracing::warn!(target: "herd::audit", call_id, command = %logged, verdict = "block", reason);
+                tracing::warn!(target: AUDIT_TARGET, call_id, command = %logged, verdict = "block", reason);
                 let mut output = ToolOutput::error(format!(
                     "Command blocked: {reason}. Please use a safer alternative approach."
                 ));
@@ -557,5 +557,45 @@ mod tests {
         )
         .await;
         assert_eq!(output.content, "ok");
+    }
+    /// Collects what the audit log writes.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn every_decision_is_logged_on_the_audit_target() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        for command in ["ls", "pip install x", "rm -rf /"] {
+            run_tool(
+                Arc::new(SandboxAudit::new()),
+                Arc::new(FixedTool::ok("bash", "ok")),
+                "bash",
+                json!({"description": "x", "command": command}),
+            )
+            .await;
+        }
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(AUDIT_TARGET)).collect();
+        assert_eq!(lines.len(), 3, "{log}");
+        assert!(lines[0].contains("verdict=\"pass\"") && lines[0].contains("command=ls"));
+        assert!(lines[1].contains("verdict=\"warn\""));
+        assert!(lines[2].contains("verdict=\"block\"") && lines[2].contains("command=rm -rf /"));
     }
 }
