@@ -179,6 +179,10 @@ fn skill_read(
     known: &[SkillContext],
 ) -> Option<SkillContext> {
     let result = result.filter(|result| result.status == ToolStatus::Success)?;
+    // Most reads are not of a SKILL.md: skip parsing their arguments on every model call.
+    if !call.arguments.contains("SKILL.md") {
+        return None;
+    }
     let arguments = call.parse_arguments().ok()?;
     let skill = skill_file_ref(arguments.get("path")?.as_str()?)?;
     if known.iter().any(|known| known.path == skill.path) {
@@ -332,6 +336,11 @@ mod tests {
                 slash_activated: false,
             }]
         );
+        let data = render_data(&state).unwrap();
+        assert!(data.contains(
+            "## Skills loaded (re-read a SKILL.md if you need its details)\n- research \
+             (/mnt/skills/public/research/SKILL.md): Deep web research"
+        ));
     }
 
     #[tokio::test]

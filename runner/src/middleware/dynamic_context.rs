@@ -15,6 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::clock::{Clock, date_line};
+use super::uploads;
 use crate::agent::{Flow, Middleware};
 use crate::control::ControlPlane;
 use crate::memory::inject::format_memory;
@@ -112,8 +113,7 @@ impl Middleware for DynamicContext {
 }
 
 /// Where the current turn starts: the newest visible user message, moved back over the
-/// hidden context placed just before it (e.g. the uploads list), so date and memory come
-/// first in the frozen prefix.
+/// uploads list placed just before it, so date and memory come first in the frozen prefix.
 fn turn_start(state: &ThreadState) -> Option<usize> {
     let mut position = state
         .messages
@@ -121,9 +121,7 @@ fn turn_start(state: &ThreadState) -> Option<usize> {
         .rposition(|message| matches!(message, Message::User(user) if !user.meta.hidden))?;
     while position > 0 {
         match &state.messages[position - 1] {
-            Message::User(user)
-                if user.meta.hidden && !is_reminder(&state.messages[position - 1]) =>
-            {
+            Message::User(user) if user.meta.kind.as_deref() == Some(uploads::KIND) => {
                 position -= 1;
             }
             _ => break,

@@ -380,35 +380,39 @@ pub fn cut_point(messages: &[Message], keep: usize) -> Option<usize> {
     if messages.len() <= keep {
         return None;
     }
-    let mut owners: HashMap<&str, usize> = HashMap::new();
+    // The caller of each tool result: the nearest assistant message before it with that call
+    // id (some providers reuse ids like `call_0` across turns).
+    let mut latest: HashMap<&str, usize> = HashMap::new();
+    let mut callers: Vec<Option<usize>> = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
+        callers.push(match message {
+            Message::Tool(tool) => latest.get(tool.tool_call_id.as_str()).copied(),
+            _ => None,
+        });
         if let Message::Assistant(assistant) = message {
             for call in &assistant.tool_calls {
-                owners.entry(call.id.as_str()).or_insert(index);
+                latest.insert(call.id.as_str(), index);
             }
         }
     }
-    let owner = |message: &Message| match message {
-        Message::Tool(tool) => owners.get(tool.tool_call_id.as_str()).copied(),
-        _ => None,
-    };
+    let orphan =
+        |index: usize| matches!(messages[index], Message::Tool(_)) && callers[index].is_none();
     let mut cut = messages.len() - keep;
     // Each pass either moves the cut onto an assistant message (stable) or past orphans;
     // the bound only guards against a logic slip ever looping.
     for _ in 0..=messages.len() {
-        let earliest_owner = messages[cut..]
+        let earliest_owner = callers[cut..]
             .iter()
-            .filter_map(&owner)
+            .flatten()
+            .copied()
             .filter(|&index| index < cut)
             .min();
         if let Some(index) = earliest_owner {
             cut = index;
             continue;
         }
-        let orphan =
-            |message: &Message| matches!(message, Message::Tool(_)) && owner(message).is_none();
-        if cut < messages.len() && orphan(&messages[cut]) {
-            while cut < messages.len() && orphan(&messages[cut]) {
+        if cut < messages.len() && orphan(cut) {
+            while cut < messages.len() && orphan(cut) {
                 cut += 1;
             }
             continue;
@@ -496,6 +500,7 @@ fn strip_think(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use async_trait::async_trait;
     use proptest::prelude::*;
 
     use super::*;
@@ -737,8 +742,106 @@ mod tests {
         assert!(!summarization.should_summarize(&messages).await);
     }
 
+    /// Echoes its arguments: a cheap tool for long scripted runs.
+    struct Echo;
+
+    #[async_trait]
+    impl crate::tools::Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn group(&self) -> crate::tools::ToolGroup {
+            crate::tools::ToolGroup::Builtin
+        }
+        fn schema(&self) -> crate::model::ToolSchema {
+            crate::model::ToolSchema {
+                name: "echo".into(),
+                description: "echo".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+        async fn call(
+            &self,
+            arguments: serde_json::Value,
+            _ctx: &crate::tools::ToolContext,
+        ) -> crate::tools::ToolOutput {
+            crate::tools::ToolOutput::ok(arguments.to_string())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
+        use crate::middleware::durable_context::DurableContext;
+        use crate::middleware::todo::{REMINDER_KIND, Todo};
+        use crate::testing::{self, RecordingControl, calls};
+        use serde_json::json;
+
+        let echo = |n: u32| calls(&[("echo", json!({ "n": n }))]);
+        let model = QueuedModel::new(vec![
+            calls(&[(
+                "write_todos",
+                json!({"todos": [{"content": "collect", "status": "in_progress"}]}),
+            )]),
+            echo(1),
+            echo(2),
+            echo(3),
+            text("SUMMARY: planned, echoed 1 to 3."),
+            calls(&[(
+                "write_todos",
+                json!({"todos": [{"content": "collect", "status": "completed"}]}),
+            )]),
+            text("done"),
+        ]);
+        let chain: Vec<Arc<dyn crate::agent::Middleware>> = vec![
+            Arc::new(DurableContext::new()),
+            Arc::new(middleware(model.clone(), config(9, 3))),
+            Arc::new(Todo::new()),
+        ];
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![
+                Arc::new(crate::tools::write_todos::WriteTodos),
+                Arc::new(Echo),
+            ],
+            chain,
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("collect things");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        let requests = model.requests();
+        let purposes: Vec<Purpose> = requests.iter().map(|r| r.context.purpose).collect();
+        use Purpose::{Main, Summary};
+        assert_eq!(purposes, vec![Main, Main, Main, Main, Summary, Main, Main]);
+        assert_eq!(outcome.answer, "done");
+        let after = &requests[5].messages;
+        assert!(
+            after[0].text().starts_with("Durable context"),
+            "{:?}",
+            after[0]
+        );
+        assert!(after[1].text().contains("SUMMARY: planned, echoed 1 to 3."));
+        assert_eq!(
+            after[2].text(),
+            "collect things",
+            "the user's message stays"
+        );
+        let reminder = after.last().unwrap();
+        assert_eq!(reminder.meta().kind.as_deref(), Some(REMINDER_KIND));
+        assert!(reminder.text().contains("- [in_progress] collect"));
+        assert_eq!(
+            state.summary.as_deref(),
+            Some("SUMMARY: planned, echoed 1 to 3.")
+        );
+        assert!(
+            state.messages.len() < 12,
+            "older messages are gone: {}",
+            state.messages.len()
+        );
+    }
+
     /// A random but well-formed thread: turns whose tool results follow their call (in any
-    /// order, sometimes with a hidden image message between), plus stray orphan results.
+    /// order, sometimes with a hidden image message between; call ids reused across turns as
+    /// some providers do), plus stray orphan results.
     fn thread_strategy() -> impl Strategy<Value = Vec<Message>> {
         let step = prop_oneof![
             Just(0u8), // user
@@ -757,7 +860,7 @@ mod tests {
                     7 => messages.push(Message::system(format!("s{n}"), "dynamic_context", "r")),
                     calls => {
                         let ids: Vec<String> =
-                            (0..calls - 1).map(|i| format!("c{n}_{i}")).collect();
+                            (0..calls - 1).map(|i| format!("c{}_{i}", n % 3)).collect();
                         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
                         messages.push(assistant(&format!("a{n}"), &refs));
                         let mut order = ids.clone();
@@ -789,30 +892,37 @@ mod tests {
         ) {
             if let Some(cut) = cut_point(&messages, keep) {
                 prop_assert!(cut > 0 && cut < messages.len());
-                let suffix = &messages[cut..];
-                prop_assert!(!matches!(suffix[0], Message::Tool(_)), "starts with a tool result");
-                let called: HashSet<&str> = suffix
-                    .iter()
-                    .filter_map(Message::as_assistant)
-                    .flat_map(|a| a.tool_calls.iter().map(|c| c.id.as_str()))
-                    .collect();
-                let answered: HashSet<&str> = suffix
-                    .iter()
-                    .filter_map(|m| match m {
-                        Message::Tool(t) => Some(t.tool_call_id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                for id in &called {
-                    prop_assert!(answered.contains(id), "call {id} kept without its result");
-                }
-                for id in &answered {
-                    let called_anywhere = messages
-                        .iter()
-                        .filter_map(Message::as_assistant)
-                        .any(|a| a.tool_calls.iter().any(|c| c.id == *id));
-                    if called_anywhere {
-                        prop_assert!(called.contains(id), "result {id} kept without its call");
+                prop_assert!(
+                    !matches!(messages[cut], Message::Tool(_)),
+                    "the kept part starts with a tool result"
+                );
+                let next_assistant = |after: usize| {
+                    (after + 1..messages.len())
+                        .find(|&j| matches!(messages[j], Message::Assistant(_)))
+                        .unwrap_or(messages.len())
+                };
+                for (i, message) in messages.iter().enumerate().skip(cut) {
+                    match message {
+                        // Every kept call has its result kept, before the next answer.
+                        Message::Assistant(assistant) => {
+                            for call in &assistant.tool_calls {
+                                let answered = messages[i + 1..next_assistant(i)].iter().any(
+                                    |m| matches!(m, Message::Tool(t) if t.tool_call_id == call.id),
+                                );
+                                prop_assert!(answered, "call {} kept without its result", call.id);
+                            }
+                        }
+                        // Every kept result with a caller has that caller kept.
+                        Message::Tool(tool) => {
+                            let caller = messages[..i].iter().rposition(|m| {
+                                m.as_assistant()
+                                    .is_some_and(|a| a.tool_calls.iter().any(|c| c.id == tool.tool_call_id))
+                            });
+                            if let Some(caller) = caller {
+                                prop_assert!(caller >= cut, "result {} kept without its call", tool.tool_call_id);
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
