@@ -72,10 +72,6 @@ pub const NEUTRALIZED_BEGIN: &str = "[BEGIN USER INPUT]";
 /// What a user-typed [`END_MARKER`] becomes.
 pub const NEUTRALIZED_END: &str = "[END USER INPUT]";
 
-/// Meta key (on a user message) holding the text the user actually typed, when the framework
-/// prepended a block of its own (uploads); only that suffix is sanitized.
-pub const ORIGINAL_CONTENT_KEY: &str = "original_user_content";
-
 /// A blocked tag: opening, closing, with attributes, self-closing, or left unclosed.
 static BLOCKED_TAG: LazyLock<Option<Regex>> = LazyLock::new(|| {
     let mut names: Vec<&str> = BLOCKED_TAGS.to_vec();
@@ -131,23 +127,6 @@ pub fn last_genuine_user_index(messages: &[Message]) -> Option<usize> {
     messages.iter().rposition(is_genuine_user_message)
 }
 
-/// The text the user typed in a message: the original suffix when the framework prepended
-/// a block, else the whole content.
-pub fn original_user_text(message: &Message) -> &str {
-    let Message::User(user) = message else {
-        return message.text();
-    };
-    match user
-        .meta
-        .extra
-        .get(ORIGINAL_CONTENT_KEY)
-        .and_then(|v| v.as_str())
-    {
-        Some(original) if !original.is_empty() && user.content.ends_with(original) => original,
-        _ => &user.content,
-    }
-}
-
 /// Escapes and frames the last genuine user message of every model request.
 #[derive(Debug, Default)]
 pub struct InputSanitization;
@@ -160,21 +139,14 @@ impl InputSanitization {
 }
 
 fn sanitize(messages: &mut [Message]) {
+    // Framework context (uploads, reminders) arrives in messages of its own, so the user's
+    // message holds only what the user typed.
     let Some(index) = last_genuine_user_index(messages) else {
         return;
     };
-    let original = original_user_text(&messages[index]).to_owned();
-    let Message::User(user) = &mut messages[index] else {
-        return;
-    };
-    if original.trim().is_empty() {
-        return;
+    if let Message::User(user) = &mut messages[index] {
+        user.content = frame_user_input(&user.content);
     }
-    // Framework blocks before the user's own text stay as the framework wrote them.
-    let prefix_len = user.content.len() - original.len();
-    let mut content = user.content[..prefix_len].to_owned();
-    content.push_str(&frame_user_input(&original));
-    user.content = content;
 }
 
 #[async_trait]
@@ -270,23 +242,6 @@ mod tests {
         assert_eq!(
             messages[2].text(),
             "<system-reminder>date</system-reminder>"
-        );
-    }
-
-    #[test]
-    fn a_framework_prefix_before_the_user_text_is_kept() {
-        let mut message =
-            Message::user("u", "<current_uploads>a.csv</current_uploads>\n\nhi <role>");
-        if let Message::User(user) = &mut message {
-            user.meta
-                .extra
-                .insert(ORIGINAL_CONTENT_KEY.into(), serde_json::json!("hi <role>"));
-        }
-        let mut messages = vec![message];
-        sanitize(&mut messages);
-        assert_eq!(
-            messages[0].text(),
-            "<current_uploads>a.csv</current_uploads>\n\n--- BEGIN USER INPUT ---\nhi &lt;role&gt;\n--- END USER INPUT ---"
         );
     }
 

@@ -14,7 +14,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use super::active_skills::ActiveSkills;
-use super::input_sanitization::{last_genuine_user_index, original_user_text};
+use super::input_sanitization::last_genuine_user_index;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::sandbox::executor::ToolExecutor;
@@ -168,7 +168,7 @@ impl Middleware for SkillActivation {
         if let Some(index) = last_genuine_user_index(&state.messages) {
             let target = &state.messages[index];
             let known = self.recorded().iter().any(|a| a.target_id == target.id());
-            if !known && let Some((skill, task)) = self.parse(original_user_text(target)) {
+            if !known && let Some((skill, task)) = self.parse(target.text()) {
                 match self.read_skill(skill).await {
                     Ok(content) => {
                         tracing::info!(skill = %skill.name, path = %skill.path, "slash skill activated");
