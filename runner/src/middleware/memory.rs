@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
 use super::clock::Clock;
+use super::text::{escape_tags, head_tail};
 use crate::agent::Middleware;
 use crate::control::ControlPlane;
 use crate::memory::extract::{
@@ -26,6 +27,8 @@ use crate::thread::{Message, ThreadState};
 
 /// `meta.kind` of the memory call's single message.
 const PROMPT_KIND: &str = "memory_update";
+/// Longest summary of compacted messages put into the memory call.
+const SUMMARY_CHARS: usize = 4000;
 
 /// Learns from each finished run.
 pub struct Memory {
@@ -53,9 +56,19 @@ impl Memory {
     }
 
     async fn update(&self, state: &mut ThreadState) -> Result<usize, String> {
-        let Some(transcript) = compact_transcript(&state.messages) else {
+        let Some(mut transcript) = compact_transcript(&state.messages) else {
             return Ok(0);
         };
+        // Summarization removed the older messages; their summary stands in for them (what
+        // DeerFlow's pre-compaction memory flush achieves).
+        if let Some(summary) = state.summary.as_deref().filter(|s| !s.trim().is_empty()) {
+            let summary = escape_tags(&head_tail(
+                summary.trim(),
+                SUMMARY_CHARS * 2 / 3,
+                SUMMARY_CHARS / 3,
+            ));
+            transcript = format!("Earlier (summarized): {summary}\n\n{transcript}");
+        }
         let document = self
             .control
             .read_memory()
@@ -219,6 +232,23 @@ mod tests {
             state.usage.input_tokens, 20,
             "the memory call's usage counts"
         );
+    }
+
+    #[tokio::test]
+    async fn the_summary_of_compacted_messages_reaches_the_memory_call() {
+        let control = Arc::new(RecordingControl::default());
+        let memory_model = QueuedModel::new(vec![text("{\"operations\": []}")]);
+        let mut state = ThreadState::new("and now the <chart>");
+        state.summary = Some("The user is Ada and wants weekly reports.".into());
+        state.messages.push(Message::Assistant(text("Here.")));
+        memory(memory_model.clone(), control)
+            .after_agent(&mut state)
+            .await;
+        let prompt = memory_model.requests()[0].messages[0].text().to_owned();
+        assert!(prompt.contains(
+            "<conversation>\nEarlier (summarized): The user is Ada and wants weekly reports.\n\n\
+             User: and now the &lt;chart&gt;"
+        ), "{prompt}");
     }
 
     #[tokio::test]

@@ -103,10 +103,11 @@ impl SummarizationConfig {
     }
 }
 
-/// Exact token counts by message (id and text length: an edited message is counted again).
+/// Exact token counts by message id, with the length of the text counted: an edited message
+/// is counted again.
 #[derive(Default)]
 struct TokenCache {
-    counts: HashMap<(String, usize), u64>,
+    counts: HashMap<String, (usize, u64)>,
     /// Messages run through the tokenizer so far (for tests: the cache must spare work).
     tokenized: usize,
 }
@@ -174,11 +175,10 @@ impl Summarization {
         {
             let cache = self.cache();
             for message in messages {
-                let text = countable_text(message);
-                let key = (message.id().to_owned(), text.len());
-                match cache.counts.get(&key) {
-                    Some(count) => known += count,
-                    None => missing.push((key, text)),
+                let length = countable_len(message);
+                match cache.counts.get(message.id()) {
+                    Some(&(counted, count)) if counted == length => known += count,
+                    _ => missing.push((message.id().to_owned(), countable_text(message))),
                 }
             }
         }
@@ -190,9 +190,9 @@ impl Summarization {
             Some(
                 missing
                     .into_iter()
-                    .map(|(key, text)| {
+                    .map(|(id, text)| {
                         let tokens = tokenizer.encode_ordinary(&text).len() as u64;
-                        (key, tokens + MESSAGE_OVERHEAD_TOKENS)
+                        (id, text.len(), tokens + MESSAGE_OVERHEAD_TOKENS)
                     })
                     .collect::<Vec<_>>(),
             )
@@ -201,9 +201,9 @@ impl Summarization {
         .ok()??;
         let mut cache = self.cache();
         cache.tokenized += counted.len();
-        for (key, count) in counted {
+        for (id, length, count) in counted {
             known += count;
-            cache.counts.insert(key, count);
+            cache.counts.insert(id, (length, count));
         }
         Some(known)
     }
@@ -303,7 +303,7 @@ impl Middleware for Summarization {
         let ids: HashSet<&str> = state.messages.iter().map(Message::id).collect();
         self.cache()
             .counts
-            .retain(|(id, _), _| ids.contains(id.as_str()));
+            .retain(|id, _| ids.contains(id.as_str()));
         Flow::Continue
     }
 }
@@ -321,6 +321,21 @@ fn tokenizer() -> Option<&'static CoreBPE> {
             }
         })
         .as_ref()
+}
+
+/// The byte length of [`countable_text`], without building it.
+fn countable_len(message: &Message) -> usize {
+    match message {
+        Message::Assistant(assistant) if !assistant.tool_calls.is_empty() => {
+            let calls: usize = assistant
+                .tool_calls
+                .iter()
+                .map(|call| call.name.len() + call.arguments.len() + 2)
+                .sum();
+            assistant.content.len() + calls
+        }
+        other => other.text().len(),
+    }
 }
 
 /// What a message costs in the context: its text and its tool calls.
@@ -713,6 +728,24 @@ mod tests {
             4,
             "counts are cached per message"
         );
+        let mut edited = messages.clone();
+        if let Message::User(user) = &mut edited[0] {
+            user.content.push_str(" and more");
+        }
+        assert!(!summarization.should_summarize(&edited).await);
+        assert_eq!(
+            summarization.cache().tokenized,
+            5,
+            "an edited message is counted again"
+        );
+    }
+
+    #[test]
+    fn the_countable_length_matches_the_counted_text() {
+        let turn = assistant("a", &["c1", "c2"]);
+        assert_eq!(countable_len(&turn), countable_text(&turn).len());
+        let answer = result("c1");
+        assert_eq!(countable_len(&answer), countable_text(&answer).len());
     }
 
     #[tokio::test]
