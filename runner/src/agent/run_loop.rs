@@ -91,6 +91,8 @@ impl Agent {
             Some(reason) => self.outcome(state, reason, None),
             None => self.turns(state, env).await?,
         };
+        // after_agent hooks (memory, final reports) need to know how the run ended.
+        state.stop_reason = Some(outcome.stop_reason);
         for middleware in self.chain.iter().rev() {
             middleware.after_agent(state).await;
         }
@@ -251,6 +253,9 @@ impl Agent {
             .collect()
             .await;
         let mut question = None;
+        // Images follow all of the turn's results: strict providers want every result
+        // right after the assistant message that called for it.
+        let mut images = Vec::new();
         for (call, output) in outputs {
             state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
             let effect = output.effect;
@@ -280,12 +285,13 @@ impl Agent {
                 if let Message::User(user) = &mut message {
                     user.images.push(part);
                 }
-                state.messages.push(message);
+                images.push(message);
             }
             if question.is_none() {
                 question = effect.interrupt;
             }
         }
+        state.messages.extend(images);
         question
     }
 

@@ -1,16 +1,57 @@
 //! The one function that orders the middleware chain, with the reason for each position.
+//!
+//! Hook order (see `agent::middleware`): `before_*` run top to bottom, `after_*` bottom to top,
+//! `wrap_*` nest with the top one outermost. So a middleware high in the list sees the model
+//! request first and the tool result last; one low in the list runs its `after_model` first.
 
 use std::sync::Arc;
 
 use herd_crds::agent::{MemorySpec, SummarizationSpec};
 
+use super::active_skills::ActiveSkills;
+use super::circuit_breaker::CircuitBreaker;
+use super::clarification::Clarification;
+use super::clock::{Clock, system_clock};
+use super::dangling_tool_call::DanglingToolCall;
+use super::durable_context::DurableContext;
+use super::dynamic_context::{DynamicContext, MemorySource};
+use super::input_sanitization::InputSanitization;
+use super::llm_error_handling::{LlmErrorHandling, RetrySettings};
+use super::loop_detection::{LoopDetection, LoopSettings};
+use super::memory::Memory;
+use super::model_length_finish_reason::ModelLengthFinishReason;
+use super::placement::{CustomMiddleware, PlacementError, place};
+use super::read_before_write::ReadBeforeWrite;
+use super::safety_finish_reason::SafetyFinishReason;
+use super::sandbox::Sandbox;
+use super::sandbox_audit::SandboxAudit;
+use super::skill_activation::SkillActivation;
+use super::skill_tool_policy::SkillToolPolicy;
+use super::subagent_limit::SubagentLimit;
+use super::summarization::{Summarization, SummarizationConfig};
+use super::system_message_coalescing::SystemMessageCoalescing;
+use super::terminal_response::TerminalResponse;
+use super::thread_data::ThreadData;
+use super::title::Title;
+use super::todo::Todo;
+use super::token_budget::TokenBudget;
+use super::token_usage::TokenUsage;
+use super::tool_error_handling::ToolErrorHandling;
+use super::tool_output_budget::ToolOutputBudget;
+use super::tool_result_sanitization::ToolResultSanitization;
+use super::uploads::Uploads;
+use super::view_image::ViewImage;
 use crate::agent::{Middleware, Observer};
 use crate::control::ControlPlane;
 use crate::control::local::SubagentCaps;
-use crate::model::{AgentRole, ChatModel};
+use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
 use crate::runtime::blueprint::{ChainFactory, ChainRole};
 use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
+
+/// A subagent's token budget when the Agent sets none (DeerFlow's subagent default): the
+/// guard against runaway subagents (DeerFlow #3875 burned 4.4M tokens on a trivial task).
+pub const DEFAULT_SUBAGENT_TOKEN_BUDGET: u64 = 2_000_000;
 
 /// What the chain depends on, resolved once per run.
 pub struct ChainSettings {
@@ -24,6 +65,8 @@ pub struct ChainSettings {
     pub summarization: SummarizationSpec,
     pub memory: MemorySpec,
     pub skills: Vec<Skill>,
+    /// Whether the lead may ask the user (false in contexts nobody can answer).
+    pub clarification: bool,
     pub attempt: u32,
     /// For title, summary and memory calls.
     pub model: Arc<dyn ChatModel>,
@@ -31,30 +74,325 @@ pub struct ChainSettings {
     pub observer: Arc<dyn Observer>,
 }
 
-/// Herd's chain, in DeerFlow's order.
+/// Herd's chain, in DeerFlow's order. One per run: the circuit breaker is shared by the lead
+/// and its in-process subagents, which call the same model.
 pub struct StandardChain {
     settings: ChainSettings,
+    breaker: Arc<CircuitBreaker>,
+    clock: Clock,
 }
 
 impl StandardChain {
     pub fn new(settings: ChainSettings) -> Self {
-        StandardChain { settings }
+        StandardChain {
+            settings,
+            breaker: Arc::new(CircuitBreaker::default()),
+            clock: system_clock(),
+        }
     }
 }
 
 impl ChainFactory for StandardChain {
     fn build(&self, role: ChainRole, control: &Arc<dyn ControlPlane>) -> Vec<Arc<dyn Middleware>> {
-        build_chain(&self.settings, role, control)
+        build_chain(self, role, control)
     }
 }
 
+/// Pushes a middleware when `$cond` holds.
+macro_rules! push_if {
+    ($chain:ident, $cond:expr, $middleware:expr) => {
+        if $cond {
+            $chain.push(Arc::new($middleware) as Arc<dyn Middleware>);
+        }
+    };
+}
+
 /// Builds the chain for one agent of the run.
-pub fn build_chain(
-    settings: &ChainSettings,
+fn build_chain(
+    chain: &StandardChain,
     role: ChainRole,
-    _control: &Arc<dyn ControlPlane>,
+    control: &Arc<dyn ControlPlane>,
 ) -> Vec<Arc<dyn Middleware>> {
-    let _lead = role.role == AgentRole::Lead;
-    let _ = settings;
-    Vec::new()
+    let settings = &chain.settings;
+    let lead = role.role == AgentRole::Lead;
+    let agent = if lead { "lead" } else { role.name };
+    let executor = settings.executor.clone();
+    let active_skills = Arc::new(ActiveSkills::new());
+    let context = CallContext {
+        role: role.role,
+        subagent_type: (!lead).then(|| role.name.to_owned()),
+        purpose: Purpose::Main,
+        attempt: settings.attempt,
+    };
+    let mut list: Vec<Arc<dyn Middleware>> = Vec::new();
+
+    // Outermost on the model side: escape the user's text before any framework block is
+    // added by an inner middleware, so only the user's own tags are neutralized.
+    push_if!(list, true, InputSanitization::new());
+    // Outermost on the tool side: budget the final result, after every inner rewrite.
+    push_if!(list, true, ToolOutputBudget::new());
+    // Untrusted web text is neutralized before anything else sees it.
+    push_if!(list, true, ToolResultSanitization::new());
+    // before_agent, in order: folders exist, then uploads are listed into them, then the
+    // sandbox is confirmed reachable before any model call is spent.
+    push_if!(
+        list,
+        true,
+        ThreadData::new(executor.clone(), settings.attempt, chain.clock.clone())
+    );
+    push_if!(list, lead, Uploads::new(executor.clone()));
+    push_if!(list, true, Sandbox::new(executor.clone()));
+    // Repairs the request (answers dangling calls) before the retrying layer, so retries
+    // resend a request strict providers accept.
+    push_if!(list, true, DanglingToolCall::new());
+    // Retries everything inside it; reminders queued by inner middlewares are re-delivered
+    // on each attempt.
+    push_if!(
+        list,
+        true,
+        LlmErrorHandling::new(
+            RetrySettings::from_max_retries(settings.max_retries),
+            agent,
+            settings.observer.clone(),
+        )
+        .with_breaker(chain.breaker.clone())
+    );
+    // Tool guards from outer to inner: refuse dangerous commands, then unread overwrites,
+    // then frame whatever error is left for the model.
+    push_if!(list, true, SandboxAudit::new());
+    push_if!(list, true, ReadBeforeWrite::new());
+    push_if!(list, true, ToolErrorHandling::new());
+    // Date (and, for the lead, memory) go in after uploads, so they sit before them.
+    if lead {
+        let memory = settings.memory.enabled.then(|| MemorySource {
+            control: control.clone(),
+            injection_tokens: settings.memory.injection_tokens as usize,
+        });
+        push_if!(list, true, DynamicContext::new(chain.clock.clone(), memory));
+    } else {
+        push_if!(list, true, DynamicContext::subagent(chain.clock.clone()));
+    }
+    // Skills: activation and the tool policy share which skills are active.
+    push_if!(
+        list,
+        true,
+        SkillActivation::new(
+            settings.skills.clone(),
+            executor.clone(),
+            active_skills.clone()
+        )
+    );
+    push_if!(
+        list,
+        true,
+        SkillToolPolicy::new(settings.skills.clone(), active_skills)
+    );
+    // Records delegations and skill reads before Summarization can compact them away, and
+    // re-injects the summary per request.
+    push_if!(list, true, DurableContext::new());
+    push_if!(
+        list,
+        settings.summarization.enabled,
+        Summarization::new(
+            settings.model.clone(),
+            SummarizationConfig::from_spec(&settings.summarization, settings.context_window),
+            context.clone(),
+        )
+    );
+    // After Summarization, so its scrolled-out check sees the compacted thread.
+    push_if!(list, lead && settings.plan_mode, Todo::new());
+    // Reports usage (with the title and todos) after the title is set: after_model runs
+    // bottom-up, so Title (below) acts before TokenUsage.
+    if lead {
+        push_if!(
+            list,
+            true,
+            TokenUsage::new(agent, control.clone(), settings.attempt)
+        );
+    } else {
+        push_if!(list, true, TokenUsage::log_only(agent));
+    }
+    push_if!(
+        list,
+        lead,
+        Title::new(Some(settings.model.clone()), settings.attempt)
+    );
+    push_if!(
+        list,
+        lead && settings.memory.enabled,
+        Memory::new(
+            settings.model.clone(),
+            control.clone(),
+            chain.clock.clone(),
+            settings.attempt
+        )
+    );
+    push_if!(list, settings.vision, ViewImage::new());
+    // Inside every middleware that adds system text (DurableContext, Todo), so the provider
+    // sees exactly one leading system message.
+    push_if!(list, true, SystemMessageCoalescing::new());
+    // Guards, whose after_model runs bottom-up: Safety first, then length, terminal, budget,
+    // loop, and the subagent cap last — so a stripped answer reaches the later ones clean.
+    if let (true, Some(caps)) = (role.delegates, settings.subagents) {
+        push_if!(
+            list,
+            true,
+            SubagentLimit::new(caps.max_concurrent, caps.max_total)
+        );
+    }
+    push_if!(list, true, LoopDetection::new(LoopSettings::default()));
+    let budget = match (lead, settings.token_budget) {
+        (_, Some(budget)) => Some(budget),
+        (false, None) => Some(DEFAULT_SUBAGENT_TOKEN_BUDGET),
+        (true, None) => None,
+    };
+    if let Some(budget) = budget {
+        push_if!(list, true, TokenBudget::new(budget));
+    }
+    push_if!(list, true, TerminalResponse::new());
+    push_if!(list, true, ModelLengthFinishReason::new());
+    push_if!(list, true, SafetyFinishReason::new());
+    // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
+    push_if!(list, lead, Clarification::new(!settings.clarification));
+    list
+}
+
+/// The chain with custom middlewares placed before or after named ones.
+pub fn with_custom(
+    chain: Vec<Arc<dyn Middleware>>,
+    custom: Vec<CustomMiddleware>,
+) -> Result<Vec<Arc<dyn Middleware>>, PlacementError> {
+    place(chain, custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::agent::{MemorySpec, SummarizationSpec};
+
+    use super::*;
+    use crate::agent::NoObserver;
+    use crate::sandbox::protocol::SandboxResponse;
+    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor};
+
+    fn settings(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> ChainSettings {
+        ChainSettings {
+            plan_mode,
+            subagents: subagents.then_some(SubagentCaps {
+                max_concurrent: 3,
+                max_total: 6,
+            }),
+            vision: false,
+            context_window: None,
+            max_retries: None,
+            token_budget: budget,
+            summarization: SummarizationSpec::default(),
+            memory: MemorySpec {
+                enabled: memory,
+                ..MemorySpec::default()
+            },
+            skills: Vec::new(),
+            clarification: true,
+            attempt: 1,
+            model: QueuedModel::new(vec![]),
+            executor: Arc::new(StaticExecutor(SandboxResponse::Done { path: None })),
+            observer: Arc::new(NoObserver),
+        }
+    }
+
+    fn names(settings: ChainSettings, role: ChainRole) -> Vec<&'static str> {
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        StandardChain::new(settings)
+            .build(role, &control)
+            .iter()
+            .map(|m| m.name())
+            .collect()
+    }
+
+    const LEAD: ChainRole = ChainRole {
+        role: AgentRole::Lead,
+        name: "lead",
+        delegates: true,
+    };
+
+    #[test]
+    fn the_full_lead_chain_keeps_deerflows_order() {
+        assert_eq!(
+            names(settings(true, true, true, Some(1000)), LEAD),
+            vec![
+                "InputSanitization",
+                "ToolOutputBudget",
+                "ToolResultSanitization",
+                "ThreadData",
+                "Uploads",
+                "Sandbox",
+                "DanglingToolCall",
+                "LLMErrorHandling",
+                "SandboxAudit",
+                "ReadBeforeWrite",
+                "ToolErrorHandling",
+                "DynamicContext",
+                "SkillActivation",
+                "SkillToolPolicy",
+                "DurableContext",
+                "Summarization",
+                "Todo",
+                "TokenUsage",
+                "Title",
+                "Memory",
+                "SystemMessageCoalescing",
+                "SubagentLimit",
+                "LoopDetection",
+                "TokenBudget",
+                "TerminalResponse",
+                "ModelLengthFinishReason",
+                "SafetyFinishReason",
+                "Clarification",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plain_lead_drops_the_optional_middlewares() {
+        let mut plain = settings(false, false, false, None);
+        plain.summarization.enabled = false;
+        let chain = names(
+            plain,
+            ChainRole {
+                delegates: false,
+                ..LEAD
+            },
+        );
+        for absent in ["Summarization", "Todo", "Memory", "SubagentLimit", "TokenBudget", "ViewImage"] {
+            assert!(!chain.contains(&absent), "{absent} in {chain:?}");
+        }
+        assert_eq!(chain.last(), Some(&"Clarification"));
+    }
+
+    #[test]
+    fn subagents_get_the_smaller_chain_with_their_own_guards() {
+        let chain = names(
+            settings(true, true, true, None),
+            ChainRole {
+                role: AgentRole::Subagent,
+                name: "general-purpose",
+                delegates: false,
+            },
+        );
+        for absent in ["Clarification", "Title", "Memory", "Todo", "SubagentLimit", "Uploads"] {
+            assert!(!chain.contains(&absent), "{absent} in {chain:?}");
+        }
+        for present in ["LoopDetection", "TokenBudget", "Summarization", "SubagentDateContext"] {
+            assert!(chain.contains(&present), "{present} missing from {chain:?}");
+        }
+    }
+
+    #[test]
+    fn vision_models_get_view_image_before_coalescing() {
+        let mut vision = settings(false, false, false, None);
+        vision.vision = true;
+        let chain = names(vision, LEAD);
+        let image = chain.iter().position(|n| *n == "ViewImage").unwrap();
+        let coalescing = chain.iter().position(|n| *n == "SystemMessageCoalescing").unwrap();
+        assert!(image < coalescing);
+    }
 }

@@ -75,6 +75,8 @@ pub struct Blueprint {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChainRole {
     pub role: AgentRole,
+    /// `lead`, or the subagent type.
+    pub name: &'static str,
     /// Whether this agent has the `task` tool.
     pub delegates: bool,
 }
@@ -152,6 +154,7 @@ impl Blueprint {
             chain: self.chain.build(
                 ChainRole {
                     role: AgentRole::Lead,
+                    name: "lead",
                     delegates,
                 },
                 control,
@@ -215,6 +218,7 @@ impl Blueprint {
             chain: self.chain.build(
                 ChainRole {
                     role: AgentRole::Subagent,
+                    name: kind.as_str(),
                     delegates,
                 },
                 control,

@@ -358,6 +358,7 @@ fn blueprint(
         summarization: agent.summarization.clone(),
         memory: agent.memory.clone(),
         skills: skills.clone(),
+        clarification: true,
         attempt: 1,
         model: chat_model.clone(),
         executor: executor.clone(),

@@ -1,0 +1,203 @@
+//! Runner benchmarks with the scripted model (no network): `cargo bench -p herd-runner`.
+//!
+//! Reports, against the targets of the runner issue:
+//! - cold start to the first model request of the `herd-runner` binary (target ≤ 15 ms),
+//! - peak RSS of a 50-model-call run (target ≤ 20 MiB),
+//! - framework time per model call at 10, 50 and 200 calls, full chain on (target ≤ 0.5 ms).
+//!
+//! Not part of CI: timings need a quiet machine and a release build.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herd_runner::agent::NoObserver;
+use herd_runner::runtime::local::{LocalRequest, run_local};
+use herd_runner::runtime::settings::Overrides;
+
+const REPEATS: usize = 7;
+
+/// An Agent whose scripted model makes `calls` model calls: `calls - 1` turns of one cheap
+/// tool call each, then an answer. Memory and summarization are on, so the whole chain runs.
+fn agent_manifest(calls: usize) -> String {
+    format!(
+        r#"apiVersion: herd.dev/v1alpha1
+kind: Agent
+metadata: {{name: bench}}
+spec:
+  model:
+    provider: scripted
+    name: bench
+    scriptFrom: {{configMapKeyRef: {{name: bench-script, key: script.yaml}}}}
+  subagents: {{enabled: true}}
+  runDefaults: {{planMode: true, maxModelCalls: {max}}}
+  memory: {{enabled: true}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: bench-script}}
+data:
+  script.yaml: |
+    rules:
+      - match: {{purpose: memory}}
+        respond: {{content: '{{"operations": []}}'}}
+      - match: {{purpose: title}}
+        respond: {{content: "Bench"}}
+      - match: {{role: lead}}
+        times: {turns}
+        respond:
+          content: "Step."
+          toolCalls:
+            - name: write_todos
+              arguments: {{todos: [{{content: "step", status: in_progress}}]}}
+      - match: {{role: lead}}
+        times: 1
+        respond:
+          content: "Done."
+          toolCalls:
+            - name: write_todos
+              arguments: {{todos: [{{content: "step", status: completed}}]}}
+      - match: {{role: lead, lastMessage: {{role: tool}}}}
+        respond: {{content: "Done."}}
+"#,
+        max = calls + 5,
+        turns = calls.saturating_sub(2),
+    )
+}
+
+fn write_agent(dir: &Path, calls: usize) -> PathBuf {
+    let path = dir.join(format!("bench-{calls}.yaml"));
+    std::fs::write(&path, agent_manifest(calls)).expect("write the bench agent");
+    path
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// In-process: the same code path as `herd-runner run`, timed around the whole run.
+fn framework_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -> Duration {
+    let agent = write_agent(dir, calls);
+    let samples = (0..REPEATS)
+        .map(|repeat| {
+            let request = LocalRequest {
+                files: vec![agent.clone()],
+                overrides: Overrides {
+                    task: Some("benchmark".into()),
+                    ..Overrides::default()
+                },
+                workdir: dir.join(format!("work-{calls}-{repeat}")),
+                memory_dir: dir.join("memory"),
+                ..LocalRequest::default()
+            };
+            let start = Instant::now();
+            let result = runtime
+                .block_on(run_local(request, Arc::new(NoObserver)))
+                .expect("bench run");
+            let elapsed = start.elapsed();
+            assert_eq!(
+                result.usage.model_calls as usize, calls,
+                "the script made a different number of calls"
+            );
+            elapsed
+        })
+        .collect();
+    median(samples)
+}
+
+/// Spawn to the first `model_call` event on stdout.
+fn cold_start(binary: &Path, agent: &Path, dir: &Path) -> Duration {
+    let samples = (0..REPEATS * 3)
+        .map(|repeat| {
+            let start = Instant::now();
+            let mut child = Command::new(binary)
+                .args(["run", "--json", "-f"])
+                .arg(agent)
+                .arg("--workdir")
+                .arg(dir.join(format!("cold-{repeat}")))
+                .arg("--memory-dir")
+                .arg(dir.join("memory"))
+                .arg("benchmark")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn herd-runner");
+            let stdout = child.stdout.take().expect("stdout");
+            let mut elapsed = None;
+            for line in BufReader::new(stdout).lines() {
+                let line = line.expect("read stdout");
+                if line.contains(r#""event":"model_call""#) {
+                    elapsed = Some(start.elapsed());
+                    break;
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            elapsed.expect("the run made a model call")
+        })
+        .collect();
+    median(samples)
+}
+
+/// Peak RSS of a whole run, from the kernel's accounting of waited-for children.
+fn peak_rss_kib(binary: &Path, agent: &Path, dir: &Path) -> i64 {
+    let status = Command::new(binary)
+        .args(["run", "-f"])
+        .arg(agent)
+        .arg("--workdir")
+        .arg(dir.join("rss"))
+        .arg("--memory-dir")
+        .arg(dir.join("memory"))
+        .arg("benchmark")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run herd-runner");
+    assert!(status.success(), "the 50-call run failed");
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage")
+        .max_rss()
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_herd-runner"));
+    let fifty = write_agent(dir.path(), 50);
+
+    let cold = cold_start(&binary, &fifty, dir.path());
+    println!("cold start to first model request: {:.2} ms (target ≤ 15 ms)", ms(cold));
+
+    let rss = peak_rss_kib(&binary, &fifty, dir.path());
+    println!(
+        "peak RSS of a 50-call run: {:.1} MiB (target ≤ 20 MiB)",
+        rss as f64 / 1024.0
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mut totals = Vec::new();
+    for calls in [10usize, 50, 200] {
+        let total = framework_time(&runtime, dir.path(), calls);
+        println!(
+            "{calls:>3} calls: {:.2} ms per call all in ({:.1} ms per run)",
+            ms(total) / calls as f64,
+            ms(total)
+        );
+        totals.push((calls, total));
+    }
+    // The slope between 10 and 200 calls removes per-run setup (work folder, skills, prompt).
+    let (few, few_time) = totals[0];
+    let (many, many_time) = totals[2];
+    let marginal = (ms(many_time) - ms(few_time)) / (many - few) as f64;
+    println!("framework time per extra model call (10 -> 200): {marginal:.3} ms (target ≤ 0.5 ms)");
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
