@@ -7,6 +7,9 @@
 //!
 //! Not part of CI: timings need a quiet machine and a release build.
 
+// A benchmark that cannot set itself up should stop loudly.
+#![allow(clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -169,7 +172,10 @@ fn main() {
     let fifty = write_agent(dir.path(), 50);
 
     let cold = cold_start(&binary, &fifty, dir.path());
-    println!("cold start to first model request: {:.2} ms (target ≤ 15 ms)", ms(cold));
+    println!(
+        "cold start to first model request: {:.2} ms (target ≤ 15 ms)",
+        ms(cold)
+    );
 
     let rss = peak_rss_kib(&binary, &fifty, dir.path());
     println!(

@@ -1,6 +1,9 @@
 //! `herd-runner run` end to end on the example agent: the real binary, the real sandbox, the
 //! scripted model.
 
+// Test helpers outside #[test] functions: a failure to spawn must fail the test loudly.
+#![allow(clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,8 +45,14 @@ fn the_example_runs_to_an_answer_and_a_presented_file() {
     let brief = std::fs::read_to_string(workdir.join("user-data/outputs/brief.md")).unwrap();
     assert!(brief.starts_with("# Rust vs Go for Kubernetes operators"));
     assert!(stderr.contains("? Who is the brief for?"), "{stderr}");
-    assert!(stderr.contains("answer: Engineers choosing a stack"), "{stderr}");
-    assert!(stderr.contains("[general-purpose#call_2_1] ✓ bash: rust notes saved"), "{stderr}");
+    assert!(
+        stderr.contains("answer: Engineers choosing a stack"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[general-purpose#call_2_1] ✓ bash: rust notes saved"),
+        "{stderr}"
+    );
     assert!(workdir.join("user-data/workspace/go-notes.txt").is_file());
 }
 
@@ -112,17 +121,27 @@ fn json_mode_streams_events_and_a_result() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert!(lines.iter().any(|l| l["event"] == "tool_started" && l["name"] == "task"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "tool_started" && l["name"] == "task")
+    );
     let result = lines.last().unwrap();
     assert_eq!(result["event"], "result");
     assert_eq!(result["stopReason"], "completed");
-    assert_eq!(result["artifacts"][0]["path"], "/mnt/user-data/outputs/brief.md");
+    assert_eq!(
+        result["artifacts"][0]["path"],
+        "/mnt/user-data/outputs/brief.md"
+    );
 }
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = herd_runner(&["run", "-f", "/nonexistent/agent.yaml", "task"], dir.path());
+    let missing = herd_runner(
+        &["run", "-f", "/nonexistent/agent.yaml", "task"],
+        dir.path(),
+    );
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("/nonexistent/agent.yaml: cannot read"));
 
@@ -136,7 +155,10 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     let invalid = herd_runner(&["run", "-f", bad.to_str().unwrap(), "task"], dir.path());
     assert_eq!(invalid.status.code(), Some(2));
     let stderr = text(&invalid.stderr);
-    assert!(stderr.contains("bad.yaml: document 1 (Agent/a)"), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml: document 1 (Agent/a)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("spec.subagents.maxConcurrent"), "{stderr}");
 }
 

@@ -274,7 +274,12 @@ mod tests {
     use crate::sandbox::protocol::SandboxResponse;
     use crate::testing::{QueuedModel, RecordingControl, StaticExecutor};
 
-    fn settings(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> ChainSettings {
+    fn settings(
+        plan_mode: bool,
+        subagents: bool,
+        memory: bool,
+        budget: Option<u64>,
+    ) -> ChainSettings {
         ChainSettings {
             plan_mode,
             subagents: subagents.then_some(SubagentCaps {
@@ -362,7 +367,14 @@ mod tests {
                 ..LEAD
             },
         );
-        for absent in ["Summarization", "Todo", "Memory", "SubagentLimit", "TokenBudget", "ViewImage"] {
+        for absent in [
+            "Summarization",
+            "Todo",
+            "Memory",
+            "SubagentLimit",
+            "TokenBudget",
+            "ViewImage",
+        ] {
             assert!(!chain.contains(&absent), "{absent} in {chain:?}");
         }
         assert_eq!(chain.last(), Some(&"Clarification"));
@@ -378,10 +390,22 @@ mod tests {
                 delegates: false,
             },
         );
-        for absent in ["Clarification", "Title", "Memory", "Todo", "SubagentLimit", "Uploads"] {
+        for absent in [
+            "Clarification",
+            "Title",
+            "Memory",
+            "Todo",
+            "SubagentLimit",
+            "Uploads",
+        ] {
             assert!(!chain.contains(&absent), "{absent} in {chain:?}");
         }
-        for present in ["LoopDetection", "TokenBudget", "Summarization", "SubagentDateContext"] {
+        for present in [
+            "LoopDetection",
+            "TokenBudget",
+            "Summarization",
+            "SubagentDateContext",
+        ] {
             assert!(chain.contains(&present), "{present} missing from {chain:?}");
         }
     }
@@ -392,7 +416,10 @@ mod tests {
         vision.vision = true;
         let chain = names(vision, LEAD);
         let image = chain.iter().position(|n| *n == "ViewImage").unwrap();
-        let coalescing = chain.iter().position(|n| *n == "SystemMessageCoalescing").unwrap();
+        let coalescing = chain
+            .iter()
+            .position(|n| *n == "SystemMessageCoalescing")
+            .unwrap();
         assert!(image < coalescing);
     }
 }
