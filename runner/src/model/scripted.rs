@@ -37,7 +37,8 @@
 //! `main` calls the number of assistant messages in the thread + 1; for the other purposes
 //! the number of calls of that purpose so far, counted per role and subagent type),
 //! `lastMessage` {`role` (`system`|`user`|`assistant`|`tool`), `contains`, `regex`} on the
-//! request's last message, hidden reminders included.
+//! request's last message, hidden reminders included; `anyMessage` (same keys) on any message
+//! of the request — e.g. to check that injected memory reached the model.
 //!
 //! `respond` keys: `content`, `reasoning`, `toolCalls` [{`name`, `arguments`: any YAML value,
 //! or a string sent as-is — handy for testing malformed arguments}], `finishReason` (`stop`,
@@ -114,10 +115,19 @@ impl MessageRole {
 }
 
 #[derive(Debug, Default)]
-struct LastMessage {
+struct MessageMatcher {
     role: Option<MessageRole>,
     contains: Option<String>,
     regex: Option<Regex>,
+}
+
+impl MessageMatcher {
+    fn matches(&self, message: &Message) -> bool {
+        let text = message.text();
+        self.role.is_none_or(|role| role == MessageRole::of(message))
+            && self.contains.as_deref().is_none_or(|c| text.contains(c))
+            && self.regex.as_ref().is_none_or(|r| r.is_match(text))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -127,11 +137,12 @@ struct Matcher {
     purpose: Option<Purpose>,
     attempt: Option<u32>,
     call: Option<u32>,
-    last_message: Option<LastMessage>,
+    last_message: Option<MessageMatcher>,
+    any_message: Option<MessageMatcher>,
 }
 
 impl Matcher {
-    fn matches(&self, context: &CallContext, call: u32, last: Option<&Message>) -> bool {
+    fn matches(&self, context: &CallContext, call: u32, messages: &[Message]) -> bool {
         wants(&self.role, context.role)
             && wants(&self.purpose, context.purpose)
             && wants(&self.attempt, context.attempt)
@@ -140,15 +151,14 @@ impl Matcher {
                 .subagent_type
                 .as_deref()
                 .is_none_or(|want| context.subagent_type.as_deref() == Some(want))
-            && self.last_message.as_ref().is_none_or(|want| {
-                last.is_some_and(|message| {
-                    let text = message.text();
-                    want.role
-                        .is_none_or(|role| role == MessageRole::of(message))
-                        && want.contains.as_deref().is_none_or(|c| text.contains(c))
-                        && want.regex.as_ref().is_none_or(|r| r.is_match(text))
-                })
-            })
+            && self
+                .last_message
+                .as_ref()
+                .is_none_or(|want| messages.last().is_some_and(|m| want.matches(m)))
+            && self
+                .any_message
+                .as_ref()
+                .is_none_or(|want| messages.iter().any(|m| want.matches(m)))
     }
 }
 
@@ -265,7 +275,7 @@ impl ScriptedModel {
         };
         let mut used_up = Vec::new();
         for (index, rule) in self.rules.iter().enumerate() {
-            if !rule.matcher.matches(context, call, last) {
+            if !rule.matcher.matches(context, call, &request.messages) {
                 continue;
             }
             let uses = state.uses.get(index).copied().unwrap_or(0);
@@ -394,33 +404,41 @@ fn parse_matcher(value: &Value, path: &str) -> Result<Matcher, ScriptError> {
             "attempt",
             "call",
             "lastMessage",
+            "anyMessage",
         ],
     )?;
-    let last_message = match map.get("lastMessage") {
-        None | Some(Value::Null) => None,
-        Some(value) => {
-            let path = join(path, "lastMessage");
-            let last = object(value, &path, &["role", "contains", "regex"])?;
-            let regex = field::<String>(last, "regex", &path)?
-                .map(|pattern| {
-                    Regex::new(&pattern).map_err(|e| invalid(&join(&path, "regex"), e.to_string()))
-                })
-                .transpose()?;
-            Some(LastMessage {
-                role: field(last, "role", &path)?,
-                contains: field(last, "contains", &path)?,
-                regex,
-            })
-        }
-    };
     Ok(Matcher {
+        last_message: parse_message_matcher(map, "lastMessage", path)?,
+        any_message: parse_message_matcher(map, "anyMessage", path)?,
         role: field(map, "role", path)?,
         subagent_type: field(map, "subagentType", path)?,
         purpose: field(map, "purpose", path)?,
         attempt: field(map, "attempt", path)?,
         call: field(map, "call", path)?,
-        last_message,
     })
+}
+
+fn parse_message_matcher(
+    map: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<MessageMatcher>, ScriptError> {
+    let value = match map.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(value) => value,
+    };
+    let path = join(path, key);
+    let fields = object(value, &path, &["role", "contains", "regex"])?;
+    let regex = field::<String>(fields, "regex", &path)?
+        .map(|pattern| {
+            Regex::new(&pattern).map_err(|e| invalid(&join(&path, "regex"), e.to_string()))
+        })
+        .transpose()?;
+    Ok(Some(MessageMatcher {
+        role: field(fields, "role", &path)?,
+        contains: field(fields, "contains", &path)?,
+        regex,
+    }))
 }
 
 fn parse_response(value: &Value, path: &str) -> Result<Response, ScriptError> {
@@ -821,6 +839,28 @@ rules:
             context(AgentRole::Subagent, Some("bash"), Purpose::Summary),
         );
         assert_eq!(content(&model, &sub).await, "first summary");
+    }
+
+    #[tokio::test]
+    async fn any_message_matches_anywhere_in_the_request() {
+        let model = model(
+            r#"
+rules:
+  - match: {anyMessage: {role: user, contains: "<memory>"}}
+    respond: {content: remembered}
+  - match: {}
+    respond: {content: fresh}
+"#,
+        );
+        let with_memory = vec![
+            Message::hidden_user("m", "memory", "<memory>likes tea</memory>"),
+            Message::user("u", "hi"),
+        ];
+        assert_eq!(content(&model, &lead(with_memory)).await, "remembered");
+        assert_eq!(
+            content(&model, &lead(vec![Message::user("u", "hi")])).await,
+            "fresh"
+        );
     }
 
     #[tokio::test]
