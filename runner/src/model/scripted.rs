@@ -124,7 +124,8 @@ struct MessageMatcher {
 impl MessageMatcher {
     fn matches(&self, message: &Message) -> bool {
         let text = message.text();
-        self.role.is_none_or(|role| role == MessageRole::of(message))
+        self.role
+            .is_none_or(|role| role == MessageRole::of(message))
             && self.contains.as_deref().is_none_or(|c| text.contains(c))
             && self.regex.as_ref().is_none_or(|r| r.is_match(text))
     }
