@@ -376,3 +376,185 @@ impl SubagentLauncher for InProcessSubagents {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::NoObserver;
+    use crate::middleware::chain::{ChainSettings, StandardChain};
+    use crate::sandbox::protocol::{SandboxResponse, SkillFile};
+    use crate::skills::SkillCatalog;
+    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor};
+
+    fn public_skills() -> Vec<Skill> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/public");
+        let files: Vec<SkillFile> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|entry| {
+                let dir_name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                let content =
+                    std::fs::read_to_string(root.join(&dir_name).join("SKILL.md")).unwrap();
+                SkillFile {
+                    category: "public".into(),
+                    path: format!("/mnt/skills/public/{dir_name}/SKILL.md"),
+                    dir_name,
+                    content,
+                }
+            })
+            .collect();
+        SkillCatalog::build(&files, None).skills
+    }
+
+    /// The default Agent: every tool group, the built-in skills, no subagents, no plan mode.
+    fn default_blueprint(subagents: Option<SubagentSettings>, plan_mode: bool) -> Blueprint {
+        let model: Arc<dyn ChatModel> = QueuedModel::new(vec![]);
+        let executor: Arc<dyn ToolExecutor> =
+            Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+        let skills = public_skills();
+        let chain = StandardChain::new(ChainSettings {
+            plan_mode,
+            subagents: subagents.map(|s| s.caps),
+            vision: false,
+            context_window: None,
+            max_retries: None,
+            token_budget: None,
+            summarization: Default::default(),
+            memory: Default::default(),
+            skills: skills.clone(),
+            clarification: true,
+            attempt: 1,
+            model: model.clone(),
+            executor: executor.clone(),
+            observer: Arc::new(NoObserver),
+        });
+        Blueprint {
+            agent_name: "agent".into(),
+            model,
+            options: CallOptions::default(),
+            context_window: None,
+            supports_vision: false,
+            tool_groups: None,
+            web_search: None,
+            web_fetch: WebFetchConfig::default(),
+            skills,
+            soul: None,
+            subagents,
+            plan_mode,
+            clarification: true,
+            attempt: 1,
+            max_model_calls: 50,
+            observer: Arc::new(NoObserver),
+            executor,
+            chain: Arc::new(chain),
+        }
+    }
+
+    fn prompt_and_schema_tokens(agent: &Agent) -> usize {
+        let bpe = tiktoken_rs::cl100k_base().unwrap();
+        let schemas = serde_json::to_string(agent.tools.schemas()).unwrap();
+        bpe.encode_ordinary(&agent.system_prompt).len() + bpe.encode_ordinary(&schemas).len()
+    }
+
+    #[test]
+    fn the_default_agent_fits_its_prompt_and_tools_in_3000_tokens() {
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let lead = default_blueprint(None, false).lead(&control, None).unwrap();
+        let tokens = prompt_and_schema_tokens(&lead);
+        assert!(tokens <= 3000, "default agent: {tokens} tokens");
+    }
+
+    #[test]
+    fn lead_and_subagents_get_deerflows_tool_sets() {
+        let settings = SubagentSettings {
+            caps: SubagentCaps {
+                max_concurrent: 3,
+                max_total: 6,
+            },
+            max_depth: 1,
+            timeout: Duration::from_secs(60),
+        };
+        let blueprint = default_blueprint(Some(settings), true);
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let lead = blueprint.lead(&control, None).unwrap();
+        let lead_tools: Vec<&str> = lead.tools.names().collect();
+        for tool in [
+            "task",
+            "write_todos",
+            "ask_clarification",
+            "present_files",
+            "bash",
+            "web_fetch",
+        ] {
+            assert!(
+                lead_tools.contains(&tool),
+                "{tool} missing from {lead_tools:?}"
+            );
+        }
+        let general = blueprint
+            .subagent(
+                SubagentType::GeneralPurpose,
+                "gp".into(),
+                false,
+                &control,
+                Limits::default(),
+            )
+            .unwrap();
+        let general_tools: Vec<&str> = general.tools.names().collect();
+        for absent in ["task", "ask_clarification", "present_files", "write_todos"] {
+            assert!(
+                !general_tools.contains(&absent),
+                "{absent} in {general_tools:?}"
+            );
+        }
+        assert!(general_tools.contains(&"web_fetch"));
+        let bash = blueprint
+            .subagent(
+                SubagentType::Bash,
+                "b".into(),
+                false,
+                &control,
+                Limits::default(),
+            )
+            .unwrap();
+        let mut bash_tools: Vec<&str> = bash.tools.names().collect();
+        bash_tools.sort_unstable();
+        assert_eq!(
+            bash_tools,
+            vec!["bash", "ls", "read_file", "str_replace", "write_file"]
+        );
+        let delegating = blueprint
+            .subagent(
+                SubagentType::GeneralPurpose,
+                "gp".into(),
+                true,
+                &control,
+                Limits::default(),
+            )
+            .unwrap();
+        assert!(
+            delegating.tools.contains("task"),
+            "below maxDepth a child keeps task"
+        );
+    }
+
+    #[test]
+    fn tool_groups_narrow_the_tools() {
+        let mut blueprint = default_blueprint(None, false);
+        blueprint.tool_groups = Some(vec![ToolGroup::FileRead]);
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let lead = blueprint.lead(&control, None).unwrap();
+        let mut tools: Vec<&str> = lead.tools.names().collect();
+        tools.sort_unstable();
+        assert_eq!(
+            tools,
+            vec![
+                "ask_clarification",
+                "glob",
+                "grep",
+                "ls",
+                "present_files",
+                "read_file"
+            ]
+        );
+    }
+}
