@@ -23,8 +23,41 @@ use herd_runner::runtime::settings::Overrides;
 const REPEATS: usize = 7;
 
 /// An Agent whose scripted model makes `calls` model calls: `calls - 1` turns of one cheap
-/// tool call each, then an answer. Memory and summarization are on, so the whole chain runs.
+/// tool call each (rotating over four tools with distinct arguments, as a working agent
+/// would, so loop detection stays quiet), then an answer. Plan mode, memory and
+/// summarization are on, so the whole chain runs. Rules follow the previous tool result, so
+/// they still match after summarization compacts the thread.
 fn agent_manifest(calls: usize) -> String {
+    let mut rules = String::from(
+        "      - match: {purpose: memory}\n        respond: {content: '{\"operations\": []}'}\n\
+         \x20     - match: {purpose: title}\n        respond: {content: Bench}\n\
+         \x20     - match: {purpose: summary}\n        respond: {content: 'Steps so far: listing.'}\n",
+    );
+    for step in 1..calls {
+        let matcher = if step == 1 {
+            "{role: lead, lastMessage: {role: user}}".to_owned()
+        } else {
+            format!("{{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}", step - 1)
+        };
+        let path = format!("/mnt/user-data/workspace/s{step}x");
+        let call = match step % 4 {
+            0 => format!("{{name: ls, arguments: {{description: look, path: {path}}}}}"),
+            1 => format!("{{name: read_file, arguments: {{description: read, path: {path}}}}}"),
+            2 => format!(
+                "{{name: glob, arguments: {{description: find, pattern: '*.md', path: {path}}}}}"
+            ),
+            _ => format!(
+                "{{name: grep, arguments: {{description: search, pattern: todo, path: {path}}}}}"
+            ),
+        };
+        rules.push_str(&format!(
+            "      - match: {matcher}\n        respond: {{content: 'Step {step}.', toolCalls: [{call}]}}\n"
+        ));
+    }
+    rules.push_str(&format!(
+        "      - match: {{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}\n        respond: {{content: Done.}}\n",
+        calls - 1
+    ));
     format!(
         r#"apiVersion: herd.dev/v1alpha1
 kind: Agent
@@ -44,29 +77,8 @@ metadata: {{name: bench-script}}
 data:
   script.yaml: |
     rules:
-      - match: {{purpose: memory}}
-        respond: {{content: '{{"operations": []}}'}}
-      - match: {{purpose: title}}
-        respond: {{content: "Bench"}}
-      - match: {{role: lead}}
-        times: {turns}
-        respond:
-          content: "Step."
-          toolCalls:
-            - name: write_todos
-              arguments: {{todos: [{{content: "step", status: in_progress}}]}}
-      - match: {{role: lead}}
-        times: 1
-        respond:
-          content: "Done."
-          toolCalls:
-            - name: write_todos
-              arguments: {{todos: [{{content: "step", status: completed}}]}}
-      - match: {{role: lead, lastMessage: {{role: tool}}}}
-        respond: {{content: "Done."}}
-"#,
+{rules}"#,
         max = calls + 5,
-        turns = calls.saturating_sub(2),
     )
 }
 
@@ -102,8 +114,10 @@ fn framework_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -
                 .expect("bench run");
             let elapsed = start.elapsed();
             assert_eq!(
-                result.usage.model_calls as usize, calls,
-                "the script made a different number of calls"
+                (result.outcome.stop_reason, result.usage.model_calls as usize),
+                (herd_crds::report::StopReason::Completed, calls),
+                "the scripted run went off course: {:?}",
+                result.outcome.error
             );
             elapsed
         })

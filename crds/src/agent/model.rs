@@ -55,7 +55,8 @@ pub struct ModelSpec {
     #[schemars(length(max = 32))]
     #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
     pub request_timeout: Option<String>,
-    /// Retries of a failed model request (rate limits, 5xx, timeouts). Absent: 3.
+    /// Retries of a failed model request (rate limits, 5xx, timeouts), after the first try.
+    /// Absent: 2, so three attempts in all (DeerFlow's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 10))]
     pub max_retries: Option<u32>,

@@ -18,13 +18,18 @@ use crate::skills::Skill;
 use crate::thread::{AssistantMessage, ThreadState};
 use crate::tools::ToolOutput;
 
-/// Framework tools that stay available under any skill policy (DeerFlow's set; the ones Herd
-/// does not have are harmless here): they read and discover, they do not act.
-pub const ALWAYS_ALLOWED: [&str; 4] = [
+/// Framework tools that stay available under any skill policy: DeerFlow's set (they read and
+/// discover; the ones Herd does not have are harmless here), plus the tools that talk to the
+/// user or the plan rather than act on the world — a skill narrowing the work tools must not
+/// stop the agent from asking a question, keeping its todo list or presenting its result.
+pub const ALWAYS_ALLOWED: [&str; 7] = [
     "describe_skill",
     "read_file",
     "review_skill_package",
     "tool_search",
+    "ask_clarification",
+    "write_todos",
+    "present_files",
 ];
 
 /// Limits tools to what the active skills allow.
@@ -202,11 +207,14 @@ mod tests {
         assert_eq!(
             names(policy.allowed_tools(&state)),
             Some(vec![
+                "ask_clarification".into(),
                 "bash".into(),
                 "describe_skill".into(),
+                "present_files".into(),
                 "read_file".into(),
                 "review_skill_package".into(),
-                "tool_search".into()
+                "tool_search".into(),
+                "write_todos".into()
             ])
         );
         state.record_skill(SkillContext {
