@@ -202,7 +202,7 @@ impl Agent {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: state.messages.clone(),
-            tools: self.tools.schemas().to_vec(),
+            tools: self.tools.shared_schemas(),
             options: self.options.clone(),
             context: self.context.clone(),
         };

@@ -11,7 +11,7 @@ use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
-    schemas: Vec<ToolSchema>,
+    schemas: Arc<[ToolSchema]>,
 }
 
 impl ToolRegistry {
@@ -39,6 +39,11 @@ impl ToolRegistry {
     /// Schemas in registration order (stable, so the request prefix caches).
     pub fn schemas(&self) -> &[ToolSchema] {
         &self.schemas
+    }
+
+    /// The schemas as a shared list, for model requests (no copy per call).
+    pub fn shared_schemas(&self) -> Arc<[ToolSchema]> {
+        self.schemas.clone()
     }
 
     /// Names of the available tools.

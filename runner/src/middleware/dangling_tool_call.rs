@@ -8,6 +8,7 @@
 //! Per request only: the thread keeps what happened.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 
@@ -29,12 +30,57 @@ pub const SYNTHETIC_KIND: &str = "dangling_tool_call";
 
 /// Repairs the tool-call structure of every model request.
 #[derive(Debug, Default)]
-pub struct DanglingToolCall;
+pub struct DanglingToolCall {
+    /// Ids of calls whose arguments were already found to be a JSON object. Arguments of a
+    /// stored call never change, so each is parsed once per run instead of on every request.
+    valid_arguments: Mutex<HashSet<String>>,
+}
 
 impl DanglingToolCall {
     /// The middleware; it needs no settings.
     pub fn new() -> Self {
-        DanglingToolCall
+        DanglingToolCall::default()
+    }
+
+    /// Whether `messages` already satisfy strict providers, so `repair` would return them
+    /// unchanged: every call has a non-blank unique id and a name, its arguments are an
+    /// object, and its result follows in call order; no result stands alone.
+    fn already_valid(&self, messages: &[Message]) -> bool {
+        let Ok(mut valid_arguments) = self.valid_arguments.lock() else {
+            return false;
+        };
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut index = 0;
+        while let Some(message) = messages.get(index) {
+            match message {
+                Message::Assistant(assistant) => {
+                    for (offset, call) in assistant.tool_calls.iter().enumerate() {
+                        let answered = matches!(
+                            messages.get(index + 1 + offset),
+                            Some(Message::Tool(result))
+                                if result.tool_call_id == call.id && result.name == call.name
+                        );
+                        if !answered
+                            || call.id.trim().is_empty()
+                            || call.name.trim().is_empty()
+                            || !seen.insert(call.id.as_str())
+                        {
+                            return false;
+                        }
+                        if !valid_arguments.contains(&call.id) {
+                            if argument_error(&call.arguments).is_some() {
+                                return false;
+                            }
+                            valid_arguments.insert(call.id.clone());
+                        }
+                    }
+                    index += 1 + assistant.tool_calls.len();
+                }
+                Message::Tool(_) => return false,
+                Message::System(_) | Message::User(_) => index += 1,
+            }
+        }
+        true
     }
 }
 
@@ -50,7 +96,11 @@ impl Middleware for DanglingToolCall {
         mut request: ModelRequest,
         next: ModelNext<'_>,
     ) -> Result<AssistantMessage, ModelError> {
-        request.messages = repair(std::mem::take(&mut request.messages));
+        // Almost every request is already well formed; checking costs no allocation per
+        // message, rebuilding the transcript costs several.
+        if !self.already_valid(&request.messages) {
+            request.messages = repair(std::mem::take(&mut request.messages));
+        }
         next.run(state, request).await
     }
 }
@@ -519,7 +569,14 @@ mod tests {
             // Nothing but tool results disappears, and repairing twice changes nothing.
             let kept = |list: &[Message]| list.iter().filter(|m| !matches!(m, Message::Tool(_))).count();
             prop_assert_eq!(kept(&messages), kept(&repaired));
-            prop_assert_eq!(repair(repaired.clone()), repaired);
+            prop_assert_eq!(repair(repaired.clone()), repaired.clone());
+            // The fast path agrees with the repair: what it accepts, repair leaves alone,
+            // and a repaired transcript is always accepted.
+            let middleware = DanglingToolCall::new();
+            if middleware.already_valid(&messages) {
+                prop_assert_eq!(repair(messages.clone()), messages.clone());
+            }
+            prop_assert!(DanglingToolCall::new().already_valid(&repaired));
         }
     }
 }

@@ -83,7 +83,7 @@ impl Memory {
                 PROMPT_KIND,
                 build_prompt(&document, &stale, &transcript),
             )],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: CallOptions::default(),
             context: CallContext {
                 role: AgentRole::Lead,

@@ -105,7 +105,12 @@ impl Middleware for SkillToolPolicy {
         next: ModelNext<'_>,
     ) -> Result<AssistantMessage, ModelError> {
         if let Some(allowed) = self.allowed_tools(state) {
-            request.tools.retain(|tool| allowed.contains(&tool.name));
+            request.tools = request
+                .tools
+                .iter()
+                .filter(|tool| allowed.contains(&tool.name))
+                .cloned()
+                .collect();
         }
         next.run(state, request).await
     }

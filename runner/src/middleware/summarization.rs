@@ -220,7 +220,7 @@ impl Summarization {
                 "summary_request",
                 summary_prompt(existing, old),
             )],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: CallOptions::default(),
             context: self.context.clone(),
         };

@@ -58,7 +58,7 @@ impl Title {
                 "title_request",
                 prompt,
             )],
-            tools: Vec::new(),
+            tools: Default::default(),
             options: CallOptions::default(),
             context: CallContext {
                 purpose: Purpose::Title,

@@ -152,17 +152,35 @@ fn message_chars(message: &Message) -> u64 {
     chars(message.text()) + calls
 }
 
-/// A usage estimate for a call that had `request` and produced `answer`.
-pub fn estimate(request: &ModelRequest, answer: &AssistantMessage) -> Usage {
+/// Characters the model reads: system prompt, messages and tool schemas.
+fn input_chars(request: &ModelRequest) -> u64 {
     let tools: u64 = request
         .tools
         .iter()
-        .map(|tool| {
-            chars(&tool.name) + chars(&tool.description) + chars(&tool.parameters.to_string())
-        })
+        .map(|tool| chars(&tool.name) + chars(&tool.description) + json_chars(&tool.parameters))
         .sum();
-    let input =
-        chars(&request.system) + request.messages.iter().map(message_chars).sum::<u64>() + tools;
+    chars(&request.system) + request.messages.iter().map(message_chars).sum::<u64>() + tools
+}
+
+/// About the length of `value` as compact JSON, without serializing it (this runs on every
+/// model call).
+fn json_chars(value: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 4,
+        Value::String(text) => chars(text) + 2,
+        Value::Array(items) => 2 + items.iter().map(|item| json_chars(item) + 1).sum::<u64>(),
+        Value::Object(fields) => {
+            2 + fields
+                .iter()
+                .map(|(key, item)| chars(key) + 4 + json_chars(item))
+                .sum::<u64>()
+        }
+    }
+}
+
+/// The estimate from the request's size (counted before it was handed on) and the answer.
+fn estimate_from_input(input: u64, answer: &AssistantMessage) -> Usage {
     let output = chars(&answer.content)
         + answer.reasoning.as_deref().map_or(0, chars)
         + answer
@@ -189,11 +207,13 @@ impl Middleware for TokenUsage {
         request: ModelRequest,
         next: ModelNext<'_>,
     ) -> Result<AssistantMessage, ModelError> {
-        let estimate_from = request.clone();
+        // Counted now rather than cloning the request: the estimate is only needed when the
+        // provider reports no usage, and a clone of a long thread costs far more than a count.
+        let input = input_chars(&request);
         let mut answer = next.run(state, request).await?;
         let estimated = answer.usage.is_none();
         if estimated {
-            answer.usage = Some(estimate(&estimate_from, &answer));
+            answer.usage = Some(estimate_from_input(input, &answer));
             answer
                 .meta
                 .extra

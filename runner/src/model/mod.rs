@@ -1,5 +1,6 @@
 //! Chat models behind one streaming trait: OpenAI-compatible, Anthropic and scripted.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -95,7 +96,9 @@ impl CallOptions {
 pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSchema>,
+    /// Shared with the tool registry: the schemas are the same on every call, so a request
+    /// holds them without a deep copy. A middleware narrowing them builds a new list.
+    pub tools: Arc<[ToolSchema]>,
     pub options: CallOptions,
     pub context: CallContext,
 }
