@@ -37,7 +37,10 @@ fn agent_manifest(calls: usize) -> String {
         let matcher = if step == 1 {
             "{role: lead, lastMessage: {role: user}}".to_owned()
         } else {
-            format!("{{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}", step - 1)
+            format!(
+                "{{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}",
+                step - 1
+            )
         };
         let path = format!("/mnt/user-data/workspace/s{step}x");
         let call = match step % 4 {
@@ -114,7 +117,10 @@ fn framework_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -
                 .expect("bench run");
             let elapsed = start.elapsed();
             assert_eq!(
-                (result.outcome.stop_reason, result.usage.model_calls as usize),
+                (
+                    result.outcome.stop_reason,
+                    result.usage.model_calls as usize
+                ),
                 (herd_crds::report::StopReason::Completed, calls),
                 "the scripted run went off course: {:?}",
                 result.outcome.error

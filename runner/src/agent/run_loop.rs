@@ -272,7 +272,7 @@ impl Agent {
             }
             let mut result = Message::tool(&call, output.status, output.content);
             if let Message::Tool(tool_message) = &mut result {
-                tool_message.meta.extra = output.meta;
+                tool_message.meta.extra = output.meta.into();
             }
             state.messages.push(result);
             if let Some((path, image, part)) = effect.viewed_image {

@@ -286,7 +286,7 @@ fn synthetic(id: &str, name: &str, parse_error: Option<&str>) -> ToolMessage {
         meta: MessageMeta {
             hidden: true,
             kind: Some(SYNTHETIC_KIND.to_owned()),
-            extra: serde_json::Map::new(),
+            extra: Default::default(),
         },
     }
 }

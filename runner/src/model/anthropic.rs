@@ -692,7 +692,8 @@ mod tests {
                 description: "Get the current weather in a given location".into(),
                 parameters: json!({"type": "object", "properties": {"location": {"type": "string"}},
                     "required": ["location"]}),
-            }].into(),
+            }]
+            .into(),
             ..ModelRequest::default()
         }
     }

@@ -602,7 +602,8 @@ mod tests {
                 description: "Get the current weather for a city".into(),
                 parameters: json!({"type": "object", "properties": {"city": {"type": "string"}},
                     "required": ["city"]}),
-            }].into(),
+            }]
+            .into(),
             options: CallOptions {
                 temperature: Some(0.0),
                 max_tokens: Some(64),

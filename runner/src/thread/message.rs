@@ -1,5 +1,7 @@
 //! Conversation messages, in a provider-neutral shape that checkpoints and resumes exactly.
 
+use std::sync::Arc;
+
 use herd_crds::report::Usage;
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +29,49 @@ pub struct MessageMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// Further annotations (read marks, subagent status...).
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+
+/// A message's annotations, shared between copies of the message: every model request is
+/// built from a copy of the thread, and copying each message's annotation map was a large
+/// part of the loop's cost per call. Changing one copy's annotations copies that map only.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
+pub struct Extra(Arc<serde_json::Map<String, serde_json::Value>>);
+
+impl Extra {
+    /// Whether there are no annotations.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets `key`, returning the value it replaced.
+    pub fn insert(&mut self, key: String, value: serde_json::Value) -> Option<serde_json::Value> {
+        Arc::make_mut(&mut self.0).insert(key, value)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<serde_json::Value> {
+        if !self.0.contains_key(key) {
+            return None;
+        }
+        Arc::make_mut(&mut self.0).remove(key)
+    }
+}
+
+impl std::ops::Deref for Extra {
+    type Target = serde_json::Map<String, serde_json::Value>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl From<serde_json::Map<String, serde_json::Value>> for Extra {
+    fn from(map: serde_json::Map<String, serde_json::Value>) -> Self {
+        Extra(Arc::new(map))
+    }
 }
 
 /// A system message inside the thread (date reminders and the like).
@@ -183,7 +226,7 @@ impl Message {
             meta: MessageMeta {
                 hidden: true,
                 kind: Some(kind.to_owned()),
-                extra: serde_json::Map::new(),
+                extra: Extra::default(),
             },
         })
     }
@@ -196,7 +239,7 @@ impl Message {
             meta: MessageMeta {
                 hidden: true,
                 kind: Some(kind.to_owned()),
-                extra: serde_json::Map::new(),
+                extra: Extra::default(),
             },
         })
     }

@@ -159,6 +159,8 @@ mod tests {
         };
         assert_eq!(skills.len(), 1);
         server.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = server.await;
         Ok(())
     }
 
@@ -196,6 +198,8 @@ mod tests {
             assert_eq!(content, format!("{n}\n"));
         }
         server.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = server.await;
         Ok(())
     }
 
@@ -210,12 +214,15 @@ mod tests {
             SandboxResponse::Done { .. }
         ));
         server.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
         let _ = server.await;
         // The old socket file is left behind, as after a crash; the new server replaces it.
         let restarted = start(&socket, sandbox(dir.path())?).await?;
         let response = executor.execute(SandboxRequest::ListUploads).await?;
         assert!(matches!(response, SandboxResponse::Uploads { files } if files.len() == 1));
         restarted.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = restarted.await;
         Ok(())
     }
 
@@ -268,6 +275,8 @@ mod tests {
         );
         assert_eq!(answers[&43]["kind"], "uploads");
         task.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = task.await;
 
         // The client refuses what the server would refuse, without sending it.
         let limited = SocketOptions {
@@ -286,6 +295,8 @@ mod tests {
             matches!(response, SandboxResponse::Error { message } if message.contains("over the sandbox's 100-byte limit"))
         );
         restarted.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = restarted.await;
         Ok(())
     }
 
@@ -308,6 +319,8 @@ mod tests {
         let error = executor.execute(SandboxRequest::Prepare).await.err();
         assert!(error.is_some_and(|e| e.to_string().contains("did not answer within 200ms")));
         silent.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = silent.await;
 
         let missing = SocketOptions {
             connect_wait: Duration::from_millis(100),
@@ -331,6 +344,8 @@ mod tests {
             .err();
         assert!(live.is_some_and(|e| e.to_string().contains("already serving")));
         server.abort();
+        // Wait until the aborted server is gone, so its socket reads as stale, not live.
+        let _ = server.await;
 
         let file = dir.path().join("plain");
         std::fs::write(&file, "not a socket")?;
