@@ -27,7 +27,35 @@ const REPEATS: usize = 7;
 /// would, so loop detection stays quiet), then an answer. Plan mode, memory and
 /// summarization are on, so the whole chain runs. Rules follow the previous tool result, so
 /// they still match after summarization compacts the thread.
-fn agent_manifest(calls: usize) -> String {
+fn agent_manifest(calls: usize, summarization: &str) -> String {
+    let rules = script_rules(calls, "      ");
+    format!(
+        r#"apiVersion: herd.dev/v1alpha1
+kind: Agent
+metadata: {{name: bench}}
+spec:
+  model:
+    provider: scripted
+    name: bench
+    scriptFrom: {{configMapKeyRef: {{name: bench-script, key: script.yaml}}}}
+  subagents: {{enabled: true}}
+  runDefaults: {{planMode: true, maxModelCalls: {max}}}
+  memory: {{enabled: true}}
+  summarization: {summarization}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: bench-script}}
+data:
+  script.yaml: |
+    rules:
+{rules}"#,
+        max = calls + 5,
+    )
+}
+
+/// The script's rules, each line indented by `indent`.
+fn script_rules(calls: usize, indent: &str) -> String {
     let mut rules = String::from(
         "      - match: {purpose: memory}\n        respond: {content: '{\"operations\": []}'}\n\
          \x20     - match: {purpose: title}\n        respond: {content: Bench}\n\
@@ -61,34 +89,70 @@ fn agent_manifest(calls: usize) -> String {
         "      - match: {{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}\n        respond: {{content: Done.}}\n",
         calls - 1
     ));
-    format!(
-        r#"apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: bench}}
-spec:
-  model:
-    provider: scripted
-    name: bench
-    scriptFrom: {{configMapKeyRef: {{name: bench-script, key: script.yaml}}}}
-  subagents: {{enabled: true}}
-  runDefaults: {{planMode: true, maxModelCalls: {max}}}
-  memory: {{enabled: true}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: bench-script}}
-data:
-  script.yaml: |
-    rules:
-{rules}"#,
-        max = calls + 5,
-    )
+    rules
+        .lines()
+        .map(|line| format!("{indent}{}\n", line.trim_start_matches("      ")))
+        .collect()
 }
 
-fn write_agent(dir: &Path, calls: usize) -> PathBuf {
-    let path = dir.join(format!("bench-{calls}.yaml"));
-    std::fs::write(&path, agent_manifest(calls)).expect("write the bench agent");
+/// Summarization as the Agent's defaults have it (the tokenizer stays unloaded).
+const DEFAULT_SUMMARIZATION: &str = "{enabled: true}";
+/// Summarization that triggers early, so the exact tokenizer is loaded.
+const EARLY_SUMMARIZATION: &str = "{enabled: true, triggerTokens: 1000, keepMessages: 10}";
+
+fn write_agent(dir: &Path, calls: usize, summarization: &str) -> PathBuf {
+    let path = dir.join(format!("bench-{calls}-{}.yaml", summarization.len()));
+    std::fs::write(&path, agent_manifest(calls, summarization)).expect("write the bench agent");
     path
+}
+
+/// The loop alone (no middleware), with the sandbox tools in-process: the runner issue's
+/// framework time, before the chain is added.
+fn loop_only_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -> Duration {
+    use herd_runner::agent::{Agent, Limits, RunEnv, ToolRegistry};
+    use herd_runner::control::local::{LocalControlPlane, Questions};
+    use herd_runner::model::scripted::ScriptedModel;
+    use herd_runner::runtime::workdir::Workdir;
+    use herd_runner::sandbox::Sandbox;
+    use herd_runner::sandbox::in_process::InProcessExecutor;
+    use herd_runner::thread::ThreadState;
+    use herd_runner::tools::sandbox_tools::sandbox_tools;
+
+    let workdir = Workdir::prepare(&dir.join(format!("loop-{calls}"))).expect("work folder");
+    let sandbox = Sandbox::new(&workdir.roots).expect("sandbox");
+    let script = format!("rules:\n{}", script_rules(calls, "  "));
+    let model = ScriptedModel::from_yaml(&script).expect("script");
+    let agent = Agent {
+        name: "lead".into(),
+        system_prompt: "You are a benchmark.".into(),
+        model: Arc::new(model),
+        tools: ToolRegistry::new(sandbox_tools(), None, &[]),
+        chain: Vec::new(),
+        options: Default::default(),
+        context: Default::default(),
+        limits: Limits {
+            max_model_calls: u32::try_from(calls + 5).unwrap_or(u32::MAX),
+            ..Limits::default()
+        },
+        observer: Arc::new(NoObserver),
+    };
+    let env = RunEnv {
+        executor: Arc::new(InProcessExecutor(Arc::new(sandbox))),
+        control: Arc::new(LocalControlPlane::new(None, None, Questions::Refuse, None)),
+    };
+    let samples = (0..REPEATS)
+        .map(|_| {
+            let mut state = ThreadState::new("benchmark");
+            let start = Instant::now();
+            let outcome = runtime
+                .block_on(agent.run(&mut state, &env))
+                .expect("loop run");
+            let elapsed = start.elapsed();
+            assert_eq!(state.usage.model_calls as usize, calls, "{outcome:?}");
+            elapsed
+        })
+        .collect();
+    median(samples)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -98,7 +162,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 /// In-process: the same code path as `herd-runner run`, timed around the whole run.
 fn framework_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -> Duration {
-    let agent = write_agent(dir, calls);
+    let agent = write_agent(dir, calls, DEFAULT_SUMMARIZATION);
     let samples = (0..REPEATS)
         .map(|repeat| {
             let request = LocalRequest {
@@ -189,7 +253,8 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().expect("temp dir");
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_herd-runner"));
-    let fifty = write_agent(dir.path(), 50);
+    let fifty = write_agent(dir.path(), 50, DEFAULT_SUMMARIZATION);
+    let fifty_tokenizer = write_agent(dir.path(), 50, EARLY_SUMMARIZATION);
 
     let cold = cold_start(&binary, &fifty, dir.path());
     println!(
@@ -202,11 +267,27 @@ fn main() {
         "peak RSS of a 50-call run: {:.1} MiB (target ≤ 20 MiB)",
         rss as f64 / 1024.0
     );
+    let rss = peak_rss_kib(&binary, &fifty_tokenizer, dir.path());
+    println!(
+        "peak RSS of a 50-call run with the tokenizer loaded (early summarization): {:.1} MiB \
+         (target ≤ 48 MiB)",
+        rss as f64 / 1024.0
+    );
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let mut loop_totals = Vec::new();
+    for calls in [10usize, 50, 200] {
+        let total = loop_only_time(&runtime, dir.path(), calls);
+        println!(
+            "loop only, {calls:>3} calls: {:.3} ms per call ({:.1} ms per run)",
+            ms(total) / calls as f64,
+            ms(total)
+        );
+        loop_totals.push(total);
+    }
     let mut totals = Vec::new();
     for calls in [10usize, 50, 200] {
         let total = framework_time(&runtime, dir.path(), calls);
@@ -218,6 +299,10 @@ fn main() {
         totals.push((calls, total));
     }
     // The slope between 10 and 200 calls removes per-run setup (work folder, skills, prompt).
+    println!(
+        "loop only, per extra model call (10 -> 200): {:.3} ms",
+        (ms(loop_totals[2]) - ms(loop_totals[0])) / 190.0
+    );
     let (few, few_time) = totals[0];
     let (many, many_time) = totals[2];
     let marginal = (ms(many_time) - ms(few_time)) / (many - few) as f64;
