@@ -96,10 +96,7 @@ impl Blueprint {
     /// Every tool the Agent's settings allow, before role-specific filtering.
     fn candidate_tools(&self, delegates: bool, lead: bool) -> Vec<Arc<dyn Tool>> {
         let mut tools = sandbox_tools();
-        match WebFetch::new(self.web_fetch.clone()) {
-            Ok(fetch) => tools.push(Arc::new(fetch)),
-            Err(error) => tracing::warn!("web_fetch is unavailable: {error}"),
-        }
+        tools.push(Arc::new(WebFetch::new(self.web_fetch.clone())));
         if let Some(provider) = &self.web_search {
             tools.push(Arc::new(WebSearch::new(provider.clone())));
         }

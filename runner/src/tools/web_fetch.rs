@@ -73,6 +73,9 @@ pub enum FetchError {
     InvalidUrl { url: String, reason: String },
     #[error("unsupported URL scheme {0:?}: only http and https can be fetched")]
     Scheme(String),
+    /// The HTTP client could not be built (a broken TLS setup).
+    #[error("{0}")]
+    Client(String),
     #[error("{0}")]
     Blocked(BlockedAddress),
     #[error("{0}")]
@@ -119,22 +122,35 @@ pub struct FetchedPage {
 /// The `web_fetch` tool.
 pub struct WebFetch {
     config: WebFetchConfig,
-    client: reqwest::Client,
+    /// Built on first use: building loads the system's CA certificates, a third of the
+    /// runner's cold start, and most runs never fetch a page.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
 impl WebFetch {
-    /// A fetcher with its own HTTP client; fails only if the client cannot be built.
-    pub fn new(config: WebFetchConfig) -> Result<Self, String> {
-        let mut builder = client_builder()
-            // Redirects are followed by hand so every hop passes the guard.
-            .redirect(reqwest::redirect::Policy::none());
-        if !config.allow_private {
-            builder = builder.dns_resolver(Arc::new(GuardedResolver::from_env()));
+    /// A fetcher with its own HTTP client, built when the first page is fetched.
+    pub fn new(config: WebFetchConfig) -> Self {
+        WebFetch {
+            config,
+            client: std::sync::OnceLock::new(),
         }
-        let client = builder
-            .build()
-            .map_err(|error| format!("cannot build the web_fetch HTTP client: {error}"))?;
-        Ok(WebFetch { config, client })
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, FetchError> {
+        self.client
+            .get_or_init(|| {
+                let mut builder = client_builder()
+                    // Redirects are followed by hand so every hop passes the guard.
+                    .redirect(reqwest::redirect::Policy::none());
+                if !self.config.allow_private {
+                    builder = builder.dns_resolver(Arc::new(GuardedResolver::from_env()));
+                }
+                builder
+                    .build()
+                    .map_err(|error| format!("cannot build the web_fetch HTTP client: {error}"))
+            })
+            .as_ref()
+            .map_err(|error| FetchError::Client(error.clone()))
     }
 
     /// Fetches `url`, following redirects, within the configured timeout (or less).
@@ -188,7 +204,7 @@ impl WebFetch {
         if !self.config.allow_private {
             check_url(url).await?;
         }
-        self.client
+        self.client()?
             .get(url.clone())
             .header(
                 ACCEPT,
@@ -409,7 +425,6 @@ mod tests {
             allow_private: true,
             ..config
         })
-        .unwrap()
     }
 
     async fn call(tool: &WebFetch, url: String) -> ToolOutput {
@@ -604,7 +619,7 @@ mod tests {
             .expect(0)
             .mount(&server)
             .await;
-        let tool = WebFetch::new(WebFetchConfig::default()).unwrap();
+        let tool = WebFetch::new(WebFetchConfig::default());
         let port = server.address().port();
         for url in [
             format!("http://127.0.0.1:{port}/"),
@@ -689,7 +704,7 @@ mod tests {
 
     #[test]
     fn schema_is_compact() {
-        let schema = WebFetch::new(WebFetchConfig::default()).unwrap().schema();
+        let schema = WebFetch::new(WebFetchConfig::default()).schema();
         let text = serde_json::to_string(&schema).unwrap();
         // ~4 characters per token: stay well under the per-tool budget of 100 tokens of prose.
         assert!(text.len() < 700, "{} chars: {text}", text.len());
