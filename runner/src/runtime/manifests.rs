@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use herd_crds::agent::Agent;
 use herd_crds::manifest::{Manifest, parse_document};
@@ -160,11 +160,6 @@ fn config_map(document: &Value) -> Result<(String, BTreeMap<String, String>), St
         }
     }
     Ok((name, data))
-}
-
-/// Resolves a path given on the command line against the current directory, for messages.
-pub fn display_path(path: &Path) -> String {
-    path.display().to_string()
 }
 
 #[cfg(test)]
