@@ -118,6 +118,10 @@ pub struct Summarization {
     config: SummarizationConfig,
     context: CallContext,
     cache: Mutex<TokenCache>,
+    /// Tokens of every request that are not the conversation (system prompt, tool schemas),
+    /// learnt from the run's first reported usage: the trigger counts the conversation, as
+    /// `triggerTokens` says, and summarizing cannot shrink the prompt anyway.
+    overhead: Mutex<Option<u64>>,
 }
 
 impl Summarization {
@@ -136,7 +140,18 @@ impl Summarization {
                 ..context
             },
             cache: Mutex::new(TokenCache::default()),
+            overhead: Mutex::new(None),
         }
+    }
+
+    /// The provider's latest count, less the prompt's share.
+    fn reported_conversation(&self, messages: &[Message]) -> Option<u64> {
+        let reported = reported_tokens(messages)?;
+        let mut overhead = self.overhead.lock().unwrap_or_else(PoisonError::into_inner);
+        if overhead.is_none() {
+            *overhead = prompt_overhead(messages);
+        }
+        Some(reported.saturating_sub(overhead.unwrap_or(0)))
     }
 
     fn cache(&self) -> MutexGuard<'_, TokenCache> {
@@ -154,7 +169,7 @@ impl Summarization {
         let Some(threshold) = self.config.token_threshold() else {
             return false;
         };
-        let reported = reported_tokens(messages);
+        let reported = self.reported_conversation(messages);
         let quick = estimate_messages(messages).max(reported.unwrap_or(0));
         // Both are whole token counts far below 2^52.
         if (quick as f64) < threshold as f64 * EXACT_COUNT_FROM {
@@ -375,6 +390,18 @@ fn estimate_messages(messages: &[Message]) -> u64 {
 
 /// What the provider said the last call's context held (input plus the answer), plus an
 /// estimate of what came after it; `None` when no usable report exists.
+/// What the first reported call spent beyond its messages: the system prompt and tools.
+fn prompt_overhead(messages: &[Message]) -> Option<u64> {
+    let index = messages.iter().position(|message| {
+        message
+            .as_assistant()
+            .is_some_and(|a| a.usage.is_some() && !a.meta.extra.contains_key(STALE_USAGE_FLAG))
+    })?;
+    let usage = messages[index].as_assistant()?.usage?;
+    let before: u64 = messages[..index].iter().map(estimate_message).sum();
+    Some(usage.input_tokens.saturating_sub(before))
+}
+
 fn reported_tokens(messages: &[Message]) -> Option<u64> {
     let index = messages
         .iter()
@@ -752,10 +779,20 @@ mod tests {
     async fn provider_usage_triggers_without_counting() {
         let summarization = middleware(QueuedModel::new(vec![]), token_config(5_000));
         let mut messages = wordy_thread(1);
+        // The first call's usage is mostly the prompt: 1,000 tokens of overhead.
+        messages.push(Message::Assistant(AssistantMessage {
+            id: "first".into(),
+            usage: Some(Usage {
+                input_tokens: 1_000,
+                output_tokens: 10,
+                ..Usage::default()
+            }),
+            ..AssistantMessage::default()
+        }));
         let mut answer = AssistantMessage {
             id: "a".into(),
             usage: Some(Usage {
-                input_tokens: 6_000,
+                input_tokens: 7_000,
                 output_tokens: 10,
                 ..Usage::default()
             }),
@@ -773,6 +810,26 @@ mod tests {
         messages.pop();
         messages.push(Message::Assistant(answer));
         assert!(!summarization.should_summarize(&messages).await);
+    }
+
+    #[tokio::test]
+    async fn the_prompt_does_not_count_toward_the_trigger() {
+        // A 3,000-token prompt and a short conversation: under a 1,000-token trigger, the
+        // conversation has not grown long, whatever the provider reports in total.
+        let summarization = middleware(QueuedModel::new(vec![]), token_config(1_000));
+        let mut messages = wordy_thread(1);
+        for (index, input_tokens) in [3_000, 3_040, 3_080].into_iter().enumerate() {
+            messages.push(Message::Assistant(AssistantMessage {
+                id: format!("a{index}"),
+                usage: Some(Usage {
+                    input_tokens,
+                    output_tokens: 10,
+                    ..Usage::default()
+                }),
+                ..AssistantMessage::default()
+            }));
+            assert!(!summarization.should_summarize(&messages).await);
+        }
     }
 
     /// Echoes its arguments: a cheap tool for long scripted runs.
