@@ -285,9 +285,9 @@ fn blueprint(
     let api_key = key_env
         .and_then(|var| std::env::var(var).ok())
         .filter(|k| !k.is_empty());
-    if let (Some(var), None, Some(_)) = (api_key_env, &api_key, &model.api_key_secret_ref) {
+    if let (Some(var), None) = (api_key_env, &api_key) {
         return Err(LocalError(format!(
-            "--api-key-env {var}: the variable is not set"
+            "--api-key-env {var}: the variable is not set or empty"
         )));
     }
     let script = model
