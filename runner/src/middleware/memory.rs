@@ -14,15 +14,14 @@ use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
 use super::clock::Clock;
+use super::side_call::side_call;
 use super::text::{escape_tags, head_tail};
 use crate::agent::Middleware;
 use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
-use crate::model::{
-    AgentRole, CallContext, CallOptions, ChatModel, ModelRequest, Purpose, StreamDelta,
-};
+use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.kind` of the memory call's single message.
@@ -76,27 +75,22 @@ impl Memory {
             .map_err(|error| format!("reading memory failed: {error}"))?;
         let now = (self.clock)().timestamp();
         let stale = stale_candidates(&document, now);
-        let request = ModelRequest {
-            system: MEMORY_SYSTEM_PROMPT.to_owned(),
-            messages: vec![Message::hidden_user(
-                "memory-update",
-                PROMPT_KIND,
-                build_prompt(&document, &stale, &transcript),
-            )],
-            tools: Default::default(),
-            options: CallOptions::default(),
-            context: CallContext {
-                role: AgentRole::Lead,
-                subagent_type: None,
-                purpose: Purpose::Memory,
-                attempt: self.attempt,
-            },
+        let context = CallContext {
+            role: AgentRole::Lead,
+            subagent_type: None,
+            purpose: Purpose::Memory,
+            attempt: self.attempt,
         };
-        let answer = self
-            .model
-            .complete(&request, &|_: StreamDelta| {})
-            .await
-            .map_err(|error| format!("the memory call failed: {}", error.message))?;
+        let prompt = build_prompt(&document, &stale, &transcript);
+        let answer = side_call(
+            self.model.as_ref(),
+            MEMORY_SYSTEM_PROMPT,
+            PROMPT_KIND,
+            prompt,
+            context,
+        )
+        .await
+        .map_err(|error| format!("the memory call failed: {}", error.message))?;
         if let Some(usage) = answer.usage {
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
             state.usage.output_tokens = state

@@ -20,6 +20,7 @@ pub mod reminders;
 pub mod safety_finish_reason;
 pub mod sandbox;
 pub mod sandbox_audit;
+pub mod side_call;
 pub mod skill_activation;
 pub mod skill_tool_policy;
 pub mod subagent_limit;

@@ -24,9 +24,10 @@ use herd_crds::report::Usage;
 use tiktoken_rs::CoreBPE;
 
 use super::dynamic_context::is_reminder;
+use super::side_call::side_call;
 use super::text::{escape_tags, head_tail, truncate_chars};
 use crate::agent::{Flow, Middleware};
-use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, Purpose, StreamDelta};
+use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
 use crate::thread::{Message, ThreadState, ToolStatus};
 
@@ -228,18 +229,15 @@ impl Summarization {
         existing: Option<&str>,
         old: &[&Message],
     ) -> Option<(String, Option<Usage>)> {
-        let request = ModelRequest {
-            system: SUMMARY_SYSTEM_PROMPT.to_owned(),
-            messages: vec![Message::hidden_user(
-                "summary-request",
-                "summary_request",
-                summary_prompt(existing, old),
-            )],
-            tools: Default::default(),
-            options: CallOptions::default(),
-            context: self.context.clone(),
-        };
-        match self.model.complete(&request, &|_: StreamDelta| {}).await {
+        let answer = side_call(
+            self.model.as_ref(),
+            SUMMARY_SYSTEM_PROMPT,
+            "summary_request",
+            summary_prompt(existing, old),
+            self.context.clone(),
+        )
+        .await;
+        match answer {
             Ok(answer) => {
                 let summary = strip_think(&answer.content).trim().to_owned();
                 if summary.is_empty() {

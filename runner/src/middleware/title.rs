@@ -10,9 +10,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_crds::report::Usage;
 
+use super::side_call::side_call;
 use super::text::truncate_chars;
 use crate::agent::{Flow, Middleware};
-use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, Purpose, StreamDelta};
+use crate::model::{CallContext, ChatModel, Purpose};
 use crate::thread::{Message, ThreadState};
 
 /// Most words asked of the title model (DeerFlow's `max_words`).
@@ -51,22 +52,12 @@ impl Title {
             truncate_chars(user, INPUT_CHARS),
             truncate_chars(answer, INPUT_CHARS)
         );
-        let request = ModelRequest {
-            system: String::new(),
-            messages: vec![Message::hidden_user(
-                "title-request",
-                "title_request",
-                prompt,
-            )],
-            tools: Default::default(),
-            options: CallOptions::default(),
-            context: CallContext {
-                purpose: Purpose::Title,
-                attempt: self.attempt,
-                ..CallContext::default()
-            },
+        let context = CallContext {
+            purpose: Purpose::Title,
+            attempt: self.attempt,
+            ..CallContext::default()
         };
-        match model.complete(&request, &|_: StreamDelta| {}).await {
+        match side_call(model, "", "title_request", prompt, context).await {
             Ok(answer) => {
                 let title = clean_title(&answer.content);
                 (!title.is_empty()).then_some((title, answer.usage))
