@@ -3,9 +3,15 @@
 //! from); filters and `--list` work as with any test binary.
 
 mod crds;
+mod fixture;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    herd_e2e::run_suite(crds::tests())
+    herd_e2e::run_suite(
+        [crds::tests(), fixture::tests()]
+            .into_iter()
+            .flatten()
+            .collect(),
+    )
 }
