@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::control_plane::ControlPlane;
@@ -83,6 +83,17 @@ impl Cluster {
         self.client.clone()
     }
 
+    /// A client that authenticates with a bearer `token` (e.g. a ServiceAccount token from a
+    /// TokenRequest), to act under that identity's RBAC rights.
+    pub async fn client_with_token(&self, token: &str) -> anyhow::Result<Client> {
+        let mut config = config_from_kubeconfig(&self.kubeconfig).await?;
+        config.auth_info = AuthInfo {
+            token: Some(token.to_owned().into()),
+            ..AuthInfo::default()
+        };
+        Ok(Client::try_from(config)?)
+    }
+
     /// The admin kubeconfig, for `kubectl` or an operator started as a process.
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
@@ -97,14 +108,17 @@ impl Cluster {
 
 /// A client for the current context of `kubeconfig`.
 pub async fn client_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Client> {
+    Ok(Client::try_from(config_from_kubeconfig(kubeconfig).await?)?)
+}
+
+async fn config_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Config> {
     // kube's TLS needs exactly one process-wide rustls provider; a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let file = Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
         .await
-        .with_context(|| format!("loading {}", kubeconfig.display()))?;
-    Ok(Client::try_from(config)?)
+        .with_context(|| format!("loading {}", kubeconfig.display()))
 }
 
 #[cfg(test)]
