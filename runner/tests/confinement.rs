@@ -275,3 +275,25 @@ fn the_models_commands_meet_the_pods_view_as_an_unprivileged_user() {
         check(&stage, &outcome);
     }
 }
+
+#[test]
+fn a_confinement_that_cannot_be_set_up_stops_the_child_with_its_reason() {
+    let spec = json!({
+        "tmpfs": [{"path": "/tmp", "writable": true}],
+        "binds": [{"source": "/nonexistent/folder", "target": "/tmp/x", "writable": true}],
+        "hidden": [],
+        "cwd": "/tmp",
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
+        .args(["sandbox", "--socket", "/nonexistent/s.sock"])
+        .env("HERD_CONFINE", spec.to_string())
+        .output()
+        .expect("herd-runner starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // EX_OSERR, before the sandbox command ever runs.
+    assert_eq!(output.status.code(), Some(71), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot confine the sandbox: "),
+        "{stderr}"
+    );
+}

@@ -162,7 +162,13 @@ pub async fn run_local(
         .map_err(|error| LocalError(error.to_string()))?;
 
     // Held until the run ends: dropping it stops the confined sandbox.
-    let (executor, _confined) = open_sandbox(request.sandbox, &workdir, observer.as_ref()).await?;
+    let (executor, _confined) = open_sandbox(
+        request.sandbox,
+        std::env::current_exe(),
+        &workdir,
+        observer.as_ref(),
+    )
+    .await?;
     let skills = discover_skills(&*executor, agent.skills.as_deref(), observer.as_ref()).await?;
 
     let blueprint = Arc::new(blueprint(
@@ -403,19 +409,19 @@ fn blueprint(
 }
 
 /// The confined sandbox when `mode` asks for it and this machine allows it, else the
-/// in-process one.
+/// in-process one. `exe` is the `herd-runner` binary the confined child runs.
 async fn open_sandbox(
     mode: SandboxMode,
+    exe: std::io::Result<PathBuf>,
     workdir: &Workdir,
     observer: &dyn Observer,
 ) -> Result<(Arc<dyn ToolExecutor>, Option<ConfinedSandbox>), LocalError> {
     if mode != SandboxMode::Off {
-        let started = match std::env::current_exe() {
-            Ok(exe) => {
-                ConfinedSandbox::start(&exe, &workdir.roots.user_data, &workdir.root.join("skills"))
-                    .await
-                    .map_err(|unavailable| unavailable.0)
-            }
+        let skills = workdir.root.join("skills");
+        let started = match exe {
+            Ok(exe) => ConfinedSandbox::start(&exe, &workdir.roots.user_data, &skills)
+                .await
+                .map_err(|unavailable| unavailable.0),
             Err(error) => Err(format!("cannot find the herd-runner binary: {error}")),
         };
         match started {
@@ -526,4 +532,83 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), LocalError> {
     let json = serde_json::to_vec_pretty(value).map_err(|error| LocalError(error.to_string()))?;
     std::fs::write(path, json)
         .map_err(|error| LocalError(format!("cannot write {}: {error}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<AgentEvent>>);
+
+    impl Observer for Recorder {
+        fn on_event(&self, event: AgentEvent) {
+            if let Ok(mut events) = self.0.lock() {
+                events.push(event);
+            }
+        }
+    }
+
+    impl Recorder {
+        fn warnings(&self) -> Vec<String> {
+            self.0
+                .lock()
+                .map(|events| {
+                    events
+                        .iter()
+                        .filter_map(|event| match event {
+                            AgentEvent::Warning { message, .. } => Some(message.clone()),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    }
+
+    /// A binary that cannot confine anything: what a machine without support looks like.
+    fn no_binary() -> std::io::Result<PathBuf> {
+        Ok(PathBuf::from("/nonexistent/herd-runner"))
+    }
+
+    #[tokio::test]
+    async fn without_confinement_auto_warns_once_and_runs_in_process() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let workdir = Workdir::prepare(dir.path())?;
+        let recorder = Recorder::default();
+        let (executor, confined) =
+            open_sandbox(SandboxMode::Auto, no_binary(), &workdir, &recorder).await?;
+        assert!(confined.is_none());
+        let warnings = recorder.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("tools run UNCONFINED on this machine ("));
+        assert!(warnings[0].contains("--sandbox=strict"));
+        // In process: the work folder is reached through path mapping.
+        let response = executor.execute(SandboxRequest::Prepare).await?;
+        assert_eq!(response, SandboxResponse::Done { path: None });
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn without_confinement_strict_refuses_and_off_says_nothing() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let workdir = Workdir::prepare(dir.path())?;
+        let recorder = Recorder::default();
+        let refused = open_sandbox(SandboxMode::Strict, no_binary(), &workdir, &recorder)
+            .await
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+        assert!(
+            refused.starts_with("--sandbox=strict: the tools cannot be confined on this machine: "),
+            "{refused}"
+        );
+        let (_, confined) =
+            open_sandbox(SandboxMode::Off, no_binary(), &workdir, &recorder).await?;
+        assert!(confined.is_none());
+        assert!(recorder.warnings().is_empty());
+        Ok(())
+    }
 }
