@@ -45,6 +45,8 @@ pub struct Simple {
     pub args: Vec<Text>,
     /// Files its output is redirected to.
     pub writes_to: Vec<Text>,
+    /// A downloading process substitution it reads as standard input.
+    pub stdin: Option<Text>,
 }
 
 /// The command line does not parse as bash.
@@ -214,8 +216,10 @@ impl Walker {
                 }
             }
             CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
-                if let Some(target) = self.redirect(redirect, depth)? {
-                    simple.writes_to.push(target);
+                match self.redirect(redirect, depth)? {
+                    Some(input @ Text::Process { .. }) => simple.stdin = Some(input),
+                    Some(target) => simple.writes_to.push(target),
+                    None => {}
                 }
             }
             CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
@@ -226,7 +230,8 @@ impl Walker {
         Ok(())
     }
 
-    /// An output redirection's target; nested commands of any redirection are walked.
+    /// An output redirection's target, or a downloading process substitution read as input;
+    /// nested commands of any redirection are walked.
     fn redirect(
         &mut self,
         redirect: &IoRedirect,
@@ -246,8 +251,10 @@ impl Walker {
                     Ok(writes.then_some(text))
                 }
                 IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
-                    self.nested(|walker| walker.list(&subshell.list, depth + 1))?;
-                    Ok(None)
+                    let downloads = self.nested(|walker| walker.list(&subshell.list, depth + 1))?;
+                    // `bash < <(curl ...)`: the download is what the command reads.
+                    Ok((downloads && matches!(kind, IoFileRedirectKind::Read))
+                        .then_some(Text::Process { downloads }))
                 }
                 IoFileRedirectTarget::Fd(_) | IoFileRedirectTarget::Duplicate(_) => Ok(None),
             },
