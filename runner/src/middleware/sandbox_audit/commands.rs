@@ -45,7 +45,7 @@ pub struct Simple {
     pub args: Vec<Text>,
     /// Files its output is redirected to.
     pub writes_to: Vec<Text>,
-    /// A downloading process substitution it reads as standard input.
+    /// Downloaded data it reads as standard input (`< <(curl ...)`, `curl ... |`).
     pub stdin: Option<Text>,
 }
 
@@ -100,8 +100,18 @@ impl Walker {
     }
 
     fn pipeline(&mut self, pipeline: &ast::Pipeline, depth: usize) -> Result<(), Unparsable> {
+        let mut downloaded = false;
         for command in &pipeline.seq {
-            self.command(command, depth)?;
+            let before = self.found.len();
+            let downloads = self.nested(|walker| walker.command(command, depth))?;
+            if downloaded {
+                for simple in &mut self.found[before..] {
+                    simple
+                        .stdin
+                        .get_or_insert(Text::Process { downloads: true });
+                }
+            }
+            downloaded |= downloads;
         }
         Ok(())
     }
