@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::runtime::local::SandboxMode;
+
 /// Herd's runner: DeerFlow's lead agent, on a laptop or in a Run's pod.
 #[derive(Parser, Debug)]
 #[command(name = "herd-runner", version, about)]
@@ -82,6 +84,12 @@ pub struct RunArgs {
     /// Folder for agent memory (default: `$HERD_HOME/memory`, `~/.herd/memory`).
     #[arg(long, value_name = "DIR")]
     pub memory_dir: Option<PathBuf>,
+
+    /// Where the tools run: `auto` confines them as in a pod's sandbox container where this
+    /// machine allows it (Linux user namespaces and Landlock) and says so where it does not;
+    /// `strict` refuses to run them unconfined; `off` runs them unconfined in this process.
+    #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
+    pub sandbox: SandboxMode,
 }
 
 /// `herd-runner sandbox`.
@@ -98,4 +106,9 @@ pub struct SandboxArgs {
     /// Where `user-data/` and `skills/` are mounted.
     #[arg(long, env = "HERD_ROOT", default_value = "/mnt")]
     pub root: PathBuf,
+
+    /// Serve on the listening socket given as standard input instead of binding `--socket`
+    /// (how `herd-runner run` starts its confined sandbox).
+    #[arg(long, hide = true)]
+    pub listen_stdin: bool,
 }

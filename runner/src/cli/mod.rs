@@ -63,7 +63,12 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    match crate::sandbox::socket::serve(&args.socket, sandbox).await {
+    let served = if args.listen_stdin {
+        crate::sandbox::socket::serve_stdin(sandbox).await
+    } else {
+        crate::sandbox::socket::serve(&args.socket, sandbox).await
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -98,6 +103,7 @@ async fn run(args: RunArgs) -> ExitCode {
         prompter: interactive.then(|| Arc::new(TerminalPrompter) as _),
         answer: args.answer,
         memory_dir: args.memory_dir.unwrap_or_else(default_memory_dir),
+        sandbox: args.sandbox,
     };
     let result = run_local(request, progress.clone()).await;
     progress.finish();

@@ -19,6 +19,8 @@ use crate::memory::file::MemoryFile;
 use crate::middleware::chain::{ChainSettings, StandardChain};
 use crate::model::resolve::{build_model, resolve};
 use crate::sandbox::Sandbox;
+use crate::sandbox::confined::ConfinedSandbox;
+use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::in_process::InProcessExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::skills::SkillCatalog;
@@ -43,6 +45,20 @@ impl From<settings::SettingsError> for LocalError {
     }
 }
 
+/// Where the tools of a local run execute.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Confined like a pod's sandbox container where this machine allows it; otherwise
+    /// unconfined in this process, with a warning.
+    Auto,
+    /// Confined, or the run does not start.
+    Strict,
+    /// Unconfined in this process, paths mapped onto the work folder (the default for
+    /// library callers, which may not be the `herd-runner` binary the confined child needs).
+    #[default]
+    Off,
+}
+
 /// What `herd-runner run` was asked to do.
 #[derive(Clone, Default)]
 pub struct LocalRequest {
@@ -56,6 +72,8 @@ pub struct LocalRequest {
     /// `--resume`: continue the run in `workdir` with this answer.
     pub answer: Option<String>,
     pub memory_dir: PathBuf,
+    /// Where the tools execute.
+    pub sandbox: SandboxMode,
 }
 
 /// What is kept in `.herd/run.json` so `--resume` runs exactly the same configuration.
@@ -143,11 +161,15 @@ pub async fn run_local(
         .install_skills(&manifests.skills)
         .map_err(|error| LocalError(error.to_string()))?;
 
-    let sandbox = Sandbox::new(&workdir.roots)
-        .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
-        .with_home(workdir.state_dir());
-    let executor = Arc::new(InProcessExecutor(Arc::new(sandbox)));
-    let skills = discover_skills(&executor, agent.skills.as_deref(), observer.as_ref()).await?;
+    // Held until the run ends: dropping it stops the confined sandbox.
+    let (executor, _confined) = open_sandbox(
+        request.sandbox,
+        std::env::current_exe(),
+        &workdir,
+        observer.as_ref(),
+    )
+    .await?;
+    let skills = discover_skills(&*executor, agent.skills.as_deref(), observer.as_ref()).await?;
 
     let blueprint = Arc::new(blueprint(
         &manifests,
@@ -271,7 +293,7 @@ fn blueprint(
     api_key_env: Option<&str>,
     skills: Vec<crate::skills::Skill>,
     observer: Arc<dyn Observer>,
-    executor: Arc<InProcessExecutor>,
+    executor: Arc<dyn ToolExecutor>,
 ) -> Result<Blueprint, LocalError> {
     let agent = &manifests.agent.spec;
     let run_spec = manifests.run.as_ref().map(|r| &r.spec);
@@ -386,12 +408,49 @@ fn blueprint(
     })
 }
 
+/// The confined sandbox when `mode` asks for it and this machine allows it, else the
+/// in-process one. `exe` is the `herd-runner` binary the confined child runs.
+async fn open_sandbox(
+    mode: SandboxMode,
+    exe: std::io::Result<PathBuf>,
+    workdir: &Workdir,
+    observer: &dyn Observer,
+) -> Result<(Arc<dyn ToolExecutor>, Option<ConfinedSandbox>), LocalError> {
+    if mode != SandboxMode::Off {
+        let skills = workdir.root.join("skills");
+        let started = match exe {
+            Ok(exe) => ConfinedSandbox::start(&exe, &workdir.roots.user_data, &skills)
+                .await
+                .map_err(|unavailable| unavailable.0),
+            Err(error) => Err(format!("cannot find the herd-runner binary: {error}")),
+        };
+        match started {
+            Ok(confined) => return Ok((confined.executor(), Some(confined))),
+            Err(reason) if mode == SandboxMode::Strict => {
+                return Err(LocalError(format!(
+                    "--sandbox=strict: the tools cannot be confined on this machine: {reason}"
+                )));
+            }
+            Err(reason) => observer.on_event(AgentEvent::Warning {
+                agent: "lead".into(),
+                message: format!(
+                    "tools run UNCONFINED on this machine ({reason}); --sandbox=strict refuses \
+                     to run like this, --sandbox=off runs unconfined without this check"
+                ),
+            }),
+        }
+    }
+    let sandbox = Sandbox::new(&workdir.roots)
+        .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
+        .with_home(workdir.state_dir());
+    Ok((Arc::new(InProcessExecutor(Arc::new(sandbox))), None))
+}
+
 async fn discover_skills(
-    executor: &InProcessExecutor,
+    executor: &dyn ToolExecutor,
     filter: Option<&[String]>,
     observer: &dyn Observer,
 ) -> Result<Vec<crate::skills::Skill>, LocalError> {
-    use crate::sandbox::executor::ToolExecutor;
     let files = match executor.execute(SandboxRequest::ListSkills).await {
         Ok(SandboxResponse::Skills { skills }) => skills,
         Ok(SandboxResponse::Error { message }) => return Err(LocalError(message)),
@@ -473,4 +532,83 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), LocalError> {
     let json = serde_json::to_vec_pretty(value).map_err(|error| LocalError(error.to_string()))?;
     std::fs::write(path, json)
         .map_err(|error| LocalError(format!("cannot write {}: {error}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<AgentEvent>>);
+
+    impl Observer for Recorder {
+        fn on_event(&self, event: AgentEvent) {
+            if let Ok(mut events) = self.0.lock() {
+                events.push(event);
+            }
+        }
+    }
+
+    impl Recorder {
+        fn warnings(&self) -> Vec<String> {
+            self.0
+                .lock()
+                .map(|events| {
+                    events
+                        .iter()
+                        .filter_map(|event| match event {
+                            AgentEvent::Warning { message, .. } => Some(message.clone()),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    }
+
+    /// A binary that cannot confine anything: what a machine without support looks like.
+    fn no_binary() -> std::io::Result<PathBuf> {
+        Ok(PathBuf::from("/nonexistent/herd-runner"))
+    }
+
+    #[tokio::test]
+    async fn without_confinement_auto_warns_once_and_runs_in_process() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let workdir = Workdir::prepare(dir.path())?;
+        let recorder = Recorder::default();
+        let (executor, confined) =
+            open_sandbox(SandboxMode::Auto, no_binary(), &workdir, &recorder).await?;
+        assert!(confined.is_none());
+        let warnings = recorder.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("tools run UNCONFINED on this machine ("));
+        assert!(warnings[0].contains("--sandbox=strict"));
+        // In process: the work folder is reached through path mapping.
+        let response = executor.execute(SandboxRequest::Prepare).await?;
+        assert_eq!(response, SandboxResponse::Done { path: None });
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn without_confinement_strict_refuses_and_off_says_nothing() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let workdir = Workdir::prepare(dir.path())?;
+        let recorder = Recorder::default();
+        let refused = open_sandbox(SandboxMode::Strict, no_binary(), &workdir, &recorder)
+            .await
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+        assert!(
+            refused.starts_with("--sandbox=strict: the tools cannot be confined on this machine: "),
+            "{refused}"
+        );
+        let (_, confined) =
+            open_sandbox(SandboxMode::Off, no_binary(), &workdir, &recorder).await?;
+        assert!(confined.is_none());
+        assert!(recorder.warnings().is_empty());
+        Ok(())
+    }
 }

@@ -1,6 +1,9 @@
 //! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
 
 pub mod args;
+#[cfg(target_os = "linux")]
+pub mod confine;
+pub mod confined;
 pub mod executor;
 mod framework;
 pub mod in_process;

@@ -6,7 +6,7 @@ mod server;
 mod wire;
 
 pub use client::{SocketOptions, UnixSocketExecutor};
-pub use server::{SandboxServer, serve};
+pub use server::{SandboxServer, serve, serve_stdin};
 pub use wire::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
 
 #[cfg(test)]

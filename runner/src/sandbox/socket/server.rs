@@ -2,6 +2,7 @@
 //! task, so a long `bash` does not hold up a `read_file` sent after it, on the same
 //! connection or another.
 
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,35 @@ const MAX_CONCURRENT_REQUESTS: usize = 64;
 /// file is replaced; a live server on the same path is an error.
 pub async fn serve(socket: &Path, sandbox: Sandbox) -> anyhow::Result<()> {
     SandboxServer::bind(socket, sandbox).await?.run().await
+}
+
+/// Serves `sandbox` on the listening socket that is this process's standard input (inetd
+/// style): how `herd-runner run` hands its confined sandbox a socket on the host, where the
+/// sandbox itself cannot create one.
+pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
+    let listener = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::os::unix::net::UnixListener::from)
+        .context("taking the socket on standard input")?;
+    let address = listener
+        .local_addr()
+        .context("standard input is not a listening unix socket")?;
+    listener
+        .set_nonblocking(true)
+        .context("preparing the socket on standard input")?;
+    SandboxServer {
+        listener: UnixListener::from_std(listener)
+            .context("preparing the socket on standard input")?,
+        path: address
+            .as_pathname()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+        sandbox,
+        max_request_bytes: MAX_REQUEST_BYTES,
+    }
+    .run()
+    .await
 }
 
 /// A bound socket server (bind first, then `run`, so callers know when it accepts).
