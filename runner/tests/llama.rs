@@ -2,8 +2,9 @@
 //! Completions for `provider: openai` and the Messages API for `provider: anthropic`.
 //!
 //! One binary with its own `main` (`harness = false`), so the one server it starts is stopped
-//! after the last test: see `llama/harness.rs` for how tests get the server and how a new
-//! module adds its tests.
+//! after the last test: see `llama/harness.rs` for how tests get the server. A new module
+//! `llama/x.rs` is declared below as `#[path = "llama/x.rs"] mod x;` (a crate root looks for
+//! its modules beside itself) and its `x::tests()` added to the trials in `main`.
 
 // Test helpers outside #[test] functions report failures through `Failed`; the few
 // invariants of the test data itself may `expect`.

@@ -261,6 +261,15 @@ impl Agent {
         // Images follow all of the turn's results: strict providers want every result
         // right after the assistant message that called for it.
         let mut images = Vec::new();
+        let failed_large: Vec<String> = outputs
+            .iter()
+            .filter(|(call, output)| {
+                output.status == ToolStatus::Error
+                    && call.arguments.len() > tool_calls::KEEP_FAILED_ARGUMENT_BYTES
+            })
+            .map(|(call, _)| call.id.clone())
+            .collect();
+        tool_calls::forget_arguments(&mut state.messages, &failed_large);
         for (call, output) in outputs {
             state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
             let effect = output.effect;
@@ -866,6 +875,62 @@ mod tests {
             })
             .collect();
         assert_eq!(statuses, vec![ToolStatus::Error, ToolStatus::Success]);
+    }
+
+    /// Refuses every call, like a tool refusing a write too large for it.
+    struct Refuse;
+
+    #[async_trait]
+    impl crate::tools::Tool for Refuse {
+        fn name(&self) -> &str {
+            "refuse"
+        }
+        fn group(&self) -> crate::tools::ToolGroup {
+            crate::tools::ToolGroup::Builtin
+        }
+        fn schema(&self) -> crate::model::ToolSchema {
+            crate::model::ToolSchema {
+                name: "refuse".into(),
+                description: "Refuses.".into(),
+                parameters: json!({"type": "object"}),
+            }
+        }
+        async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+            ToolOutput::error("Error: too large for this tool.")
+        }
+    }
+
+    #[tokio::test]
+    async fn large_arguments_of_a_failed_call_are_not_sent_again() {
+        let large = json!({"text": "y".repeat(tool_calls::KEEP_FAILED_ARGUMENT_BYTES)});
+        let small = json!({"text": "keep me"});
+        let model = QueuedModel::new(vec![
+            calls(&[
+                ("refuse", large),
+                ("refuse", small.clone()),
+                ("echo", json!({"text": "z".repeat(100_000)})),
+            ]),
+            text("done"),
+        ]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(Echo), Arc::new(Refuse)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        agent.run(&mut ThreadState::new("go"), &env).await.unwrap();
+        let sent = &model.requests()[1].messages;
+        let arguments: Vec<&str> = sent[1]
+            .as_assistant()
+            .unwrap()
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.as_str())
+            .collect();
+        assert!(arguments[0].contains("dropped"), "{}", arguments[0]);
+        assert_eq!(arguments[1], small.to_string(), "small failed calls stay");
+        assert!(arguments[2].len() > 100_000, "successful calls stay");
+        assert_eq!(pairs(sent)[0].2, "Error: too large for this tool.");
     }
 
     #[tokio::test]

@@ -8,6 +8,9 @@
 //!   are, and is stored as [`NAMELESS`] so that the next request stays valid.
 //! - Arguments larger than [`MAX_ARGUMENT_BYTES`] are not run either, and the stored answer
 //!   keeps a short placeholder instead of them: the thread is resent on every later request.
+//!   For the same reason, a call that ran and failed with arguments over
+//!   [`KEEP_FAILED_ARGUMENT_BYTES`] (a tool refusing a too-large write, say) keeps only a
+//!   placeholder once its error result is in: that result says what was wrong.
 
 use std::collections::{HashMap, HashSet};
 
@@ -21,6 +24,9 @@ use super::tool_registry::ToolRegistry;
 /// answer (output limits are at most ~128k tokens, about 0.5 MB), and below the sandbox
 /// socket's request limit.
 pub const MAX_ARGUMENT_BYTES: usize = 1024 * 1024;
+
+/// Arguments of a failed call larger than this are replaced by a placeholder after it ran.
+pub const KEEP_FAILED_ARGUMENT_BYTES: usize = 64 * 1024;
 
 /// The name a call without one is stored under.
 pub const NAMELESS: &str = "unnamed_tool_call";
@@ -75,10 +81,7 @@ pub fn prepare(
             );
         } else if call.arguments.len() > MAX_ARGUMENT_BYTES {
             let size = call.arguments.len();
-            call.arguments = json!({
-                "omitted": format!("{size} bytes of arguments, refused as too large")
-            })
-            .to_string();
+            call.arguments = placeholder(size);
             refusals.insert(
                 call.id.clone(),
                 format!(
@@ -92,6 +95,32 @@ pub fn prepare(
         }
     }
     Refusals(refusals)
+}
+
+/// Replaces the arguments of the calls `ids` in the latest answer holding them with a
+/// placeholder.
+pub fn forget_arguments(messages: &mut [Message], ids: &[String]) {
+    if ids.is_empty() {
+        return;
+    }
+    let answer = messages.iter_mut().rev().find_map(|message| match message {
+        Message::Assistant(answer) if answer.tool_calls.iter().any(|c| ids.contains(&c.id)) => {
+            Some(answer)
+        }
+        _ => None,
+    });
+    for call in answer.into_iter().flat_map(|a| a.tool_calls.iter_mut()) {
+        if ids.contains(&call.id) {
+            call.arguments = placeholder(call.arguments.len());
+        }
+    }
+}
+
+/// What stands in the thread for `size` bytes of dropped arguments: a JSON object, as
+/// providers require.
+fn placeholder(size: usize) -> String {
+    json!({"omitted": format!("{size} bytes of arguments, dropped: too large to resend")})
+        .to_string()
 }
 
 #[cfg(test)]
@@ -170,6 +199,38 @@ mod tests {
         assert!(error.contains("over the 1048576-byte limit"), "{error}");
         assert_eq!(message.tool_calls[1].arguments, fits);
         assert_eq!(refusals.get("b"), None);
+    }
+
+    #[test]
+    fn forgotten_arguments_become_a_placeholder_in_the_latest_answer_only() {
+        let calls = || {
+            vec![
+                call("a", "write_file", "{\"content\": \"long\"}"),
+                call("b", "ls", "{}"),
+            ]
+        };
+        let mut messages = vec![
+            Message::Assistant(answer(calls())),
+            Message::user("u", "again"),
+            Message::Assistant(answer(calls())),
+        ];
+        forget_arguments(&mut messages, &["a".to_owned()]);
+        let arguments = |i: usize| -> Vec<String> {
+            messages[i]
+                .as_assistant()
+                .unwrap()
+                .tool_calls
+                .iter()
+                .map(|c| c.arguments.clone())
+                .collect()
+        };
+        assert_eq!(arguments(0), vec!["{\"content\": \"long\"}", "{}"]);
+        assert!(
+            arguments(2)[0].contains("bytes of arguments, dropped"),
+            "{:?}",
+            arguments(2)
+        );
+        assert_eq!(arguments(2)[1], "{}");
     }
 
     proptest! {
