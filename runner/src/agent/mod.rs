@@ -3,6 +3,7 @@
 pub mod events;
 pub mod middleware;
 pub mod run_loop;
+pub mod tool_calls;
 pub mod tool_registry;
 
 pub use events::{AgentEvent, NoObserver, Observer};

@@ -14,6 +14,7 @@ use crate::tools::{Budget, ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
 use super::middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
+use super::tool_calls::{self, Refusals};
 use super::tool_registry::ToolRegistry;
 
 /// Limits of one run.
@@ -123,12 +124,15 @@ impl Agent {
             if let Some(reason) = self.hooks_before_model(state).await {
                 return Ok(self.outcome(state, reason, None));
             }
-            let message = match self.call_model(state).await {
+            let mut message = match self.call_model(state).await {
                 Ok(message) => message,
                 Err(error) => {
                     return Ok(self.outcome(state, StopReason::ModelError, Some(error.message)));
                 }
             };
+            // Before anything sees the answer: hooks, results and later requests pair calls
+            // by id.
+            let refusals = tool_calls::prepare(&mut message, &state.messages, &self.tools);
             state.messages.push(Message::Assistant(message));
             match self.hooks_after_model(state).await {
                 Flow::End(reason) => return Ok(self.outcome(state, reason, None)),
@@ -143,7 +147,7 @@ impl Agent {
                 let reason = state.stop_reason.unwrap_or(StopReason::Completed);
                 return Ok(self.outcome(state, reason, None));
             }
-            if let Some(question) = self.run_tools(state, env, calls).await {
+            if let Some(question) = self.run_tools(state, env, calls, &refusals).await {
                 self.emit(AgentEvent::Asked {
                     agent: self.name.clone(),
                     question: question.clone(),
@@ -245,10 +249,11 @@ impl Agent {
         state: &mut ThreadState,
         env: &RunEnv,
         calls: Vec<ToolCall>,
+        refusals: &Refusals,
     ) -> Option<Clarification> {
         let snapshot: &ThreadState = state;
         let outputs: Vec<(ToolCall, ToolOutput)> = futures::stream::iter(calls)
-            .map(|call| self.run_tool(snapshot, env, call))
+            .map(|call| self.run_tool(snapshot, env, call, refusals))
             .buffered(self.limits.max_parallel_tools.max(1))
             .collect()
             .await;
@@ -256,6 +261,15 @@ impl Agent {
         // Images follow all of the turn's results: strict providers want every result
         // right after the assistant message that called for it.
         let mut images = Vec::new();
+        let failed_large: Vec<String> = outputs
+            .iter()
+            .filter(|(call, output)| {
+                output.status == ToolStatus::Error
+                    && call.arguments.len() > tool_calls::KEEP_FAILED_ARGUMENT_BYTES
+            })
+            .map(|(call, _)| call.id.clone())
+            .collect();
+        tool_calls::forget_arguments(&mut state.messages, &failed_large);
         for (call, output) in outputs {
             state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
             let effect = output.effect;
@@ -300,6 +314,7 @@ impl Agent {
         state: &ThreadState,
         env: &RunEnv,
         call: ToolCall,
+        refusals: &Refusals,
     ) -> (ToolCall, ToolOutput) {
         self.emit(AgentEvent::ToolStarted {
             agent: self.name.clone(),
@@ -307,6 +322,22 @@ impl Agent {
             name: call.name.clone(),
             summary: summarize_arguments(&call.arguments),
         });
+        let output = match refusals.get(&call.id) {
+            Some(error) => ToolOutput::error(error),
+            None => self.execute(state, env, &call).await,
+        };
+        self.emit(AgentEvent::ToolFinished {
+            agent: self.name.clone(),
+            id: call.id.clone(),
+            name: call.name.clone(),
+            ok: output.status == ToolStatus::Success,
+            preview: first_line(&output.content, 120),
+        });
+        (call, output)
+    }
+
+    /// One call through the chain's wrap_tool_call hooks to its tool.
+    async fn execute(&self, state: &ThreadState, env: &RunEnv, call: &ToolCall) -> ToolOutput {
         let request = ToolRequest {
             call: call.clone(),
             state,
@@ -328,15 +359,7 @@ impl Agent {
             rest: &self.chain,
             tools: &self.tools,
         };
-        let output = next.run(request).await;
-        self.emit(AgentEvent::ToolFinished {
-            agent: self.name.clone(),
-            id: call.id.clone(),
-            name: call.name.clone(),
-            ok: output.status == ToolStatus::Success,
-            preview: first_line(&output.content, 120),
-        });
-        (call, output)
+        next.run(request).await
     }
 
     fn outcome(
@@ -738,5 +761,203 @@ mod tests {
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(model.requests()[0].messages.len(), 2);
         assert_eq!(state.messages.len(), 2, "user + assistant only");
+    }
+
+    /// Prints its `text` argument, like `echo`.
+    struct Echo;
+
+    #[async_trait]
+    impl crate::tools::Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn group(&self) -> crate::tools::ToolGroup {
+            crate::tools::ToolGroup::Builtin
+        }
+        fn schema(&self) -> crate::model::ToolSchema {
+            crate::model::ToolSchema {
+                name: "echo".into(),
+                description: "Prints text.".into(),
+                parameters: json!({"type": "object"}),
+            }
+        }
+        async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+            ToolOutput::ok(arguments["text"].as_str().unwrap_or_default())
+        }
+    }
+
+    fn call_with_id(id: &str, name: &str, arguments: String) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// (call id, call name, result id, result text) of each result of the thread.
+    fn pairs(messages: &[Message]) -> Vec<(String, String, String)> {
+        messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::Tool(result) => Some((
+                    result.tool_call_id.clone(),
+                    result.name.clone(),
+                    result.content.clone(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn calls_sharing_an_id_get_their_own_ids_and_results() {
+        let mut twins = calls(&[]);
+        twins.tool_calls = vec![
+            call_with_id("same", "echo", json!({"text": "ONE"}).to_string()),
+            call_with_id("same", "echo", json!({"text": "TWO"}).to_string()),
+        ];
+        let model = QueuedModel::new(vec![twins, text("done")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(Echo)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("echo twice");
+        agent.run(&mut state, &env).await.unwrap();
+        // The next request carries the rewritten answer, each result right after its call.
+        let sent = &model.requests()[1].messages;
+        let answer = sent[1].as_assistant().unwrap();
+        let ids: Vec<&str> = answer.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, vec!["same", "same_2"]);
+        assert_eq!(
+            pairs(sent),
+            vec![
+                ("same".into(), "echo".into(), "ONE".into()),
+                ("same_2".into(), "echo".into(), "TWO".into()),
+            ]
+        );
+        assert_eq!(pairs(&state.messages), pairs(sent), "the stored thread too");
+    }
+
+    #[tokio::test]
+    async fn a_nameless_call_gets_an_error_result_and_the_run_goes_on() {
+        let mut nameless = calls(&[("echo", json!({"text": "fine"}))]);
+        nameless
+            .tool_calls
+            .insert(0, call_with_id("x", "", "{}".into()));
+        let model = QueuedModel::new(vec![nameless, text("done")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(Echo)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("go");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::Completed);
+        assert_eq!(outcome.answer, "done");
+        let results = pairs(&model.requests()[1].messages);
+        assert_eq!(results[0].1, tool_calls::NAMELESS);
+        assert!(results[0].2.contains("no tool name"), "{}", results[0].2);
+        assert!(
+            results[0].2.contains("echo"),
+            "names the tools: {}",
+            results[0].2
+        );
+        assert_eq!(results[1].2, "fine");
+        let statuses: Vec<ToolStatus> = state
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(t) => Some(t.status),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(statuses, vec![ToolStatus::Error, ToolStatus::Success]);
+    }
+
+    /// Refuses every call, like a tool refusing a write too large for it.
+    struct Refuse;
+
+    #[async_trait]
+    impl crate::tools::Tool for Refuse {
+        fn name(&self) -> &str {
+            "refuse"
+        }
+        fn group(&self) -> crate::tools::ToolGroup {
+            crate::tools::ToolGroup::Builtin
+        }
+        fn schema(&self) -> crate::model::ToolSchema {
+            crate::model::ToolSchema {
+                name: "refuse".into(),
+                description: "Refuses.".into(),
+                parameters: json!({"type": "object"}),
+            }
+        }
+        async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+            ToolOutput::error("Error: too large for this tool.")
+        }
+    }
+
+    #[tokio::test]
+    async fn large_arguments_of_a_failed_call_are_not_sent_again() {
+        let large = json!({"text": "y".repeat(tool_calls::KEEP_FAILED_ARGUMENT_BYTES)});
+        let small = json!({"text": "keep me"});
+        let model = QueuedModel::new(vec![
+            calls(&[
+                ("refuse", large),
+                ("refuse", small.clone()),
+                ("echo", json!({"text": "z".repeat(100_000)})),
+            ]),
+            text("done"),
+        ]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(Echo), Arc::new(Refuse)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        agent.run(&mut ThreadState::new("go"), &env).await.unwrap();
+        let sent = &model.requests()[1].messages;
+        let arguments: Vec<&str> = sent[1]
+            .as_assistant()
+            .unwrap()
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.as_str())
+            .collect();
+        assert!(arguments[0].contains("dropped"), "{}", arguments[0]);
+        assert_eq!(arguments[1], small.to_string(), "small failed calls stay");
+        assert!(arguments[2].len() > 100_000, "successful calls stay");
+        assert_eq!(pairs(sent)[0].2, "Error: too large for this tool.");
+    }
+
+    #[tokio::test]
+    async fn oversized_arguments_are_not_run_nor_sent_again() {
+        let text_arg = "x".repeat(tool_calls::MAX_ARGUMENT_BYTES);
+        let mut huge = calls(&[]);
+        huge.tool_calls = vec![call_with_id(
+            "big",
+            "echo",
+            json!({"text": text_arg}).to_string(),
+        )];
+        let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(Echo)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = ThreadState::new("go");
+        agent.run(&mut state, &env).await.unwrap();
+        let sent = &model.requests()[1].messages;
+        let arguments = &sent[1].as_assistant().unwrap().tool_calls[0].arguments;
+        assert!(arguments.len() < 100, "a placeholder is sent: {arguments}");
+        let results = pairs(sent);
+        assert!(results[0].2.starts_with("Error:"), "{}", results[0].2);
+        assert!(results[0].2.len() < 500, "nothing was echoed");
+        let stored = serde_json::to_string(&state.messages).unwrap();
+        assert!(stored.len() < 10_000, "the thread holds no copy");
     }
 }

@@ -149,8 +149,8 @@ impl AnthropicModel {
         .await?;
         let mut events = EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
         let mut answer = Answer::default();
-        while let Some(event) = events.next().await? {
-            let data = event.data.trim();
+        while let Some(data) = events.next().await? {
+            let data = data.trim();
             if data.is_empty() {
                 continue;
             }
@@ -349,8 +349,12 @@ enum BlockStart {
         #[serde(default)]
         text: String,
     },
+    /// `id` and `name` may be missing from a broken server's block: the call then gets an id
+    /// here and an error result from the loop, instead of failing the answer.
     ToolUse {
+        #[serde(default)]
         id: String,
+        #[serde(default)]
         name: String,
         #[serde(default)]
         input: Option<Value>,
@@ -562,17 +566,14 @@ impl Answer {
     }
 
     fn finish(self, server: &str) -> Result<AssistantMessage, ModelError> {
-        let has_text = self
-            .blocks
-            .values()
-            .any(|b| matches!(b, Block::Text(t) if !t.is_empty()));
-        let has_tools = self.tool_count > 0;
-        if !self.stopped && self.stop_reason.is_none() && (!has_text || has_tools) {
+        // Without `message_stop` the answer may be cut short (even after its `stop_reason`,
+        // the usage may be missing): the connection broke, so try again.
+        if !self.stopped {
             return Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
+                ModelErrorKind::Connection,
                 format!(
                     "the stream from {server} ended before the answer was complete (no \
-                     stop_reason and no message_stop)"
+                     message_stop)"
                 ),
             ));
         }
@@ -597,7 +598,11 @@ impl Answer {
                             .map_or_else(|| "{}".to_owned(), |v| v.to_string())
                     };
                     message.tool_calls.push(ToolCall {
-                        id,
+                        id: if id.is_empty() {
+                            random_id("toolu_")
+                        } else {
+                            id
+                        },
                         name,
                         arguments,
                     });
@@ -1164,27 +1169,55 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_truncated_stream_is_an_error_unless_it_produced_text() {
+    async fn a_stream_without_message_stop_is_a_broken_stream() {
         // Cut after the last arguments fragment, before the block and the message end.
         let events = tool_use_events();
         let cut_in_tool_use = stream_of(&events[..events.len() - 3]);
         let error = answer(sse(cut_in_tool_use)).await.unwrap_err();
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert_eq!(error.kind, ModelErrorKind::Connection);
+        assert!(error.is_retriable());
         assert!(error.message.contains("ended before"), "{}", error.message);
 
         let error = answer(sse(stream_of(&[message_start(5)])))
             .await
             .unwrap_err();
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert_eq!(error.kind, ModelErrorKind::Connection);
 
-        let text_only = stream_of(&[
+        // Half an answer is not an answer, even with its stop reason.
+        let text = |stop: bool| {
+            let mut events = vec![
+                message_start(5),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half an ans"}}),
+            ];
+            if stop {
+                events.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}));
+            }
+            stream_of(&events)
+        };
+        for stop in [false, true] {
+            let error = answer(sse(text(stop))).await.unwrap_err();
+            assert_eq!(
+                error.kind,
+                ModelErrorKind::Connection,
+                "stop_reason: {stop}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_use_without_name_or_id_is_kept_for_the_loop_to_answer() {
+        let mut events = vec![
             message_start(5),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Done."}}),
-        ]);
-        let message = answer(sse(text_only)).await.unwrap();
-        assert_eq!(message.content, "Done.");
-        assert_eq!(message.finish_reason, None);
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "input": {}}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ];
+        events.extend(message_end("tool_use", 3));
+        let message = answer(sse(stream_of(&events))).await.unwrap();
+        assert_eq!(message.tool_calls.len(), 1);
+        assert_eq!(message.tool_calls[0].name, "");
+        assert!(message.tool_calls[0].id.starts_with("toolu_"));
+        assert_eq!(message.tool_calls[0].arguments, "{}");
     }
 
     #[tokio::test]

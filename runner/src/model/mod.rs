@@ -19,6 +19,7 @@ pub mod scripted;
 mod sse;
 
 pub use error::{ModelError, ModelErrorKind};
+pub use sse::MAX_EVENT_BYTES;
 
 /// Who is calling the model.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

@@ -156,8 +156,8 @@ impl OpenAiModel {
         } else {
             let mut events =
                 EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
-            while let Some(event) = events.next().await? {
-                let data = event.data.trim();
+            while let Some(data) = events.next().await? {
+                let data = data.trim();
                 if data == "[DONE]" {
                     answer.done = true;
                     break;
@@ -453,10 +453,10 @@ impl Answer {
     }
 
     fn finish(self, server: &str) -> Result<AssistantMessage, ModelError> {
-        let complete = self.done || self.finish_reason.is_some();
-        if !complete && (self.content.is_empty() || !self.calls.is_empty()) {
+        // Text without an end may be half an answer: the connection broke, so try again.
+        if !self.done && self.finish_reason.is_none() {
             return Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
+                ModelErrorKind::Connection,
                 format!(
                     "the stream from {server} ended before the answer was complete (no \
                      finish_reason and no [DONE])"
@@ -464,13 +464,9 @@ impl Answer {
             ));
         }
         let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (index, call) in self.calls {
-            if call.name.is_empty() {
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!("{server} sent tool call #{index} without a name"),
-                ));
-            }
+        // A call without a name is kept: the loop answers it with an error result, so the
+        // model can correct itself.
+        for call in self.calls.into_values() {
             tool_calls.push(ToolCall {
                 id: if call.id.is_empty() {
                     random_id("call_")
@@ -1132,30 +1128,57 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_truncated_stream_is_an_error_unless_it_produced_text() {
+    async fn a_stream_without_finish_reason_or_done_is_a_broken_stream() {
         let nothing = vec![delta_chunk(
             json!({"role": "assistant", "content": null}),
             None,
         )];
-        let error = answer(sse(stream_of(&nothing, false))).await.unwrap_err();
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
-        assert!(error.message.contains("ended before"), "{}", error.message);
-
         let half_call = vec![delta_chunk(
             json!({"content": "Reading.", "tool_calls": [{"index": 0, "id": "c", "function": {"name": "ls", "arguments": "{\"pa"}}]}),
             None,
         )];
-        let error = answer(sse(stream_of(&half_call, false))).await.unwrap_err();
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        let half_text = vec![delta_chunk(json!({"content": "Half an ans"}), None)];
+        for chunks in [nothing, half_call, half_text] {
+            let error = answer(sse(stream_of(&chunks, false))).await.unwrap_err();
+            assert_eq!(error.kind, ModelErrorKind::Connection);
+            assert!(error.is_retriable());
+            assert!(error.message.contains("ended before"), "{}", error.message);
+        }
 
-        let text = vec![delta_chunk(json!({"content": "All done."}), None)];
-        let message = answer(sse(stream_of(&text, false))).await.unwrap();
-        assert_eq!(message.content, "All done.");
-        assert_eq!(message.finish_reason, None);
-
-        let done_only = vec![delta_chunk(json!({"content": ""}), None)];
+        // Either end marker is enough.
+        let done_only = vec![delta_chunk(json!({"content": "All done."}), None)];
         let message = answer(sse(stream_of(&done_only, true))).await.unwrap();
-        assert_eq!(message.content, "");
+        assert_eq!(message.content, "All done.");
+        let reason_only = vec![delta_chunk(json!({"content": "All done."}), Some("stop"))];
+        let message = answer(sse(stream_of(&reason_only, false))).await.unwrap();
+        assert_eq!(message.finish_reason, Some(FinishReason::Stop));
+    }
+
+    #[tokio::test]
+    async fn a_call_without_a_name_is_kept_for_the_loop_to_answer() {
+        let chunks = vec![delta_chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]}),
+            Some("tool_calls"),
+        )];
+        let message = answer(sse(stream_of(&chunks, true))).await.unwrap();
+        assert_eq!(message.tool_calls.len(), 1);
+        assert_eq!(message.tool_calls[0].name, "");
+        assert_eq!(message.tool_calls[0].id, "c1");
+    }
+
+    #[tokio::test]
+    async fn an_event_over_the_cap_is_refused() {
+        let big = "x".repeat(crate::model::MAX_EVENT_BYTES);
+        let chunks = vec![delta_chunk(json!({"content": big}), Some("stop"))];
+        let error = answer(sse(stream_of(&chunks, true))).await.unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert!(
+            error
+                .message
+                .ends_with("sent a stream event larger than 8 MiB"),
+            "{}",
+            error.message
+        );
     }
 
     #[tokio::test]
