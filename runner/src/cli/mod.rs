@@ -2,11 +2,18 @@
 //!
 //! Exit codes of `herd-runner run`: 0 the agent answered; 1 the run failed (model error,
 //! timeout...); 2 bad usage or manifests; 3 the agent asked a question and a checkpoint was
-//! saved (answer with `--resume <workdir> --answer "..."`).
+//! saved (answer with `--resume <workdir> --answer "..."`); 4 the run was stopped by a limit
+//! (`maxModelCalls`, loop detection, token budget, subagent limit, the model's output limit,
+//! a safety stop): the partial answer is on stdout and `stopped: <reason>` on stderr.
+//!
+//! Everything printed for a person passes through `terminal_text::for_terminal`; `--json`
+//! lines through `json_line::json_line`.
 
 pub mod args;
+pub mod json_line;
 pub mod progress;
 pub mod prompter;
+pub mod terminal_text;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,8 +24,10 @@ use clap::Parser;
 use herd_crds::report::StopReason;
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
+use self::json_line::json_line;
 use self::progress::Progress;
 use self::prompter::TerminalPrompter;
+use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::settings::Overrides;
 use crate::sandbox::{Sandbox, SandboxRoots};
@@ -29,6 +38,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// The agent asked a question; a checkpoint was saved.
 pub const EXIT_INPUT_REQUIRED: u8 = 3;
+/// A limit stopped the run: the answer is partial.
+pub const EXIT_STOPPED: u8 = 4;
 
 /// Parses the command line and runs it.
 pub async fn main() -> ExitCode {
@@ -47,8 +58,18 @@ fn init_logging() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(use_colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Colour only for a person at a terminal, and never when `NO_COLOR` is set to anything but
+/// the empty string (<https://no-color.org>).
+fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
 async fn sandbox(args: SandboxArgs) -> ExitCode {
@@ -79,7 +100,7 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
 
 async fn run(args: RunArgs) -> ExitCode {
     let interactive = !args.non_interactive && !args.json && std::io::stdin().is_terminal();
-    let progress = Arc::new(Progress::new(args.json, std::io::stderr().is_terminal()));
+    let progress = Progress::new(args.json, std::io::stderr().is_terminal());
     let workdir = match (&args.resume, &args.workdir) {
         (Some(dir), _) | (None, Some(dir)) => dir.clone(),
         (None, None) => default_workdir(),
@@ -113,10 +134,10 @@ async fn run(args: RunArgs) -> ExitCode {
             if args.json {
                 println!(
                     "{}",
-                    serde_json::json!({"event": "error", "message": error.to_string()})
+                    json_line(&serde_json::json!({"event": "error", "message": error.to_string()}))
                 );
             } else {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", for_terminal(&error.to_string()));
             }
             ExitCode::from(EXIT_USAGE)
         }
@@ -126,11 +147,7 @@ async fn run(args: RunArgs) -> ExitCode {
 /// Prints the answer (stdout) and where things are (stderr), and picks the exit code.
 fn report(result: &LocalResult, json: bool) -> ExitCode {
     let outcome = &result.outcome;
-    let code = match outcome.stop_reason {
-        StopReason::InputRequired => EXIT_INPUT_REQUIRED,
-        reason if reason.is_answer() => 0,
-        _ => EXIT_FAILED,
-    };
+    let code = exit_code(outcome.stop_reason);
     if json {
         let artifacts: Vec<_> = result
             .artifacts
@@ -148,28 +165,36 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
             "artifacts": artifacts,
             "workdir": result.workdir,
         });
-        println!("{line}");
+        println!("{}", json_line(&line));
         return ExitCode::from(code);
     }
+    let workdir = result.workdir.display().to_string();
     if let Some(question) = &outcome.question {
-        let question_json = serde_json::to_string(question).unwrap_or_default();
-        println!("{question_json}");
+        println!("{}", json_line(question));
         eprintln!(
             "\nThe agent needs an answer. Continue with:\n  herd-runner run --resume {} --answer \"...\"",
-            result.workdir.display()
+            for_terminal(&workdir)
         );
         return ExitCode::from(code);
     }
     if !outcome.answer.is_empty() {
-        println!("{}", outcome.answer);
+        println!("{}", for_terminal(&outcome.answer));
     }
     if let Some(error) = &outcome.error {
-        eprintln!("error: {error}");
+        eprintln!("error: {}", for_terminal(error));
+    }
+    if code == EXIT_STOPPED {
+        eprintln!(
+            "stopped: {:?} ({})",
+            outcome.stop_reason,
+            stop_explanation(outcome.stop_reason)
+        );
     }
     if !result.artifacts.is_empty() {
         eprintln!("\nFiles:");
         for (path, host) in &result.artifacts {
-            eprintln!("  {path}  ->  {}", host.display());
+            let line = format!("  {path}  ->  {}", host.display());
+            eprintln!("{}", for_terminal(&line));
         }
     }
     eprintln!(
@@ -179,9 +204,32 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
         result.usage.tool_calls,
         result.usage.input_tokens,
         result.usage.output_tokens,
-        result.workdir.display()
+        for_terminal(&workdir)
     );
     ExitCode::from(code)
+}
+
+/// The exit code for how the run ended (see the module docs).
+pub fn exit_code(reason: StopReason) -> u8 {
+    match reason {
+        StopReason::Completed => 0,
+        StopReason::InputRequired => EXIT_INPUT_REQUIRED,
+        reason if reason.is_answer() => EXIT_STOPPED,
+        _ => EXIT_FAILED,
+    }
+}
+
+/// What the limit behind a stop is, for the `stopped:` line.
+fn stop_explanation(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::ModelCallLimit => "the run used its maxModelCalls",
+        StopReason::LoopDetected => "the agent kept repeating the same tool calls",
+        StopReason::TokenBudgetExceeded => "the run used its token budget",
+        StopReason::SubagentLimitReached => "the run used its subagents.maxTotal",
+        StopReason::ModelLengthLimit => "the answer was cut at the model's output limit",
+        StopReason::SafetyStop => "the provider's safety system stopped the answer",
+        _ => "stopped by a limit",
+    }
 }
 
 fn default_workdir() -> PathBuf {
@@ -196,4 +244,40 @@ fn default_memory_dir() -> PathBuf {
     std::env::var_os("HOME")
         .map(|home| PathBuf::from(home).join(".herd").join("memory"))
         .unwrap_or_else(|| PathBuf::from(".herd").join("memory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_stop_exits_4_and_only_completed_exits_0() {
+        let cases = [
+            (StopReason::Completed, 0),
+            (StopReason::InputRequired, EXIT_INPUT_REQUIRED),
+            (StopReason::ModelCallLimit, EXIT_STOPPED),
+            (StopReason::LoopDetected, EXIT_STOPPED),
+            (StopReason::TokenBudgetExceeded, EXIT_STOPPED),
+            (StopReason::SubagentLimitReached, EXIT_STOPPED),
+            (StopReason::ModelLengthLimit, EXIT_STOPPED),
+            (StopReason::SafetyStop, EXIT_STOPPED),
+            (StopReason::ModelError, EXIT_FAILED),
+            (StopReason::Cancelled, EXIT_FAILED),
+            (StopReason::TimedOut, EXIT_FAILED),
+        ];
+        for (reason, code) in cases {
+            assert_eq!(exit_code(reason), code, "{reason:?}");
+            if code == EXIT_STOPPED {
+                assert_ne!(stop_explanation(reason), "stopped by a limit", "{reason:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn colour_needs_a_terminal_and_no_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some("".into())));
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(!use_colour(false, None));
+    }
 }

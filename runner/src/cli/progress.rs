@@ -1,30 +1,64 @@
-//! Live progress on stderr: a spinner with the current step on a terminal, plain lines
-//! otherwise, or JSON events on stdout with `--json`.
+//! Live progress: a spinner with the current step when stderr is a terminal, plain lines on
+//! stderr otherwise, or JSON events on stdout with `--json`.
+//!
+//! Text from the model and tools goes through `for_terminal` (or `json_line`) on its way out:
+//! nothing they say can drive the terminal. Without a terminal there is no spinner to show
+//! that a long model call is alive, so a heartbeat line says so every `HEARTBEAT`.
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use herd_crds::report::TodoStatus;
+use herd_crds::report::{StopReason, TodoStatus};
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::time::Instant;
 
+use super::json_line::json_line;
+use super::terminal_text::for_terminal;
 use crate::agent::{AgentEvent, Observer};
 
-/// How progress is shown.
-pub enum Progress {
+/// How often a line reports a model call that is still streaming (plain-lines display only).
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// Where progress goes.
+pub enum Display {
     /// A spinner with the current step; finished steps scroll above it.
     Terminal(ProgressBar),
-    /// One line per step on stderr (logs, CI).
-    Lines(Mutex<std::io::Stderr>),
-    /// One JSON object per event on stdout.
-    Json(Mutex<std::io::Stdout>),
+    /// One line per step (logs, CI).
+    Lines(Mutex<Box<dyn Write + Send>>),
+    /// One JSON object per event.
+    Json(Mutex<Box<dyn Write + Send>>),
+}
+
+/// A model call in flight, for the heartbeat.
+struct Waiting {
+    call: u32,
+    since: Instant,
+    /// Characters of answer and reasoning streamed so far.
+    streamed: usize,
+    /// When the next heartbeat line is due.
+    next: Instant,
+}
+
+/// Shows a run's events.
+pub struct Progress {
+    display: Display,
+    /// Agents whose model call is streaming, by agent name.
+    waiting: Mutex<BTreeMap<String, Waiting>>,
+    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Progress {
-    /// Picks the display: JSON when asked, a spinner when stderr is a terminal, else lines.
-    pub fn new(json: bool, terminal: bool) -> Self {
+    /// Picks the display: JSON when asked, a spinner when stderr is a terminal, else lines
+    /// with a heartbeat every `HEARTBEAT`. Must be called inside the Tokio runtime.
+    pub fn new(json: bool, terminal: bool) -> Arc<Self> {
         if json {
-            return Progress::Json(Mutex::new(std::io::stdout()));
+            return Self::with_display(Display::Json(Mutex::new(Box::new(std::io::stdout()))));
         }
         if terminal {
             let spinner = ProgressBar::new_spinner();
@@ -33,52 +67,137 @@ impl Progress {
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             spinner.enable_steady_tick(Duration::from_millis(120));
-            return Progress::Terminal(spinner);
+            return Self::with_display(Display::Terminal(spinner));
         }
-        Progress::Lines(Mutex::new(std::io::stderr()))
+        let progress = Self::with_display(Display::Lines(Mutex::new(Box::new(std::io::stderr()))));
+        progress.start_heartbeat(HEARTBEAT);
+        progress
     }
 
-    /// Removes the spinner before the answer is printed.
+    /// Progress on `display`, with no heartbeat.
+    pub fn with_display(display: Display) -> Arc<Self> {
+        Arc::new(Progress {
+            display,
+            waiting: Mutex::new(BTreeMap::new()),
+            heartbeat: Mutex::new(None),
+        })
+    }
+
+    /// Reports each streaming model call every `every`, until `finish`.
+    pub fn start_heartbeat(self: &Arc<Self>, every: Duration) {
+        let weak: Weak<Progress> = Arc::downgrade(self);
+        // A second is fine enough for a heartbeat counted in tens of seconds.
+        let tick = every.min(Duration::from_secs(1));
+        let task = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(tick);
+            loop {
+                interval.tick().await;
+                let Some(progress) = weak.upgrade() else {
+                    return;
+                };
+                progress.beat(every);
+            }
+        });
+        if let Some(old) = lock(&self.heartbeat).replace(task) {
+            old.abort();
+        }
+    }
+
+    /// Removes the spinner and stops the heartbeat before the answer is printed.
     pub fn finish(&self) {
-        if let Progress::Terminal(spinner) = self {
+        if let Some(task) = lock(&self.heartbeat).take() {
+            task.abort();
+        }
+        if let Display::Terminal(spinner) = &self.display {
             spinner.finish_and_clear();
         }
     }
 
-    fn line(&self, text: String) {
-        match self {
-            Progress::Terminal(spinner) => spinner.println(text),
-            Progress::Lines(stderr) => {
-                if let Ok(mut stderr) = stderr.lock() {
-                    let _ = writeln!(stderr, "{text}");
-                }
+    fn beat(&self, every: Duration) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        for (agent, waiting) in lock(&self.waiting).iter_mut() {
+            if now >= waiting.next {
+                waiting.next = now + every;
+                due.push(format!(
+                    "[{agent}] still waiting for the model (call {}): {} s, {} characters so far",
+                    waiting.call,
+                    now.duration_since(waiting.since).as_secs(),
+                    waiting.streamed
+                ));
             }
-            Progress::Json(_) => {}
+        }
+        for line in due {
+            self.line(&line);
         }
     }
 
-    fn status(&self, text: String) {
-        if let Progress::Terminal(spinner) = self {
-            spinner.set_message(text);
+    /// Tracks which agents wait on a model call: from `ModelCall` until any event other than
+    /// streamed text or a warning (a retry is still the same wait).
+    fn track(&self, event: &AgentEvent, every: Duration) {
+        let mut waiting = lock(&self.waiting);
+        match event {
+            AgentEvent::ModelCall { agent, call, .. } => {
+                let now = Instant::now();
+                waiting.insert(
+                    agent.clone(),
+                    Waiting {
+                        call: *call,
+                        since: now,
+                        streamed: 0,
+                        next: now + every,
+                    },
+                );
+            }
+            AgentEvent::Text { agent, text } | AgentEvent::Reasoning { agent, text } => {
+                if let Some(entry) = waiting.get_mut(agent) {
+                    entry.streamed += text.chars().count();
+                }
+            }
+            AgentEvent::Warning { .. } => {}
+            AgentEvent::ToolStarted { agent, .. }
+            | AgentEvent::ToolFinished { agent, .. }
+            | AgentEvent::Asked { agent, .. }
+            | AgentEvent::Answered { agent, .. }
+            | AgentEvent::Todos { agent, .. }
+            | AgentEvent::Stopped { agent, .. } => {
+                waiting.remove(agent);
+            }
+        }
+    }
+
+    fn line(&self, text: &str) {
+        let text = for_terminal(text);
+        match &self.display {
+            Display::Terminal(spinner) => spinner.println(text),
+            Display::Lines(out) => {
+                let _ = writeln!(lock(out), "{text}");
+            }
+            Display::Json(_) => {}
+        }
+    }
+
+    fn status(&self, text: &str) {
+        if let Display::Terminal(spinner) = &self.display {
+            spinner.set_message(for_terminal(text).into_owned());
         }
     }
 }
 
 impl Observer for Progress {
     fn on_event(&self, event: AgentEvent) {
-        if let Progress::Json(stdout) = self {
-            if let (Ok(mut stdout), Ok(json)) = (stdout.lock(), serde_json::to_string(&event)) {
-                let _ = writeln!(stdout, "{json}");
-            }
+        if let Display::Json(out) = &self.display {
+            let _ = writeln!(lock(out), "{}", json_line(&event));
             return;
         }
+        self.track(&event, HEARTBEAT);
         match event {
             AgentEvent::ModelCall { agent, call, .. } => {
-                self.status(format!("[{agent}] thinking (model call {call})"));
+                self.status(&format!("[{agent}] thinking (model call {call})"));
             }
             AgentEvent::Text { agent, text } | AgentEvent::Reasoning { agent, text } => {
                 if let Some(last) = text.lines().rfind(|l| !l.trim().is_empty()) {
-                    self.status(format!("[{agent}] {}", last.trim()));
+                    self.status(&format!("[{agent}] {}", last.trim()));
                 }
             }
             AgentEvent::ToolStarted {
@@ -87,8 +206,8 @@ impl Observer for Progress {
                 summary,
                 ..
             } => {
-                self.line(format!("[{agent}] → {name} {summary}"));
-                self.status(format!("[{agent}] running {name}"));
+                self.line(&format!("[{agent}] → {name} {summary}"));
+                self.status(&format!("[{agent}] running {name}"));
             }
             AgentEvent::ToolFinished {
                 agent,
@@ -98,13 +217,13 @@ impl Observer for Progress {
                 ..
             } => {
                 let mark = if ok { "✓" } else { "✗" };
-                self.line(format!("[{agent}] {mark} {name}: {preview}"));
+                self.line(&format!("[{agent}] {mark} {name}: {preview}"));
             }
             AgentEvent::Asked { agent, question } => {
-                self.line(format!("[{agent}] ? {}", question.question));
+                self.line(&format!("[{agent}] ? {}", question.question));
             }
             AgentEvent::Answered { agent, answer, .. } => {
-                self.line(format!("[{agent}] answer: {answer}"));
+                self.line(&format!("[{agent}] answer: {answer}"));
             }
             AgentEvent::Todos { agent, todos } => {
                 let mut text = format!("[{agent}] plan:");
@@ -116,14 +235,156 @@ impl Observer for Progress {
                     };
                     text.push_str(&format!("\n    {mark} {}", todo.content));
                 }
-                self.line(text);
+                self.line(&text);
             }
             AgentEvent::Warning { agent, message } => {
-                self.line(format!("[{agent}] warning: {message}"));
+                self.line(&format!("[{agent}] warning: {message}"));
             }
+            // The lead's end is reported once, with the answer; a finished subagent's result
+            // shows as its `task` call's.
             AgentEvent::Stopped { agent, reason } => {
-                self.line(format!("[{agent}] stopped: {reason:?}"));
+                if agent != "lead" && reason != StopReason::Completed {
+                    self.line(&format!("[{agent}] stopped: {reason:?}"));
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AgentRole;
+
+    /// A writer whose bytes the test can read.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&lock(&self.0)).into_owned()
+        }
+    }
+
+    fn lines() -> (Arc<Progress>, Shared) {
+        let out = Shared::default();
+        let progress = Progress::with_display(Display::Lines(Mutex::new(Box::new(out.clone()))));
+        (progress, out)
+    }
+
+    fn model_call(agent: &str, call: u32) -> AgentEvent {
+        AgentEvent::ModelCall {
+            agent: agent.into(),
+            role: AgentRole::Lead,
+            call,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streaming_model_call_gets_a_line_every_heartbeat() {
+        let (progress, out) = lines();
+        progress.start_heartbeat(HEARTBEAT);
+        progress.on_event(model_call("lead", 2));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        progress.on_event(AgentEvent::Text {
+            agent: "lead".into(),
+            text: "Half an ans".into(),
+        });
+        tokio::time::sleep(Duration::from_millis(25_500)).await;
+        let text = out.text();
+        let beats: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            beats,
+            [
+                "[lead] still waiting for the model (call 2): 10 s, 11 characters so far",
+                "[lead] still waiting for the model (call 2): 20 s, 11 characters so far",
+                "[lead] still waiting for the model (call 2): 30 s, 11 characters so far",
+            ]
+        );
+        // Once the answer is in (a tool starts), the heartbeat stops.
+        progress.on_event(AgentEvent::ToolStarted {
+            agent: "lead".into(),
+            id: "c".into(),
+            name: "ls".into(),
+            summary: String::new(),
+        });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(out.text().lines().count(), 4, "{}", out.text());
+        progress.finish();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_warning_is_still_the_same_wait_and_finish_stops_the_heartbeat() {
+        let (progress, out) = lines();
+        progress.start_heartbeat(HEARTBEAT);
+        progress.on_event(model_call("lead", 1));
+        progress.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message: "retrying".into(),
+        });
+        tokio::time::sleep(Duration::from_millis(10_500)).await;
+        assert!(
+            out.text()
+                .ends_with("(call 1): 10 s, 0 characters so far\n")
+        );
+        progress.finish();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(out.text().lines().count(), 2, "{}", out.text());
+    }
+
+    #[test]
+    fn lines_neutralize_terminal_escapes() {
+        let (progress, out) = lines();
+        progress.on_event(AgentEvent::ToolFinished {
+            agent: "lead".into(),
+            id: "c".into(),
+            name: "bash".into(),
+            ok: true,
+            preview: "\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}gnp.exe".into(),
+        });
+        assert_eq!(
+            out.text(),
+            "[lead] ✓ bash: \\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{202e}gnp.exe\n"
+        );
+    }
+
+    #[test]
+    fn json_keeps_the_text_json_escaped() {
+        let out = Shared::default();
+        let progress = Progress::with_display(Display::Json(Mutex::new(Box::new(out.clone()))));
+        progress.on_event(AgentEvent::Text {
+            agent: "lead".into(),
+            text: "\u{1b}[31mred\u{9b}\u{2066}".into(),
+        });
+        assert_eq!(
+            out.text(),
+            "{\"event\":\"text\",\"agent\":\"lead\",\"text\":\"\\u001b[31mred\\u009b\\u2066\"}\n"
+        );
+    }
+
+    #[test]
+    fn only_subagents_cut_short_report_their_stop() {
+        let (progress, out) = lines();
+        for (agent, reason) in [
+            ("lead", StopReason::LoopDetected),
+            ("general-purpose#c1", StopReason::Completed),
+            ("general-purpose#c2", StopReason::ModelCallLimit),
+        ] {
+            progress.on_event(AgentEvent::Stopped {
+                agent: agent.into(),
+                reason,
+            });
+        }
+        assert_eq!(out.text(), "[general-purpose#c2] stopped: ModelCallLimit\n");
     }
 }

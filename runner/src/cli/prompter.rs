@@ -5,6 +5,7 @@ use std::io::{BufRead, Write};
 use async_trait::async_trait;
 use herd_crds::report::Clarification;
 
+use super::terminal_text::for_terminal;
 use crate::control::local::Prompter;
 use crate::tools::ask_clarification::AskClarification;
 
@@ -28,7 +29,8 @@ impl Prompter for TerminalPrompter {
         let question = question.clone();
         tokio::task::spawn_blocking(move || {
             let mut stderr = std::io::stderr();
-            let _ = writeln!(stderr, "\n{}", AskClarification::render(&question));
+            let text = AskClarification::render(&question);
+            let _ = writeln!(stderr, "\n{}", for_terminal(&text));
             let _ = write!(stderr, "> ");
             let _ = stderr.flush();
             let mut line = String::new();

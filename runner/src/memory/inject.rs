@@ -12,12 +12,37 @@ use crate::prompt::estimate_tokens;
 /// Tokens of memory injected when the Agent does not say (`memory.injectionTokens`).
 pub const DEFAULT_INJECTION_TOKENS: usize = 2000;
 /// Tokens set aside for `correction` facts on top of the injection budget (DeerFlow's
-/// guaranteed-category allowance).
+/// guaranteed-category allowance), at most a quarter of that budget.
 pub const CORRECTION_RESERVE_TOKENS: usize = 500;
 
+/// Counts a line's tokens.
+pub type TokenCounter = fn(&str) -> usize;
+
+/// The correction reserve that goes with an injection budget of `max_tokens`: DeerFlow's 500
+/// for the default budget, less for the small budgets of small context windows.
+pub fn correction_reserve(max_tokens: usize) -> usize {
+    CORRECTION_RESERVE_TOKENS.min(max_tokens / 4)
+}
+
+/// The most tokens `format_memory` injects for a budget of `max_tokens`, reserve included.
+pub fn max_injected_tokens(max_tokens: usize) -> usize {
+    max_tokens + correction_reserve(max_tokens)
+}
+
 /// The memory text to inject, or `None` when there is nothing to say or the budget is 0.
-/// Every value is tag-escaped: memory holds what models wrote about users' words.
+/// Every value is tag-escaped: memory holds what models wrote about users' words. Lines are
+/// counted as a quarter of their characters; see `format_memory_counted`.
 pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<String> {
+    format_memory_counted(document, max_tokens, estimate_tokens)
+}
+
+/// `format_memory` counting each line with `count` (the runner's tokenizer when the memory
+/// has to fit a small context window).
+pub fn format_memory_counted(
+    document: &MemoryDocument,
+    max_tokens: usize,
+    count: TokenCounter,
+) -> Option<String> {
     if max_tokens == 0 {
         return None;
     }
@@ -35,6 +60,7 @@ pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<Str
             .iter()
             .filter_map(|(label, text)| Some(format!("- {label}: {}", clean(text.as_deref()?)?))),
         &mut budget,
+        count,
     );
     if !lines.is_empty() {
         sections.push(format!("User Context:\n{}", lines.join("\n")));
@@ -44,12 +70,17 @@ pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<Str
         .as_deref()
         .and_then(clean)
         .map(|text| format!("- {text}"));
-    let lines = take_lines(history.into_iter(), &mut budget);
+    let lines = take_lines(history.into_iter(), &mut budget, count);
     if !lines.is_empty() {
         sections.push(format!("History:\n{}", lines.join("\n")));
     }
 
-    let facts = select_facts(&document.facts, budget);
+    let facts = select_facts(
+        &document.facts,
+        budget,
+        correction_reserve(max_tokens),
+        count,
+    );
     if !facts.is_empty() {
         let lines: Vec<String> = facts.iter().map(|fact| fact_line(fact)).collect();
         sections.push(format!("Facts:\n{}", lines.join("\n")));
@@ -59,7 +90,12 @@ pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<Str
 
 /// Corrections first into their reserve; then every fact left, most confident first, into
 /// what the context and history left of the budget. Shown most confident first.
-fn select_facts(facts: &[Fact], mut budget: usize) -> Vec<&Fact> {
+fn select_facts(
+    facts: &[Fact],
+    mut budget: usize,
+    mut reserve: usize,
+    count: TokenCounter,
+) -> Vec<&Fact> {
     let mut ranked: Vec<&Fact> = facts
         .iter()
         .filter(|fact| !fact.content.trim().is_empty())
@@ -69,16 +105,15 @@ fn select_facts(facts: &[Fact], mut budget: usize) -> Vec<&Fact> {
             .total_cmp(&a.confidence)
             .then_with(|| b.updated_at.cmp(&a.updated_at))
     });
-    let mut reserve = CORRECTION_RESERVE_TOKENS;
     let mut chosen = vec![false; ranked.len()];
     for (index, fact) in ranked.iter().enumerate() {
         if fact.category == FactCategory::Correction {
-            chosen[index] = spend(&mut reserve, &fact_line(fact));
+            chosen[index] = spend(&mut reserve, &fact_line(fact), count);
         }
     }
     for (index, fact) in ranked.iter().enumerate() {
         if !chosen[index] {
-            chosen[index] = spend(&mut budget, &fact_line(fact));
+            chosen[index] = spend(&mut budget, &fact_line(fact), count);
         }
     }
     ranked
@@ -88,13 +123,17 @@ fn select_facts(facts: &[Fact], mut budget: usize) -> Vec<&Fact> {
         .collect()
 }
 
-fn take_lines(lines: impl Iterator<Item = String>, budget: &mut usize) -> Vec<String> {
-    lines.filter(|line| spend(budget, line)).collect()
+fn take_lines(
+    lines: impl Iterator<Item = String>,
+    budget: &mut usize,
+    count: TokenCounter,
+) -> Vec<String> {
+    lines.filter(|line| spend(budget, line, count)).collect()
 }
 
 /// Takes the line's tokens (and its newline) from `budget` if they fit.
-fn spend(budget: &mut usize, line: &str) -> bool {
-    let cost = estimate_tokens(line) + 1;
+fn spend(budget: &mut usize, line: &str, count: TokenCounter) -> bool {
+    let cost = count(line) + 1;
     if cost > *budget {
         return false;
     }
@@ -232,6 +271,38 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[goal | 0.99]"));
+    }
+
+    #[test]
+    fn injected_memory_stays_within_its_budget_and_reserve() {
+        let facts = (0..40)
+            .map(|i| {
+                let category = if i % 5 == 0 {
+                    FactCategory::Correction
+                } else {
+                    FactCategory::Preference
+                };
+                let text = format!("Fact number {i} about the user's stack and habits");
+                fact(&format!("f{i}"), category, 0.9, &text)
+            })
+            .collect();
+        let document = MemoryDocument {
+            facts,
+            ..MemoryDocument::default()
+        };
+        let count = crate::prompt::tokenizer::count_tokens;
+        for budget in [40, 128, 512, 2000] {
+            let text = format_memory_counted(&document, budget, count).unwrap();
+            // The one section header is the only text not counted line by line.
+            let header = count("Facts:\n");
+            assert!(
+                count(&text) <= max_injected_tokens(budget) + header,
+                "{budget}: {} tokens",
+                count(&text)
+            );
+        }
+        assert_eq!(correction_reserve(2000), CORRECTION_RESERVE_TOKENS);
+        assert_eq!(correction_reserve(512), 128);
     }
 
     #[test]

@@ -44,7 +44,11 @@ use super::view_image::ViewImage;
 use crate::agent::{Middleware, Observer};
 use crate::control::ControlPlane;
 use crate::control::local::SubagentCaps;
+use crate::memory::inject::{TokenCounter, max_injected_tokens};
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
+use crate::prompt::budget::ContextBudget;
+use crate::prompt::estimate_tokens;
+use crate::prompt::tokenizer::count_tokens;
 use crate::runtime::blueprint::{ChainFactory, ChainRole};
 use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
@@ -92,9 +96,35 @@ impl StandardChain {
     }
 }
 
+impl StandardChain {
+    /// The memory injection budget: `injectionTokens`, clamped to what the agent's system
+    /// prompt and tool schemas (`prompt_tokens`) left of a small window's prompt half, counted
+    /// with the runner's tokenizer when there is a window to fit.
+    fn memory_budget(&self, prompt_tokens: usize) -> (usize, TokenCounter) {
+        let injection = self.settings.memory.injection_tokens as usize;
+        match self.settings.context_window {
+            Some(window) => (
+                ContextBudget::new(window).memory(injection, prompt_tokens),
+                count_tokens,
+            ),
+            None => (injection, estimate_tokens),
+        }
+    }
+}
+
 impl ChainFactory for StandardChain {
     fn build(&self, role: ChainRole, control: &Arc<dyn ControlPlane>) -> Vec<Arc<dyn Middleware>> {
         build_chain(self, role, control)
+    }
+
+    fn min_injected_tokens(&self, role: ChainRole) -> usize {
+        match self.settings.context_window {
+            Some(window) if role.role == AgentRole::Lead && self.settings.memory.enabled => {
+                let injection = self.settings.memory.injection_tokens as usize;
+                max_injected_tokens(ContextBudget::new(window).memory_floor(injection))
+            }
+            _ => 0,
+        }
     }
 }
 
@@ -164,9 +194,13 @@ fn build_chain(
     push_if!(list, true, ToolErrorHandling::new());
     // Date (and, for the lead, memory) go in after uploads, so they sit before them.
     if lead {
-        let memory = settings.memory.enabled.then(|| MemorySource {
-            control: control.clone(),
-            injection_tokens: settings.memory.injection_tokens as usize,
+        let memory = settings.memory.enabled.then(|| {
+            let (injection_tokens, count_tokens) = chain.memory_budget(role.prompt_tokens);
+            MemorySource {
+                control: control.clone(),
+                injection_tokens,
+                count_tokens,
+            }
         });
         push_if!(list, true, DynamicContext::new(chain.clock.clone(), memory));
     } else {
@@ -232,7 +266,10 @@ fn build_chain(
     // sees exactly one leading system message.
     push_if!(list, true, SystemMessageCoalescing::new());
     // Guards, whose after_model runs bottom-up: Safety first, then length, terminal, budget,
-    // loop, and the subagent cap last — so a stripped answer reaches the later ones clean.
+    // the subagent cap, and loop detection last — so a stripped answer reaches the later ones
+    // clean, and the loop guard counts only the `task` calls that will run (50 calls cut to
+    // `maxConcurrent` are not a loop).
+    push_if!(list, true, LoopDetection::new(LoopSettings::default()));
     if let (true, Some(caps)) = (role.delegates, settings.subagents) {
         push_if!(
             list,
@@ -240,7 +277,6 @@ fn build_chain(
             SubagentLimit::new(caps.max_concurrent, caps.max_total)
         );
     }
-    push_if!(list, true, LoopDetection::new(LoopSettings::default()));
     let budget = match (lead, settings.token_budget) {
         (_, Some(budget)) => Some(budget),
         (false, None) => Some(DEFAULT_SUBAGENT_TOKEN_BUDGET),
@@ -272,7 +308,8 @@ mod tests {
     use super::*;
     use crate::agent::NoObserver;
     use crate::sandbox::protocol::SandboxResponse;
-    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor};
+    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor, calls};
+    use crate::thread::{Message, ThreadState};
 
     fn settings(
         plan_mode: bool,
@@ -317,6 +354,7 @@ mod tests {
         role: AgentRole::Lead,
         name: "lead",
         delegates: true,
+        prompt_tokens: 0,
     };
 
     #[test]
@@ -345,8 +383,8 @@ mod tests {
                 "Title",
                 "Memory",
                 "SystemMessageCoalescing",
-                "SubagentLimit",
                 "LoopDetection",
+                "SubagentLimit",
                 "TokenBudget",
                 "TerminalResponse",
                 "ModelLengthFinishReason",
@@ -354,6 +392,38 @@ mod tests {
                 "Clarification",
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn fifty_task_calls_are_trimmed_before_the_loop_guard_counts_them() {
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let chain = StandardChain::new(settings(false, true, false, None)).build(LEAD, &control);
+        let mut state = ThreadState::new("Research sixty topics.");
+        let requested: Vec<(&str, serde_json::Value)> = (0..60)
+            .map(|i| {
+                let arguments = serde_json::json!({
+                    "description": format!("topic {i}"),
+                    "prompt": format!("Research topic {i}."),
+                    "subagent_type": "general-purpose",
+                });
+                ("task", arguments)
+            })
+            .collect();
+        state.messages.push(Message::Assistant(calls(&requested)));
+        // The loop runs after_model hooks bottom-up.
+        for middleware in chain.iter().rev() {
+            middleware.after_model(&mut state).await;
+        }
+        let answer = state.last_assistant().unwrap();
+        assert_eq!(answer.tool_calls.len(), 3, "maxConcurrent calls are kept");
+        assert!(
+            answer
+                .content
+                .starts_with("[SUBAGENT LIMIT] 57 task call(s)"),
+            "{}",
+            answer.content
+        );
+        assert_eq!(state.stop_reason, None, "the kept calls run");
     }
 
     #[test]
@@ -388,6 +458,7 @@ mod tests {
                 role: AgentRole::Subagent,
                 name: "general-purpose",
                 delegates: false,
+                prompt_tokens: 0,
             },
         );
         for absent in [

@@ -18,7 +18,7 @@ use super::clock::{Clock, date_line};
 use super::uploads;
 use crate::agent::{Flow, Middleware};
 use crate::control::ControlPlane;
-use crate::memory::inject::format_memory;
+use crate::memory::inject::{TokenCounter, format_memory_counted};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.kind` of the date reminder.
@@ -33,8 +33,10 @@ pub const REMINDER_DATE: &str = "reminder_date";
 /// Where the memory comes from and how much of it fits.
 pub struct MemorySource {
     pub control: Arc<dyn ControlPlane>,
-    /// The Agent's `memory.injectionTokens`.
+    /// The Agent's `memory.injectionTokens`, clamped to the context window's share.
     pub injection_tokens: usize,
+    /// How lines are counted against `injection_tokens`.
+    pub count_tokens: TokenCounter,
 }
 
 /// Injects the date and memory as hidden messages.
@@ -66,7 +68,9 @@ impl DynamicContext {
     async fn memory_text(&self) -> Option<String> {
         let source = self.memory.as_ref()?;
         match source.control.read_memory().await {
-            Ok(document) => format_memory(&document, source.injection_tokens),
+            Ok(document) => {
+                format_memory_counted(&document, source.injection_tokens, source.count_tokens)
+            }
             Err(error) => {
                 tracing::warn!(%error, "memory not injected: reading it failed");
                 None
@@ -213,6 +217,7 @@ mod tests {
             Some(MemorySource {
                 control,
                 injection_tokens: 2000,
+                count_tokens: crate::prompt::estimate_tokens,
             }),
         )
     }

@@ -126,7 +126,8 @@ impl LlmErrorHandling {
     }
 
     fn warn(&self, message: String) {
-        tracing::warn!(agent = %self.agent, "{message}");
+        // The observer shows it to the person (once); the log keeps it at debug level only.
+        tracing::debug!(agent = %self.agent, "{message}");
         self.observer.on_event(AgentEvent::Warning {
             agent: self.agent.clone(),
             message,

@@ -11,13 +11,13 @@
 //! State is per run: the chain is built for each run and `before_agent` clears it anyway, so
 //! nothing leaks between runs (DeerFlow bug #5344).
 //!
-//! Chain position (DeerFlow #29): after SubagentLimit and before TokenBudget and
-//! TerminalResponse. `after_model` runs in reverse chain order, so SafetyFinishReason and
-//! TokenBudget act first (a safety stop strips the calls, and this middleware then sees none
-//! and counts nothing), and this runs before SubagentLimit (an answer stopped here reaches
-//! SubagentLimit without calls, so it never cuts or notes calls that will not run). Its
-//! `wrap_model_call` must be inside LLMErrorHandling so a retried request still carries the
-//! warning.
+//! Chain position: before SubagentLimit, TokenBudget and TerminalResponse. `after_model` runs
+//! in reverse chain order, so SafetyFinishReason and TokenBudget act first (a safety stop
+//! strips the calls, and this middleware then sees none and counts nothing), and SubagentLimit
+//! trims excess `task` calls before they are counted here (DeerFlow counts first, so 50 `task`
+//! calls in one answer hit the per-tool hard limit although at most `maxConcurrent` would
+//! run). Its `wrap_model_call` must be inside LLMErrorHandling so a retried request still
+//! carries the warning.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};

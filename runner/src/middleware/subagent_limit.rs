@@ -9,11 +9,12 @@
 //! the note is DeerFlow's "[SUBAGENT LIMIT REACHED]", and when no tool call is left the run
 //! ends with `StopReason::SubagentLimitReached`.
 //!
-//! Chain position (DeerFlow #28): before LoopDetection and TokenBudget, after
-//! SystemMessageCoalescing. `after_model` runs in reverse chain order, so the safety, budget
-//! and loop guards act on the answer first; when one of them stripped every call, this sees no
-//! `task` call and neither cuts nor notes anything. Lead agents only (subagents have no `task`
-//! tool).
+//! Chain position: after LoopDetection, before TokenBudget. `after_model` runs in reverse
+//! chain order, so the safety and budget guards act on the answer first (when one of them
+//! stripped every call, this sees no `task` call and neither cuts nor notes anything), and
+//! this trims before LoopDetection counts: DeerFlow lists it before LoopDetection, whose
+//! per-tool limit of 50 then counted calls this cuts and stopped a run that asked for 50
+//! subagents at once. Only agents with the `task` tool get it.
 
 use async_trait::async_trait;
 use herd_crds::report::StopReason;

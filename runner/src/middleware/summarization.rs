@@ -16,12 +16,11 @@
 //!   back into every request. An empty or failed summary leaves the thread unchanged.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
-use tiktoken_rs::CoreBPE;
 
 use super::dynamic_context::is_reminder;
 use super::side_call::side_call;
@@ -29,6 +28,7 @@ use super::text::{escape_tags, head_tail, truncate_chars};
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
+use crate::prompt::tokenizer::cl100k;
 use crate::thread::{Message, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).
@@ -202,7 +202,7 @@ impl Summarization {
             return Some(known);
         }
         let counted = tokio::task::spawn_blocking(move || {
-            let tokenizer = tokenizer()?;
+            let tokenizer = cl100k()?;
             Some(
                 missing
                     .into_iter()
@@ -319,21 +319,6 @@ impl Middleware for Summarization {
             .retain(|id, _| ids.contains(id.as_str()));
         Flow::Continue
     }
-}
-
-static TOKENIZER: OnceLock<Option<CoreBPE>> = OnceLock::new();
-
-/// The cl100k tokenizer, loaded on first use (tens of milliseconds, more in debug builds).
-fn tokenizer() -> Option<&'static CoreBPE> {
-    TOKENIZER
-        .get_or_init(|| match tiktoken_rs::cl100k_base() {
-            Ok(tokenizer) => Some(tokenizer),
-            Err(error) => {
-                tracing::warn!(%error, "the cl100k tokenizer did not load; estimating tokens");
-                None
-            }
-        })
-        .as_ref()
 }
 
 /// The byte length of [`countable_text`], without building it.

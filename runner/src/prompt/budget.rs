@@ -1,8 +1,14 @@
 //! Fitting a prompt into a small context window by dropping optional detail.
+//!
+//! How a window is shared (`ContextBudget`): half for what every request starts with — the
+//! system prompt, the tool schemas and the injected memory —, a quarter for the answer
+//! (`max_tokens`), the rest for the conversation (summarization keeps it there). Counts use
+//! the runner's own tokenizer with its safety factor (`tokenizer::count_tokens`).
 
 use serde::Serialize;
 
 use super::error::PromptError;
+use super::tokenizer::count_tokens;
 
 /// A rough token count: one token per four characters. Good enough to choose how much
 /// optional detail fits; the exact count depends on the model's tokenizer.
@@ -24,16 +30,20 @@ pub(crate) struct Detail {
     pub skill_description_chars: Option<usize>,
     /// Terse wording of the clarification, subagent, skill and reminder rules.
     pub compact: bool,
+    /// One line per rule, no thinking-style guidance: for 4k-token models with every
+    /// feature on.
+    pub minimal: bool,
 }
 
 /// Detail levels from richest to leanest; each step drops a little more.
-pub(crate) const STEPS: [Detail; 7] = [
+pub(crate) const STEPS: [Detail; 8] = [
     Detail {
         examples: true,
         response_style: true,
         citations: "full",
         skill_description_chars: None,
         compact: false,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -41,6 +51,7 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "full",
         skill_description_chars: None,
         compact: false,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -48,6 +59,7 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "short",
         skill_description_chars: None,
         compact: false,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -55,6 +67,7 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "short",
         skill_description_chars: Some(120),
         compact: false,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -62,6 +75,7 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "off",
         skill_description_chars: Some(120),
         compact: true,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -69,6 +83,7 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "off",
         skill_description_chars: Some(60),
         compact: true,
+        minimal: false,
     },
     Detail {
         examples: false,
@@ -76,38 +91,102 @@ pub(crate) const STEPS: [Detail; 7] = [
         citations: "off",
         skill_description_chars: Some(0),
         compact: true,
+        minimal: false,
+    },
+    Detail {
+        examples: false,
+        response_style: false,
+        citations: "off",
+        skill_description_chars: Some(0),
+        compact: true,
+        minimal: true,
     },
 ];
 
-/// The share of the context window the system prompt may take: the tool schemas, the
-/// conversation and the answer need the rest.
-const WINDOW_SHARE: usize = 4;
+/// Tokens a chat template adds around tool schemas (Qwen 2.5's tool preamble and wrappers
+/// took 110 of llama.cpp's tokens), counted with the schemas.
+pub const CHAT_TEMPLATE_TOKENS: usize = 128;
 
-/// Renders at the richest detail that fits `context_window / 4` tokens. Without a window
-/// the full detail is used; when even the leanest rendering is too big (a very long SOUL),
-/// it is returned anyway with a warning: a working agent beats none.
+/// Tokens of the first request's framing that sit in the prompt half too: the date reminder
+/// and the markers around the user's input.
+pub const FRAMING_TOKENS: usize = 128;
+
+/// How a model's context window is shared between the parts of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextBudget {
+    window: usize,
+}
+
+impl ContextBudget {
+    /// The budget of a `context_window`-token model.
+    pub fn new(context_window: u32) -> Self {
+        ContextBudget {
+            window: usize::try_from(context_window).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Tokens for the system prompt, the tool schemas and the injected memory together:
+    /// half the window.
+    pub fn prompt(&self) -> usize {
+        self.window / 2
+    }
+
+    /// Tokens the system prompt leaves for injected memory at least: the Agent's
+    /// `injectionTokens`, at most a sixty-fourth of the window.
+    pub fn memory_floor(&self, injection_tokens: usize) -> usize {
+        injection_tokens.min(self.window / 64)
+    }
+
+    /// The memory injection budget once the system prompt and tool schemas took
+    /// `prompt_tokens`: what is left of the prompt half, never less than `memory_floor`, at
+    /// most `injectionTokens`. Four fifths of the room, as the correction reserve may add a
+    /// quarter on top (`memory::inject::correction_reserve`).
+    pub fn memory(&self, injection_tokens: usize, prompt_tokens: usize) -> usize {
+        let room = self.prompt().saturating_sub(prompt_tokens + FRAMING_TOKENS) * 4 / 5;
+        injection_tokens.min(room.max(self.memory_floor(injection_tokens)))
+    }
+
+    /// The answer's `max_tokens`: the configured value, at most a quarter of the window; a
+    /// quarter when none is configured. A larger request would not fit beside the prompt and
+    /// a conversation, and servers refuse or cut it.
+    pub fn output(&self, configured: Option<u32>) -> u32 {
+        let quarter = u32::try_from(self.window / 4).unwrap_or(u32::MAX).max(1);
+        configured.map_or(quarter, |wanted| wanted.clamp(1, quarter))
+    }
+}
+
+/// Renders at the richest detail whose size (by `count_tokens`) fits `limit` tokens. Without
+/// a limit the full detail is used; when even the leanest rendering is too big (a very long
+/// SOUL, a tiny window), it is returned anyway with a warning: a working agent beats none.
 pub(crate) fn render_fitting(
-    context_window: Option<u32>,
+    limit: Option<usize>,
     render: impl Fn(Detail) -> Result<String, PromptError>,
 ) -> Result<String, PromptError> {
-    let Some(window) = context_window else {
+    let Some(limit) = limit else {
         return render(STEPS[0]);
     };
-    let budget = usize::try_from(window).unwrap_or(usize::MAX) / WINDOW_SHARE;
-    let mut leanest = String::new();
+    let mut leanest = (String::new(), 0);
     for detail in STEPS {
         let text = render(detail)?;
-        if estimate_tokens(&text) <= budget {
+        let tokens = count_tokens(&text);
+        if tokens <= limit {
             return Ok(text);
         }
-        leanest = text;
+        leanest = (text, tokens);
     }
     tracing::warn!(
-        context_window = window,
-        estimated_tokens = estimate_tokens(&leanest),
-        "the system prompt does not fit a quarter of the context window even without optional sections"
+        limit,
+        tokens = leanest.1,
+        "the system prompt does not fit its share of the context window even without optional \
+         sections"
     );
-    Ok(leanest)
+    Ok(leanest.0)
+}
+
+/// The tokens the system prompt may take in a `context_window`: the prompt half minus what
+/// the tool schemas and injected memory (`reserved`) take. `None` without a window.
+pub(crate) fn system_prompt_limit(context_window: Option<u32>, reserved: usize) -> Option<usize> {
+    context_window.map(|window| ContextBudget::new(window).prompt().saturating_sub(reserved))
 }
 
 /// Cuts `text` to at most `max` characters at a word boundary, marking the cut.
@@ -150,23 +229,49 @@ mod tests {
             let chars = |d: Detail| d.skill_description_chars.unwrap_or(usize::MAX);
             assert!(chars(a) >= chars(b));
             assert!(a.compact <= b.compact);
+            assert!(a.minimal <= b.minimal);
             assert_ne!(a, b);
         }
     }
 
     #[test]
     fn picks_the_richest_detail_that_fits() {
+        let long = "word ".repeat(100);
+        let short = "word ".repeat(10);
         let render = |d: Detail| {
             Ok(if d.response_style {
-                "x".repeat(400)
+                long.clone()
             } else {
-                "x".repeat(40)
+                short.clone()
             })
         };
-        assert_eq!(render_fitting(None, render).unwrap().len(), 400);
-        assert_eq!(render_fitting(Some(400), render).unwrap().len(), 400);
-        assert_eq!(render_fitting(Some(399), render).unwrap().len(), 40);
-        assert_eq!(render_fitting(Some(4), render).unwrap().len(), 40);
+        let long_tokens = count_tokens(&long);
+        assert_eq!(render_fitting(None, render).unwrap(), long);
+        assert_eq!(render_fitting(Some(long_tokens), render).unwrap(), long);
+        assert_eq!(
+            render_fitting(Some(long_tokens - 1), render).unwrap(),
+            short
+        );
+        assert_eq!(render_fitting(Some(1), render).unwrap(), short);
+    }
+
+    #[test]
+    fn a_window_is_shared_half_prompt_quarter_answer() {
+        let budget = ContextBudget::new(4096);
+        assert_eq!(budget.prompt(), 2048);
+        assert_eq!(budget.memory_floor(2000), 64);
+        assert_eq!(budget.memory_floor(50), 50);
+        assert_eq!(budget.memory(2000, 1548), 297);
+        assert_eq!(budget.memory(200, 1548), 200);
+        assert_eq!(budget.memory(2000, 3000), 64);
+        assert_eq!(budget.output(None), 1024);
+        assert_eq!(budget.output(Some(4096)), 1024);
+        assert_eq!(budget.output(Some(16)), 16);
+        assert_eq!(budget.output(Some(0)), 1);
+        assert_eq!(ContextBudget::new(0).output(None), 1);
+        assert_eq!(system_prompt_limit(Some(4096), 1500), Some(548));
+        assert_eq!(system_prompt_limit(Some(4096), 5000), Some(0));
+        assert_eq!(system_prompt_limit(None, 1500), None);
     }
 
     #[test]

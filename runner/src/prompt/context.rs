@@ -25,11 +25,16 @@ pub struct PromptContext {
     pub has_web: bool,
     /// `ask_clarification` is available; without it the agent is told to assume and say so.
     pub clarification_enabled: bool,
+    /// Names of the agent's tools: the prompt mentions no other tool.
+    pub tools: Vec<String>,
     /// Names of tools whose schemas are loaded on demand; none exist yet.
     pub deferred_tools: Vec<String>,
-    /// The model's context window in tokens: optional sections shrink until the prompt
-    /// takes at most a quarter of it.
+    /// The model's context window in tokens: optional sections shrink until the prompt,
+    /// with `reserved_tokens`, fits half of it (`budget::ContextBudget`).
     pub context_window: Option<u32>,
+    /// Tokens of that half taken by what every request sends beside the system prompt: the
+    /// tool schemas and the injected memory (counted with `tokenizer::count_tokens`).
+    pub reserved_tokens: usize,
 }
 
 /// The subagent section: caps and the types the `task` tool accepts.
@@ -73,5 +78,9 @@ pub struct SubagentPromptContext {
     pub delegation: Option<SubagentPrompt>,
     pub has_bash: bool,
     pub has_web: bool,
+    /// Names of the subagent's tools: the prompt mentions no other tool.
+    pub tools: Vec<String>,
     pub context_window: Option<u32>,
+    /// Tokens of the prompt half taken by the tool schemas.
+    pub reserved_tokens: usize,
 }

@@ -37,9 +37,29 @@ pub(crate) fn default_agent() -> PromptContext {
         has_bash: true,
         has_web: true,
         clarification_enabled: true,
+        tools: lead_tools(),
         deferred_tools: Vec::new(),
         context_window: None,
+        reserved_tokens: 0,
     }
+}
+
+/// The lead's tools with every tool group on.
+pub(crate) fn lead_tools() -> Vec<String> {
+    [
+        "bash",
+        "ls",
+        "read_file",
+        "write_file",
+        "str_replace",
+        "glob",
+        "grep",
+        "web_fetch",
+        "ask_clarification",
+        "present_files",
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 /// Everything switched on.
@@ -54,6 +74,7 @@ pub(crate) fn full_agent() -> PromptContext {
         subagents: Some(SubagentPrompt::builtin(3, 6, true)),
         plan_mode: true,
         thinking: true,
+        tools: [lead_tools(), vec!["task".into(), "write_todos".into()]].concat(),
         ..default_agent()
     }
 }

@@ -13,6 +13,7 @@ mod fixtures;
 pub mod subagent;
 pub mod system;
 mod templates;
+pub mod tokenizer;
 
 pub use budget::estimate_tokens;
 pub use context::{PromptContext, SubagentPrompt, SubagentPromptContext};

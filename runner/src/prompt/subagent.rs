@@ -1,6 +1,6 @@
 //! System prompts of the built-in subagent types.
 
-use super::budget::{Detail, render_fitting};
+use super::budget::{Detail, render_fitting, system_prompt_limit};
 use super::context::SubagentPromptContext;
 use super::error::PromptError;
 use super::templates::{View, render_sections, skill_views, subagents_view};
@@ -20,9 +20,8 @@ pub fn render_subagent_prompt(
         "bash" => "subagent/bash.j2",
         other => return Err(PromptError::UnknownSubagentKind(other.to_owned())),
     };
-    render_fitting(ctx.context_window, |detail| {
-        render_at(kind, role, ctx, detail)
-    })
+    let limit = system_prompt_limit(ctx.context_window, ctx.reserved_tokens);
+    render_fitting(limit, |detail| render_at(kind, role, ctx, detail))
 }
 
 fn render_at(
@@ -44,6 +43,7 @@ fn render_at(
         subagent: true,
         kind,
         delegation: ctx.delegation.is_some(),
+        tools: &ctx.tools,
         detail,
     };
     let sections = [
@@ -64,13 +64,28 @@ mod tests {
     use crate::prompt::context::SubagentPrompt;
     use crate::prompt::fixtures::{builtin_skills, cl100k_tokens};
 
+    fn tools(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| (*name).to_owned()).collect()
+    }
+
     fn context() -> SubagentPromptContext {
         SubagentPromptContext {
             skills: builtin_skills(),
             delegation: None,
             has_bash: true,
             has_web: true,
+            tools: tools(&[
+                "bash",
+                "ls",
+                "read_file",
+                "write_file",
+                "str_replace",
+                "glob",
+                "grep",
+                "web_fetch",
+            ]),
             context_window: None,
+            reserved_tokens: 0,
         }
     }
 
@@ -87,17 +102,24 @@ mod tests {
         let ctx = SubagentPromptContext {
             skills: Vec::new(),
             has_web: false,
+            tools: tools(&["bash", "ls", "read_file", "write_file", "str_replace"]),
             ..context()
         };
         insta::assert_snapshot!("bash", render_subagent_prompt("bash", &ctx).unwrap());
     }
 
     #[test]
-    fn restrictions_name_the_missing_tools() {
+    fn restrictions_list_only_the_subagents_own_tools() {
         for kind in SUBAGENT_KINDS {
             let prompt = render_subagent_prompt(kind, &context()).unwrap();
-            assert!(prompt.contains("`ask_clarification` and `present_files` are not available"));
-            assert!(prompt.contains("nor is `task`"), "{kind}");
+            assert!(
+                prompt.contains("Your tools: `bash`, `ls`, `read_file`"),
+                "{kind}"
+            );
+            assert!(prompt.contains("You cannot ask questions or present files, nor delegate"));
+            for absent in ["ask_clarification", "present_files", "`task`"] {
+                assert!(!prompt.contains(absent), "{kind} names {absent}");
+            }
             assert!(!prompt.contains("<subagent_system>"));
             assert!(!prompt.contains("<clarification_system>"));
             assert!(prompt.contains("<output_format>"));
@@ -113,7 +135,7 @@ mod tests {
             ..context()
         };
         let prompt = render_subagent_prompt("general-purpose", &ctx).unwrap();
-        assert!(!prompt.contains("nor is `task`"));
+        assert!(!prompt.contains("nor delegate"));
         assert!(prompt.contains("<subagent_system>"));
         assert!(prompt.contains("at most 2 `task` calls per response"));
     }
@@ -136,10 +158,18 @@ mod tests {
     fn small_window_shrinks() {
         let ctx = SubagentPromptContext {
             context_window: Some(2048),
+            reserved_tokens: 400,
             ..context()
         };
         let prompt = render_subagent_prompt("general-purpose", &ctx).unwrap();
-        assert!(cl100k_tokens(&prompt) <= 512, "{}", cl100k_tokens(&prompt));
+        let tokens = crate::prompt::tokenizer::count_tokens(&prompt);
+        assert!(tokens <= 1024 - 400, "{tokens}");
+        assert!(
+            prompt.len()
+                < render_subagent_prompt("general-purpose", &context())
+                    .unwrap()
+                    .len()
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The lead agent's system prompt.
 
-use super::budget::{Detail, render_fitting};
+use super::budget::{Detail, render_fitting, system_prompt_limit};
 use super::context::PromptContext;
 use super::error::PromptError;
-use super::templates::{TODO_LIST, View, render_sections, skill_views, subagents_view};
+use super::templates::{
+    TODO_LIST, TODO_LIST_MINIMAL, View, render_sections, skill_views, subagents_view,
+};
 
 /// DeerFlow's section order. No self-update section: agents change through their
 /// manifests. No date or memory: they arrive as a hidden reminder message.
@@ -24,10 +26,11 @@ const SECTIONS: [&str; 11] = [
 /// Renders the lead agent's system prompt, byte-identical for the same context.
 ///
 /// With `context_window`, optional detail (examples, response style, citations, skill
-/// descriptions) is dropped step by step until the prompt fits a quarter of the window.
-/// With `plan_mode`, the `<todo_list_system>` block comes last.
+/// descriptions) is dropped step by step until the prompt and `reserved_tokens` fit half the
+/// window. With `plan_mode`, the `<todo_list_system>` block comes last.
 pub fn render_system_prompt(ctx: &PromptContext) -> Result<String, PromptError> {
-    render_fitting(ctx.context_window, |detail| render_at(ctx, detail))
+    let limit = system_prompt_limit(ctx.context_window, ctx.reserved_tokens);
+    render_fitting(limit, |detail| render_at(ctx, detail))
 }
 
 /// The plan-mode `<todo_list_system>` block.
@@ -49,12 +52,18 @@ fn render_at(ctx: &PromptContext, detail: Detail) -> Result<String, PromptError>
         subagent: false,
         kind: "lead",
         delegation: ctx.subagents.is_some(),
+        tools: &ctx.tools,
         detail,
     };
     let mut prompt = render_sections(&SECTIONS, &view)?;
     if ctx.plan_mode {
         prompt.push_str("\n\n");
-        prompt.push_str(&render_todo_system());
+        let todo = if detail.minimal {
+            TODO_LIST_MINIMAL
+        } else {
+            TODO_LIST
+        };
+        prompt.push_str(todo.trim());
     }
     prompt.push('\n');
     Ok(prompt)
@@ -63,9 +72,9 @@ fn render_at(ctx: &PromptContext, detail: Detail) -> Result<String, PromptError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompt::budget::estimate_tokens;
     use crate::prompt::context::SubagentPrompt;
     use crate::prompt::fixtures::{cl100k_tokens, default_agent, full_agent};
+    use crate::prompt::tokenizer::count_tokens;
     use crate::skills::{Skill, SkillCategory};
 
     #[test]
@@ -81,10 +90,14 @@ mod tests {
         insta::assert_snapshot!("full_agent", render_system_prompt(&full_agent()).unwrap());
     }
 
+    /// What a 4k-token model's lean tool schemas and memory floor take of its prompt half.
+    const RESERVED: usize = 1_400;
+
     #[test]
     fn small_context_window_golden() {
         let ctx = PromptContext {
             context_window: Some(4096),
+            reserved_tokens: RESERVED,
             ..full_agent()
         };
         insta::assert_snapshot!("small_context_window", render_system_prompt(&ctx).unwrap());
@@ -264,20 +277,62 @@ mod tests {
     }
 
     #[test]
-    fn small_window_prompt_fits_a_quarter() {
+    fn small_window_prompt_fits_beside_the_schemas_and_memory() {
         for base in [default_agent(), full_agent()] {
             let ctx = PromptContext {
                 context_window: Some(4096),
+                reserved_tokens: RESERVED,
                 ..base
             };
             let prompt = render_system_prompt(&ctx).unwrap();
-            let tokens = cl100k_tokens(&prompt);
-            assert!(tokens <= 1_024, "{}: {tokens} tokens", ctx.agent_name);
-            assert!(estimate_tokens(&prompt) <= 1_024);
+            let tokens = count_tokens(&prompt);
+            assert!(
+                tokens <= 2_048 - RESERVED,
+                "{}: {tokens} tokens",
+                ctx.agent_name
+            );
             // Rules survive the shrinking.
             assert!(prompt.contains("<working_directory>"));
             assert!(prompt.contains("<critical_reminders>"));
+            assert_eq!(prompt.contains("<todo_list_system>"), ctx.plan_mode);
         }
+        // Without the reservation the same window keeps more detail.
+        let roomy = PromptContext {
+            context_window: Some(4096),
+            ..full_agent()
+        };
+        let lean = PromptContext {
+            reserved_tokens: RESERVED,
+            ..roomy.clone()
+        };
+        assert!(
+            render_system_prompt(&roomy).unwrap().len()
+                > render_system_prompt(&lean).unwrap().len()
+        );
+    }
+
+    #[test]
+    fn the_prompt_names_only_the_agents_tools() {
+        let bare = PromptContext {
+            tools: vec!["ask_clarification".into(), "present_files".into()],
+            has_bash: false,
+            has_web: false,
+            ..default_agent()
+        };
+        let prompt = render_system_prompt(&bare).unwrap();
+        for absent in [
+            "read_file",
+            "write_file",
+            "str_replace",
+            "bash",
+            "web_fetch",
+            "`task`",
+            "write_todos",
+            "<skill_system>",
+        ] {
+            assert!(!prompt.contains(absent), "{absent} named in:\n{prompt}");
+        }
+        insta::assert_snapshot!("no_tool_groups", prompt);
     }
 
     #[test]

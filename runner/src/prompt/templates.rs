@@ -72,6 +72,8 @@ const TEMPLATES: [(&str, &str); 14] = [
 
 /// The plan-mode block: static text, no template syntax.
 pub(crate) const TODO_LIST: &str = include_str!("../../templates/todo_list.md");
+/// The plan-mode block in one rule, for the leanest detail level.
+pub(crate) const TODO_LIST_MINIMAL: &str = include_str!("../../templates/todo_list_minimal.md");
 
 /// What the templates see. One shape for the lead agent and subagents, so a shared section
 /// renders the same way for both.
@@ -91,6 +93,8 @@ pub(crate) struct View<'a> {
     pub kind: &'a str,
     /// A subagent that keeps the `task` tool.
     pub delegation: bool,
+    /// The agent's tool names; templates name a tool only when it is here.
+    pub tools: &'a [String],
     pub detail: Detail,
 }
 
@@ -122,6 +126,7 @@ pub(crate) fn skill_views(skills: &[Skill], detail: Detail) -> Vec<SkillView<'_>
             name: &skill.name,
             description: match detail.skill_description_chars {
                 None => skill.description.clone(),
+                Some(0) => String::new(),
                 Some(max) => truncate_words(&skill.description, max),
             },
             location: &skill.path,

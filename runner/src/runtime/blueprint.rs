@@ -12,6 +12,8 @@ use crate::agent::{Agent, Limits, Middleware, Observer, RunEnv, ToolRegistry};
 use crate::control::ControlPlane;
 use crate::control::local::{LocalControlPlane, Questions, SubagentCaps, SubagentLauncher};
 use crate::model::{AgentRole, CallContext, CallOptions, ChatModel};
+use crate::prompt::budget::{CHAT_TEMPLATE_TOKENS, ContextBudget};
+use crate::prompt::tokenizer::count_tokens;
 use crate::prompt::{
     PromptContext, PromptError, SubagentPrompt, SubagentPromptContext, render_subagent_prompt,
     render_system_prompt,
@@ -20,6 +22,7 @@ use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
 use crate::thread::ThreadState;
 use crate::tools::ask_clarification::AskClarification;
+use crate::tools::lean::Lean;
 use crate::tools::present_files::PresentFiles;
 use crate::tools::task::{SubagentType, Task};
 use crate::tools::view_image::ViewImage;
@@ -79,11 +82,20 @@ pub struct ChainRole {
     pub name: &'static str,
     /// Whether this agent has the `task` tool.
     pub delegates: bool,
+    /// Tokens its system prompt and tool schemas take (`tokenizer::count_tokens`); 0 without
+    /// a context window, where nothing is budgeted.
+    pub prompt_tokens: usize,
 }
 
 /// Builds the middleware chain for an agent of this run.
 pub trait ChainFactory: Send + Sync {
     fn build(&self, role: ChainRole, control: &Arc<dyn ControlPlane>) -> Vec<Arc<dyn Middleware>>;
+
+    /// The tokens the chain's injected memory needs at least in a small context window,
+    /// which this agent's system prompt leaves room for.
+    fn min_injected_tokens(&self, _role: ChainRole) -> usize {
+        0
+    }
 }
 
 impl Blueprint {
@@ -118,6 +130,24 @@ impl Blueprint {
         tools
     }
 
+    /// The tools of an agent; with lean schemas when the full ones would take more than half
+    /// of a small context window's prompt share.
+    fn registry(&self, candidates: Vec<Arc<dyn Tool>>, denied: &[&str]) -> ToolRegistry {
+        let groups = self.tool_groups.as_deref();
+        let full = ToolRegistry::new(candidates.clone(), groups, denied);
+        let Some(window) = self.context_window else {
+            return full;
+        };
+        if self.schema_tokens(&full) <= ContextBudget::new(window).prompt() / 2 {
+            return full;
+        }
+        let lean = candidates
+            .into_iter()
+            .map(|tool| Arc::new(Lean(tool)) as Arc<dyn Tool>)
+            .collect();
+        ToolRegistry::new(lean, groups, denied)
+    }
+
     /// The lead agent, reporting to `control`.
     pub fn lead(
         &self,
@@ -125,11 +155,14 @@ impl Blueprint {
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Agent, PromptError> {
         let delegates = self.subagents.is_some();
-        let tools = ToolRegistry::new(
-            self.candidate_tools(delegates, true),
-            self.tool_groups.as_deref(),
-            &[],
-        );
+        let tools = self.registry(self.candidate_tools(delegates, true), &[]);
+        let mut role = ChainRole {
+            role: AgentRole::Lead,
+            name: "lead",
+            delegates,
+            prompt_tokens: 0,
+        };
+        let schema_tokens = self.schema_tokens(&tools);
         let prompt = PromptContext {
             agent_name: self.agent_name.clone(),
             soul: self.soul.clone(),
@@ -140,23 +173,22 @@ impl Blueprint {
             has_bash: tools.contains("bash"),
             has_web: tools.contains("web_fetch") || tools.contains("web_search"),
             clarification_enabled: tools.contains("ask_clarification"),
+            tools: tools.names().map(str::to_owned).collect(),
             deferred_tools: Vec::new(),
             context_window: self.context_window,
+            reserved_tokens: schema_tokens + self.chain.min_injected_tokens(role),
         };
+        let system_prompt = render_system_prompt(&prompt)?;
+        if self.context_window.is_some() {
+            role.prompt_tokens = schema_tokens + count_tokens(&system_prompt);
+        }
         Ok(Agent {
             name: "lead".to_owned(),
-            system_prompt: render_system_prompt(&prompt)?,
+            system_prompt,
             model: self.model.clone(),
             tools,
-            chain: self.chain.build(
-                ChainRole {
-                    role: AgentRole::Lead,
-                    name: "lead",
-                    delegates,
-                },
-                control,
-            ),
-            options: self.options.clone(),
+            chain: self.chain.build(role, control),
+            options: self.call_options(),
             context: CallContext {
                 role: AgentRole::Lead,
                 subagent_type: None,
@@ -170,6 +202,27 @@ impl Blueprint {
             },
             observer: self.observer.clone(),
         })
+    }
+
+    /// What the tool schemas, with the chat template's wrapping, take of a small context
+    /// window's prompt half; nothing to count without a window (nor a tokenizer to load).
+    fn schema_tokens(&self, tools: &ToolRegistry) -> usize {
+        if self.context_window.is_none() || tools.schemas().is_empty() {
+            return 0;
+        }
+        serde_json::to_string(tools.schemas())
+            .map(|json| count_tokens(&json) + CHAT_TEMPLATE_TOKENS)
+            .unwrap_or(0)
+    }
+
+    /// The run's call options, with `max_tokens` leaving a small window room for the prompt
+    /// and the conversation.
+    fn call_options(&self) -> CallOptions {
+        let mut options = self.options.clone();
+        if let Some(window) = self.context_window {
+            options.max_tokens = Some(ContextBudget::new(window).output(options.max_tokens));
+        }
+        options
     }
 
     fn subagent_prompt(&self, caps: SubagentCaps) -> SubagentPrompt {
@@ -193,7 +246,7 @@ impl Blueprint {
         if kind == SubagentType::Bash {
             candidates.retain(|tool| BASH_SUBAGENT_TOOLS.contains(&tool.name()));
         }
-        let tools = ToolRegistry::new(candidates, self.tool_groups.as_deref(), &SUBAGENT_DENIED);
+        let tools = self.registry(candidates, &SUBAGENT_DENIED);
         let prompt = SubagentPromptContext {
             skills: self.skills.clone(),
             delegation: self
@@ -202,9 +255,11 @@ impl Blueprint {
                 .map(|s| self.subagent_prompt(s.caps)),
             has_bash: tools.contains("bash"),
             has_web: tools.contains("web_fetch") || tools.contains("web_search"),
+            tools: tools.names().map(str::to_owned).collect(),
             context_window: self.context_window,
+            reserved_tokens: self.schema_tokens(&tools),
         };
-        let mut options = self.options.clone();
+        let mut options = self.call_options();
         // DeerFlow runs subagents with thinking off: they execute, the lead plans.
         options.thinking = false;
         Ok(Agent {
@@ -217,6 +272,7 @@ impl Blueprint {
                     role: AgentRole::Subagent,
                     name: kind.as_str(),
                     delegates,
+                    prompt_tokens: 0,
                 },
                 control,
             ),
@@ -535,6 +591,49 @@ mod tests {
     }
 
     #[test]
+    fn a_small_window_gets_lean_schemas_a_fitting_prompt_and_room_to_answer() {
+        let settings = SubagentSettings {
+            caps: SubagentCaps {
+                max_concurrent: 3,
+                max_total: 6,
+            },
+            max_depth: 2,
+            timeout: Duration::from_secs(60),
+        };
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let roomy = default_blueprint(Some(settings), true)
+            .lead(&control, None)
+            .unwrap();
+        let mut blueprint = default_blueprint(Some(settings), true);
+        blueprint.context_window = Some(4096);
+        let small = blueprint.lead(&control, None).unwrap();
+        let schemas = serde_json::to_string(small.tools.schemas()).unwrap();
+        let used =
+            count_tokens(&small.system_prompt) + count_tokens(&schemas) + CHAT_TEMPLATE_TOKENS;
+        assert!(
+            used <= 2048,
+            "system prompt and schemas take {used} of 2048 tokens"
+        );
+        assert_eq!(small.options.max_tokens, Some(1024));
+        assert_eq!(roomy.options.max_tokens, None);
+        let grep = |agent: &Agent| {
+            agent
+                .tools
+                .schemas()
+                .iter()
+                .find(|s| s.name == "grep")
+                .map(|s| s.parameters["properties"].clone())
+                .unwrap()
+        };
+        assert!(grep(&roomy).get("max_results").is_some());
+        assert!(
+            grep(&small).get("max_results").is_none(),
+            "lean: required only"
+        );
+        assert!(small.system_prompt.len() < roomy.system_prompt.len());
+    }
+
+    #[test]
     fn tool_groups_narrow_the_tools() {
         let mut blueprint = default_blueprint(None, false);
         blueprint.tool_groups = Some(vec![ToolGroup::FileRead]);
@@ -553,5 +652,18 @@ mod tests {
                 "read_file"
             ]
         );
+        assert!(!lead.system_prompt.contains("str_replace"));
+
+        blueprint.tool_groups = Some(Vec::new());
+        let lead = blueprint.lead(&control, None).unwrap();
+        for absent in [
+            "read_file",
+            "write_file",
+            "str_replace",
+            "bash",
+            "web_fetch",
+        ] {
+            assert!(!lead.system_prompt.contains(absent), "{absent}");
+        }
     }
 }

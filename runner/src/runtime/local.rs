@@ -25,6 +25,7 @@ use crate::sandbox::in_process::InProcessExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::skills::SkillCatalog;
 use crate::thread::{Message, ThreadState};
+use crate::tools::web::allowed_ranges::AllowedRanges;
 use crate::tools::web::{WebSearchSettings, build_search_provider};
 use crate::tools::web_fetch::WebFetchConfig;
 
@@ -394,7 +395,11 @@ fn blueprint(
         supports_vision: resolved.spec.supports_vision,
         tool_groups: settings::tool_groups(agent),
         web_search,
-        web_fetch: WebFetchConfig::default(),
+        web_fetch: WebFetchConfig {
+            allowed: AllowedRanges::from_egress(agent.sandbox.egress.as_ref())
+                .map_err(|error| LocalError(format!("spec.sandbox.egress.{error}")))?,
+            ..WebFetchConfig::default()
+        },
         skills,
         soul,
         subagents,

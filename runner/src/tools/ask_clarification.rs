@@ -33,8 +33,8 @@ pub struct AskClarificationArgs {
 /// The `ask_clarification` tool.
 pub struct AskClarification;
 
-const DESCRIPTION: &str = "Ask the user a question when information is missing, the request is \
-ambiguous, approaches differ, or a step is risky. The run pauses until the user answers.";
+// When to ask is in the system prompt's `<clarification_system>`; this only says what it does.
+const DESCRIPTION: &str = "Ask the user a question; the run pauses until they answer.";
 
 impl AskClarification {
     /// Turns validated arguments into the question the control plane reports.

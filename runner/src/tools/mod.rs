@@ -2,8 +2,10 @@
 //! `toolGroups`. Sandbox tools forward to the `ToolExecutor`; the rest run on the agent side.
 
 pub mod ask_clarification;
+pub mod lean;
 pub mod present_files;
 pub mod sandbox_tools;
+pub mod schema;
 pub mod task;
 pub mod view_image;
 pub mod web;
@@ -118,17 +120,11 @@ pub trait Tool: Send + Sync {
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 
-/// Builds a tool schema from an arguments type.
+/// Builds a tool schema from an arguments type, compacted (see `schema::compact`).
 pub fn schema_for<T: JsonSchema>(name: &str, description: &str) -> ToolSchema {
     let mut parameters = serde_json::to_value(schemars::schema_for!(T))
         .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
-    if let Some(object) = parameters.as_object_mut() {
-        // Providers want a bare object schema; the meta fields only cost tokens.
-        object.remove("$schema");
-        object.remove("title");
-        // The args type's doc comment duplicates the tool description.
-        object.remove("description");
-    }
+    schema::compact(&mut parameters);
     ToolSchema {
         name: name.to_owned(),
         description: description.to_owned(),

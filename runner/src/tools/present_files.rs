@@ -16,15 +16,14 @@ pub const TOOL_RESULTS: &str = "/mnt/user-data/outputs/.tool-results/";
 /// Arguments of `present_files`.
 #[derive(Deserialize, JsonSchema)]
 pub struct PresentFilesArgs {
-    /// Files under /mnt/user-data/outputs/ to present.
+    /// Paths under /mnt/user-data/outputs.
     pub filepaths: Vec<String>,
 }
 
 /// The `present_files` tool.
 pub struct PresentFiles;
 
-const DESCRIPTION: &str = "Present finished deliverables to the user. Only files under \
-/mnt/user-data/outputs/ can be presented; copy or write them there first.";
+const DESCRIPTION: &str = "Show finished files from /mnt/user-data/outputs to the user.";
 
 /// Checks that a path names a presentable file and returns it in canonical form.
 pub fn presentable_path(path: &str) -> Result<String, String> {

@@ -25,8 +25,8 @@ pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
         SandboxTool::<BashArgs>::shared(
             names::BASH,
             ToolGroup::Bash,
-            "Run a bash command in /mnt/user-data/workspace. Returns stdout+stderr (middle cut \
-             past 20000 chars). No interactive input; long commands time out.",
+            "Run a bash command in /mnt/user-data/workspace; returns stdout+stderr. No \
+             interactive input.",
         ),
         SandboxTool::<LsArgs>::shared(
             names::LS,
@@ -36,12 +36,12 @@ pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
         SandboxTool::<ReadFileArgs>::shared(
             names::READ_FILE,
             ToolGroup::FileRead,
-            "Read a text file, or a line range of it (output capped at 50000 chars).",
+            "Read a text file, or a line range of it.",
         ),
         SandboxTool::<WriteFileArgs>::shared(
             names::WRITE_FILE,
             ToolGroup::FileWrite,
-            "Write a text file, creating folders. Over 80 KB: write in parts, then append=true.",
+            "Write a text file, creating folders; long files in parts with append=true.",
         ),
         SandboxTool::<StrReplaceArgs>::shared(
             names::STR_REPLACE,
@@ -67,8 +67,7 @@ struct SandboxTool<A> {
 
 impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> SandboxTool<A> {
     fn shared(name: &'static str, group: ToolGroup, description: &str) -> Arc<dyn Tool> {
-        let mut schema = schema_for::<A>(name, description);
-        compact(&mut schema.parameters);
+        let schema = schema_for::<A>(name, description);
         Arc::new(SandboxTool {
             name,
             group,
@@ -131,35 +130,6 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
                 "Error: {error}. The sandbox could not run {}; try again shortly.",
                 self.name
             )),
-        }
-    }
-}
-
-/// Trims what schemars emits down to what a model needs: no integer formats, bounds or
-/// defaults, no `null` in optional types, no top-level description (the tool's own says it).
-fn compact(schema: &mut serde_json::Value) {
-    if let Some(object) = schema.as_object_mut() {
-        object.remove("description");
-        if let Some(serde_json::Value::Object(properties)) = object.get_mut("properties") {
-            for property in properties.values_mut() {
-                let Some(property) = property.as_object_mut() else {
-                    continue;
-                };
-                property.remove("format");
-                property.remove("minimum");
-                if let Some(serde_json::Value::Array(types)) = property.get("type") {
-                    let kept: Vec<&serde_json::Value> = types
-                        .iter()
-                        .filter(|t| t.as_str() != Some("null"))
-                        .collect();
-                    if let [only] = kept.as_slice() {
-                        let only = (*only).clone();
-                        property.insert("type".to_owned(), only);
-                    }
-                }
-                // Optional fields are already not `required`; their defaults cost tokens.
-                property.remove("default");
-            }
         }
     }
 }

@@ -36,7 +36,7 @@ impl SubagentType {
 pub struct TaskArgs {
     /// A 3-5 word label for the task.
     pub description: String,
-    /// Everything the subagent needs: goal, context, expected output. It sees nothing else.
+    /// Goal, context and expected output: the subagent sees nothing else.
     pub prompt: String,
     /// Which subagent to use.
     pub subagent_type: SubagentType,
@@ -45,8 +45,8 @@ pub struct TaskArgs {
 /// The `task` tool.
 pub struct Task;
 
-const DESCRIPTION: &str = "Delegate an independent subtask to a subagent and wait for its \
-result. Use only when it clearly helps (parallel research, isolated heavy work).";
+// When to delegate is in the system prompt's `<subagent_system>`.
+const DESCRIPTION: &str = "Run a subagent on a sub-task and return its result.";
 
 /// Longest excerpt of a result kept in the delegation ledger.
 const BRIEF_CHARS: usize = 2000;

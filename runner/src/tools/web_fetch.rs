@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::web::address::{BlockedAddress, GuardError, check_url};
+use super::web::allowed_ranges::AllowedRanges;
 use super::web::html::html_to_text;
 use super::web::http::{BodyError, client_builder, error_chain, find_source, read_capped};
 use super::web::resolver::GuardedResolver;
@@ -33,9 +34,9 @@ pub struct WebFetchConfig {
     pub max_body_bytes: usize,
     /// Characters of text returned when the call does not say.
     pub max_chars: usize,
-    /// Lets the tool reach loopback, private and link-local addresses. Off in real runs;
-    /// tests turn it on to reach their local servers.
-    pub allow_private: bool,
+    /// Loopback, private, link-local and unique-local addresses the tool may reach anyway:
+    /// the Agent's egress CIDRs (`AllowedRanges::from_egress`). Empty by default.
+    pub allowed: AllowedRanges,
 }
 
 impl Default for WebFetchConfig {
@@ -45,7 +46,7 @@ impl Default for WebFetchConfig {
             max_redirects: 5,
             max_body_bytes: 2 * 1024 * 1024,
             max_chars: 20_000,
-            allow_private: false,
+            allowed: AllowedRanges::default(),
         }
     }
 }
@@ -56,15 +57,13 @@ impl Default for WebFetchConfig {
 struct WebFetchArgs {
     /// Why you fetch it, in a few words.
     description: String,
-    /// Full http(s) URL.
     url: String,
-    /// Most characters of text to return (default 20000).
+    /// Default 20000, at most 100000.
     #[schemars(range(min = 1, max = 100_000))]
     max_chars: Option<usize>,
 }
 
-const DESCRIPTION: &str = "Fetch a web page (http/https) and return its text (HTML converted, \
-links as footnotes). Use for URLs from search results or the user.";
+const DESCRIPTION: &str = "Fetch an http(s) page as text, links as footnotes.";
 
 /// Why a fetch failed; the text is what the model reads.
 #[derive(Debug, thiserror::Error)]
@@ -139,13 +138,13 @@ impl WebFetch {
     fn client(&self) -> Result<&reqwest::Client, FetchError> {
         self.client
             .get_or_init(|| {
-                let mut builder = client_builder()
+                client_builder()
                     // Redirects are followed by hand so every hop passes the guard.
-                    .redirect(reqwest::redirect::Policy::none());
-                if !self.config.allow_private {
-                    builder = builder.dns_resolver(Arc::new(GuardedResolver::from_env()));
-                }
-                builder
+                    .redirect(reqwest::redirect::Policy::none())
+                    // Names are checked when they are resolved for the connection.
+                    .dns_resolver(Arc::new(GuardedResolver::from_env(
+                        self.config.allowed.clone(),
+                    )))
                     .build()
                     .map_err(|error| format!("cannot build the web_fetch HTTP client: {error}"))
             })
@@ -201,9 +200,7 @@ impl WebFetch {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(FetchError::Scheme(url.scheme().to_owned()));
         }
-        if !self.config.allow_private {
-            check_url(url).await?;
-        }
+        check_url(url, &self.config.allowed).await?;
         self.client()?
             .get(url.clone())
             .header(
@@ -420,9 +417,14 @@ mod tests {
     use crate::thread::ToolStatus;
     use crate::tools::web::test_context::context;
 
+    /// The ranges the local test servers listen in.
+    fn loopback() -> AllowedRanges {
+        AllowedRanges::parse(&["127.0.0.0/8", "::1"]).unwrap()
+    }
+
     fn local(config: WebFetchConfig) -> WebFetch {
         WebFetch::new(WebFetchConfig {
-            allow_private: true,
+            allowed: loopback(),
             ..config
         })
     }
@@ -638,6 +640,85 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn egress_cidrs_open_exactly_their_ranges() {
+        let server = MockServer::start().await;
+        Mock::given(path("/internal"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("internal service"))
+            .expect(2)
+            .mount(&server)
+            .await;
+        let port = server.address().port();
+        let url = format!("http://127.0.0.1:{port}/internal");
+        let only = |cidrs: &[&str]| {
+            WebFetch::new(WebFetchConfig {
+                allowed: AllowedRanges::parse(cidrs).unwrap(),
+                ..WebFetchConfig::default()
+            })
+        };
+        let out = call(&only(&["127.0.0.1/32"]), url.clone()).await;
+        assert_eq!(out.status, ToolStatus::Success, "{}", out.content);
+        assert!(out.content.ends_with("internal service"));
+        // By name, after resolution.
+        let out = call(
+            &local(WebFetchConfig::default()),
+            format!("http://localhost:{port}/internal"),
+        )
+        .await;
+        assert_eq!(out.status, ToolStatus::Success, "{}", out.content);
+        for cidrs in [&["10.0.0.0/8"][..], &["127.0.0.2/32"], &[]] {
+            let out = call(&only(cidrs), url.clone()).await;
+            assert_eq!(out.status, ToolStatus::Error, "{cidrs:?}");
+            assert!(
+                out.content
+                    .contains("refusing to fetch 127.0.0.1: it is a loopback address"),
+                "{cidrs:?}: {}",
+                out.content
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn every_redirect_hop_passes_the_guard() {
+        let server = MockServer::start().await;
+        let port = server.address().port();
+        for (from, to) in [
+            (
+                "/to-other-loopback",
+                format!("http://127.0.0.2:{port}/secret"),
+            ),
+            (
+                "/to-metadata",
+                "http://169.254.169.254/latest/meta-data/".to_owned(),
+            ),
+            ("/to-ipv6-loopback", format!("http://[::1]:{port}/secret")),
+        ] {
+            Mock::given(path(from))
+                .respond_with(ResponseTemplate::new(302).insert_header("location", to.as_str()))
+                .mount(&server)
+                .await;
+        }
+        Mock::given(path("/secret"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("secret"))
+            .expect(0)
+            .mount(&server)
+            .await;
+        // Only the first hop's address is allowed.
+        let tool = WebFetch::new(WebFetchConfig {
+            allowed: AllowedRanges::parse(&["127.0.0.1/32"]).unwrap(),
+            ..WebFetchConfig::default()
+        });
+        for from in ["/to-other-loopback", "/to-metadata", "/to-ipv6-loopback"] {
+            let out = call(&tool, format!("http://127.0.0.1:{port}{from}")).await;
+            assert_eq!(out.status, ToolStatus::Error, "{from}");
+            assert!(
+                out.content.contains("refusing to fetch"),
+                "{from}: {}",
+                out.content
+            );
+        }
+    }
+
+    #[tokio::test]
     async fn refuses_other_schemes_and_bad_urls() {
         let tool = local(WebFetchConfig::default());
         let out = call(&tool, "file:///etc/passwd".to_owned()).await;
@@ -706,12 +787,12 @@ mod tests {
     fn schema_is_compact() {
         let schema = WebFetch::new(WebFetchConfig::default()).schema();
         let text = serde_json::to_string(&schema).unwrap();
-        // ~4 characters per token: stay well under the per-tool budget of 100 tokens of prose.
-        assert!(text.len() < 700, "{} chars: {text}", text.len());
+        assert!(text.len() < 350, "{} chars: {text}", text.len());
         assert_eq!(schema.parameters["required"], json!(["description", "url"]));
+        // The bound is enforced when the call is parsed; the model reads it in one line.
         assert_eq!(
-            schema.parameters["properties"]["max_chars"]["maximum"],
-            json!(100_000)
+            schema.parameters["properties"]["max_chars"],
+            json!({"type": "integer", "description": "Default 20000, at most 100000."})
         );
         assert!(schema.parameters.get("description").is_none());
     }

@@ -30,15 +30,13 @@ const MAX_QUERY_CHARS: usize = 400;
 struct WebSearchArgs {
     /// Why you search, in a few words.
     description: String,
-    /// Search keywords.
     query: String,
-    /// Number of results (default 5).
+    /// Default 5, at most 10.
     #[schemars(range(min = 1, max = 10))]
     max_results: Option<usize>,
 }
 
-const DESCRIPTION: &str = "Search the web. Returns titles, URLs and short snippets; use \
-web_fetch to read a result.";
+const DESCRIPTION: &str = "Search the web: titles, URLs and snippets.";
 
 /// The `web_search` tool.
 pub struct WebSearch {

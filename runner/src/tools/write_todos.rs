@@ -14,15 +14,14 @@ pub const MAX_TODOS: usize = 50;
 /// Arguments of `write_todos`.
 #[derive(Deserialize, JsonSchema)]
 pub struct WriteTodosArgs {
-    /// The whole list, replacing the previous one.
     pub todos: Vec<Todo>,
 }
 
 /// The `write_todos` tool.
 pub struct WriteTodos;
 
-const DESCRIPTION: &str = "Create or update your plan for a multi-step task (3+ steps). Send the \
-whole list each time; keep exactly one item in_progress; mark items completed as soon as done.";
+// How to plan is in the system prompt's `<todo_list_system>`.
+const DESCRIPTION: &str = "Replace your plan with this todo list.";
 
 #[async_trait]
 impl Tool for WriteTodos {

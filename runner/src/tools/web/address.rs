@@ -3,12 +3,15 @@
 //! The model decides which URLs get fetched, and pages it reads can steer it, so without a
 //! guard a prompt injection could read cloud metadata (`169.254.169.254`), the Kubernetes API
 //! or a developer's local services. Literal IPs are checked before a request is sent, host
-//! names after resolving them, on every redirect hop.
+//! names after resolving them, on every redirect hop; the addresses that pass are the ones
+//! connected to (see `resolver`). Ranges the Agent's egress allows (`AllowedRanges`) pass.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use reqwest::Url;
+
+use super::allowed_ranges::AllowedRanges;
 
 /// Why an address is not public.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +99,7 @@ fn classify_v6(ip: Ipv6Addr) -> Option<AddressClass> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "refusing to fetch {host}: it is a {class} address ({ip}); only public internet addresses \
-     can be fetched"
+     and the Agent's egress CIDRs can be fetched"
 )]
 pub struct BlockedAddress {
     pub host: String,
@@ -104,9 +107,10 @@ pub struct BlockedAddress {
     pub class: AddressClass,
 }
 
-/// Refuses an address that is not public.
-pub fn check_ip(host: &str, ip: IpAddr) -> Result<(), BlockedAddress> {
+/// Refuses an address that is neither public nor in `allowed`.
+pub fn check_ip(host: &str, ip: IpAddr, allowed: &AllowedRanges) -> Result<(), BlockedAddress> {
     match classify(ip) {
+        Some(_) if allowed.contains(ip) => Ok(()),
         Some(class) => Err(BlockedAddress {
             host: host.to_owned(),
             ip,
@@ -125,11 +129,12 @@ pub enum GuardError {
     Unresolvable { host: String, reason: String },
 }
 
-/// Refuses a URL whose host is, or resolves to, an address that is not public.
+/// Refuses a URL whose host is, or resolves to, an address that is neither public nor in
+/// `allowed`.
 ///
-/// Every resolved address must be public: a name with one private address among public ones
-/// could still be connected through the private one.
-pub async fn check_url(url: &Url) -> Result<(), GuardError> {
+/// Every resolved address must pass: a name with one private address among public ones could
+/// still be connected through the private one.
+pub async fn check_url(url: &Url, allowed: &AllowedRanges) -> Result<(), GuardError> {
     let Some(host) = url.host_str() else {
         return Err(GuardError::Unresolvable {
             host: url.to_string(),
@@ -137,7 +142,7 @@ pub async fn check_url(url: &Url) -> Result<(), GuardError> {
         });
     };
     if let Some(ip) = literal_ip(url) {
-        return Ok(check_ip(host, ip)?);
+        return Ok(check_ip(host, ip, allowed)?);
     }
     let addresses = tokio::net::lookup_host((host, url.port_or_known_default().unwrap_or(80)))
         .await
@@ -146,7 +151,7 @@ pub async fn check_url(url: &Url) -> Result<(), GuardError> {
             reason: error.to_string(),
         })?;
     for address in addresses {
-        check_ip(host, address.ip())?;
+        check_ip(host, address.ip(), allowed)?;
     }
     Ok(())
 }
@@ -225,29 +230,60 @@ mod tests {
     #[tokio::test]
     async fn check_url_refuses_names_resolving_to_loopback() {
         let url = Url::parse("http://localhost:9/").unwrap();
-        let error = check_url(&url).await.unwrap_err();
+        let none = AllowedRanges::default();
+        let error = check_url(&url, &none).await.unwrap_err();
         assert!(
             matches!(&error, GuardError::Blocked(b) if b.class == AddressClass::Loopback),
             "{error:?}"
         );
         let url = Url::parse("http://[fe80::1]/").unwrap();
-        assert!(matches!(check_url(&url).await, Err(GuardError::Blocked(_))));
+        assert!(matches!(
+            check_url(&url, &none).await,
+            Err(GuardError::Blocked(_))
+        ));
     }
 
     #[tokio::test]
     async fn check_url_reports_unresolvable_names() {
         // `.invalid` is reserved never to resolve (RFC 6761).
         let url = Url::parse("http://no-such-host.invalid/").unwrap();
-        let error = check_url(&url).await.unwrap_err();
+        let error = check_url(&url, &AllowedRanges::default())
+            .await
+            .unwrap_err();
         assert!(
             matches!(&error, GuardError::Unresolvable { host, .. } if host == "no-such-host.invalid"),
             "{error:?}"
         );
     }
 
+    #[tokio::test]
+    async fn allowed_ranges_pass_and_nothing_else_does() {
+        let loopback = AllowedRanges::parse(&["127.0.0.0/8", "::1"]).unwrap();
+        let url = Url::parse("http://localhost:9/").unwrap();
+        assert_eq!(check_url(&url, &loopback).await, Ok(()));
+        // A name must pass with every address it has: `localhost` also has `::1`.
+        let v4_only = AllowedRanges::parse(&["127.0.0.0/8"]).unwrap();
+        if tokio::net::lookup_host(("localhost", 9))
+            .await
+            .unwrap()
+            .any(|a| a.is_ipv6())
+        {
+            assert!(check_url(&url, &v4_only).await.is_err());
+        }
+        let metadata = "169.254.169.254".parse().unwrap();
+        assert!(check_ip("m", metadata, &loopback).is_err());
+        let link_local = AllowedRanges::parse(&["169.254.0.0/16"]).unwrap();
+        assert_eq!(check_ip("m", metadata, &link_local), Ok(()));
+    }
+
     #[test]
     fn blocked_message_names_host_and_class() {
-        let error = check_ip("metadata", "169.254.169.254".parse().unwrap()).unwrap_err();
+        let error = check_ip(
+            "metadata",
+            "169.254.169.254".parse().unwrap(),
+            &AllowedRanges::default(),
+        )
+        .unwrap_err();
         let text = error.to_string();
         assert!(text.contains("metadata"), "{text}");
         assert!(text.contains("link-local"), "{text}");

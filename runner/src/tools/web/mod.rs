@@ -2,6 +2,7 @@
 //! HTML conversion, HTTP helpers and the search providers.
 
 pub mod address;
+pub mod allowed_ranges;
 pub mod html;
 pub mod http;
 pub mod resolver;
