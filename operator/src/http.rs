@@ -1,8 +1,7 @@
 //! The operator's HTTP endpoints: `/healthz` (the process serves), `/readyz` (its caches have
 //! synced, whether or not it leads) and `/metrics` (Prometheus text format).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::State;
@@ -11,12 +10,31 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::metrics::Metrics;
+use crate::scope::Synced;
+
+/// Whether every cache has been filled once (set when the controllers are built).
+#[derive(Debug, Default)]
+pub struct Readiness(OnceLock<Vec<Synced>>);
+
+impl Readiness {
+    /// Registers the caches to wait for; only the first call counts.
+    pub fn set(&self, caches: Vec<Synced>) {
+        let _ = self.0.set(caches);
+    }
+
+    /// True once the caches are registered and each has listed everything once.
+    pub fn is_ready(&self) -> bool {
+        self.0
+            .get()
+            .is_some_and(|caches| caches.iter().all(Synced::is_synced))
+    }
+}
 
 /// What the endpoints read.
 #[derive(Clone)]
 pub struct HttpState {
-    /// Set once every cache has synced.
-    pub ready: Arc<AtomicBool>,
+    /// Whether every cache has synced.
+    pub ready: Arc<Readiness>,
     /// The metrics to serve.
     pub metrics: Arc<Metrics>,
 }
@@ -31,7 +49,7 @@ pub fn router(state: HttpState) -> Router {
 }
 
 async fn readyz(State(state): State<HttpState>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Acquire) {
+    if state.ready.is_ready() {
         (StatusCode::OK, "ok")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
@@ -50,5 +68,46 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
         )
             .into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn serve(state: HttpState) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router(state)).await });
+        format!("http://{addr}")
+    }
+
+    async fn get(url: String) -> (u16, String) {
+        let response = reqwest::get(url).await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn readyz_follows_the_caches_and_healthz_always_answers() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ready = Arc::new(Readiness::default());
+        let base = serve(HttpState {
+            ready: ready.clone(),
+            metrics: Arc::new(Metrics::default()),
+        })
+        .await;
+        assert_eq!(get(format!("{base}/healthz")).await, (200, "ok".into()));
+        assert_eq!(get(format!("{base}/readyz")).await.0, 503, "no caches yet");
+        let cache = Synced::default();
+        ready.set(vec![cache.clone()]);
+        assert_eq!(get(format!("{base}/readyz")).await.0, 503, "not listed yet");
+        cache.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(
+            kube::runtime::watcher::Event::InitDone,
+        ));
+        assert_eq!(get(format!("{base}/readyz")).await, (200, "ok".into()));
+        let (status, body) = get(format!("{base}/metrics")).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("herd_leader 0"), "{body}");
+        assert_eq!(get(format!("{base}/nope")).await.0, 404);
     }
 }

@@ -9,6 +9,7 @@ pub mod apply;
 pub mod builtin_skills;
 pub mod config;
 pub mod controller;
+pub mod crd_version;
 pub mod decide;
 pub mod error;
 pub mod http;

@@ -3,13 +3,10 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::future::join_all;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::info;
@@ -17,6 +14,7 @@ use tracing::info;
 use crate::config::Config;
 use crate::controller::{agent, skill};
 use crate::error::Error;
+use crate::http::Readiness;
 use crate::http::{HttpState, router};
 use crate::leader;
 use crate::metrics::Metrics;
@@ -32,7 +30,7 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// True while this replica leads.
     pub leader: watch::Receiver<bool>,
-    ready: Arc<AtomicBool>,
+    ready: Arc<Readiness>,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<Result<(), Error>>,
 }
@@ -40,7 +38,7 @@ pub struct Running {
 impl Running {
     /// Whether every cache has synced.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.ready.is_ready()
     }
 
     /// Waits until the operator ends: `Err` when it lost the Lease or failed.
@@ -88,7 +86,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
     let http_addr = listener.local_addr()?;
     let metrics = Arc::new(Metrics::default());
-    let ready = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(Readiness::default());
     let (leader_tx, leader_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let reporter = Reporter {
@@ -116,6 +114,9 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             .await;
     });
 
+    let checker = shared.clone();
+    tasks.spawn(async move { crate::crd_version::check(&checker).await });
+
     let mut readiness = Vec::new();
     let mut controllers = JoinSet::new();
     for scope in Scope::from_list(&config.watch_namespaces) {
@@ -134,20 +135,12 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
-        readiness.push(synced(agent_caches.agents).boxed());
-        readiness.push(synced(agent_caches.skills).boxed());
-        readiness.push(synced(agent_caches.secrets).boxed());
-        readiness.push(synced(skill_caches.skills).boxed());
-        readiness.push(synced(skill_caches.config_maps).boxed());
+        readiness.extend(agent_caches);
+        readiness.extend(skill_caches);
         controllers.spawn(drain(agents));
         controllers.spawn(drain(skills));
     }
-    let ready_flag = ready.clone();
-    tasks.spawn(async move {
-        join_all(readiness).await;
-        ready_flag.store(true, Ordering::Release);
-        info!("caches synced: ready");
-    });
+    ready.set(readiness);
     let leader_metrics = metrics.clone();
     let mut leader_watch = leader_rx.clone();
     tasks.spawn(async move {
@@ -197,15 +190,6 @@ fn leader_gained(leader: watch::Receiver<bool>) -> impl Stream<Item = ()> + Send
         leader.wait_for(|leading| *leading).await.ok()?;
         Some(((), None))
     })
-}
-
-async fn synced<K>(store: Store<K>)
-where
-    K: kube::runtime::reflector::Lookup + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    // An error means the writer is gone: the operator is stopping and readiness is moot.
-    let _ = store.wait_until_ready().await;
 }
 
 async fn drain(stream: impl Stream<Item = ()> + Send + 'static) {

@@ -3,6 +3,8 @@
 //! objects each time one of them relists).
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -58,6 +60,26 @@ pub fn watch_config() -> watcher::Config {
     watcher::Config::default().any_semantic()
 }
 
+/// A cache's first full list: set once the watch has listed everything, so `/readyz` can
+/// answer without awaiting the store (kube's controller already awaits it, and a store wakes
+/// only one waiter).
+#[derive(Clone, Debug, Default)]
+pub struct Synced(Arc<AtomicBool>);
+
+impl Synced {
+    /// Whether the cache has been filled once.
+    pub fn is_synced(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Marks the cache filled when `event` ends the initial list.
+    pub fn observe<K>(&self, event: &Result<watcher::Event<K>, watcher::Error>) {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+}
+
 /// Drops `managedFields` before an object enters a cache: they are large and no decision
 /// reads them.
 pub fn strip_managed_fields<K: ResourceExt>(object: &mut K) {
@@ -76,6 +98,15 @@ mod tests {
             Scope::from_list(&["b".into(), "a".into(), "b".into()]),
             vec![Scope::Namespace("a".into()), Scope::Namespace("b".into())]
         );
+    }
+
+    #[test]
+    fn synced_after_the_first_full_list() {
+        let synced = Synced::default();
+        synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::Init));
+        assert!(!synced.is_synced());
+        synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::InitDone));
+        assert!(synced.clone().is_synced());
     }
 
     #[test]

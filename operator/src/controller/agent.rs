@@ -27,7 +27,7 @@ use crate::decide::conditions::begin_reconcile;
 use crate::decide::skill_refs::{SkillView, resolve};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, strip_managed_fields, watch_config};
+use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
 use crate::shared::{Shared, key};
 
 /// The controller's name in metrics and logs.
@@ -47,16 +47,6 @@ pub struct Context {
     pub secrets: Store<PartialObjectMeta<Secret>>,
 }
 
-/// The controller's caches, for readiness.
-pub struct Caches {
-    /// Agents.
-    pub agents: Store<Agent>,
-    /// Skills.
-    pub skills: Store<Skill>,
-    /// Credential Secrets (metadata only).
-    pub secrets: Store<PartialObjectMeta<Secret>>,
-}
-
 /// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
@@ -64,13 +54,17 @@ pub fn controller(
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) -> (impl Stream<Item = ()> + Send, Caches) {
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+    let synced: Vec<Synced> = (0..3).map(|_| Synced::default()).collect();
+    let (agents_synced, skills_synced, secrets_synced) =
+        (synced[0].clone(), synced[1].clone(), synced[2].clone());
     let client = &shared.client;
     let (agents, agent_writer) = reflector::store::<Agent>();
     let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
         .default_backoff()
         .modify(strip_managed_fields)
         .reflect(agent_writer)
+        .inspect(move |event| agents_synced.observe(event))
         .applied_objects();
 
     let (skills, skill_writer) = reflector::store::<Skill>();
@@ -78,6 +72,7 @@ pub fn controller(
         .default_backoff()
         .modify(strip_managed_fields)
         .reflect(skill_writer)
+        .inspect(move |event| skills_synced.observe(event))
         .touched_objects();
 
     let (secrets, secret_writer) = reflector::store::<PartialObjectMeta<Secret>>();
@@ -89,6 +84,7 @@ pub fn controller(
     .default_backoff()
     .modify(strip_managed_fields)
     .reflect(secret_writer)
+    .inspect(move |event| secrets_synced.observe(event))
     .touched_objects();
 
     let context = Arc::new(Context {
@@ -115,14 +111,7 @@ pub fn controller(
                 debug!(%error, "agent controller");
             }
         });
-    (
-        stream,
-        Caches {
-            agents,
-            skills,
-            secrets,
-        },
-    )
+    (stream, synced)
 }
 
 fn agents_using_skill(agents: &Store<Agent>, skill: &Skill) -> Vec<ObjectRef<Agent>> {

@@ -24,7 +24,7 @@ use crate::decide::skill_status::{Rendered, SkillVersion, evaluate, next_status}
 use crate::decide::skill_version::{config_map_name, desired_config_map};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, strip_managed_fields, watch_config};
+use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
 use crate::shared::{Shared, key};
 
 /// The controller's name in metrics and logs.
@@ -42,14 +42,6 @@ pub struct Context {
     pub config_maps: Store<ConfigMap>,
 }
 
-/// The controller's caches, for readiness.
-pub struct Caches {
-    /// Skills.
-    pub skills: Store<Skill>,
-    /// The operator's ConfigMaps.
-    pub config_maps: Store<ConfigMap>,
-}
-
 /// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
@@ -57,13 +49,16 @@ pub fn controller(
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) -> (impl Stream<Item = ()> + Send, Caches) {
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+    let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
+    let (skills_synced, cms_synced) = (synced[0].clone(), synced[1].clone());
     let client = &shared.client;
     let (skills, skill_writer) = reflector::store::<Skill>();
     let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
         .default_backoff()
         .modify(strip_managed_fields)
         .reflect(skill_writer)
+        .inspect(move |event| skills_synced.observe(event))
         .applied_objects();
     let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
     let cm_stream = watcher(
@@ -73,6 +68,7 @@ pub fn controller(
     .default_backoff()
     .modify(strip_managed_fields)
     .reflect(cm_writer)
+    .inspect(move |event| cms_synced.observe(event))
     .touched_objects();
     let context = Arc::new(Context {
         shared,
@@ -89,13 +85,7 @@ pub fn controller(
                 debug!(%error, "skill controller");
             }
         });
-    (
-        stream,
-        Caches {
-            skills,
-            config_maps,
-        },
-    )
+    (stream, synced)
 }
 
 /// Validates the Skill, ensures its version's ConfigMap, and applies its status when it
