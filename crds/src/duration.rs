@@ -1,19 +1,38 @@
 //! Durations as Herd's manifests write them: `90s`, `30m`, `1h30m`, `500ms`.
 //!
-//! The format is `^([0-9]+(ms|s|m|h))+$` (see [`crate::rules::DURATION_PATTERN`]), the subset of
-//! Go's `time.ParseDuration` the CRDs accept.
+//! The format is `^([0-9]{1,6}(ms|s|m|h))+$` (see [`crate::rules::DURATION_PATTERN`]), the
+//! subset of Go's `time.ParseDuration` the CRDs accept; [`parse_duration_within`] adds the
+//! CRDs' ranges (1s to [`MAX_TIMEOUT`] or [`MAX_INPUT_TIMEOUT`]).
 
 use std::time::Duration;
+
+/// Most digits of one group: 999999h still fits Go's `time.Duration`.
+const MAX_GROUP_DIGITS: usize = 6;
+
+/// Shortest `timeout`, `subagents.timeout`, `requestTimeout` and `inputTimeout`.
+pub const MIN_DURATION: Duration = Duration::from_secs(1);
+/// Longest `timeout`, `subagents.timeout` and `requestTimeout`: 168h, a week.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(168 * 3600);
+/// Longest `inputTimeout`: 720h, 30 days.
+pub const MAX_INPUT_TIMEOUT: Duration = Duration::from_secs(720 * 3600);
 
 /// Why a duration string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
-    /// The text does not match `^([0-9]+(ms|s|m|h))+$`.
+    /// The text does not match `^([0-9]{1,6}(ms|s|m|h))+$`.
     #[error("{0:?} is not a duration: {msg}", msg = crate::rules::DURATION_MESSAGE)]
     Format(String),
     /// The value does not fit in a `Duration`.
     #[error("{0:?} is too long a duration")]
     Overflow(String),
+    /// The value is outside the field's range; the text is the CRD rule's message.
+    #[error("\"{text}\" must be between 1s and {max}h", max = .max.as_secs() / 3600)]
+    OutOfRange {
+        /// The duration as written.
+        text: String,
+        /// The field's longest duration (a whole number of hours).
+        max: Duration,
+    },
 }
 
 /// Parses a duration such as `1h30m` or `500ms`; groups add up (`1m1m` is two minutes).
@@ -27,7 +46,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let mut rest = text;
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
+        if digits == 0 || digits > MAX_GROUP_DIGITS {
             return Err(format());
         }
         let (number, tail) = rest.split_at(digits);
@@ -50,6 +69,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         rest = tail;
     }
     Ok(total)
+}
+
+/// Parses a duration that must lie between [`MIN_DURATION`] and `max`, as the CRDs' range
+/// rules require.
+pub fn parse_duration_within(text: &str, max: Duration) -> Result<Duration, DurationError> {
+    let out_of_range = || DurationError::OutOfRange {
+        text: text.to_owned(),
+        max,
+    };
+    match parse_duration(text) {
+        Ok(value) if (MIN_DURATION..=max).contains(&value) => Ok(value),
+        Ok(_) | Err(DurationError::Overflow(_)) => Err(out_of_range()),
+        Err(other) => Err(other),
+    }
 }
 
 /// Whether `text` matches the duration format (the same test the CRDs' CEL rule makes).
@@ -87,18 +120,60 @@ mod tests {
     }
 
     #[test]
-    fn overflow_is_not_a_format_error() {
-        let huge = "99999999999999999999999h";
+    fn groups_have_at_most_six_digits() {
         assert_eq!(
-            parse_duration(huge),
-            Err(DurationError::Overflow(huge.to_owned()))
+            parse_duration("999999h"),
+            Ok(Duration::from_secs(999_999 * 3600))
         );
-        assert!(is_duration(huge));
+        for bad in ["1000000s", "99999999999999999999999h", "1h0000000m"] {
+            assert_eq!(
+                parse_duration(bad),
+                Err(DurationError::Format(bad.to_owned()))
+            );
+        }
+    }
+
+    #[test]
+    fn ranges_match_the_crd_rules() {
+        assert_eq!(
+            parse_duration_within("1s", MAX_TIMEOUT),
+            Ok(Duration::from_secs(1))
+        );
+        assert_eq!(parse_duration_within("168h", MAX_TIMEOUT), Ok(MAX_TIMEOUT));
+        assert_eq!(
+            parse_duration_within("720h", MAX_INPUT_TIMEOUT),
+            Ok(MAX_INPUT_TIMEOUT)
+        );
+        for (bad, max) in [
+            ("999ms", MAX_TIMEOUT),
+            ("0s", MAX_TIMEOUT),
+            ("168h1s", MAX_TIMEOUT),
+            ("721h", MAX_INPUT_TIMEOUT),
+        ] {
+            let error = parse_duration_within(bad, max).unwrap_err();
+            assert!(matches!(error, DurationError::OutOfRange { .. }), "{bad}");
+        }
+        assert_eq!(
+            parse_duration_within("169h", MAX_TIMEOUT)
+                .unwrap_err()
+                .to_string(),
+            crate::rules::quoted("169h", crate::rules::DURATION_UP_TO_168H_SUFFIX)
+        );
+        assert_eq!(
+            parse_duration_within("721h", MAX_INPUT_TIMEOUT)
+                .unwrap_err()
+                .to_string(),
+            crate::rules::quoted("721h", crate::rules::DURATION_UP_TO_720H_SUFFIX)
+        );
+        assert!(matches!(
+            parse_duration_within("1d", MAX_TIMEOUT),
+            Err(DurationError::Format(_))
+        ));
     }
 
     proptest! {
         #[test]
-        fn round_trips_generated_groups(groups in proptest::collection::vec((0u64..10_000, 0usize..4), 1..5)) {
+        fn round_trips_generated_groups(groups in proptest::collection::vec((0u64..1_000_000, 0usize..4), 1..5)) {
             let units = [("ms", 1u64), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)];
             let text: String = groups.iter().map(|(n, u)| format!("{n}{}", units[*u].0)).collect();
             let millis: u64 = groups.iter().map(|(n, u)| n * units[*u].1).sum();

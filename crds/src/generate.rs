@@ -11,6 +11,24 @@ use crate::skill::Skill;
 /// Where the chart keeps the CRDs, relative to the repository root.
 pub const CHART_CRDS_DIR: &str = "charts/herd/crds";
 
+/// Annotation on each generated CRD carrying [`SCHEMA_REVISION`], so the operator can tell
+/// whether the CRDs the API server serves are older than the types it was built with.
+pub const API_VERSION_ANNOTATION: &str = "herd.dev/api-version";
+
+/// The schema revision: `v1alpha1.<n>`, where `<n>` grows by one with every change to the
+/// generated schemas (a test fails when the schemas change and this does not). The operator
+/// compares the served CRDs' annotation with its own: a lower `<n>` means the CRDs need
+/// upgrading (`kubectl apply --server-side -f charts/herd/crds/`).
+pub const SCHEMA_REVISION: &str = "v1alpha1.2";
+
+/// The revision number of an `herd.dev/api-version` value of this API version (`v1alpha1.<n>`),
+/// or `None` for anything else.
+pub fn schema_revision_number(annotation: &str) -> Option<u32> {
+    annotation
+        .strip_prefix("v1alpha1.")
+        .and_then(|n| n.parse().ok())
+}
+
 /// Why a CRD could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
@@ -30,7 +48,13 @@ pub fn crds() -> Result<Vec<(&'static str, CustomResourceDefinition)>, GenerateE
         ("herd.dev_runs.yaml", Run::crd()),
     ]
     .into_iter()
-    .map(|(file, crd)| Ok((file, tidy(crd)?)))
+    .map(|(file, mut crd)| {
+        crd.metadata.annotations.get_or_insert_default().insert(
+            API_VERSION_ANNOTATION.to_owned(),
+            SCHEMA_REVISION.to_owned(),
+        );
+        Ok((file, tidy(crd)?))
+    })
     .collect()
 }
 
@@ -110,6 +134,22 @@ fn unwrap_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_crd_carries_the_schema_revision() {
+        for (file, crd) in crds().unwrap() {
+            let annotations = crd.metadata.annotations.unwrap_or_default();
+            assert_eq!(
+                annotations.get(API_VERSION_ANNOTATION).map(String::as_str),
+                Some(SCHEMA_REVISION),
+                "{file}"
+            );
+        }
+        assert_eq!(schema_revision_number(SCHEMA_REVISION), Some(2));
+        assert_eq!(schema_revision_number("v1alpha1.10"), Some(10));
+        assert_eq!(schema_revision_number("v1beta1.3"), None);
+        assert_eq!(schema_revision_number("v1alpha1.x"), None);
+    }
 
     #[test]
     fn rejoins_lines_but_keeps_paragraphs() {

@@ -16,6 +16,7 @@
 pub mod agent;
 pub mod condition;
 pub mod duration;
+pub mod formats;
 pub mod generate;
 pub mod manifest;
 pub mod reason;

@@ -3,8 +3,12 @@
 //! These types are shared by the CRD (`RunStatus.report`), the run-API wire bodies and the
 //! runner itself, so a todo list or a clarification question has one shape everywhere.
 
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::formats::is_date_time;
+use crate::validation::{Checker, FieldErrors};
 
 /// One item of the agent's plan (plan mode's `write_todos`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -88,6 +92,13 @@ pub enum StopReason {
     Cancelled,
     /// The run's time ran out.
     TimedOut,
+    /// The sandbox (the tools' container) could not be reached or kept failing.
+    SandboxUnavailable,
+    /// The final answer and presented files did not fit the result ConfigMap (written by the
+    /// run API).
+    ResultTooLarge,
+    /// The checkpoint stayed too large after summarization (written by the run API).
+    CheckpointTooLarge,
 }
 
 impl StopReason {
@@ -123,7 +134,7 @@ pub enum ClarificationType {
 }
 
 /// An open question from the agent to the user.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Clarification {
     /// Identifier to quote in `spec.responses[].id` when answering.
@@ -143,9 +154,28 @@ pub struct Clarification {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 24))]
     pub options: Vec<String>,
-    /// When the question was asked (RFC 3339).
+    /// When the question was asked (RFC 3339), e.g. `2026-01-31T09:30:00Z`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new(crate::rules::DATE_TIME).message(crate::rules::expression(crate::rules::DATE_TIME_MESSAGE)))]
     pub asked_at: Option<String>,
+}
+
+impl Clarification {
+    /// Checks the CRD's rule on `askedAt` (the run API refuses a question the API server would
+    /// refuse, before writing it).
+    pub fn validate(&self) -> Result<(), FieldErrors> {
+        let mut checker = Checker::default();
+        if let Some(asked_at) = &self.asked_at {
+            checker.quoted(
+                is_date_time(asked_at),
+                "status.report.clarification.askedAt",
+                asked_at,
+                crate::rules::DATE_TIME_SUFFIX,
+            );
+        }
+        checker.finish()
+    }
 }
 
 /// A file the agent presented as a deliverable.

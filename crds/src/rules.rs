@@ -4,16 +4,160 @@
 //! report the same messages, so a manifest run locally with `herd-runner run -f` fails with the
 //! words the API server would use.
 
-/// Pattern of a duration field: one or more `<digits><unit>` groups, units `ms`, `s`, `m`, `h`.
+/// Pattern of a duration field: one or more `<digits><unit>` groups, units `ms`, `s`, `m`, `h`,
+/// at most six digits a group (so the value fits Go's and Rust's duration types).
 ///
 /// A `duration()` call in CEL would reject bad input with the evaluator's own text, so the rule
 /// matches the pattern instead and carries a message of ours.
-pub const DURATION_PATTERN: &str = "^([0-9]+(ms|s|m|h))+$";
+pub const DURATION_PATTERN: &str = "^([0-9]{1,6}(ms|s|m|h))+$";
 
 /// CEL rule on every duration field.
-pub const DURATION: &str = "self.matches('^([0-9]+(ms|s|m|h))+$')";
+pub const DURATION: &str = "self.matches('^([0-9]{1,6}(ms|s|m|h))+$')";
 /// Message of [`DURATION`].
-pub const DURATION_MESSAGE: &str = "must be a duration made of <number><unit> groups with units ms, s, m or h, such as 90s, 30m or 1h30m";
+pub const DURATION_MESSAGE: &str = "must be a duration made of <number><unit> groups with units ms, s, m or h and at most 6 digits a group, such as 90s, 30m or 1h30m";
+
+/// CEL rule of `timeout`, `subagents.timeout` and `requestTimeout`: 1s to 168h (a week). A
+/// value that is not a duration is left to [`DURATION`].
+pub const DURATION_UP_TO_168H: &str = "!self.matches('^([0-9]{1,6}(ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('168h'))";
+/// messageExpression of [`DURATION_UP_TO_168H`]; see [`DURATION_UP_TO_168H_SUFFIX`].
+pub const DURATION_UP_TO_168H_MESSAGE: &str = "'\"' + self + '\" must be between 1s and 168h'";
+/// What [`DURATION_UP_TO_168H_MESSAGE`] says after the quoted value.
+pub const DURATION_UP_TO_168H_SUFFIX: &str = " must be between 1s and 168h";
+
+/// CEL rule of `inputTimeout`: 1s to 720h (30 days).
+pub const DURATION_UP_TO_720H: &str = "!self.matches('^([0-9]{1,6}(ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('720h'))";
+/// messageExpression of [`DURATION_UP_TO_720H`].
+pub const DURATION_UP_TO_720H_MESSAGE: &str = "'\"' + self + '\" must be between 1s and 720h'";
+/// What [`DURATION_UP_TO_720H_MESSAGE`] says after the quoted value.
+pub const DURATION_UP_TO_720H_SUFFIX: &str = " must be between 1s and 720h";
+
+/// A rule's `messageExpression`, for `Rule::message`.
+pub fn expression(cel: &str) -> kube::core::Message {
+    kube::core::Message::Expression(cel.to_owned())
+}
+
+/// The message of a rule whose messageExpression is `'"' + <value> + '"' + <suffix>`: the
+/// pure-Rust checks build the same text.
+pub fn quoted(value: &str, suffix: &str) -> String {
+    format!("\"{value}\"{suffix}")
+}
+
+/// Agent `skills`: every item is a skill name.
+pub const SKILL_REFS: &str = "self.all(s, s.matches('^[a-z0-9]+(-[a-z0-9]+)*$'))";
+/// messageExpression of [`SKILL_REFS`], naming the first bad item.
+pub const SKILL_REFS_MESSAGE: &str = "'\"' + self.filter(s, !s.matches('^[a-z0-9]+(-[a-z0-9]+)*$'))[0] + '\" is not a skill name: lowercase letters and digits in groups joined by single hyphens'";
+/// What [`SKILL_REFS_MESSAGE`] says after the quoted value.
+pub const SKILL_REFS_SUFFIX: &str =
+    " is not a skill name: lowercase letters and digits in groups joined by single hyphens";
+
+/// Run `inputs[].path`: relative, inside `uploads/`.
+pub const RELATIVE_PATH: &str = "!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')";
+/// messageExpression of [`RELATIVE_PATH`].
+pub const RELATIVE_PATH_MESSAGE: &str =
+    "'\"' + self + '\" must be a relative path without a leading / or a .. segment'";
+/// What [`RELATIVE_PATH_MESSAGE`] and [`RELATIVE_KEYS_MESSAGE`] say after the quoted value.
+pub const RELATIVE_PATH_SUFFIX: &str =
+    " must be a relative path without a leading / or a .. segment";
+
+/// Skill `files`: every key is a relative path inside the skill's folder.
+pub const RELATIVE_KEYS: &str = "self.all(k, !k.startsWith('/') && !k.matches('(^|/)[.][.](/|$)'))";
+/// messageExpression of [`RELATIVE_KEYS`], naming the first bad key.
+pub const RELATIVE_KEYS_MESSAGE: &str = "'\"' + self.filter(k, k.startsWith('/') || k.matches('(^|/)[.][.](/|$)'))[0] + '\" must be a relative path without a leading / or a .. segment'";
+
+/// `sandbox.egress.cidrs` and `model.egressCIDRs`: every item is a CIDR.
+pub const CIDRS: &str = "self.all(c, isCIDR(c))";
+/// messageExpression of [`CIDRS`], naming the first bad item.
+pub const CIDRS_MESSAGE: &str =
+    "'\"' + self.filter(c, !isCIDR(c))[0] + '\" is not a CIDR such as 10.20.0.0/16 or fd00::/8'";
+/// What [`CIDRS_MESSAGE`] says after the quoted value.
+pub const CIDRS_SUFFIX: &str = " is not a CIDR such as 10.20.0.0/16 or fd00::/8";
+
+/// `sandbox.resources.requests` and `.limits`: every value is a quantity. `string()` because an
+/// integer (`cpu: 2`) has no `isQuantity` overload. The maps hold at most
+/// [`MAX_RESOURCES`] entries: with 16, a 1.32 API server estimates this rule 0.7% over the
+/// per-rule cost budget and refuses the whole CRD.
+pub const QUANTITIES: &str = "self.all(k, isQuantity(string(self[k])))";
+/// messageExpression of [`QUANTITIES`], naming the first bad entry's resource (quoting its
+/// value too would exceed the messageExpression budget).
+pub const QUANTITIES_MESSAGE: &str = "'\"' + self.filter(k, !isQuantity(string(self[k])))[0] + '\" is not a quantity such as 500m, 2, 512Mi or 10Gi'";
+/// Most entries of `sandbox.resources.requests` and `.limits`.
+pub const MAX_RESOURCES: usize = 15;
+/// What [`QUANTITIES_MESSAGE`] and [`QUANTITY_MESSAGE`] say after the quoted name or value.
+pub const QUANTITY_SUFFIX: &str = " is not a quantity such as 500m, 2, 512Mi or 10Gi";
+
+/// The workspace claim's `size`: a quantity.
+pub const QUANTITY: &str = "isQuantity(string(self))";
+/// messageExpression of [`QUANTITY`].
+pub const QUANTITY_MESSAGE: &str =
+    "'\"' + string(self) + '\" is not a quantity such as 500m, 2, 512Mi or 10Gi'";
+
+/// Run `agentRef.name`: a name an Agent can have (DNS-1123 subdomain, at most 63 characters).
+pub const AGENT_REF_NAME: &str =
+    "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')";
+/// messageExpression of [`AGENT_REF_NAME`].
+pub const AGENT_REF_NAME_MESSAGE: &str = "'\"' + self + '\" is not an Agent name: lowercase letters, digits, - and ., starting and ending with a letter or digit'";
+/// What [`AGENT_REF_NAME_MESSAGE`] says after the quoted value.
+pub const AGENT_REF_NAME_SUFFIX: &str = " is not an Agent name: lowercase letters, digits, - and ., starting and ending with a letter or digit";
+
+/// `runtimeClassName` and `storageClassName`: DNS-1123 subdomains.
+pub const DNS_SUBDOMAIN: &str =
+    "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')";
+/// messageExpression of [`DNS_SUBDOMAIN`].
+pub const DNS_SUBDOMAIN_MESSAGE: &str = "'\"' + self + '\" is not a DNS-1123 subdomain: lowercase letters, digits, - and ., starting and ending with a letter or digit'";
+/// What [`DNS_SUBDOMAIN_MESSAGE`] says after the quoted value.
+pub const DNS_SUBDOMAIN_SUFFIX: &str = " is not a DNS-1123 subdomain: lowercase letters, digits, - and ., starting and ending with a letter or digit";
+
+/// `sandbox.tolerations[]`: the operator is one a Pod accepts. (On each item: the same check
+/// on the list, naming the bad operator, exceeds the messageExpression budget.)
+pub const TOLERATION_OPERATOR: &str =
+    "!has(self.operator) || self.operator == 'Exists' || self.operator == 'Equal'";
+/// messageExpression of [`TOLERATION_OPERATOR`].
+pub const TOLERATION_OPERATOR_MESSAGE: &str =
+    "'\"' + self.operator + '\" is not a toleration operator: use Exists or Equal'";
+/// What [`TOLERATION_OPERATOR_MESSAGE`] says after the quoted value.
+pub const TOLERATION_OPERATOR_SUFFIX: &str = " is not a toleration operator: use Exists or Equal";
+
+/// `status.report.clarification.askedAt`: an RFC 3339 date-time.
+pub const DATE_TIME: &str = "self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$')";
+/// messageExpression of [`DATE_TIME`].
+pub const DATE_TIME_MESSAGE: &str =
+    "'\"' + self + '\" is not an RFC 3339 date-time such as 2026-01-31T09:30:00Z'";
+/// What [`DATE_TIME_MESSAGE`] says after the quoted value.
+pub const DATE_TIME_SUFFIX: &str = " is not an RFC 3339 date-time such as 2026-01-31T09:30:00Z";
+
+/// `sandbox.image`: an image reference without whitespace, optionally pinned by digest.
+pub const IMAGE: &str = "self.matches('^[^\\\\s@]+(@sha256:[a-f0-9]{64})?$')";
+/// messageExpression of [`IMAGE`].
+pub const IMAGE_MESSAGE: &str = "'\"' + self + '\" is not an image reference: no whitespace, and a digest only as @sha256:<64 hex digits>'";
+/// What [`IMAGE_MESSAGE`] says after the quoted value.
+pub const IMAGE_SUFFIX: &str =
+    " is not an image reference: no whitespace, and a digest only as @sha256:<64 hex digits>";
+
+/// `sandbox.nodeSelector`: label keys (optional DNS prefix, `/`, a name of at most 63
+/// characters) and label values (at most 63 characters).
+pub const NODE_SELECTOR: &str = "self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$'))";
+/// messageExpression of [`NODE_SELECTOR`], naming the first bad entry as `"<key>=<value>"`.
+pub const NODE_SELECTOR_MESSAGE: &str = "'\"' + self.filter(k, !(size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$'))).map(k, k + '=' + self[k])[0] + '\" is not a node label: a key of an optional DNS prefix, /, and a name of at most 63 letters, digits, -, _ or ., and a value of at most 63 of them'";
+/// What [`NODE_SELECTOR_MESSAGE`] says after the quoted entry.
+pub const NODE_SELECTOR_SUFFIX: &str = " is not a node label: a key of an optional DNS prefix, /, and a name of at most 63 letters, digits, -, _ or ., and a value of at most 63 of them";
+
+/// Secret and ConfigMap `key`s: what a key of `data` may be.
+pub const CONFIG_KEY: &str = "self.matches('^[-._a-zA-Z0-9]+$')";
+/// messageExpression of [`CONFIG_KEY`].
+pub const CONFIG_KEY_MESSAGE: &str =
+    "'\"' + self + '\" is not a Secret or ConfigMap key: letters, digits, -, _ and . only'";
+/// What [`CONFIG_KEY_MESSAGE`] says after the quoted value.
+pub const CONFIG_KEY_SUFFIX: &str =
+    " is not a Secret or ConfigMap key: letters, digits, -, _ and . only";
+
+/// Every `baseURL`: an http or https URL with a host.
+pub const HTTP_URL: &str =
+    "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHost() != ''";
+/// messageExpression of [`HTTP_URL`].
+pub const HTTP_URL_MESSAGE: &str =
+    "'\"' + self + '\" is not an http or https URL such as http://vllm.models:8000/v1'";
+/// What [`HTTP_URL_MESSAGE`] says after the quoted value.
+pub const HTTP_URL_SUFFIX: &str = " is not an http or https URL such as http://vllm.models:8000/v1";
 
 /// Agent and Run: names are copied into label values, which hold at most 63 characters.
 pub const NAME_63: &str = "size(self.metadata.name) <= 63";

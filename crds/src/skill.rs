@@ -6,6 +6,7 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use crate::condition::Condition;
+use crate::formats::is_relative_path;
 use crate::rules;
 use crate::validation::{Checker, FieldErrors};
 
@@ -32,8 +33,8 @@ fn default_true() -> bool {
     doc = "A skill: instructions (SKILL.md) and resource files an agent reads when a task calls for them. Its name is the name Agents list in spec.skills.",
     validation = Rule::new(crate::rules::SKILL_NAME).message(crate::rules::SKILL_NAME_MESSAGE),
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
-    printcolumn(name = "Description", type_ = "string", json_path = ".status.description"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Description", type_ = "string", json_path = ".status.description", priority = 1)
 )]
 #[serde(rename_all = "camelCase")]
 #[allow(clippy::duplicated_attributes)]
@@ -43,10 +44,12 @@ pub struct SkillSpec {
     /// `allowed-tools`, `version`...), then the instructions. At most 256 KiB.
     #[schemars(length(max = 262144))]
     pub content: String,
-    /// Resource files next to SKILL.md, by relative path (e.g. `scripts/check.py`), as text.
-    /// Content and files together must fit in one ConfigMap (about 1 MiB).
+    /// Resource files next to SKILL.md, by relative path (e.g. `scripts/check.py`; no leading
+    /// `/`, no `..` segment), as text of at most 256 KiB each. Content and files together must
+    /// fit in one ConfigMap (about 1 MiB).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 64))]
+    #[schemars(extend("maxProperties" = 64, "additionalProperties" = {"type": "string", "maxLength": 262144}))]
+    #[x_kube(validation = Rule::new(crate::rules::RELATIVE_KEYS).message(crate::rules::expression(crate::rules::RELATIVE_KEYS_MESSAGE)))]
     pub files: BTreeMap<String, String>,
     /// Whether agents get this skill. A disabled skill is not offered to any agent. Default
     /// true.
@@ -104,7 +107,7 @@ impl Skill {
 }
 
 impl SkillSpec {
-    /// Checks the spec's size limits (the Skill has no spec-level CEL rule).
+    /// Checks the spec's size limits and file paths.
     pub fn validate(&self) -> Result<(), FieldErrors> {
         let mut checker = Checker::default();
         self.check(&mut checker);
@@ -113,7 +116,13 @@ impl SkillSpec {
 
     fn check(&self, c: &mut Checker) {
         c.max_length("spec.content", &self.content, MAX_CONTENT);
-        c.max_items("spec.files", self.files.len(), MAX_FILES);
+        c.max_properties("spec.files", self.files.len(), MAX_FILES);
+        for (path, text) in &self.files {
+            c.max_length(&format!("spec.files.{path}"), text, MAX_CONTENT);
+        }
+        if let Some(bad) = self.files.keys().find(|k| !is_relative_path(k)) {
+            c.quoted(false, "spec.files", bad, rules::RELATIVE_PATH_SUFFIX);
+        }
     }
 }
 

@@ -2,6 +2,9 @@
 //! manifests that never pass through an API server (`herd-runner run -f`).
 
 use std::fmt;
+use std::time::Duration;
+
+use crate::duration::{DurationError, parse_duration_within};
 
 /// One rule a field breaks: `spec.subagents.maxConcurrent: must be between 1 and 4`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,14 +54,34 @@ impl Checker {
         }
     }
 
-    /// The duration rule on an optional duration field.
-    pub(crate) fn duration(&mut self, path: &str, value: Option<&str>) {
-        if let Some(value) = value {
-            self.check(
-                crate::duration::is_duration(value),
-                path,
-                crate::rules::DURATION_MESSAGE,
-            );
+    /// The duration rules on an optional duration field: the format, then 1s to `max`.
+    pub(crate) fn duration(&mut self, path: &str, value: Option<&str>, max: Duration) {
+        let Some(value) = value else { return };
+        match parse_duration_within(value, max) {
+            Ok(_) => {}
+            Err(DurationError::Format(_)) => {
+                self.check(false, path, crate::rules::DURATION_MESSAGE)
+            }
+            Err(error) => self.check(false, path, &error.to_string()),
+        }
+    }
+
+    /// A rule whose message quotes the offending value: `"<value>"<suffix>`.
+    pub(crate) fn quoted(&mut self, ok: bool, path: &str, value: &str, suffix: &str) {
+        if !ok {
+            self.check(false, path, &crate::rules::quoted(value, suffix));
+        }
+    }
+
+    /// A `x-kubernetes-list-type: set`: each item once, as the API server words it.
+    pub(crate) fn unique(&mut self, path: &str, items: &[String]) {
+        for (i, item) in items.iter().enumerate() {
+            if items[..i].contains(item) {
+                self.errors.push(FieldError {
+                    path: format!("{path}[{i}]"),
+                    message: format!("Duplicate value: {item:?}"),
+                });
+            }
         }
     }
 
@@ -82,6 +105,11 @@ impl Checker {
         }
     }
 
+    /// A schema `maxProperties` (the API server words it as for lists).
+    pub(crate) fn max_properties(&mut self, path: &str, len: usize, max: usize) {
+        self.max_items(path, len, max);
+    }
+
     /// `Ok` when no rule was broken.
     pub(crate) fn finish(self) -> Result<(), FieldErrors> {
         if self.errors.is_empty() {
@@ -101,8 +129,8 @@ mod tests {
         let mut checker = Checker::default();
         checker.check(true, "spec.a", "never shown");
         checker.check(false, "spec.b", "must be b");
-        checker.duration("spec.timeout", Some("soon"));
-        checker.duration("spec.inputTimeout", None);
+        checker.duration("spec.timeout", Some("soon"), crate::duration::MAX_TIMEOUT);
+        checker.duration("spec.inputTimeout", None, crate::duration::MAX_TIMEOUT);
         checker.max_length("spec.task", "héllo", 4);
         checker.max_length("spec.task", "héllo", 5);
         checker.max_items("spec.inputs", 3, 2);
@@ -114,6 +142,20 @@ mod tests {
                 "spec.b: must be b; spec.timeout: {}; spec.task: Too long: may not be more than 4 characters; spec.inputs: Too many: 3: must have at most 2 items",
                 crate::rules::DURATION_MESSAGE
             )
+        );
+    }
+
+    #[test]
+    fn durations_quoted_values_and_duplicates() {
+        let mut checker = Checker::default();
+        checker.duration("a", Some("169h"), crate::duration::MAX_TIMEOUT);
+        checker.duration("b", Some("30m"), crate::duration::MAX_TIMEOUT);
+        checker.quoted(false, "c", "x y", " is bad");
+        checker.quoted(true, "d", "fine", " is bad");
+        checker.unique("e", &["a".into(), "b".into(), "a".into()]);
+        assert_eq!(
+            checker.finish().unwrap_err().to_string(),
+            "a: \"169h\" must be between 1s and 168h; c: \"x y\" is bad; e[2]: Duplicate value: \"a\""
         );
     }
 

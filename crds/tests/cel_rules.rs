@@ -3,6 +3,8 @@
 mod common;
 
 use common::{cel_create, cel_update};
+use herd_crds::manifest::parse_manifests;
+use herd_crds::report::Clarification;
 use herd_crds::rules;
 use serde_json::{Value, json};
 
@@ -184,12 +186,372 @@ fn durations_match_the_pattern_everywhere() {
         ("spec.inputTimeout", |d| run(json!({"inputTimeout": d}))),
     ];
     for (path, object) in agent_fields.into_iter().chain(run_fields) {
-        for good in ["90s", "1h30m", "500ms", "24h"] {
+        for good in ["90s", "1h30m", "1s", "1000ms", "24h", "999999ms"] {
             assert_accepted(cel_create(&object(good)));
         }
-        for bad in ["1d", "30", "1.5h", "soon", ""] {
+        for bad in ["1d", "30", "1.5h", "soon", "", "1000000s", "0000001h"] {
             assert_rejected(cel_create(&object(bad)), path, rules::DURATION_MESSAGE);
         }
+        let (max, suffix) = if path.ends_with("inputTimeout") {
+            ("720h", rules::DURATION_UP_TO_720H_SUFFIX)
+        } else {
+            ("168h", rules::DURATION_UP_TO_168H_SUFFIX)
+        };
+        assert_accepted(cel_create(&object(max)));
+        for bad in ["999ms", "0s", &format!("{max}1s"), "999999h"] {
+            assert_rejected(cel_create(&object(bad)), path, &rules::quoted(bad, suffix));
+        }
+    }
+}
+
+/// Asserts the object is rejected with exactly one error, at `path`, quoting `value`.
+/// The pure-Rust `validate()` (through `parse_manifests`) reports the same message.
+fn assert_quoted(object: &Value, path: &str, value: &str, suffix: &str) {
+    let message = rules::quoted(value, suffix);
+    assert_rejected(cel_create(object), path, &message);
+    let offline = match parse_manifests(&object.to_string()) {
+        Ok(_) => panic!("validate() accepted {object}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        offline.contains(&format!("{path}: {message}")),
+        "validate() said {offline:?}, CEL said {path}: {message}"
+    );
+}
+
+/// Both CEL and the pure-Rust `validate()` accept the object.
+fn assert_valid(object: &Value) {
+    assert_accepted(cel_create(object));
+    if let Err(e) = parse_manifests(&object.to_string()) {
+        panic!("validate() refused {object}: {e}");
+    }
+}
+
+#[test]
+fn skills_are_skill_names() {
+    assert_valid(&agent(json!({"skills": ["deep-research", "a1"]})));
+    assert_valid(&agent(json!({"skills": []})));
+    for bad in ["Deep", "a--b", "-a", "a_b", ""] {
+        assert_quoted(
+            &agent(json!({"skills": ["ok", bad]})),
+            "spec.skills",
+            bad,
+            rules::SKILL_REFS_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn input_paths_and_skill_files_are_relative() {
+    let input =
+        |path: &str| run(json!({"inputs": [{"configMapRef": {"name": "data"}, "path": path}]}));
+    let files = |key: &str| {
+        let mut object = skill("checker");
+        object["spec"]["files"] = json!({"ok.py": "x", key: "y"});
+        object
+    };
+    for good in ["reports", "a/b", "..a/b..", "a/...", "."] {
+        assert_valid(&input(good));
+        assert_valid(&files(good));
+    }
+    for bad in ["/etc", "..", "../x", "a/../b", "a/.."] {
+        assert_quoted(
+            &input(bad),
+            "spec.inputs[0].path",
+            bad,
+            rules::RELATIVE_PATH_SUFFIX,
+        );
+        assert_quoted(&files(bad), "spec.files", bad, rules::RELATIVE_PATH_SUFFIX);
+    }
+}
+
+#[test]
+fn cidrs_are_cidrs() {
+    let egress = |cidr: &str| {
+        agent(json!({"sandbox": {"egress": {"mode": "CIDRs", "cidrs": ["10.0.0.0/8", cidr]}}}))
+    };
+    let model = |cidr: &str| {
+        agent(json!({"model": {"provider": "openai", "name": "m", "egressCIDRs": [cidr]}}))
+    };
+    for good in ["192.168.1.0/24", "fd00::/8", "0.0.0.0/0", "10.1.2.3/32"] {
+        assert_valid(&egress(good));
+        assert_valid(&model(good));
+    }
+    for bad in ["10.0.0.0", "10.0.0.0/33", "vllm.models", "fd00::/129"] {
+        assert_quoted(
+            &egress(bad),
+            "spec.sandbox.egress.cidrs",
+            bad,
+            rules::CIDRS_SUFFIX,
+        );
+        assert_quoted(
+            &model(bad),
+            "spec.model.egressCIDRs",
+            bad,
+            rules::CIDRS_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn resources_and_sizes_are_quantities() {
+    let resources = |value: Value| {
+        agent(
+            json!({"sandbox": {"resources": {"requests": {"cpu": "250m", "memory": value}, "limits": {"memory": value}}}}),
+        )
+    };
+    for good in [
+        json!("512Mi"),
+        json!(2),
+        json!("1.5"),
+        json!("1e3"),
+        json!("100m"),
+    ] {
+        assert_valid(&resources(good));
+    }
+    let errors = cel_create(&resources(json!("lots")));
+    let expected = |path: &str| {
+        format!(
+            "{path}: {}",
+            rules::quoted("memory", rules::QUANTITY_SUFFIX)
+        )
+    };
+    assert_eq!(
+        errors,
+        vec![
+            expected("spec.sandbox.resources.limits"),
+            expected("spec.sandbox.resources.requests")
+        ]
+    );
+    let size = |value: Value| {
+        agent(json!({"sandbox": {"workspace": {"persistentVolumeClaim": {"size": value}}}}))
+    };
+    assert_valid(&size(json!("10Gi")));
+    assert_valid(&size(json!(1024)));
+    assert_quoted(
+        &size(json!("ten-gigs")),
+        "spec.sandbox.workspace.persistentVolumeClaim.size",
+        "ten-gigs",
+        rules::QUANTITY_SUFFIX,
+    );
+}
+
+#[test]
+fn agent_refs_and_class_names_are_dns_names() {
+    let reference = |name: &str| run(json!({"agentRef": {"name": name}}));
+    let runtime = |name: &str| agent(json!({"sandbox": {"runtimeClassName": name}}));
+    let storage = |name: &str| {
+        agent(
+            json!({"sandbox": {"workspace": {"persistentVolumeClaim": {"storageClassName": name}}}}),
+        )
+    };
+    for good in ["researcher", "a", "r2-d2", "team.researcher"] {
+        assert_valid(&reference(good));
+        assert_valid(&runtime(good));
+        assert_valid(&storage(good));
+    }
+    for bad in ["Researcher", "-a", "a-", "a_b", "a..b"] {
+        assert_quoted(
+            &reference(bad),
+            "spec.agentRef.name",
+            bad,
+            rules::AGENT_REF_NAME_SUFFIX,
+        );
+        assert_quoted(
+            &runtime(bad),
+            "spec.sandbox.runtimeClassName",
+            bad,
+            rules::DNS_SUBDOMAIN_SUFFIX,
+        );
+        assert_quoted(
+            &storage(bad),
+            "spec.sandbox.workspace.persistentVolumeClaim.storageClassName",
+            bad,
+            rules::DNS_SUBDOMAIN_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn toleration_operators_are_exists_or_equal() {
+    let tolerations = |operator: Value| {
+        agent(
+            json!({"sandbox": {"tolerations": [{"key": "gpu", "operator": "Exists"}, {"key": "spot", "operator": operator}]}}),
+        )
+    };
+    assert_valid(&tolerations(json!("Equal")));
+    assert_valid(&agent(
+        json!({"sandbox": {"tolerations": [{"key": "gpu"}]}}),
+    ));
+    assert_quoted(
+        &tolerations(json!("In")),
+        "spec.sandbox.tolerations[1]",
+        "In",
+        rules::TOLERATION_OPERATOR_SUFFIX,
+    );
+}
+
+#[test]
+fn images_have_no_whitespace_and_only_sha256_digests() {
+    let image = |image: &str| agent(json!({"sandbox": {"image": image}}));
+    let digest = "a".repeat(64);
+    for good in [
+        "debian:bookworm-slim".to_owned(),
+        "ghcr.io/acme/sandbox".to_owned(),
+        format!("ghcr.io/acme/sandbox:1.2@sha256:{digest}"),
+        "localhost:5000/sandbox".to_owned(),
+    ] {
+        assert_valid(&image(&good));
+    }
+    for bad in [
+        "sandbox latest".to_owned(),
+        "sandbox\tlatest".to_owned(),
+        format!("sandbox@sha256:{}", "a".repeat(63)),
+        format!("sandbox@sha512:{digest}"),
+        "".to_owned(),
+    ] {
+        assert_quoted(
+            &image(&bad),
+            "spec.sandbox.image",
+            &bad,
+            rules::IMAGE_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn node_selectors_are_labels() {
+    let selector = |key: &str, value: &str| {
+        agent(json!({"sandbox": {"nodeSelector": {"kubernetes.io/arch": "amd64", key: value}}}))
+    };
+    for (key, value) in [
+        ("disk", "ssd"),
+        ("node.acme.io/pool", "gpu_a100"),
+        ("a", ""),
+        ("x", &"v".repeat(63)),
+    ] {
+        assert_valid(&selector(key, value));
+    }
+    for (key, value) in [
+        ("disk type", "ssd"),
+        ("/disk", "ssd"),
+        ("Acme.io/disk", "ssd"),
+        ("disk", "-ssd"),
+        ("disk", &"v".repeat(64)),
+        (&"k".repeat(64), "x"),
+    ] {
+        assert_quoted(
+            &selector(key, value),
+            "spec.sandbox.nodeSelector",
+            &format!("{key}={value}"),
+            rules::NODE_SELECTOR_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn secret_and_config_map_keys() {
+    let secret = |key: &str| {
+        agent(
+            json!({"model": {"provider": "openai", "name": "m", "apiKeySecretRef": {"name": "s", "key": key}}}),
+        )
+    };
+    let config_map =
+        |key: &str| agent(json!({"soulFrom": {"configMapKeyRef": {"name": "c", "key": key}}}));
+    for good in ["api-key", "SOUL.md", "a_b"] {
+        assert_valid(&secret(good));
+        assert_valid(&config_map(good));
+    }
+    for bad in ["api/key", "SOUL md", "ключ"] {
+        assert_quoted(
+            &secret(bad),
+            "spec.model.apiKeySecretRef.key",
+            bad,
+            rules::CONFIG_KEY_SUFFIX,
+        );
+        assert_quoted(
+            &config_map(bad),
+            "spec.soulFrom.configMapKeyRef.key",
+            bad,
+            rules::CONFIG_KEY_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn base_urls_are_http_urls() {
+    let model =
+        |url: &str| agent(json!({"model": {"provider": "openai", "name": "m", "baseURL": url}}));
+    let search =
+        |url: &str| agent(json!({"tools": {"webSearch": {"provider": "searxng", "baseURL": url}}}));
+    for good in [
+        "http://vllm.models:8000/v1",
+        "https://api.openai.com/v1",
+        "http://[::1]:8080",
+    ] {
+        assert_valid(&model(good));
+        assert_valid(&search(good));
+    }
+    for bad in [
+        "ftp://models/v1",
+        "vllm.models:8000",
+        "/v1",
+        "http://",
+        "file:///etc/passwd",
+    ] {
+        assert_quoted(
+            &model(bad),
+            "spec.model.baseURL",
+            bad,
+            rules::HTTP_URL_SUFFIX,
+        );
+        assert_quoted(
+            &search(bad),
+            "spec.tools.webSearch.baseURL",
+            bad,
+            rules::HTTP_URL_SUFFIX,
+        );
+    }
+}
+
+#[test]
+fn asked_at_is_a_date_time() {
+    let asked = |at: &str| {
+        let mut object = run(json!({}));
+        object["status"] = json!({"report": {"attempt": 1, "seq": 1, "clarification": {
+            "id": "q1", "question": "Which region?", "type": "missing_info", "askedAt": at}}});
+        object
+    };
+    for good in [
+        "2026-01-31T09:30:00Z",
+        "2026-01-31T09:30:00.123456789Z",
+        "2026-01-31T09:30:00+02:00",
+    ] {
+        assert_accepted(cel_update(&run(json!({})), &asked(good)));
+        let clarification: Clarification =
+            serde_json::from_value(asked(good)["status"]["report"]["clarification"].clone())
+                .unwrap();
+        assert_eq!(clarification.validate(), Ok(()));
+    }
+    for bad in [
+        "yesterday",
+        "2026-01-31",
+        "2026-01-31 09:30:00Z",
+        "2026-01-31T09:30:00",
+    ] {
+        let message = rules::quoted(bad, rules::DATE_TIME_SUFFIX);
+        assert_rejected(
+            cel_update(&run(json!({})), &asked(bad)),
+            "status.report.clarification.askedAt",
+            &message,
+        );
+        let clarification: Clarification =
+            serde_json::from_value(asked(bad)["status"]["report"]["clarification"].clone())
+                .unwrap();
+        assert_eq!(
+            clarification.validate().unwrap_err().to_string(),
+            format!("status.report.clarification.askedAt: {message}")
+        );
     }
 }
 

@@ -15,7 +15,8 @@ use crate::refs::ValueFrom;
 
 pub use model::{ModelSpec, Provider, ReasoningEffort};
 pub use sandbox::{
-    AccessMode, EgressMode, EgressSpec, SandboxSpec, WorkspaceClaimSpec, WorkspaceSpec,
+    AccessMode, EgressMode, EgressSpec, SandboxResources, SandboxSpec, WorkspaceClaimSpec,
+    WorkspaceSpec,
 };
 pub use settings::{
     MemoryScope, MemorySpec, RunDefaultsSpec, SubagentsSpec, SummarizationSpec, ToolGroup,
@@ -56,9 +57,13 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soul_from: Option<ValueFrom>,
     /// Skills the agent may use, by name (built-in or Skill resources). Absent: every enabled
-    /// skill; `[]`: none; a list: only those.
+    /// skill; `[]`: none; a list: only those (each name once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(max = 64)))]
+    #[x_kube(
+        merge_strategy = ListMerge::Set,
+        validation = Rule::new(crate::rules::SKILL_REFS).message(crate::rules::expression(crate::rules::SKILL_REFS_MESSAGE))
+    )]
     pub skills: Option<Vec<String>>,
     /// Tool groups the agent may use: `web`, `file:read`, `file:write`, `bash`. Absent: all.
     #[serde(default, skip_serializing_if = "Option::is_none")]

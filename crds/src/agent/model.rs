@@ -17,10 +17,11 @@ pub struct ModelSpec {
     /// The model's name as the server knows it, e.g. `gpt-4.1-mini` or `qwen3:8b`.
     #[schemars(length(min = 1, max = 256))]
     pub name: String,
-    /// Base URL of the API, e.g. `http://vllm.models:8000/v1`. Absent: the provider's public
+    /// Base URL of the API, an http or https URL, e.g. `http://vllm.models:8000/v1`. Absent: the provider's public
     /// endpoint.
     #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
+    #[x_kube(validation = Rule::new(crate::rules::HTTP_URL).message(crate::rules::expression(crate::rules::HTTP_URL_MESSAGE)))]
     pub base_url: Option<String>,
     /// The Secret key holding the API key. The Secret must carry the label
     /// `herd.dev/model-credentials: "true"`. Absent: requests carry no key.
@@ -50,17 +51,20 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::optional_enum::<ReasoningEffort>")]
     pub reasoning_effort: Option<ReasoningEffort>,
-    /// How long one model request may take, e.g. `5m`. Absent: 10m.
+    /// How long one model request may take, 1s to 168h, e.g. `5m`. Absent: 10m.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_168H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_168H_MESSAGE))
+    )]
     pub request_timeout: Option<String>,
     /// Retries of a failed model request (rate limits, 5xx, timeouts), after the first try.
     /// Absent: 2, so three attempts in all (DeerFlow's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 10))]
     pub max_retries: Option<u32>,
-    /// CIDRs the model endpoint lives in, opened in the Agent's NetworkPolicy (at most 16).
+    /// CIDRs the model endpoint lives in (e.g. `10.20.0.0/16`), opened in the Agent's NetworkPolicy (at most 16).
     /// Absent: the public internet (`0.0.0.0/0` and `::/0` minus private ranges).
     #[serde(
         rename = "egressCIDRs",
@@ -68,6 +72,7 @@ pub struct ModelSpec {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(length(max = 16), inner(length(max = 64)))]
+    #[x_kube(validation = Rule::new(crate::rules::CIDRS).message(crate::rules::expression(crate::rules::CIDRS_MESSAGE)))]
     pub egress_cidrs: Option<Vec<String>>,
     /// For `provider: scripted`: the ConfigMap key holding the script (YAML rules matching on
     /// role, subagent type, purpose, attempt and the last message's text).

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::KubeSchema;
 use schemars::JsonSchema;
@@ -13,25 +13,29 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct SandboxSpec {
     /// Image of the `sandbox` container, which runs the model's tool calls. It must contain the
-    /// `herd-runner` binary. Absent: the operator's default image (Debian slim with bash,
-    /// coreutils, python3 and git).
+    /// `herd-runner` binary. No whitespace; pin it with `@sha256:<64 hex digits>` if you like.
+    /// Absent: the operator's default image (Debian slim with bash, coreutils, python3 and git).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
+    #[x_kube(validation = Rule::new(crate::rules::IMAGE).message(crate::rules::expression(crate::rules::IMAGE_MESSAGE)))]
     pub image: Option<String>,
     /// CPU and memory of the `sandbox` container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
-    /// RuntimeClass of the pod, e.g. `gvisor` or `kata` for stronger isolation.
+    pub resources: Option<SandboxResources>,
+    /// RuntimeClass of the pod (a DNS-1123 subdomain), e.g. `gvisor` or `kata` for stronger
+    /// isolation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(crate::rules::DNS_SUBDOMAIN).message(crate::rules::expression(crate::rules::DNS_SUBDOMAIN_MESSAGE)))]
     pub runtime_class_name: Option<String>,
-    /// Node labels the pod must be scheduled on.
+    /// Node labels the pod must be scheduled on (at most 32).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 32, "additionalProperties" = {"type": "string", "maxLength": 63}))]
+    #[x_kube(validation = Rule::new(crate::rules::NODE_SELECTOR).message(crate::rules::expression(crate::rules::NODE_SELECTOR_MESSAGE)))]
     pub node_selector: BTreeMap<String, String>,
-    /// Taints the pod tolerates.
+    /// Taints the pod tolerates (at most 32; operators `Exists` and `Equal`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
-    #[x_kube(merge_strategy = ListMerge::Atomic)]
+    #[schemars(schema_with = "crate::schema::tolerations")]
     pub tolerations: Vec<Toleration>,
     /// The volume mounted at `/mnt/user-data` (workspace, uploads, outputs). Default: an
     /// emptyDir, gone with the pod.
@@ -42,6 +46,22 @@ pub struct SandboxSpec {
     /// `Internet` when the `web` tool group is on, else `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<EgressSpec>,
+}
+
+/// Resources of the `sandbox` container, as in a Pod (`cpu`, `memory`, `ephemeral-storage`...).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxResources {
+    /// Most of each resource the container may use, e.g. `memory: 2Gi` (at most 15).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 15, "additionalProperties" = {"x-kubernetes-int-or-string": true, "maxLength": 64, "description": "A quantity such as `500m` or `2` (CPU) or `512Mi` or `1Gi` (memory, storage)."}))]
+    #[x_kube(validation = Rule::new(crate::rules::QUANTITIES).message(crate::rules::expression(crate::rules::QUANTITIES_MESSAGE)))]
+    pub limits: BTreeMap<String, Quantity>,
+    /// What the container is guaranteed, e.g. `cpu: 250m` (at most 15).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 15, "additionalProperties" = {"x-kubernetes-int-or-string": true, "maxLength": 64, "description": "A quantity such as `500m` or `2` (CPU) or `512Mi` or `1Gi` (memory, storage)."}))]
+    #[x_kube(validation = Rule::new(crate::rules::QUANTITIES).message(crate::rules::expression(crate::rules::QUANTITIES_MESSAGE)))]
+    pub requests: BTreeMap<String, Quantity>,
 }
 
 /// The workspace volume: an emptyDir unless `persistentVolumeClaim` is set.
@@ -59,15 +79,17 @@ fn default_size() -> Quantity {
 }
 
 /// The PersistentVolumeClaim of a Run's workspace.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceClaimSpec {
-    /// StorageClass of the claim. Absent: the cluster's default class.
+    /// StorageClass of the claim (a DNS-1123 subdomain). Absent: the cluster's default class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new(crate::rules::DNS_SUBDOMAIN).message(crate::rules::expression(crate::rules::DNS_SUBDOMAIN_MESSAGE)))]
     pub storage_class_name: Option<String>,
     /// Requested size, e.g. `10Gi`. Default `10Gi`.
     #[serde(default = "default_size")]
+    #[x_kube(validation = Rule::new(crate::rules::QUANTITY).message(crate::rules::expression(crate::rules::QUANTITY_MESSAGE)))]
     pub size: Quantity,
     /// Access mode of the claim. Default `ReadWriteOnce`.
     #[serde(default)]
@@ -101,6 +123,7 @@ pub struct EgressSpec {
     /// The ranges allowed with mode `CIDRs` (at most 32), e.g. `10.20.0.0/16`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32), inner(length(max = 64)))]
+    #[x_kube(validation = Rule::new(crate::rules::CIDRS).message(crate::rules::expression(crate::rules::CIDRS_MESSAGE)))]
     pub cidrs: Vec<String>,
 }
 

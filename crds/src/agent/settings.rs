@@ -36,15 +36,16 @@ pub struct ToolsSpec {
 }
 
 /// The search engine behind `web_search`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebSearchSpec {
     /// `searxng` (a self-hosted SearXNG with its JSON API enabled) or `tavily`.
     pub provider: WebSearchProvider,
-    /// Base URL of the engine, e.g. `http://searxng.search:8080`. Required for `searxng`;
+    /// Base URL of the engine, an http or https URL, e.g. `http://searxng.search:8080`. Required for `searxng`;
     /// absent for `tavily` means its public API.
     #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
+    #[x_kube(validation = Rule::new(crate::rules::HTTP_URL).message(crate::rules::expression(crate::rules::HTTP_URL_MESSAGE)))]
     pub base_url: Option<String>,
     /// The Secret key holding the engine's API key (labelled
     /// `herd.dev/model-credentials: "true"`, like model keys).
@@ -96,11 +97,14 @@ pub struct SubagentsSpec {
     #[serde(default = "default_max_depth")]
     #[x_kube(validation = Rule::new(crate::rules::MAX_DEPTH).message(crate::rules::MAX_DEPTH_MESSAGE))]
     pub max_depth: u32,
-    /// Time limit of one child Run, e.g. `15m`; never more than its parent has left. Default
-    /// `15m`.
+    /// Time limit of one child Run, 1s to 168h, e.g. `15m`; never more than its parent has
+    /// left. Default `15m`.
     #[serde(default = "default_subagent_timeout")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_168H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_168H_MESSAGE))
+    )]
     pub timeout: String,
 }
 
@@ -142,16 +146,22 @@ pub struct RunDefaultsSpec {
     #[serde(default = "default_true")]
     pub thinking: bool,
     /// Time limit of a Run, counted from its start (queue time and every attempt included),
-    /// e.g. `30m`. Default `30m`.
+    /// 1s to 168h, e.g. `30m`. Default `30m`.
     #[serde(default = "default_timeout")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_168H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_168H_MESSAGE))
+    )]
     pub timeout: String,
     /// How long a Run waits for an answer to a clarification question before failing with
-    /// `InputTimedOut`; this time does not count against `timeout`. Default `24h`.
+    /// `InputTimedOut`, 1s to 720h; this time does not count against `timeout`. Default `24h`.
     #[serde(default = "default_input_timeout")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_720H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_720H_MESSAGE))
+    )]
     pub input_timeout: String,
     /// Most model calls of one Run (retries included); a child gets at most what its parent has
     /// left. Default 50.

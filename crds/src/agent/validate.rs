@@ -1,7 +1,11 @@
 //! The Agent's create-time rules in plain Rust, with the CRD's messages.
 
-use super::{Agent, AgentSpec, EgressMode};
+use super::{Agent, AgentSpec, EgressMode, SandboxSpec};
+use crate::duration::{MAX_INPUT_TIMEOUT, MAX_TIMEOUT};
+use crate::formats;
+use crate::refs::{ConfigMapKeyRef, SecretKeyRef};
 use crate::rules;
+use crate::skill::is_valid_skill_name;
 use crate::validation::{Checker, FieldErrors};
 
 impl Agent {
@@ -36,17 +40,47 @@ impl AgentSpec {
         if let Some(soul) = &self.soul {
             c.max_length("spec.soul", soul, 32768);
         }
+        if let Some(from) = &self.soul_from {
+            config_map_key(c, "spec.soulFrom.configMapKeyRef", &from.config_map_key_ref);
+        }
         if let Some(model) = &self.model {
+            http_url(c, "spec.model.baseURL", model.base_url.as_deref());
+            if let Some(secret) = &model.api_key_secret_ref {
+                secret_key(c, "spec.model.apiKeySecretRef", secret);
+            }
             c.duration(
                 "spec.model.requestTimeout",
                 model.request_timeout.as_deref(),
+                MAX_TIMEOUT,
             );
             if let Some(cidrs) = &model.egress_cidrs {
                 c.max_items("spec.model.egressCIDRs", cidrs.len(), 16);
+                cidrs_rule(c, "spec.model.egressCIDRs", cidrs);
+            }
+            if let Some(from) = &model.script_from {
+                config_map_key(
+                    c,
+                    "spec.model.scriptFrom.configMapKeyRef",
+                    &from.config_map_key_ref,
+                );
             }
         }
         if let Some(skills) = &self.skills {
             c.max_items("spec.skills", skills.len(), 64);
+            if let Some(bad) = skills.iter().find(|s| !is_valid_skill_name(s)) {
+                c.quoted(false, "spec.skills", bad, rules::SKILL_REFS_SUFFIX);
+            }
+            c.unique("spec.skills", skills);
+        }
+        if let Some(search) = self.tools.as_ref().and_then(|t| t.web_search.as_ref()) {
+            http_url(
+                c,
+                "spec.tools.webSearch.baseURL",
+                search.base_url.as_deref(),
+            );
+            if let Some(secret) = &search.api_key_secret_ref {
+                secret_key(c, "spec.tools.webSearch.apiKeySecretRef", secret);
+            }
         }
         let subagents = &self.subagents;
         c.check(
@@ -64,25 +98,141 @@ impl AgentSpec {
             "spec.subagents.maxDepth",
             rules::MAX_DEPTH_MESSAGE,
         );
-        c.duration("spec.subagents.timeout", Some(&subagents.timeout));
+        c.duration(
+            "spec.subagents.timeout",
+            Some(&subagents.timeout),
+            MAX_TIMEOUT,
+        );
         let defaults = &self.run_defaults;
-        c.duration("spec.runDefaults.timeout", Some(&defaults.timeout));
+        c.duration(
+            "spec.runDefaults.timeout",
+            Some(&defaults.timeout),
+            MAX_TIMEOUT,
+        );
         c.duration(
             "spec.runDefaults.inputTimeout",
             Some(&defaults.input_timeout),
+            MAX_INPUT_TIMEOUT,
         );
         c.check(
             defaults.retries <= 3,
             "spec.runDefaults.retries",
             rules::RETRIES_MESSAGE,
         );
-        if let Some(egress) = &self.sandbox.egress {
+        self.sandbox.check(c);
+    }
+}
+
+impl SandboxSpec {
+    fn check(&self, c: &mut Checker) {
+        if let Some(image) = &self.image {
+            c.quoted(
+                formats::is_image(image),
+                "spec.sandbox.image",
+                image,
+                rules::IMAGE_SUFFIX,
+            );
+        }
+        if let Some(resources) = &self.resources {
+            for (path, map) in [
+                ("spec.sandbox.resources.limits", &resources.limits),
+                ("spec.sandbox.resources.requests", &resources.requests),
+            ] {
+                c.max_properties(path, map.len(), rules::MAX_RESOURCES);
+                if let Some(name) = map
+                    .iter()
+                    .find_map(|(name, q)| (!formats::is_quantity(&q.0)).then_some(name))
+                {
+                    c.quoted(false, path, name, rules::QUANTITY_SUFFIX);
+                }
+            }
+        }
+        if let Some(class) = &self.runtime_class_name {
+            c.quoted(
+                formats::is_dns_subdomain(class),
+                "spec.sandbox.runtimeClassName",
+                class,
+                rules::DNS_SUBDOMAIN_SUFFIX,
+            );
+        }
+        c.max_properties("spec.sandbox.nodeSelector", self.node_selector.len(), 32);
+        if let Some((key, value)) = self
+            .node_selector
+            .iter()
+            .find(|(k, v)| !formats::is_label(k, v))
+        {
+            c.quoted(
+                false,
+                "spec.sandbox.nodeSelector",
+                &format!("{key}={value}"),
+                rules::NODE_SELECTOR_SUFFIX,
+            );
+        }
+        c.max_items("spec.sandbox.tolerations", self.tolerations.len(), 32);
+        for (i, toleration) in self.tolerations.iter().enumerate() {
+            if let Some(operator) = toleration.operator.as_deref() {
+                c.quoted(
+                    matches!(operator, "Exists" | "Equal"),
+                    &format!("spec.sandbox.tolerations[{i}]"),
+                    operator,
+                    rules::TOLERATION_OPERATOR_SUFFIX,
+                );
+            }
+        }
+        if let Some(claim) = &self.workspace.persistent_volume_claim {
+            if let Some(class) = &claim.storage_class_name {
+                c.quoted(
+                    formats::is_dns_subdomain(class),
+                    "spec.sandbox.workspace.persistentVolumeClaim.storageClassName",
+                    class,
+                    rules::DNS_SUBDOMAIN_SUFFIX,
+                );
+            }
+            c.quoted(
+                formats::is_quantity(&claim.size.0),
+                "spec.sandbox.workspace.persistentVolumeClaim.size",
+                &claim.size.0,
+                rules::QUANTITY_SUFFIX,
+            );
+        }
+        if let Some(egress) = &self.egress {
             c.check(
                 (egress.mode == Some(EgressMode::Cidrs)) != egress.cidrs.is_empty(),
                 "spec.sandbox.egress",
                 rules::EGRESS_CIDRS_MESSAGE,
             );
             c.max_items("spec.sandbox.egress.cidrs", egress.cidrs.len(), 32);
+            cidrs_rule(c, "spec.sandbox.egress.cidrs", &egress.cidrs);
         }
     }
+}
+
+fn cidrs_rule(c: &mut Checker, path: &str, cidrs: &[String]) {
+    if let Some(bad) = cidrs.iter().find(|cidr| !formats::is_cidr(cidr)) {
+        c.quoted(false, path, bad, rules::CIDRS_SUFFIX);
+    }
+}
+
+fn http_url(c: &mut Checker, path: &str, url: Option<&str>) {
+    if let Some(url) = url {
+        c.quoted(formats::is_http_url(url), path, url, rules::HTTP_URL_SUFFIX);
+    }
+}
+
+fn secret_key(c: &mut Checker, path: &str, reference: &SecretKeyRef) {
+    c.quoted(
+        formats::is_config_key(&reference.key),
+        &format!("{path}.key"),
+        &reference.key,
+        rules::CONFIG_KEY_SUFFIX,
+    );
+}
+
+fn config_map_key(c: &mut Checker, path: &str, reference: &ConfigMapKeyRef) {
+    c.quoted(
+        formats::is_config_key(&reference.key),
+        &format!("{path}.key"),
+        &reference.key,
+        rules::CONFIG_KEY_SUFFIX,
+    );
 }

@@ -43,6 +43,7 @@ pub const MAX_INPUTS: usize = 16;
     printcolumn(name = "Title", type_ = "string", json_path = ".status.report.title"),
     printcolumn(name = "StartTime", type_ = "date", json_path = ".status.startTime"),
     printcolumn(name = "CompletionTime", type_ = "date", json_path = ".status.completionTime"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Parent", type_ = "string", json_path = ".spec.parentRef.name", priority = 1)
 )]
 #[serde(rename_all = "camelCase")]
@@ -73,17 +74,23 @@ pub struct RunSpec {
     /// Let the model think before answering. Absent: the Agent's `runDefaults.thinking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<bool>,
-    /// Time limit from the Run's start, queue time and retries included, e.g. `1h`. Absent:
-    /// the Agent's `runDefaults.timeout`.
+    /// Time limit from the Run's start, queue time and retries included, 1s to 168h, e.g.
+    /// `1h`. Absent: the Agent's `runDefaults.timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_168H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_168H_MESSAGE))
+    )]
     pub timeout: Option<String>,
-    /// How long a question may wait for an answer, e.g. `2h`. Absent: the Agent's
+    /// How long a question may wait for an answer, 1s to 720h, e.g. `2h`. Absent: the Agent's
     /// `runDefaults.inputTimeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
-    #[x_kube(validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
+        validation = Rule::new(crate::rules::DURATION_UP_TO_720H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_720H_MESSAGE))
+    )]
     pub input_timeout: Option<String>,
     /// The Run that delegated this one (set by the operator on child Runs, with
     /// `subagentType`).
@@ -94,7 +101,8 @@ pub struct RunSpec {
     #[schemars(length(min = 1, max = 64))]
     pub subagent_type: Option<String>,
     /// Answers to the agent's questions: append `{id, answer}` with the id from
-    /// `status.report.clarification.id`. Answers cannot be changed or removed.
+    /// `status.report.clarification.id`, e.g. with a JSON patch adding to `/spec/responses/-`
+    /// (a merge patch replaces the whole list). Answers cannot be changed or removed.
     #[serde(default)]
     #[schemars(length(max = 32))]
     #[x_kube(
@@ -115,24 +123,26 @@ pub struct RunSpec {
 }
 
 /// The Agent a Run uses.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentRef {
-    /// Name of the Agent.
+    /// Name of the Agent (a DNS-1123 subdomain of at most 63 characters).
     #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(crate::rules::AGENT_REF_NAME).message(crate::rules::expression(crate::rules::AGENT_REF_NAME_MESSAGE)))]
     pub name: String,
 }
 
 /// A ConfigMap given to the agent as files.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunInput {
     /// The ConfigMap; each key of `data` and `binaryData` becomes one file.
     pub config_map_ref: ConfigMapRef,
-    /// Folder under `uploads/` for the files, relative, e.g. `reports`. Absent: `uploads/`
-    /// itself.
+    /// Folder under `uploads/` for the files, relative (no leading `/`, no `..` segment), e.g.
+    /// `reports`. Absent: `uploads/` itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
+    #[x_kube(validation = Rule::new(crate::rules::RELATIVE_PATH).message(crate::rules::expression(crate::rules::RELATIVE_PATH_MESSAGE)))]
     pub path: Option<String>,
 }
 

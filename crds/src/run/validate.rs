@@ -1,6 +1,8 @@
 //! The Run's create-time rules in plain Rust, with the CRD's messages.
 
 use super::{MAX_ANSWER, MAX_INPUTS, MAX_RESPONSES, MAX_TASK, Run, RunSpec};
+use crate::duration::{MAX_INPUT_TIMEOUT, MAX_TIMEOUT};
+use crate::formats;
 use crate::rules;
 use crate::validation::{Checker, FieldErrors};
 
@@ -35,10 +37,30 @@ impl RunSpec {
             "spec",
             rules::PARENT_WITH_TYPE_MESSAGE,
         );
+        c.quoted(
+            formats::is_dns_subdomain(&self.agent_ref.name),
+            "spec.agentRef.name",
+            &self.agent_ref.name,
+            rules::AGENT_REF_NAME_SUFFIX,
+        );
         c.max_length("spec.task", &self.task, MAX_TASK);
         c.max_items("spec.inputs", self.inputs.len(), MAX_INPUTS);
-        c.duration("spec.timeout", self.timeout.as_deref());
-        c.duration("spec.inputTimeout", self.input_timeout.as_deref());
+        for (i, input) in self.inputs.iter().enumerate() {
+            if let Some(path) = &input.path {
+                c.quoted(
+                    formats::is_relative_path(path),
+                    &format!("spec.inputs[{i}].path"),
+                    path,
+                    rules::RELATIVE_PATH_SUFFIX,
+                );
+            }
+        }
+        c.duration("spec.timeout", self.timeout.as_deref(), MAX_TIMEOUT);
+        c.duration(
+            "spec.inputTimeout",
+            self.input_timeout.as_deref(),
+            MAX_INPUT_TIMEOUT,
+        );
         c.max_items("spec.responses", self.responses.len(), MAX_RESPONSES);
         for (i, response) in self.responses.iter().enumerate() {
             c.max_length(

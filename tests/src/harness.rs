@@ -1,0 +1,257 @@
+//! The end-to-end suite's `main`: starts (or connects to) one API server, installs the CRDs,
+//! runs every test in a namespace of its own, and stops the server when the tests are done.
+//!
+//! Without a server (neither `KUBEBUILDER_ASSETS` nor `HERD_E2E_KUBECONFIG`), the tests are
+//! reported as ignored with a message on stderr; with `CI=true` they fail instead, because CI
+//! must never pass without having talked to an API server.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use kube::Client;
+use libtest_mimic::{Arguments, Failed, Trial};
+use tokio::sync::RwLock;
+
+use crate::cluster::{ASSETS_ENV, Cluster, EXISTING_CLUSTER_ENV, Source};
+use crate::namespace::{create_namespace, delete_namespace};
+
+/// Held shared by every test, and exclusively by a test that runs an operator watching all
+/// namespaces (it would take the other tests' Runs).
+static CLUSTER_LOCK: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
+
+/// How a test shares the API server with the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// Side by side with other shared tests, each in its own namespace.
+    Shared,
+    /// Alone: e.g. an operator without `--watch-namespaces`.
+    Exclusive,
+}
+
+type TestFn =
+    dyn Fn(TestEnv) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> + Send + Sync;
+
+/// One end-to-end test: a name (`area::what_it_shows`), its lock, and its body.
+pub struct E2eTest {
+    name: String,
+    lock: Lock,
+    body: Arc<TestFn>,
+}
+
+impl std::fmt::Debug for E2eTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("E2eTest")
+            .field("name", &self.name)
+            .field("lock", &self.lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl E2eTest {
+    /// A test that shares the server with the others (the usual case).
+    pub fn shared<F, Fut>(name: &str, body: F) -> E2eTest
+    where
+        F: Fn(TestEnv) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        Self::new(name, Lock::Shared, body)
+    }
+
+    /// A test that runs alone.
+    pub fn exclusive<F, Fut>(name: &str, body: F) -> E2eTest
+    where
+        F: Fn(TestEnv) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        Self::new(name, Lock::Exclusive, body)
+    }
+
+    fn new<F, Fut>(name: &str, lock: Lock, body: F) -> E2eTest
+    where
+        F: Fn(TestEnv) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        E2eTest {
+            name: name.to_owned(),
+            lock,
+            body: Arc::new(move |env| Box::pin(body(env))),
+        }
+    }
+}
+
+/// What a test gets: an admin client, its own namespace, and the cluster.
+#[derive(Clone)]
+pub struct TestEnv {
+    cluster: Arc<Cluster>,
+    namespace: String,
+    logs: Arc<Mutex<Vec<PathBuf>>>,
+}
+
+impl std::fmt::Debug for TestEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestEnv")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestEnv {
+    /// A client with cluster-admin rights.
+    pub fn client(&self) -> Client {
+        self.cluster.client()
+    }
+
+    /// The test's namespace, created for it and deleted after it passes.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The cluster: its admin kubeconfig, and the control plane (CA, keys) when the suite
+    /// started it.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Adds a log file (an operator's, a runner's) to what a failure of this test prints.
+    pub fn attach_log(&self, path: impl Into<PathBuf>) {
+        if let Ok(mut logs) = self.logs.lock() {
+            logs.push(path.into());
+        }
+    }
+}
+
+/// Why the suite has no cluster to run against.
+enum Setup {
+    Ready(Arc<Cluster>),
+    /// No server configured on a developer machine: the tests are ignored.
+    Skipped,
+    /// No server in CI, or the server could not start: every test fails with this.
+    Broken(String),
+}
+
+/// Runs the suite as `cargo test` would run a test binary; returns its exit code.
+pub fn run_suite(tests: Vec<E2eTest>) -> ExitCode {
+    let args = Arguments::from_args();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "herd-e2e: no tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let setup = if args.list {
+        Setup::Skipped
+    } else {
+        runtime.block_on(setup(std::env::var("CI").is_ok_and(|v| v == "true")))
+    };
+    let trials = tests
+        .into_iter()
+        .map(|test| trial(test, &setup, runtime.handle()))
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    // The cluster stops here, after every test: its servers die with its last reference.
+    drop(setup);
+    conclusion.exit_code()
+}
+
+async fn setup(ci: bool) -> Setup {
+    let Some(source) = Source::from_env() else {
+        let why = format!(
+            "no API server: set {ASSETS_ENV} (e.g. $(../shared/envtest/unpack)) or \
+             {EXISTING_CLUSTER_ENV}"
+        );
+        if ci {
+            return Setup::Broken(format!("CI=true and {why}"));
+        }
+        // Written to stderr directly: libtest captures `eprintln!`, and a skip must be visible.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED herd-e2e: {why}; the end-to-end tests are reported as ignored"
+        );
+        return Setup::Skipped;
+    };
+    match connect(&source).await {
+        Ok(cluster) => Setup::Ready(Arc::new(cluster)),
+        Err(e) => Setup::Broken(format!("{e:#}")),
+    }
+}
+
+async fn connect(source: &Source) -> anyhow::Result<Cluster> {
+    let cluster = Cluster::connect(source).await?;
+    crate::crds::apply_crds(&cluster.client()).await?;
+    let server = match (source, cluster.control_plane()) {
+        (_, Some(control_plane)) => format!(
+            "a control plane started from {ASSETS_ENV} at {}",
+            control_plane.server_url()
+        ),
+        (Source::Existing(kubeconfig), None) => {
+            format!("the cluster {} names", kubeconfig.display())
+        }
+        (Source::Assets(_), None) => "an unknown server".to_owned(),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "herd-e2e: running against {server}; CRDs applied"
+    );
+    Ok(cluster)
+}
+
+fn trial(test: E2eTest, setup: &Setup, runtime: &tokio::runtime::Handle) -> Trial {
+    let E2eTest { name, lock, body } = test;
+    match setup {
+        Setup::Skipped => Trial::test(name, || Ok(())).with_ignored_flag(true),
+        Setup::Broken(why) => {
+            let why = why.clone();
+            Trial::test(name, move || Err(Failed::from(why.clone())))
+        }
+        Setup::Ready(cluster) => {
+            let cluster = cluster.clone();
+            let runtime = runtime.clone();
+            let test_name = name.clone();
+            Trial::test(name, move || {
+                runtime.block_on(run_test(&test_name, lock, &body, cluster.clone()))
+            })
+        }
+    }
+}
+
+async fn run_test(
+    name: &str,
+    lock: Lock,
+    body: &Arc<TestFn>,
+    cluster: Arc<Cluster>,
+) -> Result<(), Failed> {
+    let _guard: Box<dyn Send + Sync + '_> = match lock {
+        Lock::Shared => Box::new(CLUSTER_LOCK.read().await),
+        Lock::Exclusive => Box::new(CLUSTER_LOCK.write().await),
+    };
+    let client = cluster.client();
+    let namespace = create_namespace(&client, name)
+        .await
+        .map_err(|e| Failed::from(format!("{e:#}")))?;
+    let env = TestEnv {
+        cluster,
+        namespace: namespace.clone(),
+        logs: Arc::default(),
+    };
+    let logs = env.logs.clone();
+    match body(env).await {
+        Ok(()) => delete_namespace(&client, &namespace)
+            .await
+            .map_err(|e| Failed::from(format!("{e:#}"))),
+        Err(error) => {
+            let logs = logs.lock().map(|l| l.clone()).unwrap_or_default();
+            let dump = crate::dump::dump_namespace(&client, &namespace, &logs).await;
+            Err(Failed::from(format!(
+                "{error:#}\n{dump}(namespace {namespace} is kept for inspection)"
+            )))
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The CRDs on a real API server: they apply server-side (the suite's setup), every valid
+//! example is accepted, every `examples/invalid/` file is rejected with the message its comment
+//! names, every transition fixture is rejected on its patch, and answers are appended the way
+//! the README documents.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use herd_e2e::fixtures::{
+    expected_message, read_yaml, repo_root, subdirectories, yaml, yaml_files,
+};
+use herd_e2e::requests::{create_strict, get_object, json_patch, merge_patch};
+use herd_e2e::{E2eTest, TestEnv};
+use serde_json::json;
+
+pub fn tests() -> Vec<E2eTest> {
+    vec![
+        E2eTest::shared(
+            "crds::valid_examples_are_accepted",
+            valid_examples_are_accepted,
+        ),
+        E2eTest::shared(
+            "crds::invalid_examples_are_rejected_with_their_message",
+            invalid_examples_are_rejected_with_their_message,
+        ),
+        E2eTest::shared(
+            "crds::transitions_are_rejected_on_the_patch",
+            transitions_are_rejected_on_the_patch,
+        ),
+        E2eTest::shared(
+            "crds::answers_are_appended_with_a_json_patch",
+            answers_are_appended_with_a_json_patch,
+        ),
+    ]
+}
+
+async fn valid_examples_are_accepted(env: TestEnv) -> anyhow::Result<()> {
+    let client = env.client();
+    let mut failures = Vec::new();
+    let mut created = 0;
+    for dir in ["agents", "skills", "runs"] {
+        for path in yaml_files(&repo_root().join("examples").join(dir))? {
+            let object = read_yaml(&path)?;
+            match create_strict(&client, env.namespace(), &object).await? {
+                Ok(_) => created += 1,
+                Err(message) => failures.push(format!("{}: {message}", path.display())),
+            }
+        }
+    }
+    if !failures.is_empty() {
+        bail!("valid examples were rejected:\n{}", failures.join("\n"));
+    }
+    if created < 5 {
+        bail!("only {created} examples found");
+    }
+    Ok(())
+}
+
+async fn invalid_examples_are_rejected_with_their_message(env: TestEnv) -> anyhow::Result<()> {
+    let client = env.client();
+    let mut failures = Vec::new();
+    let files = yaml_files(&repo_root().join("examples/invalid"))?;
+    for path in &files {
+        let text = std::fs::read_to_string(path)?;
+        let expected = expected_message(&text)
+            .with_context(|| format!("{}: no `# expect:` comment", path.display()))?;
+        match create_strict(&client, env.namespace(), &yaml(&text)?).await? {
+            Ok(_) => failures.push(format!("{}: accepted", path.display())),
+            Err(message) if !message.contains(&expected) => failures.push(format!(
+                "{}: rejected with {message:?}, expected {expected:?}",
+                path.display()
+            )),
+            Err(_) => {}
+        }
+    }
+    if !failures.is_empty() {
+        bail!("invalid examples misbehaved:\n{}", failures.join("\n"));
+    }
+    if files.len() < 10 {
+        bail!("only {} invalid examples found", files.len());
+    }
+    Ok(())
+}
+
+async fn transitions_are_rejected_on_the_patch(env: TestEnv) -> anyhow::Result<()> {
+    let mut failures = Vec::new();
+    let dirs = subdirectories(&repo_root().join("tests/fixtures/transitions"))?;
+    for dir in &dirs {
+        if let Err(e) = transition(&env, dir).await {
+            failures.push(format!("{}: {e:#}", dir.display()));
+        }
+    }
+    if !failures.is_empty() {
+        bail!("transition fixtures misbehaved:\n{}", failures.join("\n"));
+    }
+    if dirs.len() < 5 {
+        bail!("only {} transition fixtures found", dirs.len());
+    }
+    Ok(())
+}
+
+async fn transition(env: &TestEnv, dir: &Path) -> anyhow::Result<()> {
+    let client = env.client();
+    let namespace = env.namespace();
+    let create = read_yaml(&dir.join("create.yaml"))?;
+    let kind = create["kind"].as_str().unwrap_or_default().to_owned();
+    let name = create["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if let Err(message) = create_strict(&client, namespace, &create).await? {
+        bail!("create was rejected: {message}");
+    }
+    let setup = dir.join("setup.yaml");
+    if setup.exists() {
+        let patch = read_yaml(&setup)?;
+        if let Err(message) = merge_patch(&client, namespace, &kind, &name, &patch).await? {
+            bail!("setup patch was rejected: {message}");
+        }
+    }
+    let text = std::fs::read_to_string(dir.join("patch.yaml"))?;
+    let expected = expected_message(&text).context("patch.yaml has no `# expect:` comment")?;
+    match merge_patch(&client, namespace, &kind, &name, &yaml(&text)?).await? {
+        Ok(_) => bail!("the patch was accepted"),
+        Err(message) if !message.contains(&expected) => {
+            bail!("rejected with {message:?}, expected {expected:?}")
+        }
+        Err(_) => Ok(()),
+    }
+}
+
+/// The README's way of answering: a JSON patch appending to `spec.responses`. A second answer
+/// sent as a merge patch replaces the whole list and is refused as append-only.
+async fn answers_are_appended_with_a_json_patch(env: TestEnv) -> anyhow::Result<()> {
+    let client = env.client();
+    let namespace = env.namespace();
+    let run = json!({
+        "apiVersion": "herd.dev/v1alpha1",
+        "kind": "Run",
+        "metadata": {"name": "questions"},
+        "spec": {"agentRef": {"name": "researcher"}, "task": "Ask twice"},
+    });
+    if let Err(message) = create_strict(&client, namespace, &run).await? {
+        bail!("create was rejected: {message}");
+    }
+    let append = |id: &str, answer: &str| json!([{"op": "add", "path": "/spec/responses/-", "value": {"id": id, "answer": answer}}]);
+    for (id, answer) in [("q1", "Engineers"), ("q2", "Europe")] {
+        if let Err(message) =
+            json_patch(&client, namespace, "Run", "questions", &append(id, answer)).await?
+        {
+            bail!("appending answer {id} was rejected: {message}");
+        }
+    }
+    let merge = json!({"spec": {"responses": [{"id": "q3", "answer": "Yes"}]}});
+    match merge_patch(&client, namespace, "Run", "questions", &merge).await? {
+        Ok(_) => bail!("a merge patch replacing the answers was accepted"),
+        Err(message) if !message.contains(herd_crds::rules::RESPONSES_APPEND_ONLY_MESSAGE) => {
+            bail!("the merge patch was rejected with {message:?}")
+        }
+        Err(_) => {}
+    }
+    let stored = get_object(&client, namespace, "Run", "questions").await?;
+    let ids: Vec<&str> = stored["spec"]["responses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    if ids != ["q1", "q2"] {
+        bail!("stored answers are {ids:?}, expected q1 and q2");
+    }
+    Ok(())
+}

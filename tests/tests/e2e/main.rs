@@ -1,0 +1,11 @@
+//! Herd's end-to-end tests: one binary, one API server, a module per area. Run with
+//! `cargo test -p herd-e2e --test e2e` (see `herd_e2e::harness` for where the server comes
+//! from); filters and `--list` work as with any test binary.
+
+mod crds;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    herd_e2e::run_suite(crds::tests())
+}
