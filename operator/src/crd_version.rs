@@ -3,37 +3,26 @@
 //! Event naming the command that updates it. The operator keeps running (an older schema only
 //! lacks fields), but users learn why a new field is dropped.
 
-use std::cmp::Ordering;
-
-use herd_crds::generate::crds;
+use herd_crds::generate::{API_VERSION_ANNOTATION, SCHEMA_REVISION, crds, schema_revision_number};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, ResourceExt};
 use tracing::warn;
 
 use crate::shared::Shared;
 
-/// The annotation `crdgen` writes on each CRD.
-pub const ANNOTATION: &str = "herd.dev/api-version";
-
 /// The command that updates the CRDs.
 pub const UPGRADE_COMMAND: &str = "kubectl apply --server-side -f charts/herd/crds/";
 
-/// Whether `served` is older than `expected`. Versions compare as dot-separated numbers
-/// (`3` < `10`, `1.2` < `1.10`), else as text; a CRD without the annotation predates it and is
-/// older than any annotated one.
-pub fn is_older(served: Option<&str>, expected: Option<&str>) -> bool {
-    match (served, expected) {
-        (_, None) => false,
-        (None, Some(_)) => true,
-        (Some(served), Some(expected)) => compare(served, expected) == Ordering::Less,
-    }
-}
-
-fn compare(a: &str, b: &str) -> Ordering {
-    let numbers = |s: &str| -> Option<Vec<u64>> { s.split('.').map(|p| p.parse().ok()).collect() };
-    match (numbers(a), numbers(b)) {
-        (Some(a), Some(b)) => a.cmp(&b),
-        _ => a.cmp(b),
+/// Whether a served CRD's `herd.dev/api-version` annotation is older than this operator's
+/// [`SCHEMA_REVISION`]. A CRD without the annotation predates it, so it is older; a value of
+/// another API version (a newer CRD) is not.
+pub fn is_older(served: Option<&str>) -> bool {
+    let Some(ours) = schema_revision_number(SCHEMA_REVISION) else {
+        return false;
+    };
+    match served {
+        None => true,
+        Some(served) => schema_revision_number(served).is_some_and(|n| n < ours),
     }
 }
 
@@ -45,7 +34,6 @@ pub async fn check(shared: &Shared) {
     let api: Api<CustomResourceDefinition> = Api::all(shared.client.clone());
     for (_, built) in expected {
         let name = built.name_any();
-        let want = built.annotations().get(ANNOTATION).cloned();
         let served = match api.get_opt(&name).await {
             Ok(Some(served)) => served,
             Ok(None) => {
@@ -57,12 +45,11 @@ pub async fn check(shared: &Shared) {
                 continue;
             }
         };
-        let have = served.annotations().get(ANNOTATION).cloned();
-        if is_older(have.as_deref(), want.as_deref()) {
+        let have = served.annotations().get(API_VERSION_ANNOTATION).cloned();
+        if is_older(have.as_deref()) {
             let note = format!(
-                "the served CRD {name} is at API version {} but this operator expects {}; update it with: {UPGRADE_COMMAND}",
+                "the served CRD {name} is at API version {} but this operator expects {SCHEMA_REVISION}; update it with: {UPGRADE_COMMAND}",
                 have.as_deref().unwrap_or("(none)"),
-                want.as_deref().unwrap_or("(none)"),
             );
             warn!(crd = %name, command = UPGRADE_COMMAND, "{note}");
             shared.event(&served, true, "CRDOutdated", note).await;
@@ -75,14 +62,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn older_versions_are_found() {
-        assert!(is_older(Some("1"), Some("2")));
-        assert!(is_older(Some("1.2"), Some("1.10")));
-        assert!(is_older(None, Some("1")));
-        assert!(!is_older(Some("2"), Some("2")));
-        assert!(!is_older(Some("3"), Some("2")), "a newer CRD is fine");
-        assert!(!is_older(Some("1"), None));
-        assert!(!is_older(None, None));
-        assert!(is_older(Some("a"), Some("b")), "text compares as text");
+    fn older_revisions_are_found() {
+        let ours = schema_revision_number(SCHEMA_REVISION).unwrap();
+        assert!(!is_older(Some(SCHEMA_REVISION)));
+        assert!(
+            !is_older(Some(&format!("v1alpha1.{}", ours + 1))),
+            "newer is fine"
+        );
+        assert!(is_older(None), "no annotation predates it");
+        if ours > 0 {
+            assert!(is_older(Some(&format!("v1alpha1.{}", ours - 1))));
+        }
+        assert!(is_older(Some("v1alpha1.0")) == (ours > 0));
+        assert!(
+            !is_older(Some("v1beta1.0")),
+            "another API version is not older"
+        );
     }
 }

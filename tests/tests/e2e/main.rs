@@ -3,9 +3,10 @@
 //! from); filters and `--list` work as with any test binary.
 
 mod crds;
+mod operator;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    herd_e2e::run_suite(crds::tests())
+    herd_e2e::run_suite(crds::tests().into_iter().chain(operator::tests()).collect())
 }
