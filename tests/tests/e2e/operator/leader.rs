@@ -167,3 +167,59 @@ pub async fn lost_lease_stops_the_operator(
     ensure!(error.to_string().contains("Lease"), "{error}");
     Ok(())
 }
+
+/// A served CRD older than the operator (its `herd.dev/api-version` annotation) gets an Event
+/// naming the upgrade command; the operator keeps working.
+pub async fn outdated_crd_is_reported(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ListParams, Patch, PatchParams};
+
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let annotation = herd_crds::generate::API_VERSION_ANNOTATION;
+    let set = |value: &str| json!({"metadata": {"annotations": {annotation: value}}});
+    crds.patch(
+        "skills.herd.dev",
+        &PatchParams::default(),
+        &Patch::Merge(&set("v1alpha1.0")),
+    )
+    .await?;
+    let outcome = async {
+        let running = super::support::start_leader(
+            test_config(&[], &namespace, "checker")?,
+            operator,
+        )
+        .await?;
+        let events: Api<Event> = Api::namespaced(admin.clone(), "default");
+        let event = wait_for("a CRDOutdated Event", Duration::from_secs(30), || async {
+            let list = events
+                .list(&ListParams::default().fields("regarding.name=skills.herd.dev"))
+                .await?;
+            Ok(list
+                .items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("CRDOutdated")))
+        })
+        .await?;
+        let note = event.note.unwrap_or_default();
+        ensure!(
+            note.contains("kubectl apply --server-side -f charts/herd/crds/"),
+            "{note}"
+        );
+        ensure!(running.is_ready(), "the operator keeps working");
+        running.shutdown().await?;
+        Ok(())
+    }
+    .await;
+    crds.patch(
+        "skills.herd.dev",
+        &PatchParams::default(),
+        &Patch::Merge(&set(herd_crds::generate::SCHEMA_REVISION)),
+    )
+    .await?;
+    outcome
+}

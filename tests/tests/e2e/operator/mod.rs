@@ -65,5 +65,9 @@ pub fn tests() -> Vec<E2eTest> {
                 leader::lost_lease_stops_the_operator(operator, admin, ns).await
             },
         ),
+        E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
+            leader::outdated_crd_is_reported(operator, admin, ns).await
+        }),
     ]
 }
