@@ -189,11 +189,9 @@ pub async fn outdated_crd_is_reported(
     )
     .await?;
     let outcome = async {
-        let running = super::support::start_leader(
-            test_config(&[], &namespace, "checker")?,
-            operator,
-        )
-        .await?;
+        let running =
+            super::support::start_leader(test_config(&[], &namespace, "checker")?, operator)
+                .await?;
         let events: Api<Event> = Api::namespaced(admin.clone(), "default");
         let event = wait_for("a CRDOutdated Event", Duration::from_secs(30), || async {
             let list = events
