@@ -183,4 +183,40 @@ mod tests {
             assert!(!is_relative_path(bad), "{bad}");
         }
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn never_panic(text in "\\PC{0,80}") {
+            let _ = (is_cidr(&text), is_http_url(&text), is_image(&text), is_quantity(&text));
+            let _ = (is_label(&text, &text), is_date_time(&text), is_relative_path(&text));
+        }
+
+        #[test]
+        fn a_dot_dot_segment_or_leading_slash_is_never_relative(
+            before in proptest::collection::vec("[a-z.]{1,4}", 0..3),
+            after in proptest::collection::vec("[a-z.]{1,4}", 0..3),
+        ) {
+            let mut segments = before.clone();
+            segments.push("..".to_owned());
+            segments.extend(after.clone());
+            let path = segments.join("/");
+            prop_assert!(!is_relative_path(&path), "{}", path);
+            let absolute = format!("/{}", before.join("/"));
+            prop_assert!(!is_relative_path(&absolute), "{}", absolute);
+        }
+
+        #[test]
+        fn paths_of_plain_segments_are_relative(
+            segments in proptest::collection::vec("[a-z0-9_-][a-z0-9_.-]{0,8}", 1..4),
+        ) {
+            let path = segments.join("/");
+            prop_assert_eq!(
+                is_relative_path(&path),
+                !segments.iter().any(|s| s == ".."),
+                "{}", path
+            );
+        }
+    }
 }

@@ -16,7 +16,8 @@ pub const CHART_CRDS_DIR: &str = "charts/herd/crds";
 pub const API_VERSION_ANNOTATION: &str = "herd.dev/api-version";
 
 /// The schema revision: `v1alpha1.<n>`, where `<n>` grows by one with every change to the
-/// generated schemas (a test fails when the schemas change and this does not). The operator
+/// generated schemas (a test records the schemas' digest per revision and fails when they
+/// change and this does not). CRDs without the annotation are revision 1, the first schema. The operator
 /// compares the served CRDs' annotation with its own: a lower `<n>` means the CRDs need
 /// upgrading (`kubectl apply --server-side -f charts/herd/crds/`).
 pub const SCHEMA_REVISION: &str = "v1alpha1.2";

@@ -686,3 +686,24 @@ fn a_stale_report_is_rejected() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// The CEL rule and the Rust check agree on input paths, `..` segments and leading slashes
+    /// included.
+    #[test]
+    fn cel_and_rust_agree_on_input_paths(
+        segments in proptest::collection::vec("(\\.\\.|\\.|[a-z.]{1,3}|)", 1..4),
+        leading_slash in proptest::bool::ANY,
+    ) {
+        let path = format!("{}{}", if leading_slash { "/" } else { "" }, segments.join("/"));
+        let object = run(json!({"inputs": [{"configMapRef": {"name": "data"}, "path": path}]}));
+        let cel_accepts = cel_create(&object).is_empty();
+        proptest::prop_assert_eq!(
+            cel_accepts,
+            herd_crds::formats::is_relative_path(&path),
+            "{}", path
+        );
+    }
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use herd_crds::generate::{CHART_CRDS_DIR, crds, to_yaml};
+use herd_crds::generate::{CHART_CRDS_DIR, SCHEMA_REVISION, crds, to_yaml};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
@@ -218,6 +218,30 @@ fn committed_crds_match_the_types() {
             "{CHART_CRDS_DIR}/{file} is stale: run `cargo run -p herd-crds --bin crdgen`"
         );
     }
+}
+
+/// The schema revision and the digest of the schemas it names. When the schemas change, this
+/// test fails until `SCHEMA_REVISION` grows and the new digest is recorded here, so the
+/// `herd.dev/api-version` annotation the operator compares always moves with the schema.
+const RECORDED_REVISION: (&str, &str) = (
+    "v1alpha1.2",
+    "718b3843f622ddf0365637f6bd0f7941b9111e8b9291974b0b91f2928a975876",
+);
+
+#[test]
+fn the_schema_revision_moves_with_the_schema() {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (_, crd) in crds().unwrap() {
+        hasher.update(serde_json::to_vec(&crd.spec).unwrap());
+    }
+    let digest = hex::encode(hasher.finalize());
+    assert_eq!(
+        (SCHEMA_REVISION, digest.as_str()),
+        RECORDED_REVISION,
+        "the CRD schemas changed: bump SCHEMA_REVISION in crds/src/generate.rs and record \
+         ({SCHEMA_REVISION:?}, {digest:?}) in RECORDED_REVISION"
+    );
 }
 
 #[test]

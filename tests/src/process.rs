@@ -108,7 +108,10 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
         if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
-            let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+            // The shell's own `kill`: a minimal image may have no kill binary.
+            let _ = Command::new("sh")
+                .args(["-c", "kill -KILL \"$1\" 2>/dev/null", "kill", pid.trim()])
+                .status();
         }
         let _ = self.guard.kill();
         let _ = self.guard.wait();

@@ -3,10 +3,16 @@
 //! from); filters and `--list` work as with any test binary.
 
 mod crds;
+mod fixture;
 mod operator;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    herd_e2e::run_suite(crds::tests().into_iter().chain(operator::tests()).collect())
+    herd_e2e::run_suite(
+        [crds::tests(), fixture::tests(), operator::tests()]
+            .into_iter()
+            .flatten()
+            .collect(),
+    )
 }
