@@ -9,6 +9,7 @@
 //! - [`agent`], [`skill`], [`run`]: the resource types, with serde defaults equal to the schema
 //!   defaults and `validate()` methods mirroring the create-time CEL rules ([`rules`]).
 //! - [`condition`], [`reason`]: KEP-1623 conditions, `set_condition`, and named reasons.
+//! - [`skill_md`]: SKILL.md frontmatter parsing with DeerFlow's rules (operator and runner).
 //! - [`manifest`]: multi-document YAML to typed resources, for `herd-runner run -f`.
 //! - [`generate`]: the CRDs as committed under `charts/herd/crds/` (bin `crdgen`).
 
@@ -25,5 +26,6 @@ pub mod rules;
 pub mod run;
 mod schema;
 pub mod skill;
+pub mod skill_md;
 pub mod validation;
 pub mod wire;

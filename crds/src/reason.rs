@@ -13,6 +13,17 @@ pub mod condition_type {
     pub const SUCCEEDED: &str = "Succeeded";
     /// A Run's agent asked a question and waits for `spec.responses`.
     pub const INPUT_REQUIRED: &str = "InputRequired";
+    /// kstatus: present and `True` only while the controller works on a new generation.
+    pub const RECONCILING: &str = "Reconciling";
+    /// kstatus: present and `True` only while a spec or reference error persists (its reason
+    /// is the failing condition's).
+    pub const STALLED: &str = "Stalled";
+}
+
+/// Reasons shared by the kstatus conditions of Agents and Skills.
+pub mod kstatus {
+    /// `Reconciling=True`: the controller is processing a new generation.
+    pub const PROGRESSING: &str = "Progressing";
 }
 
 /// Reasons of an Agent's conditions.
@@ -52,6 +63,11 @@ pub mod skill {
     pub const NAME_MISMATCH: &str = "NameMismatch";
     /// `Accepted=False`: content and files do not fit in one ConfigMap.
     pub const TOO_LARGE: &str = "TooLarge";
+    /// `Accepted=False`: a `files` path is not a relative path inside the skill's folder.
+    pub const INVALID_FILES: &str = "InvalidFiles";
+    /// `Ready=False`: the rendered ConfigMap `<skill>-<digest8>` belongs to another object (a
+    /// deleted Skill of the same name whose leftovers are not garbage-collected yet).
+    pub const CONFIG_MAP_CONFLICT: &str = "ConfigMapConflict";
     /// `Ready=False`: the skill is disabled (`enabled: false`).
     pub const DISABLED: &str = "Disabled";
     /// `Ready=False`: some other condition is not `True`.

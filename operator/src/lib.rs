@@ -1,1 +1,25 @@
-//! Herd operator.
+//! The Herd operator as a library: [`start`] / [`run`] bring up its caches, controllers,
+//! leader election and HTTP endpoints; the `herd-operator` binary is a thin wrapper, and tests
+//! run several operators in one process (the library never exits the process).
+//!
+//! Layers: [`decide`] holds the pure decisions; [`controller`] reads caches, decides, applies;
+//! [`operator`] wires them to a [`scope::Scope`], the Lease ([`leader`]) and [`http`].
+
+pub mod apply;
+pub mod builtin_skills;
+pub mod config;
+pub mod controller;
+pub mod crd_version;
+pub mod decide;
+pub mod error;
+pub mod http;
+pub mod labels;
+pub mod leader;
+pub mod metrics;
+pub mod operator;
+pub mod scope;
+pub mod shared;
+
+pub use config::Config;
+pub use error::Error;
+pub use operator::{Running, run, start};

@@ -4,12 +4,13 @@
 
 mod crds;
 mod fixture;
+mod operator;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     herd_e2e::run_suite(
-        [crds::tests(), fixture::tests()]
+        [crds::tests(), fixture::tests(), operator::tests()]
             .into_iter()
             .flatten()
             .collect(),

@@ -1,0 +1,245 @@
+//! The operator's settings: command-line flags, each also read from an environment variable.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use herd_crds::agent::Provider;
+
+/// How the operator runs: which namespaces it watches, its Lease, its HTTP listener, its
+/// default model.
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "herd-operator",
+    version,
+    about = "Reconciles Herd Agents, Skills and Runs"
+)]
+pub struct Config {
+    /// Namespaces to watch, comma-separated. Empty: all namespaces (needs the ClusterRole).
+    #[arg(long, env = "HERD_WATCH_NAMESPACES", value_delimiter = ',')]
+    pub watch_namespaces: Vec<String>,
+
+    /// Leader election: the Lease, and how long a leader holds it.
+    #[command(flatten)]
+    pub lease: LeaseConfig,
+
+    /// Address of the HTTP listener serving `/healthz`, `/readyz` and `/metrics`; port 0 picks
+    /// a free port.
+    #[arg(long, env = "HERD_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    pub http_addr: SocketAddr,
+
+    /// Most reconciles running at once, per controller.
+    #[arg(long, env = "HERD_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: u16,
+
+    /// The model of Agents whose `spec.model` is absent.
+    #[command(flatten)]
+    pub default_model: DefaultModelConfig,
+
+    /// Log lines as JSON (`json`) or for people (`text`).
+    #[arg(long, env = "HERD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+}
+
+/// Log output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+/// The Lease the replicas compete for.
+#[derive(Args, Clone, Debug)]
+pub struct LeaseConfig {
+    /// Name of the Lease.
+    #[arg(
+        id = "lease-name",
+        long = "lease-name",
+        env = "HERD_LEASE_NAME",
+        default_value = "herd-operator"
+    )]
+    pub name: String,
+    /// Namespace of the Lease (the chart passes the operator's own namespace).
+    #[arg(
+        id = "lease-namespace",
+        long = "lease-namespace",
+        env = "HERD_LEASE_NAMESPACE",
+        default_value = "herd-system"
+    )]
+    pub namespace: String,
+    /// This replica's name in the Lease. Default: the pod name (`POD_NAME`), else the host
+    /// name and process id.
+    #[arg(
+        id = "lease-identity",
+        long = "lease-identity",
+        env = "HERD_LEASE_IDENTITY"
+    )]
+    pub identity: Option<String>,
+    /// How long the Lease stays valid after its holder last renewed it.
+    #[arg(id = "lease-duration", long = "lease-duration", env = "HERD_LEASE_DURATION", value_parser = parse_duration, default_value = "15s")]
+    pub duration: Duration,
+    /// How long before expiry the holder renews; must be shorter than the duration.
+    #[arg(id = "lease-renew-before", long = "lease-renew-before", env = "HERD_LEASE_RENEW_BEFORE", value_parser = parse_duration, default_value = "5s")]
+    pub renew_before: Duration,
+}
+
+/// The operator's default model, used by Agents without `spec.model`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct DefaultModelConfig {
+    /// API of the default model: `openai`, `anthropic` or `scripted`.
+    #[arg(id = "default-model-provider", long = "default-model-provider", env = "HERD_DEFAULT_MODEL_PROVIDER", value_parser = parse_provider)]
+    pub provider: Option<Provider>,
+    /// Name of the default model. Without it, Agents must set `spec.model`.
+    #[arg(
+        id = "default-model-name",
+        long = "default-model-name",
+        env = "HERD_DEFAULT_MODEL_NAME"
+    )]
+    pub name: Option<String>,
+    /// Base URL of the default model's API.
+    #[arg(
+        id = "default-model-base-url",
+        long = "default-model-base-url",
+        env = "HERD_DEFAULT_MODEL_BASE_URL"
+    )]
+    pub base_url: Option<String>,
+    /// Secret (in each Agent's namespace) holding the default model's API key.
+    #[arg(
+        id = "default-model-secret",
+        long = "default-model-secret",
+        env = "HERD_DEFAULT_MODEL_SECRET"
+    )]
+    pub api_key_secret: Option<String>,
+    /// Key inside that Secret.
+    #[arg(
+        id = "default-model-secret-key",
+        long = "default-model-secret-key",
+        env = "HERD_DEFAULT_MODEL_SECRET_KEY",
+        default_value = "api-key"
+    )]
+    pub api_key_secret_key: String,
+}
+
+impl DefaultModelConfig {
+    /// Whether a default model is configured at all.
+    pub fn is_set(&self) -> bool {
+        self.name.as_deref().is_some_and(|n| !n.is_empty())
+    }
+}
+
+impl LeaseConfig {
+    /// Lease timings in whole seconds (the Lease API's unit), checked so the lease library's
+    /// own assertions can never fire on a user's flags.
+    pub fn seconds(&self) -> Result<(u64, u64), String> {
+        let duration = self.duration.as_secs();
+        let renew_before = self.renew_before.as_secs();
+        if renew_before == 0 {
+            return Err("--lease-renew-before must be at least 1s".into());
+        }
+        if renew_before >= duration {
+            return Err(format!(
+                "--lease-renew-before ({renew_before}s) must be shorter than --lease-duration ({duration}s)"
+            ));
+        }
+        Ok((duration, renew_before))
+    }
+
+    /// This replica's identity in the Lease.
+    pub fn identity(&self) -> String {
+        if let Some(identity) = self.identity.as_deref().filter(|i| !i.is_empty()) {
+            return identity.to_owned();
+        }
+        if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
+            return pod;
+        }
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "herd-operator".into());
+        format!("{host}-{}", std::process::id())
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    herd_crds::duration::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse_provider(text: &str) -> Result<Provider, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("unknown provider `{text}` (expected openai, anthropic or scripted)"))
+}
+
+impl Config {
+    /// A configuration with every default (and the `HERD_*` environment), scoped to
+    /// `namespaces`; empty means all namespaces. For tests and embedding.
+    pub fn for_namespaces(namespaces: &[&str]) -> Result<Self, clap::Error> {
+        let mut args = vec!["herd-operator".to_owned()];
+        if !namespaces.is_empty() {
+            args.push(format!("--watch-namespaces={}", namespaces.join(",")));
+        }
+        Config::try_parse_from(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, clap::Error> {
+        Config::try_parse_from(std::iter::once("herd-operator").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults() {
+        let config = parse(&[]).unwrap();
+        assert!(config.watch_namespaces.is_empty());
+        assert_eq!(config.concurrency, 16);
+        assert_eq!(config.lease.seconds(), Ok((15, 5)));
+        assert_eq!(config.log_format, LogFormat::Json);
+        assert!(!config.default_model.is_set());
+    }
+
+    #[test]
+    fn namespaces_and_model_flags() {
+        let config = parse(&[
+            "--watch-namespaces=a,b",
+            "--default-model-provider=openai",
+            "--default-model-name=qwen",
+            "--lease-duration=3s",
+            "--lease-renew-before=1s",
+        ])
+        .unwrap();
+        assert_eq!(config.watch_namespaces, ["a", "b"]);
+        assert_eq!(config.default_model.provider, Some(Provider::Openai));
+        assert!(config.default_model.is_set());
+        assert_eq!(config.lease.seconds(), Ok((3, 1)));
+        assert!(parse(&["--default-model-provider=bedrock"]).is_err());
+    }
+
+    #[test]
+    fn lease_timings_are_checked() {
+        let config = parse(&["--lease-duration=5s", "--lease-renew-before=5s"]).unwrap();
+        assert!(config.lease.seconds().is_err());
+        let config = parse(&["--lease-renew-before=500ms"]).unwrap();
+        assert!(config.lease.seconds().is_err());
+    }
+
+    #[test]
+    fn explicit_identity_wins() {
+        let config = parse(&["--lease-identity=replica-a"]).unwrap();
+        assert_eq!(config.lease.identity(), "replica-a");
+    }
+
+    #[test]
+    fn for_namespaces_scopes() {
+        assert_eq!(
+            Config::for_namespaces(&["x"]).unwrap().watch_namespaces,
+            ["x"]
+        );
+        assert!(
+            Config::for_namespaces(&[])
+                .unwrap()
+                .watch_namespaces
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! The Agent controller: validates each Agent, resolves its skills, Secrets and ConfigMaps, and
+//! writes its conditions and `resolvedSkills`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use herd_crds::agent::{Agent, AgentStatus};
+use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::reason::condition_type;
+use herd_crds::skill::Skill;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use tracing::{debug, info, warn};
+
+use crate::apply::apply_status;
+use crate::decide::agent_refs::{self, SecretRef};
+use crate::decide::agent_status::{
+    AgentFindings, ConfigMapFinding, ConfigMapState, SecretFinding, SecretState, next_status,
+};
+use crate::decide::conditions::begin_reconcile;
+use crate::decide::skill_refs::{SkillView, resolve};
+use crate::error::Error;
+use crate::labels;
+use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::shared::{Shared, key};
+
+/// The controller's name in metrics and logs.
+pub const NAME: &str = "agent";
+
+/// How often an Agent with unresolved references is looked at again (a Secret created without
+/// the label, or a ConfigMap, is not watched).
+pub const UNRESOLVED_REQUEUE: Duration = Duration::from_secs(60);
+
+/// What the Agent controller reads.
+pub struct Context {
+    /// Shared operator state.
+    pub shared: Arc<Shared>,
+    /// Skills of the scope.
+    pub skills: Store<Skill>,
+    /// Metadata of the Secrets labelled `herd.dev/model-credentials: "true"`.
+    pub secrets: Store<PartialObjectMeta<Secret>>,
+}
+
+/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+pub fn controller(
+    scope: Scope,
+    shared: Arc<Shared>,
+    concurrency: u16,
+    leader_gained: impl Stream<Item = ()> + Send + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+    let synced: Vec<Synced> = (0..3).map(|_| Synced::default()).collect();
+    let (agents_synced, skills_synced, secrets_synced) =
+        (synced[0].clone(), synced[1].clone(), synced[2].clone());
+    let client = &shared.client;
+    let (agents, agent_writer) = reflector::store::<Agent>();
+    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(agent_writer)
+        .inspect(move |event| agents_synced.observe(event))
+        .applied_objects();
+
+    let (skills, skill_writer) = reflector::store::<Skill>();
+    let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(skill_writer)
+        .inspect(move |event| skills_synced.observe(event))
+        .touched_objects();
+
+    let (secrets, secret_writer) = reflector::store::<PartialObjectMeta<Secret>>();
+    // An `Api` of `PartialObjectMeta` watches metadata only: Secret data never reaches us.
+    let secret_stream = watcher(
+        scope.api::<PartialObjectMeta<Secret>>(client),
+        watch_config().labels(labels::MODEL_CREDENTIALS_SELECTOR),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(secret_writer)
+    .inspect(move |event| secrets_synced.observe(event))
+    .touched_objects();
+
+    let context = Arc::new(Context {
+        shared: shared.clone(),
+        skills: skills.clone(),
+        secrets: secrets.clone(),
+    });
+    let by_skill = agents.clone();
+    let by_secret = agents.clone();
+    let default_model = shared.default_model.clone();
+    let stream = Controller::for_stream(agent_stream, agents.clone())
+        .watches_stream(skill_stream, move |skill: Skill| {
+            agents_using_skill(&by_skill, &skill)
+        })
+        .watches_stream(secret_stream, move |secret: PartialObjectMeta<Secret>| {
+            agents_using_secret(&by_secret, &secret, &default_model)
+        })
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .reconcile_all_on(leader_gained)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .map(|result| {
+            if let Err(error) = result {
+                debug!(%error, "agent controller");
+            }
+        });
+    (stream, synced)
+}
+
+fn agents_using_skill(agents: &Store<Agent>, skill: &Skill) -> Vec<ObjectRef<Agent>> {
+    let name = skill.name_any();
+    let namespace = skill.namespace();
+    agents
+        .state()
+        .into_iter()
+        .filter(|agent| agent.namespace() == namespace)
+        .filter(|agent| {
+            agent
+                .spec
+                .skills
+                .as_ref()
+                .is_none_or(|list| list.contains(&name))
+        })
+        .map(|agent| ObjectRef::from_obj(agent.as_ref()))
+        .collect()
+}
+
+fn agents_using_secret(
+    agents: &Store<Agent>,
+    secret: &PartialObjectMeta<Secret>,
+    default_model: &crate::config::DefaultModelConfig,
+) -> Vec<ObjectRef<Agent>> {
+    let name = secret.name_any();
+    let namespace = secret.namespace();
+    agents
+        .state()
+        .into_iter()
+        .filter(|agent| agent.namespace() == namespace)
+        .filter(|agent| {
+            agent_refs::secret_refs(&agent.spec, default_model)
+                .iter()
+                .any(|r| r.name == name)
+        })
+        .map(|agent| ObjectRef::from_obj(agent.as_ref()))
+        .collect()
+}
+
+/// Reads what the Agent refers to, decides its status, and applies it when it changed.
+pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    if !shared.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let _measure = shared.metrics.reconcile(NAME);
+    let name = agent
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::MissingField("metadata.name"))?;
+    let namespace = agent
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::MissingField("metadata.namespace"))?;
+    let api: Api<Agent> = Api::namespaced(shared.client.clone(), namespace);
+    let previous = agent.status.clone().unwrap_or_default();
+    let generation = agent.metadata.generation;
+    let now = Time(jiff::Timestamp::now());
+
+    if let Some(conditions) = begin_reconcile(
+        &previous.conditions,
+        previous.observed_generation,
+        generation,
+        &now,
+    ) {
+        let marked = AgentStatus {
+            conditions,
+            ..previous.clone()
+        };
+        apply_status(&api, name, &marked).await?;
+    }
+
+    let findings = find(&ctx, &agent, namespace).await?;
+    let status = next_status(&previous, generation, &findings, &now);
+    if status != previous {
+        apply_status(&api, name, &status).await?;
+        announce(shared, &agent, &previous, &status).await;
+    }
+    shared.succeeded(&key(NAME, agent.as_ref()));
+    let resolved = find_condition(&status.conditions, condition_type::RESOLVED_REFS)
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    Ok(if resolved {
+        Action::await_change()
+    } else {
+        Action::requeue(UNRESOLVED_REQUEUE)
+    })
+}
+
+/// Everything the Agent's status depends on.
+async fn find(ctx: &Context, agent: &Agent, namespace: &str) -> Result<AgentFindings, Error> {
+    let shared = &ctx.shared;
+    let custom: Vec<SkillView> = ctx
+        .skills
+        .state()
+        .iter()
+        .filter(|skill| skill.metadata.namespace.as_deref() == Some(namespace))
+        .map(|skill| SkillView::of(skill))
+        .collect();
+    let skills = resolve(
+        agent.spec.skills.as_deref(),
+        &custom,
+        &shared.builtin_skills,
+    );
+    let mut secrets = Vec::new();
+    for reference in agent_refs::secret_refs(&agent.spec, &shared.default_model) {
+        let state = secret_state(ctx, namespace, &reference).await?;
+        secrets.push(SecretFinding {
+            field: reference.field,
+            name: reference.name,
+            state,
+        });
+    }
+    let mut config_maps = Vec::new();
+    let config_map_api: Api<ConfigMap> = Api::namespaced(shared.client.clone(), namespace);
+    for reference in agent_refs::config_map_keys(&agent.spec) {
+        let state = match config_map_api.get_opt(&reference.name).await? {
+            None => ConfigMapState::NotFound,
+            Some(cm) => {
+                let in_data = cm.data.is_some_and(|d| d.contains_key(&reference.key));
+                let in_binary = cm
+                    .binary_data
+                    .is_some_and(|d| d.contains_key(&reference.key));
+                if in_data || in_binary {
+                    ConfigMapState::Found
+                } else {
+                    ConfigMapState::KeyMissing
+                }
+            }
+        };
+        config_maps.push(ConfigMapFinding {
+            field: reference.field,
+            name: reference.name,
+            key: reference.key,
+            state,
+        });
+    }
+    Ok(AgentFindings {
+        spec_error: agent_refs::spec_error(&agent.spec, &shared.default_model),
+        skills,
+        secrets,
+        config_maps,
+    })
+}
+
+/// A Secret's state from its metadata: the labelled-Secrets cache first, then one live
+/// metadata-only GET (the operator never reads Secret data).
+async fn secret_state(
+    ctx: &Context,
+    namespace: &str,
+    reference: &SecretRef,
+) -> Result<SecretState, Error> {
+    let key = ObjectRef::new(&reference.name).within(namespace);
+    if let Some(cached) = ctx.secrets.get(&key) {
+        return Ok(labelled_state(cached.labels()));
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    Ok(match api.get_metadata_opt(&reference.name).await? {
+        None => SecretState::NotFound,
+        Some(meta) => labelled_state(meta.labels()),
+    })
+}
+
+fn labelled_state(labels: &std::collections::BTreeMap<String, String>) -> SecretState {
+    if labels.get(labels::MODEL_CREDENTIALS).map(String::as_str) == Some("true") {
+        SecretState::Allowed
+    } else {
+        SecretState::NotAllowed
+    }
+}
+
+/// An Event and a log line when `Ready` changes.
+async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
+    let old = find_condition(&before.conditions, condition_type::READY);
+    let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
+        return;
+    };
+    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
+        return;
+    }
+    let ready = new.status == ConditionStatus::True;
+    let note = if ready {
+        "the agent is ready".to_owned()
+    } else {
+        new.message.clone()
+    };
+    info!(agent = %agent.name_any(), namespace = ?agent.namespace(), ready, reason = %new.reason, "agent status changed");
+    let reason = if ready {
+        new.reason.clone()
+    } else {
+        find_condition(&after.conditions, condition_type::STALLED)
+            .map_or_else(|| new.reason.clone(), |c| c.reason.clone())
+    };
+    shared.event(agent, !ready, &reason, note).await;
+}
+
+/// Backs off per Agent: 1 s doubling to 5 min.
+pub fn error_policy(agent: Arc<Agent>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(agent = %agent.name_any(), namespace = ?agent.namespace(), %error, "agent reconcile failed");
+    ctx.shared.failed(NAME, key(NAME, agent.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_label_value_allows() {
+        let mut labels = std::collections::BTreeMap::new();
+        assert_eq!(labelled_state(&labels), SecretState::NotAllowed);
+        labels.insert(labels::MODEL_CREDENTIALS.to_owned(), "yes".to_owned());
+        assert_eq!(labelled_state(&labels), SecretState::NotAllowed);
+        labels.insert(labels::MODEL_CREDENTIALS.to_owned(), "true".to_owned());
+        assert_eq!(labelled_state(&labels), SecretState::Allowed);
+    }
+}

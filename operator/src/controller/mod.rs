@@ -1,0 +1,6 @@
+//! The controllers, in kube-runtime's shape (`reconcile` + `error_policy` + a `Context`): each
+//! reads its caches, calls the pure decisions of [`crate::decide`], and applies the result.
+//! Every replica runs them to keep its caches warm; only the leader's reconciles act.
+
+pub mod agent;
+pub mod skill;

@@ -1,0 +1,233 @@
+//! The Skill controller: validates each Skill's SKILL.md, renders each version into an
+//! immutable ConfigMap `<skill>-<digest8>` owned by the Skill, and writes its status. Old
+//! versions' ConfigMaps stay (running pods may mount them).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::reason::condition_type;
+use herd_crds::skill::{Skill, SkillStatus};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::PostParams;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use tracing::{debug, info, warn};
+
+use crate::apply::apply_status;
+use crate::decide::conditions::begin_reconcile;
+use crate::decide::skill_status::{Rendered, SkillVersion, evaluate, next_status};
+use crate::decide::skill_version::{config_map_name, desired_config_map};
+use crate::error::Error;
+use crate::labels;
+use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::shared::{Shared, key};
+
+/// The controller's name in metrics and logs.
+pub const NAME: &str = "skill";
+
+/// How soon a Skill whose ConfigMap name is taken looks again (garbage collection of a deleted
+/// Skill's leftovers takes seconds).
+pub const CONFLICT_REQUEUE: Duration = Duration::from_secs(10);
+
+/// What the Skill controller reads.
+pub struct Context {
+    /// Shared operator state.
+    pub shared: Arc<Shared>,
+    /// The operator's ConfigMaps of the scope (by the managed-by label).
+    pub config_maps: Store<ConfigMap>,
+}
+
+/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+pub fn controller(
+    scope: Scope,
+    shared: Arc<Shared>,
+    concurrency: u16,
+    leader_gained: impl Stream<Item = ()> + Send + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+    let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
+    let (skills_synced, cms_synced) = (synced[0].clone(), synced[1].clone());
+    let client = &shared.client;
+    let (skills, skill_writer) = reflector::store::<Skill>();
+    let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(skill_writer)
+        .inspect(move |event| skills_synced.observe(event))
+        .applied_objects();
+    let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
+    let cm_stream = watcher(
+        scope.api::<ConfigMap>(client),
+        watch_config().labels(labels::MANAGED_SELECTOR),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(cm_writer)
+    .inspect(move |event| cms_synced.observe(event))
+    .touched_objects();
+    let context = Arc::new(Context {
+        shared,
+        config_maps: config_maps.clone(),
+    });
+    let stream = Controller::for_stream(skill_stream, skills.clone())
+        .owns_stream(cm_stream)
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .reconcile_all_on(leader_gained)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .map(|result| {
+            if let Err(error) = result {
+                debug!(%error, "skill controller");
+            }
+        });
+    (stream, synced)
+}
+
+/// Validates the Skill, ensures its version's ConfigMap, and applies its status when it
+/// changed.
+pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    if !shared.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let _measure = shared.metrics.reconcile(NAME);
+    let name = skill
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::MissingField("metadata.name"))?;
+    let namespace = skill
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::MissingField("metadata.namespace"))?;
+    let api: Api<Skill> = Api::namespaced(shared.client.clone(), namespace);
+    let previous = skill.status.clone().unwrap_or_default();
+    let generation = skill.metadata.generation;
+    let now = Time(jiff::Timestamp::now());
+
+    if let Some(conditions) = begin_reconcile(
+        &previous.conditions,
+        previous.observed_generation,
+        generation,
+        &now,
+    ) {
+        let marked = SkillStatus {
+            conditions,
+            ..previous.clone()
+        };
+        apply_status(&api, name, &marked).await?;
+    }
+
+    let outcome = match evaluate(name, &skill.spec) {
+        Err(rejection) => Err(rejection),
+        Ok(version) => {
+            let rendered = ensure_config_map(&ctx, &skill, namespace, &version).await?;
+            Ok((version, rendered))
+        }
+    };
+    let status = next_status(&previous, generation, skill.spec.enabled, &outcome, &now);
+    if status != previous {
+        apply_status(&api, name, &status).await?;
+        announce(shared, &skill, &previous, &status).await;
+    }
+    shared.succeeded(&key(NAME, skill.as_ref()));
+    Ok(match outcome {
+        Ok((_, Rendered::Conflict(_))) => Action::requeue(CONFLICT_REQUEUE),
+        _ => Action::await_change(),
+    })
+}
+
+/// Creates the version's ConfigMap unless it exists. It is never updated: it is immutable, and
+/// its name changes with its content.
+async fn ensure_config_map(
+    ctx: &Context,
+    skill: &Skill,
+    namespace: &str,
+    version: &SkillVersion,
+) -> Result<Rendered, Error> {
+    let skill_name = skill.name_any();
+    let cm_name = config_map_name(&skill_name, &version.digest);
+    let uid = skill.uid();
+    let owned = |cm: &ConfigMap| {
+        cm.owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+    };
+    let conflict = || {
+        Rendered::Conflict(format!(
+            "ConfigMap {cm_name} exists and belongs to another object; waiting for it to go"
+        ))
+    };
+    if let Some(cached) = ctx
+        .config_maps
+        .get(&ObjectRef::new(&cm_name).within(namespace))
+    {
+        return Ok(if owned(&cached) {
+            Rendered::Ready
+        } else {
+            conflict()
+        });
+    }
+    let owner = skill
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingField("metadata.uid"))?;
+    let desired = desired_config_map(
+        &skill_name,
+        namespace,
+        owner,
+        &version.digest,
+        version.data.clone(),
+    );
+    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    match api.create(&PostParams::default(), &desired).await {
+        Ok(_) => {
+            ctx.shared
+                .event(
+                    skill,
+                    false,
+                    "VersionRendered",
+                    format!("rendered ConfigMap {cm_name}"),
+                )
+                .await;
+            Ok(Rendered::Ready)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let existing = api.get_opt(&cm_name).await?;
+            Ok(match existing {
+                Some(cm) if owned(&cm) => Rendered::Ready,
+                _ => conflict(),
+            })
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// An Event and a log line when `Ready` changes.
+async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
+    let old = find_condition(&before.conditions, condition_type::READY);
+    let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
+        return;
+    };
+    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
+        return;
+    }
+    let ready = new.status == ConditionStatus::True;
+    info!(skill = %skill.name_any(), namespace = ?skill.namespace(), ready, reason = %new.reason, "skill status changed");
+    let reason = find_condition(&after.conditions, condition_type::STALLED)
+        .map_or_else(|| new.reason.clone(), |c| c.reason.clone());
+    shared
+        .event(skill, !ready, &reason, new.message.clone())
+        .await;
+}
+
+/// Backs off per Skill: 1 s doubling to 5 min.
+pub fn error_policy(skill: Arc<Skill>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(skill = %skill.name_any(), namespace = ?skill.namespace(), %error, "skill reconcile failed");
+    ctx.shared.failed(NAME, key(NAME, skill.as_ref()))
+}

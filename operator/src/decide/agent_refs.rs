@@ -1,0 +1,205 @@
+//! What an Agent refers to (Secrets, ConfigMap keys) and whether its spec can be used at all.
+
+use herd_crds::agent::{AgentSpec, Provider};
+
+use crate::config::DefaultModelConfig;
+
+/// A Secret an Agent needs: where the reference is written, and the Secret's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretRef {
+    /// The field, e.g. `spec.model.apiKeySecretRef`.
+    pub field: String,
+    /// The Secret's name.
+    pub name: String,
+}
+
+/// A ConfigMap key an Agent needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigMapKey {
+    /// The field, e.g. `spec.soulFrom`.
+    pub field: String,
+    /// The ConfigMap's name.
+    pub name: String,
+    /// The key.
+    pub key: String,
+}
+
+/// Why the spec cannot be used, beyond what the API server's schema checks: the CEL rules
+/// (for objects that reached the cluster before a rule existed), a missing model when the
+/// operator has no default, and a scripted model without its script.
+pub fn spec_error(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Option<String> {
+    let mut errors = Vec::new();
+    if let Err(e) = spec.validate() {
+        errors.push(e.to_string());
+    }
+    match &spec.model {
+        None if !default_model.is_set() => errors.push(
+            "spec.model is absent and the operator has no default model (--default-model-name)"
+                .to_owned(),
+        ),
+        None if default_model.provider == Some(Provider::Scripted) => errors.push(
+            "the operator's default model is scripted, which needs spec.model.scriptFrom"
+                .to_owned(),
+        ),
+        Some(model) if model.provider == Provider::Scripted && model.script_from.is_none() => {
+            errors.push("spec.model.scriptFrom is required with provider scripted".to_owned());
+        }
+        _ => {}
+    }
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
+/// Every Secret the Agent's pods would need: the model's key (the operator's default model's,
+/// looked up in the Agent's namespace, when `spec.model` is absent) and the web search key.
+pub fn secret_refs(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Vec<SecretRef> {
+    let mut refs = Vec::new();
+    match &spec.model {
+        Some(model) => {
+            if let Some(secret) = &model.api_key_secret_ref {
+                refs.push(SecretRef {
+                    field: "spec.model.apiKeySecretRef".into(),
+                    name: secret.name.clone(),
+                });
+            }
+        }
+        None => {
+            if let Some(name) = default_model
+                .api_key_secret
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                && default_model.is_set()
+            {
+                refs.push(SecretRef {
+                    field: "the operator's default model".into(),
+                    name: name.to_owned(),
+                });
+            }
+        }
+    }
+    if let Some(secret) = spec
+        .tools
+        .as_ref()
+        .and_then(|t| t.web_search.as_ref())
+        .and_then(|w| w.api_key_secret_ref.as_ref())
+    {
+        refs.push(SecretRef {
+            field: "spec.tools.webSearch.apiKeySecretRef".into(),
+            name: secret.name.clone(),
+        });
+    }
+    refs
+}
+
+/// Every ConfigMap key the Agent reads: `soulFrom` and `model.scriptFrom`.
+pub fn config_map_keys(spec: &AgentSpec) -> Vec<ConfigMapKey> {
+    let mut keys = Vec::new();
+    if let Some(from) = &spec.soul_from {
+        keys.push(ConfigMapKey {
+            field: "spec.soulFrom".into(),
+            name: from.config_map_key_ref.name.clone(),
+            key: from.config_map_key_ref.key.clone(),
+        });
+    }
+    if let Some(from) = spec.model.as_ref().and_then(|m| m.script_from.as_ref()) {
+        keys.push(ConfigMapKey {
+            field: "spec.model.scriptFrom".into(),
+            name: from.config_map_key_ref.name.clone(),
+            key: from.config_map_key_ref.key.clone(),
+        });
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(yaml: serde_json::Value) -> AgentSpec {
+        serde_json::from_value(yaml).unwrap()
+    }
+
+    fn default_model(name: Option<&str>, secret: Option<&str>) -> DefaultModelConfig {
+        DefaultModelConfig {
+            provider: Some(Provider::Openai),
+            name: name.map(Into::into),
+            base_url: None,
+            api_key_secret: secret.map(Into::into),
+            api_key_secret_key: "api-key".into(),
+        }
+    }
+
+    #[test]
+    fn a_model_is_required_somewhere() {
+        let bare = spec(serde_json::json!({}));
+        let error = spec_error(&bare, &default_model(None, None)).unwrap();
+        assert!(error.contains("--default-model-name"), "{error}");
+        assert_eq!(spec_error(&bare, &default_model(Some("m"), None)), None);
+        let own = spec(serde_json::json!({"model": {"provider": "openai", "name": "m"}}));
+        assert_eq!(spec_error(&own, &default_model(None, None)), None);
+    }
+
+    #[test]
+    fn scripted_needs_a_script() {
+        let scripted = spec(serde_json::json!({"model": {"provider": "scripted", "name": "s"}}));
+        assert!(spec_error(&scripted, &DefaultModelConfig::default()).is_some());
+        let with_script = spec(
+            serde_json::json!({"model": {"provider": "scripted", "name": "s",
+            "scriptFrom": {"configMapKeyRef": {"name": "script", "key": "s.yaml"}}}}),
+        );
+        assert_eq!(
+            spec_error(&with_script, &DefaultModelConfig::default()),
+            None
+        );
+        let mut scripted_default = default_model(Some("s"), None);
+        scripted_default.provider = Some(Provider::Scripted);
+        assert!(spec_error(&spec(serde_json::json!({})), &scripted_default).is_some());
+    }
+
+    #[test]
+    fn cel_rules_are_rechecked() {
+        let both = spec(
+            serde_json::json!({"model": {"provider": "openai", "name": "m"},
+            "soul": "x", "soulFrom": {"configMapKeyRef": {"name": "a", "key": "b"}}}),
+        );
+        assert!(spec_error(&both, &DefaultModelConfig::default()).is_some());
+    }
+
+    #[test]
+    fn secrets_of_the_model_the_default_model_and_web_search() {
+        let own = spec(serde_json::json!({
+            "model": {"provider": "openai", "name": "m", "apiKeySecretRef": {"name": "k", "key": "v"}},
+            "tools": {"webSearch": {"provider": "tavily", "apiKeySecretRef": {"name": "t", "key": "v"}}}
+        }));
+        let refs = secret_refs(&own, &default_model(Some("d"), Some("default-key")));
+        let names: Vec<_> = refs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["k", "t"], "an own model ignores the default's key");
+        let bare = spec(serde_json::json!({}));
+        let refs = secret_refs(&bare, &default_model(Some("d"), Some("default-key")));
+        assert_eq!(
+            refs,
+            vec![SecretRef {
+                field: "the operator's default model".into(),
+                name: "default-key".into()
+            }]
+        );
+        assert!(secret_refs(&bare, &default_model(Some("d"), None)).is_empty());
+        assert!(secret_refs(&bare, &default_model(None, Some("k"))).is_empty());
+    }
+
+    #[test]
+    fn config_map_keys_of_soul_and_script() {
+        let agent = spec(serde_json::json!({
+            "model": {"provider": "scripted", "name": "s",
+                "scriptFrom": {"configMapKeyRef": {"name": "script", "key": "s.yaml"}}},
+            "soulFrom": {"configMapKeyRef": {"name": "soul", "key": "SOUL.md"}}
+        }));
+        let keys = config_map_keys(&agent);
+        assert_eq!(keys.len(), 2);
+        assert_eq!(
+            (keys[0].name.as_str(), keys[0].key.as_str()),
+            ("soul", "SOUL.md")
+        );
+        assert_eq!(keys[1].field, "spec.model.scriptFrom");
+        assert!(config_map_keys(&spec(serde_json::json!({}))).is_empty());
+    }
+}

@@ -1,0 +1,10 @@
+//! Pure decisions, tested without a cluster: controllers read, call these, and apply.
+
+pub mod agent_refs;
+pub mod agent_status;
+pub mod backoff;
+pub mod conditions;
+pub mod file_keys;
+pub mod skill_refs;
+pub mod skill_status;
+pub mod skill_version;

@@ -1,0 +1,21 @@
+//! Errors of the operator.
+
+/// Why a reconcile or the operator failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API call failed.
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// An object lacks something every stored object has (name, namespace).
+    #[error("{0}")]
+    MissingField(&'static str),
+    /// Leader election failed or the Lease was lost.
+    #[error("leader election: {0}")]
+    Lease(String),
+    /// The settings cannot work.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The HTTP listener failed.
+    #[error("HTTP listener: {0}")]
+    Http(#[from] std::io::Error),
+}

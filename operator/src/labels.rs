@@ -1,0 +1,16 @@
+//! Label keys and values the operator writes and selects on.
+
+/// The standard "managed by" label; the operator's caches select on it.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The value of [`MANAGED_BY`] on every object the operator creates.
+pub const MANAGER: &str = "herd-operator";
+/// The selector of the operator's ConfigMap and Pod caches.
+pub const MANAGED_SELECTOR: &str = "app.kubernetes.io/managed-by=herd-operator";
+/// On a skill's ConfigMap: the Skill's name.
+pub const SKILL: &str = "herd.dev/skill";
+/// On a skill's ConfigMap: the first 8 hex digits of the version's digest.
+pub const SKILL_DIGEST: &str = "herd.dev/skill-digest";
+/// On a Secret: `"true"` allows Agents to reference it.
+pub const MODEL_CREDENTIALS: &str = "herd.dev/model-credentials";
+/// The selector of the operator's Secret (metadata) cache.
+pub const MODEL_CREDENTIALS_SELECTOR: &str = "herd.dev/model-credentials=true";

@@ -1,0 +1,197 @@
+//! Starting and stopping one operator: HTTP endpoints, caches and controllers per scope, and
+//! leader election, all owned by one task so aborting it stops everything.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tracing::info;
+
+use crate::config::Config;
+use crate::controller::{agent, skill};
+use crate::error::Error;
+use crate::http::Readiness;
+use crate::http::{HttpState, router};
+use crate::leader;
+use crate::metrics::Metrics;
+use crate::scope::Scope;
+use crate::shared::Shared;
+
+/// The name the operator reports Events under.
+pub const REPORTER: &str = "herd-operator";
+
+/// A started operator.
+pub struct Running {
+    /// Where `/healthz`, `/readyz` and `/metrics` are served.
+    pub http_addr: SocketAddr,
+    /// True while this replica leads.
+    pub leader: watch::Receiver<bool>,
+    ready: Arc<Readiness>,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<Result<(), Error>>,
+}
+
+impl Running {
+    /// Whether every cache has synced.
+    pub fn is_ready(&self) -> bool {
+        self.ready.is_ready()
+    }
+
+    /// Waits until the operator ends: `Err` when it lost the Lease or failed.
+    pub async fn wait(&mut self) -> Result<(), Error> {
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(join) => Err(Error::Lease(format!("the operator task ended: {join}"))),
+        }
+    }
+
+    /// Stops gracefully: controllers finish their reconciles, the Lease is released.
+    pub async fn shutdown(mut self) -> Result<(), Error> {
+        self.shutdown.send_replace(true);
+        self.wait().await
+    }
+
+    /// Stops at once, as a crash would: the Lease is not released.
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Runs the operator until `shutdown` resolves (graceful) or the Lease is lost (an error).
+pub async fn run(
+    config: Config,
+    client: Client,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
+    let mut running = start(config, client).await?;
+    tokio::select! {
+        result = running.wait() => result,
+        () = shutdown => running.shutdown().await,
+    }
+}
+
+/// Binds the HTTP listener and starts everything in one task.
+pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
+    config.lease.seconds().map_err(Error::Config)?;
+    let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
+    let http_addr = listener.local_addr()?;
+    let metrics = Arc::new(Metrics::default());
+    let ready = Arc::new(Readiness::default());
+    let (leader_tx, leader_rx) = watch::channel(false);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let reporter = Reporter {
+        controller: REPORTER.to_owned(),
+        instance: Some(config.lease.identity()),
+    };
+    let shared = Arc::new(Shared::new(
+        client.clone(),
+        Recorder::new(client.clone(), reporter),
+        metrics.clone(),
+        leader_rx.clone(),
+        config.default_model.clone(),
+    ));
+
+    let mut tasks = JoinSet::new();
+    let app = router(HttpState {
+        ready: ready.clone(),
+        metrics: metrics.clone(),
+    });
+    let http_shutdown = stopped(shutdown_rx.clone());
+    tasks.spawn(async move {
+        // The listener only ends with the operator; an accept error is retried by axum.
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(http_shutdown)
+            .await;
+    });
+
+    let checker = shared.clone();
+    tasks.spawn(async move { crate::crd_version::check(&checker).await });
+
+    let mut readiness = Vec::new();
+    let mut controllers = JoinSet::new();
+    for scope in Scope::from_list(&config.watch_namespaces) {
+        info!(%scope, "watching");
+        let (agents, agent_caches) = agent::controller(
+            scope.clone(),
+            shared.clone(),
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
+        let (skills, skill_caches) = skill::controller(
+            scope.clone(),
+            shared.clone(),
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
+        readiness.extend(agent_caches);
+        readiness.extend(skill_caches);
+        controllers.spawn(drain(agents));
+        controllers.spawn(drain(skills));
+    }
+    ready.set(readiness);
+    let leader_metrics = metrics.clone();
+    let mut leader_watch = leader_rx.clone();
+    tasks.spawn(async move {
+        while leader_watch.changed().await.is_ok() {
+            leader_metrics.set_leader(*leader_watch.borrow());
+        }
+    });
+
+    let lease = config.lease.clone();
+    let task = tokio::spawn(async move {
+        let result = leader::elect(client, &lease, leader_tx, shutdown_rx.clone()).await;
+        if result.is_ok() {
+            // Graceful: let the controllers finish their running reconciles.
+            while controllers.join_next().await.is_some() {}
+        }
+        tasks.abort_all();
+        result
+    });
+    Ok(Running {
+        http_addr,
+        leader: leader_rx,
+        ready,
+        shutdown: shutdown_tx,
+        task,
+    })
+}
+
+/// Resolves once `shutdown` carries true (or its sender is gone).
+fn stopped(
+    mut shutdown: watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+        let _ = tx.send(());
+    });
+    async move {
+        let _ = rx.await;
+    }
+}
+
+/// Emits once when this replica becomes the leader, so the new leader reconciles every object
+/// (it never leads twice: losing the Lease ends the operator).
+fn leader_gained(leader: watch::Receiver<bool>) -> impl Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold(Some(leader), |state| async move {
+        let mut leader = state?;
+        leader.wait_for(|leading| *leading).await.ok()?;
+        Some(((), None))
+    })
+}
+
+async fn drain(stream: impl Stream<Item = ()> + Send + 'static) {
+    stream.for_each(|()| async {}).await;
+}

@@ -1,0 +1,121 @@
+//! Where the operator looks: all namespaces, or one (`--watch-namespaces` runs one set of
+//! caches and controllers per namespace, because a cache fed by several watches would lose
+//! objects each time one of them relists).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+
+/// All namespaces, or one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (needs the ClusterRole).
+    All,
+    /// One namespace (a Role there is enough).
+    Namespace(String),
+}
+
+impl Scope {
+    /// The scopes of a `--watch-namespaces` list (empty: all namespaces).
+    pub fn from_list(namespaces: &[String]) -> Vec<Scope> {
+        let mut names: Vec<&String> = namespaces.iter().filter(|n| !n.is_empty()).collect();
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            vec![Scope::All]
+        } else {
+            names
+                .into_iter()
+                .map(|n| Scope::Namespace(n.clone()))
+                .collect()
+        }
+    }
+
+    /// An API for `K` in this scope.
+    pub fn api<K>(&self, client: &Client) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match self {
+            Scope::All => Api::all(client.clone()),
+            Scope::Namespace(namespace) => Api::namespaced(client.clone(), namespace),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::All => f.write_str("all namespaces"),
+            Scope::Namespace(namespace) => write!(f, "namespace {namespace}"),
+        }
+    }
+}
+
+/// The watch settings of every cache: bookmarks on, so relists after a restart are cheap.
+pub fn watch_config() -> watcher::Config {
+    watcher::Config::default().any_semantic()
+}
+
+/// A cache's first full list: set once the watch has listed everything, so `/readyz` can
+/// answer without awaiting the store (kube's controller already awaits it, and a store wakes
+/// only one waiter).
+#[derive(Clone, Debug, Default)]
+pub struct Synced(Arc<AtomicBool>);
+
+impl Synced {
+    /// Whether the cache has been filled once.
+    pub fn is_synced(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Marks the cache filled when `event` ends the initial list.
+    pub fn observe<K>(&self, event: &Result<watcher::Event<K>, watcher::Error>) {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Drops `managedFields` before an object enters a cache: they are large and no decision
+/// reads them.
+pub fn strip_managed_fields<K: ResourceExt>(object: &mut K) {
+    object.managed_fields_mut().clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_means_all_and_lists_are_deduplicated() {
+        assert_eq!(Scope::from_list(&[]), vec![Scope::All]);
+        assert_eq!(Scope::from_list(&[String::new()]), vec![Scope::All]);
+        assert_eq!(
+            Scope::from_list(&["b".into(), "a".into(), "b".into()]),
+            vec![Scope::Namespace("a".into()), Scope::Namespace("b".into())]
+        );
+    }
+
+    #[test]
+    fn synced_after_the_first_full_list() {
+        let synced = Synced::default();
+        synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::Init));
+        assert!(!synced.is_synced());
+        synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::InitDone));
+        assert!(synced.clone().is_synced());
+    }
+
+    #[test]
+    fn managed_fields_are_stripped() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let mut cm = ConfigMap::default();
+        cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        strip_managed_fields(&mut cm);
+        assert!(cm.managed_fields().is_empty());
+    }
+}

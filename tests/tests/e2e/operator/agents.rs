@@ -1,0 +1,313 @@
+//! The Agent and Skill controllers on the real API server, each test with its own operator.
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use herd_crds::agent::Agent;
+use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::skill::Skill;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use super::support::{has_condition, start_leader, test_config};
+use herd_e2e::wait::wait_for;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn skill_md(name: &str, description: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n")
+}
+
+async fn create_skill(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    content: &str,
+) -> anyhow::Result<()> {
+    let skills: Api<Skill> = Api::namespaced(client.clone(), namespace);
+    let skill: Skill = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Skill",
+        "metadata": {"name": name},
+        "spec": {"content": content, "files": {"scripts/run.py": "print('hi')\n"}},
+    }))?;
+    skills.create(&PostParams::default(), &skill).await?;
+    Ok(())
+}
+
+async fn agent_until(
+    agents: &Api<Agent>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Agent) -> bool,
+) -> anyhow::Result<Agent> {
+    wait_for(what, WAIT, || async {
+        let agent = agents.get(name).await?;
+        Ok(check(&agent).then_some(agent))
+    })
+    .await
+}
+
+fn conditions(agent: &Agent) -> &[herd_crds::condition::Condition] {
+    agent
+        .status
+        .as_ref()
+        .map_or(&[], |s| s.conditions.as_slice())
+}
+
+/// An Agent listing a Skill that does not exist reports `SkillNotFound` and `Stalled`; once the
+/// Skill is applied, `ResolvedRefs` flips and the Agent is `Ready` with the Skill's digest.
+/// With `all_namespaces`, the operator runs without `--watch-namespaces` (the cluster-wide RBAC
+/// variant).
+pub async fn agent_waits_for_its_skill(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+    all_namespaces: bool,
+) -> anyhow::Result<()> {
+    let watched: Vec<&str> = if all_namespaces {
+        vec![]
+    } else {
+        vec![&namespace]
+    };
+    let config = test_config(&watched, &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "researcher"},
+        "spec": {"model": {"provider": "openai", "name": "m"}, "skills": ["notes", "deep-research"]},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    let stalled = agent_until(&agents, "researcher", "SkillNotFound", |a| {
+        has_condition(
+            conditions(a),
+            "ResolvedRefs",
+            ConditionStatus::False,
+            "SkillNotFound",
+        ) && has_condition(
+            conditions(a),
+            "Stalled",
+            ConditionStatus::True,
+            "SkillNotFound",
+        ) && has_condition(conditions(a), "Ready", ConditionStatus::False, "NotReady")
+    })
+    .await?;
+    ensure!(
+        stalled.status.as_ref().and_then(|s| s.observed_generation) == stalled.metadata.generation
+    );
+
+    create_skill(
+        &admin,
+        &namespace,
+        "notes",
+        &skill_md("notes", "Take notes."),
+    )
+    .await?;
+    let ready = agent_until(
+        &agents,
+        "researcher",
+        "Ready after the Skill appeared",
+        |a| has_condition(conditions(a), "Ready", ConditionStatus::True, "Ready"),
+    )
+    .await?;
+    ensure!(
+        find_condition(conditions(&ready), "Stalled").is_none(),
+        "Stalled must clear"
+    );
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let digest = skills
+        .get("notes")
+        .await?
+        .status
+        .and_then(|s| s.digest)
+        .context("the Skill has no digest")?;
+    let resolved = &ready.status.as_ref().context("no status")?.resolved_skills;
+    let names: Vec<&str> = resolved.iter().map(|s| s.name.as_str()).collect();
+    ensure!(
+        names == ["deep-research", "notes"],
+        "resolvedSkills: {names:?}"
+    );
+    ensure!(
+        resolved[1].digest == digest,
+        "the Agent names the Skill's digest"
+    );
+
+    let (status, body) = super::support::http_get(&running, "/metrics").await?;
+    ensure!(
+        status == 200 && body.contains("herd_reconciles_total{controller=\"agent\"}"),
+        "{body}"
+    );
+    ensure!(!body.contains("researcher"), "no object names in metrics");
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A Secret without `herd.dev/model-credentials: "true"` makes the Agent `SecretNotAllowed`
+/// and `Stalled`; labelling it makes the Agent `Ready`.
+pub async fn unlabelled_secret_is_not_allowed(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key"}, "stringData": {"api-key": "sk-test"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "keyed"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    agent_until(&agents, "keyed", "SecretNotAllowed", |a| {
+        has_condition(
+            conditions(a),
+            "ResolvedRefs",
+            ConditionStatus::False,
+            "SecretNotAllowed",
+        ) && has_condition(
+            conditions(a),
+            "Stalled",
+            ConditionStatus::True,
+            "SecretNotAllowed",
+        )
+    })
+    .await?;
+
+    let label = json!({"metadata": {"labels": {"herd.dev/model-credentials": "true"}}});
+    secrets
+        .patch("model-key", &PatchParams::default(), &Patch::Merge(&label))
+        .await?;
+    let ready = agent_until(&agents, "keyed", "Ready after labelling the Secret", |a| {
+        has_condition(conditions(a), "Ready", ConditionStatus::True, "Ready")
+    })
+    .await?;
+    ensure!(find_condition(conditions(&ready), "Stalled").is_none());
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A Skill whose frontmatter names another skill is `NameMismatch`; a valid Skill's versions
+/// each become an immutable ConfigMap `<skill>-<digest8>`, and older versions stay.
+pub async fn skill_versions_become_immutable_config_maps(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    create_skill(
+        &admin,
+        &namespace,
+        "misnamed",
+        &skill_md("other", "Wrong name."),
+    )
+    .await?;
+    let mismatch = wait_for("NameMismatch", WAIT, || async {
+        let skill = skills.get("misnamed").await?;
+        let conditions = skill
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        Ok((has_condition(
+            &conditions,
+            "Accepted",
+            ConditionStatus::False,
+            "NameMismatch",
+        ) && has_condition(
+            &conditions,
+            "Stalled",
+            ConditionStatus::True,
+            "NameMismatch",
+        ))
+        .then_some(skill))
+    })
+    .await?;
+    ensure!(
+        mismatch
+            .status
+            .as_ref()
+            .and_then(|s| s.digest.as_ref())
+            .is_none()
+    );
+
+    create_skill(
+        &admin,
+        &namespace,
+        "notes",
+        &skill_md("notes", "First version."),
+    )
+    .await?;
+    let first = ready_digest(&skills, "notes", None).await?;
+    let patch = json!({"spec": {"content": skill_md("notes", "Second version.")}});
+    skills
+        .patch("notes", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let second = ready_digest(&skills, "notes", Some(&first)).await?;
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let listed = config_maps
+        .list(&ListParams::default().labels("herd.dev/skill=notes"))
+        .await?;
+    let mut names: Vec<String> = listed
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    names.sort();
+    let mut expected = vec![
+        format!("notes-{}", &first[..8]),
+        format!("notes-{}", &second[..8]),
+    ];
+    expected.sort();
+    ensure!(
+        names == expected,
+        "ConfigMaps {names:?}, expected {expected:?}"
+    );
+    let uid = skills.get("notes").await?.metadata.uid;
+    for cm in &listed.items {
+        ensure!(cm.immutable == Some(true), "immutable");
+        let owner = cm
+            .metadata
+            .owner_references
+            .as_ref()
+            .and_then(|o| o.first())
+            .context("owner")?;
+        ensure!(Some(&owner.uid) == uid.as_ref() && owner.controller == Some(true));
+        let data = cm.data.as_ref().context("data")?;
+        ensure!(data.get("scripts_-run.py").map(String::as_str) == Some("print('hi')\n"));
+    }
+    let edit = json!({"data": {"SKILL.md": "changed"}});
+    let refused = config_maps
+        .patch(&expected[0], &PatchParams::default(), &Patch::Merge(&edit))
+        .await;
+    ensure!(refused.is_err(), "a rendered version cannot be edited");
+    running.shutdown().await?;
+    Ok(())
+}
+
+async fn ready_digest(
+    skills: &Api<Skill>,
+    name: &str,
+    not: Option<&str>,
+) -> anyhow::Result<String> {
+    wait_for("a Ready Skill version", WAIT, || async {
+        let skill = skills.get(name).await?;
+        let Some(status) = skill.status else {
+            return Ok(None);
+        };
+        let ready = has_condition(&status.conditions, "Ready", ConditionStatus::True, "Ready")
+            && status.observed_generation == skill.metadata.generation;
+        Ok(status.digest.filter(|d| ready && Some(d.as_str()) != not))
+    })
+    .await
+}

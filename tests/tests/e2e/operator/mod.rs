@@ -1,0 +1,73 @@
+//! The operator, part 1: Agent and Skill controllers and leader election, each test with its
+//! own in-process operator running as a ServiceAccount under exactly the chart's RBAC, scoped
+//! to the test's namespace with its own Lease (the cluster-wide variant runs alone).
+
+mod agents;
+mod leader;
+mod support;
+
+use herd_e2e::{E2eTest, TestEnv};
+use support::{Rbac, operator_client};
+
+async fn clients(
+    env: &TestEnv,
+    rbac: Rbac,
+) -> anyhow::Result<(kube::Client, kube::Client, String)> {
+    let admin = env.client();
+    let namespace = env.namespace().to_owned();
+    let operator = operator_client(&admin, env.cluster().kubeconfig(), &namespace, rbac).await?;
+    Ok((operator, admin, namespace))
+}
+
+/// Every test of this module.
+pub fn tests() -> Vec<E2eTest> {
+    vec![
+        E2eTest::shared("operator::agent_waits_for_its_skill", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            agents::agent_waits_for_its_skill(operator, admin, ns, false).await
+        }),
+        E2eTest::exclusive(
+            "operator::cluster_wide_agent_waits_for_its_skill",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
+                agents::agent_waits_for_its_skill(operator, admin, ns, true).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::unlabelled_secret_is_not_allowed",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                agents::unlabelled_secret_is_not_allowed(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::skill_versions_become_immutable_config_maps",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                agents::skill_versions_become_immutable_config_maps(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared("operator::killed_leader_hands_over", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            leader::killed_leader_hands_over(operator, admin, ns).await
+        }),
+        E2eTest::shared(
+            "operator::graceful_shutdown_releases_the_lease",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                leader::graceful_shutdown_releases_the_lease(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::lost_lease_stops_the_operator",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                leader::lost_lease_stops_the_operator(operator, admin, ns).await
+            },
+        ),
+        E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
+            leader::outdated_crd_is_reported(operator, admin, ns).await
+        }),
+    ]
+}
