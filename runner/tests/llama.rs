@@ -12,6 +12,8 @@
 
 #[path = "llama/harness.rs"]
 mod harness;
+#[path = "llama/prompt_size.rs"]
+mod prompt_size;
 #[path = "llama/wire.rs"]
 mod wire;
 
@@ -19,7 +21,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = libtest_mimic::Arguments::from_args();
-    let trials = wire::tests();
+    let mut trials = wire::tests();
+    trials.extend(prompt_size::tests());
     let conclusion = libtest_mimic::run(&args, trials);
     harness::stop();
     conclusion.exit_code()
