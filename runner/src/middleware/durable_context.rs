@@ -19,7 +19,7 @@ use super::active_skills::skill_file_ref;
 use super::text::{escape_tags, head_tail, truncate_chars};
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::skills::frontmatter::parse_skill_md;
+use crate::skills::parse_skill_md;
 use crate::thread::state::{Delegation, DelegationStatus, SkillContext};
 use crate::thread::{AssistantMessage, Message, ThreadState, ToolMessage, ToolStatus};
 

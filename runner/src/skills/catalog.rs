@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::sandbox::protocol::SkillFile;
 
-use super::frontmatter::{RequiredSecret, parse_skill_md};
+use super::{RequiredSecret, parse_skill_md};
 
 /// Where a skill comes from: built into the image, or a `Skill` resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

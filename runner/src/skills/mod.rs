@@ -5,9 +5,9 @@
 //! loading keeps the system prompt small however many skills are installed.
 
 pub mod catalog;
-pub mod error;
-pub mod frontmatter;
 
 pub use catalog::{Skill, SkillCatalog, SkillCategory};
-pub use error::SkillError;
-pub use frontmatter::{RequiredSecret, SkillMd, parse_skill_md, validate_skill_name};
+// The SKILL.md rules are shared with the operator's Skill controller.
+pub use herd_crds::skill_md::{
+    RequiredSecret, SkillError, SkillMd, parse_skill_md, validate_skill_name,
+};
