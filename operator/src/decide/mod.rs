@@ -5,6 +5,8 @@ pub mod agent_status;
 pub mod backoff;
 pub mod conditions;
 pub mod file_keys;
+pub mod pod_outcome;
+pub mod run_status;
 pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;
