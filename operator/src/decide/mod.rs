@@ -6,6 +6,8 @@ pub mod backoff;
 pub mod conditions;
 pub mod file_keys;
 pub mod pod_outcome;
+pub mod run_deadlines;
+pub mod run_snapshot;
 pub mod run_status;
 pub mod skill_refs;
 pub mod skill_status;
