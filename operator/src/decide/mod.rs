@@ -8,6 +8,7 @@ pub mod file_keys;
 pub mod pod_outcome;
 pub mod run_deadlines;
 pub mod run_network_policy;
+pub mod run_pod;
 pub mod run_snapshot;
 pub mod run_status;
 pub mod skill_refs;
