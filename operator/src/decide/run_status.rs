@@ -70,6 +70,9 @@ pub struct RunFacts<'a> {
     pub pod_name: Option<String>,
     /// Why the Pod cannot be created yet (an input ConfigMap missing, a quota), if so.
     pub blocked: Option<String>,
+    /// Why the Run can never start (the API server refused its Pod, PVC or NetworkPolicy, or
+    /// its snapshot cannot be taken), if so: `InvalidSpec`.
+    pub invalid: Option<String>,
     /// The reconcile's clock.
     pub now: Time,
 }
@@ -157,6 +160,8 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 .and_then(|r| r.result.as_ref())
                 .map(|r| r.text.as_str()),
         )
+    } else if let Some(why) = &facts.invalid {
+        Outcome::failed(reason::INVALID_SPEC, why.clone())
     } else if facts.cancel {
         Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel")
     } else if start_time
@@ -442,6 +447,7 @@ mod tests {
             pod,
             pod_name: None,
             blocked: None,
+            invalid: None,
             now: at(10),
         }
     }
@@ -638,6 +644,24 @@ mod tests {
             ..facts(PodState::Observed(PodOutcome::Running))
         };
         assert_eq!(succeeded(&decide(&second, &f)).1, "Running");
+    }
+
+    #[test]
+    fn a_refused_pod_fails_the_run_invalid_spec() {
+        let f = RunFacts {
+            invalid: Some("pods \"r-1\" is forbidden: violates PodSecurity".into()),
+            ..facts(PodState::NotCreated)
+        };
+        let s = decide(&RunStatus::default(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::False,
+                "InvalidSpec",
+                "pods \"r-1\" is forbidden: violates PodSecurity"
+            )
+        );
+        assert_eq!(s.completion_time, Some(at(10)));
     }
 
     #[test]
