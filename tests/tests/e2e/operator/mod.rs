@@ -1,9 +1,10 @@
-//! The operator, part 1: Agent and Skill controllers and leader election, each test with its
+//! The operator: Agent, Skill and Run controllers and leader election, each test with its
 //! own in-process operator running as a ServiceAccount under exactly the chart's RBAC, scoped
 //! to the test's namespace with its own Lease (the cluster-wide variant runs alone).
 
 mod agents;
 mod leader;
+mod runs;
 mod support;
 
 use herd_e2e::{E2eTest, TestEnv};
@@ -65,6 +66,17 @@ pub fn tests() -> Vec<E2eTest> {
                 leader::lost_lease_stops_the_operator(operator, admin, ns).await
             },
         ),
+        E2eTest::shared(
+            "operator::run_becomes_snapshot_policy_and_pod",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::run_becomes_snapshot_policy_and_pod(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared("operator::run_waits_for_its_agent", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::run_waits_for_its_agent(operator, admin, ns).await
+        }),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

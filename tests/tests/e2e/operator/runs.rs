@@ -1,0 +1,267 @@
+//! The Run controller on the real API server, in a namespace enforcing the `restricted` Pod
+//! Security Standard. No kubelet runs here: a small player writes `pods/status` as a kubelet
+//! would, so the Run follows the `agent` container's terminated state.
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use herd_crds::agent::Agent;
+use herd_crds::condition::ConditionStatus;
+use herd_crds::run::Run;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::support::{has_condition, start_leader, test_config};
+use herd_e2e::wait::wait_for;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Labels the namespace to enforce the `restricted` Pod Security Standard.
+async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let label = json!({"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest"}}});
+    namespaces
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(&label))
+        .await?;
+    Ok(())
+}
+
+/// A ready Agent whose model key is a labelled Secret.
+async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "sk-e2e-secret-value"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
+            "soul": "Be brief."},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    Ok(())
+}
+
+async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    Ok(())
+}
+
+async fn run_until(
+    runs: &Api<Run>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Run) -> bool,
+) -> anyhow::Result<Run> {
+    wait_for(what, WAIT, || async {
+        let run = runs.get(name).await?;
+        Ok(check(&run).then_some(run))
+    })
+    .await
+}
+
+fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
+    run.status
+        .as_ref()
+        .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
+}
+
+fn message(run: &Run) -> String {
+    run.status
+        .as_ref()
+        .and_then(|s| {
+            herd_crds::condition::find_condition(&s.conditions, "Succeeded")
+                .map(|c| c.message.clone())
+        })
+        .unwrap_or_default()
+}
+
+fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
+    pod["spec"][list]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["name"] == name))
+        .with_context(|| format!("no {list} entry {name}"))
+}
+
+/// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
+/// `Succeeded` by its exit code.
+async fn terminate_agent(
+    admin: &Client,
+    namespace: &str,
+    pod: &str,
+    terminated: Value,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let phase = if terminated["exitCode"] == 0 {
+        "Succeeded"
+    } else {
+        "Failed"
+    };
+    let status = json!({"status": {
+        "phase": phase,
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "started": false,
+            "state": {"terminated": terminated}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// A Run becomes exactly its snapshot, NetworkPolicy and Pod, admitted under `restricted`; the
+/// key reaches `agent` only, by `secretKeyRef`; the per-namespace ServiceAccount and
+/// default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
+pub async fn run_becomes_snapshot_policy_and_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "hello").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let started = run_until(&runs, "hello", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let status = started.status.clone().context("no status")?;
+    ensure!(status.start_time.is_some(), "startTime is written");
+    ensure!(status.attempt == Some(1));
+    ensure!(status.pod_name.as_deref() == Some("hello-1"));
+    ensure!(status.snapshot.as_deref() == Some("hello-snapshot"));
+    let uid = started.metadata.uid.clone().context("no uid")?;
+
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let snapshot = cms.get("hello-snapshot").await?;
+    ensure!(snapshot.immutable == Some(true));
+    ensure!(
+        snapshot
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+    );
+    let text = snapshot
+        .data
+        .as_ref()
+        .and_then(|d| d.get("snapshot.json"))
+        .context("no snapshot.json")?;
+    ensure!(
+        !text.contains("sk-e2e-secret-value"),
+        "never a Secret value"
+    );
+    let parsed: Value = serde_json::from_str(text)?;
+    ensure!(parsed["agent"]["soul"] == "Be brief.", "{parsed}");
+    ensure!(parsed["run"]["timeoutSeconds"] == 1800, "{parsed}");
+
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    let policy = serde_json::to_value(policies.get("hello").await?)?;
+    ensure!(
+        policy["spec"]["podSelector"] == json!({"matchLabels": {"herd.dev/run": "hello"}}),
+        "{policy}"
+    );
+    ensure!(
+        policy["spec"]["egress"][2] == json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}),
+        "the model's CIDR: {policy}"
+    );
+    policies.get("herd-runs-default-deny").await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    accounts.get("herd-runner").await?;
+
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = serde_json::to_value(pods.get("hello-1").await?)?;
+    let agent = container(&pod, "containers", "agent")?;
+    let key = agent["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "HERD_MODEL_API_KEY"))
+        .context("no key in agent")?;
+    ensure!(
+        key["valueFrom"]["secretKeyRef"]["name"] == "model-key",
+        "{key}"
+    );
+    let sandbox = container(&pod, "initContainers", "sandbox")?;
+    ensure!(sandbox["restartPolicy"] == "Always");
+    ensure!(
+        !sandbox.to_string().contains("secretKeyRef"),
+        "no key in the sandbox"
+    );
+    ensure!(pod["spec"]["containers"].as_array().map(Vec::len) == Some(1));
+
+    terminate_agent(
+        &admin,
+        &namespace,
+        "hello-1",
+        json!({"exitCode": 1, "reason": "Error", "message": "model endpoint refused"}),
+    )
+    .await?;
+    let failed = run_until(&runs, "hello", "Failed", |r| {
+        succeeded(r, ConditionStatus::False, "Failed")
+    })
+    .await?;
+    ensure!(
+        message(&failed) == "the agent exited with code 1: model endpoint refused",
+        "{}",
+        message(&failed)
+    );
+    ensure!(failed.status.and_then(|s| s.completion_time).is_some());
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A Run applied before its Agent waits with `AgentNotFound`, then proceeds to its Pod; an
+/// OOM-killed agent ends it `OOMKilled`.
+pub async fn run_waits_for_its_agent(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_run(&admin, &namespace, "early").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let waiting = run_until(&runs, "early", "AgentNotFound", |r| {
+        succeeded(r, ConditionStatus::Unknown, "AgentNotFound")
+    })
+    .await?;
+    ensure!(
+        waiting.status.as_ref().and_then(|s| s.start_time.clone()).is_none(),
+        "not accepted yet"
+    );
+    create_agent(&admin, &namespace).await?;
+    run_until(&runs, "early", "PodPending after the Agent appeared", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    terminate_agent(
+        &admin,
+        &namespace,
+        "early-1",
+        json!({"exitCode": 137, "reason": "OOMKilled"}),
+    )
+    .await?;
+    run_until(&runs, "early", "OOMKilled", |r| {
+        succeeded(r, ConditionStatus::False, "OOMKilled")
+    })
+    .await?;
+    running.shutdown().await?;
+    Ok(())
+}
