@@ -77,6 +77,14 @@ pub fn tests() -> Vec<E2eTest> {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_waits_for_its_agent(operator, admin, ns).await
         }),
+        E2eTest::shared("operator::a_terminal_report_decides", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::a_terminal_report_decides(operator, admin, ns).await
+        }),
+        E2eTest::shared("operator::run_cancel_and_ttl", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::cancel_and_ttl(operator, admin, ns).await
+        }),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

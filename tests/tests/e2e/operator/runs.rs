@@ -243,7 +243,11 @@ pub async fn run_waits_for_its_agent(
     })
     .await?;
     ensure!(
-        waiting.status.as_ref().and_then(|s| s.start_time.clone()).is_none(),
+        waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.clone())
+            .is_none(),
         "not accepted yet"
     );
     create_agent(&admin, &namespace).await?;
@@ -262,6 +266,125 @@ pub async fn run_waits_for_its_agent(
         succeeded(r, ConditionStatus::False, "OOMKilled")
     })
     .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A terminal report of the current attempt decides (`completed` → `Succeeded`), written as the
+/// run API writes it; the controller's status writes never take `report` over.
+pub async fn a_terminal_report_decides(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "answered").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "answered", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
+            "usage": {}, "result": {"text": "hello"}}}});
+    runs.patch_status(
+        "answered",
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&report),
+    )
+    .await?;
+    terminate_agent(
+        &admin,
+        &namespace,
+        "answered-1",
+        json!({"exitCode": 0, "reason": "Completed"}),
+    )
+    .await?;
+    let done = run_until(&runs, "answered", "Succeeded", |r| {
+        succeeded(r, ConditionStatus::True, "Succeeded")
+    })
+    .await?;
+    let status = done.status.context("no status")?;
+    ensure!(
+        status.report.and_then(|r| r.result).map(|r| r.text) == Some("hello".into()),
+        "the report stays"
+    );
+    let controller_fields = done
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|f| f.manager.as_deref() == Some("herd-controller"))
+        .map(|f| serde_json::to_string(&f.fields_v1).unwrap_or_default())
+        .collect::<String>();
+    ensure!(
+        !controller_fields.is_empty() && !controller_fields.contains("f:report"),
+        "herd-controller must not own report: {controller_fields}"
+    );
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// Cancel deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
+/// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run.
+pub async fn cancel_and_ttl(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "busy").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "busy", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let cancel = json!({"spec": {"cancel": true}});
+    runs.patch("busy", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    run_until(&runs, "busy", "Cancelled", |r| {
+        succeeded(r, ConditionStatus::False, "Cancelled")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the cancelled Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("busy-1").await?.is_none().then_some(()))
+    })
+    .await?;
+
+    let queued: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "queued"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
+                 "inputs": [{"configMapRef": {"name": "missing"}}],
+                 "ttlSecondsAfterFinished": 1},
+    }))?;
+    runs.create(&PostParams::default(), &queued).await?;
+    let waiting = run_until(&runs, "queued", "Queued on the missing input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+    })
+    .await?;
+    ensure!(
+        message(&waiting) == "input ConfigMap missing not found",
+        "{}",
+        message(&waiting)
+    );
+    runs.patch("queued", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    wait_for("the TTL to delete the cancelled Run", WAIT, || async {
+        Ok(runs.get_opt("queued").await?.is_none().then_some(()))
+    })
+    .await?;
+    ensure!(
+        pods.get_opt("queued-1").await?.is_none(),
+        "a Queued Run never gets a Pod"
+    );
     running.shutdown().await?;
     Ok(())
 }
