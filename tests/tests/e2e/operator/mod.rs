@@ -85,6 +85,11 @@ pub fn tests() -> Vec<E2eTest> {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::cancel_and_ttl(operator, admin, ns).await
         }),
+        E2eTest::shared("operator::run_eviction_is_retried", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            let kubeconfig = env.cluster().kubeconfig().to_owned();
+            runs::eviction_is_retried(operator, admin, ns, kubeconfig).await
+        }),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

@@ -33,6 +33,15 @@ async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<(
 
 /// A ready Agent whose model key is a labelled Secret.
 async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    create_agent_with(admin, namespace, json!({})).await
+}
+
+/// A ready Agent with these `runDefaults`.
+async fn create_agent_with(
+    admin: &Client,
+    namespace: &str,
+    run_defaults: Value,
+) -> anyhow::Result<()> {
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
@@ -45,7 +54,7 @@ async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
         "metadata": {"name": "helper"},
         "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
             "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
-            "soul": "Be brief."},
+            "soul": "Be brief.", "runDefaults": run_defaults},
     }))?;
     agents.create(&PostParams::default(), &agent).await?;
     Ok(())
@@ -385,6 +394,85 @@ pub async fn cancel_and_ttl(
         pods.get_opt("queued-1").await?.is_none(),
         "a Queued Run never gets a Pod"
     );
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An evicted Pod is an infrastructure failure: with `retries: 1` the Run makes attempt 2 (a
+/// new Pod, an Event), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
+/// as has no rights beyond self-review.
+pub async fn eviction_is_retried(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+    kubeconfig: std::path::PathBuf,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent_with(&admin, &namespace, json!({"retries": 1})).await?;
+    create_run(&admin, &namespace, "evicted").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "evicted", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
+        "message": "The node was low on resource: memory."}});
+    pods.patch_status("evicted-1", &PatchParams::default(), &Patch::Merge(&evict))
+        .await?;
+    run_until(&runs, "evicted", "attempt 2", |r| {
+        r.status.as_ref().and_then(|s| s.attempt) == Some(2)
+            && r.status.as_ref().and_then(|s| s.pod_name.as_deref()) == Some("evicted-2")
+    })
+    .await?;
+    let second = pods.get("evicted-2").await?;
+    ensure!(
+        second
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("herd.dev/attempt"))
+            .map(String::as_str)
+            == Some("2")
+    );
+    pods.patch_status("evicted-2", &PatchParams::default(), &Patch::Merge(&evict))
+        .await?;
+    let done = run_until(&runs, "evicted", "Evicted", |r| {
+        succeeded(r, ConditionStatus::False, "Evicted")
+    })
+    .await?;
+    ensure!(
+        message(&done) == "the pod was evicted: The node was low on resource: memory.",
+        "{}",
+        message(&done)
+    );
+
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": namespace}});
+    let file = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+    let mut impersonated =
+        kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+            .await?;
+    impersonated.auth_info.impersonate =
+        Some(format!("system:serviceaccount:{namespace}:herd-runner"));
+    let runner = Client::try_from(impersonated)?;
+    let request = http::Request::post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&review)?)?;
+    let answer: Value = runner.request(request).await?;
+    let rules = answer["status"]["resourceRules"]
+        .as_array()
+        .context("no resourceRules")?;
+    ensure!(!rules.is_empty(), "the self-review rules are listed: {answer}");
+    for rule in rules {
+        let groups = rule["apiGroups"].to_string();
+        ensure!(
+            groups.contains("authorization.k8s.io") || groups.contains("authentication.k8s.io"),
+            "herd-runner may do more than self-review: {rule}"
+        );
+    }
     running.shutdown().await?;
     Ok(())
 }
