@@ -90,6 +90,13 @@ pub fn tests() -> Vec<E2eTest> {
             let kubeconfig = env.cluster().kubeconfig().to_owned();
             runs::eviction_is_retried(operator, admin, ns, kubeconfig).await
         }),
+        E2eTest::shared(
+            "operator::run_timeout_while_the_pod_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::timeout_while_the_pod_runs(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

@@ -465,7 +465,10 @@ pub async fn eviction_is_retried(
     let rules = answer["status"]["resourceRules"]
         .as_array()
         .context("no resourceRules")?;
-    ensure!(!rules.is_empty(), "the self-review rules are listed: {answer}");
+    ensure!(
+        !rules.is_empty(),
+        "the self-review rules are listed: {answer}"
+    );
     for rule in rules {
         let groups = rule["apiGroups"].to_string();
         ensure!(
@@ -473,6 +476,56 @@ pub async fn eviction_is_retried(
             "herd-runner may do more than self-review: {rule}"
         );
     }
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// The operator enforces `timeout` itself from `startTime`, whatever the Pod is doing: the Run
+/// ends `TimedOut` and its running Pod is deleted.
+pub async fn timeout_while_the_pod_runs(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "slow"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Take your time.", "timeout": "4s"},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "slow", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let started = json!({"status": {"phase": "Running", "containerStatuses": [{
+        "name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest", "imageID": "",
+        "ready": true, "restartCount": 0, "started": true,
+        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
+    pods.patch_status("slow-1", &PatchParams::default(), &Patch::Merge(&started))
+        .await?;
+    run_until(&runs, "slow", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
+    })
+    .await?;
+    let done = run_until(&runs, "slow", "TimedOut", |r| {
+        succeeded(r, ConditionStatus::False, "TimedOut")
+    })
+    .await?;
+    ensure!(
+        message(&done) == "the timeout of 4s passed",
+        "{}",
+        message(&done)
+    );
+    wait_for("the timed-out Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("slow-1").await?.is_none().then_some(()))
+    })
+    .await?;
     running.shutdown().await?;
     Ok(())
 }
