@@ -9,9 +9,9 @@ use futures::{Stream, StreamExt};
 use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
-use herd_crds::reason::condition_type;
+use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunStatus, phase_of};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -37,6 +37,7 @@ use crate::decide::run_snapshot::{
 use crate::decide::run_status::{
     AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, next_status, snapshot_name,
 };
+use crate::decide::run_workspace::desired_workspace_claim;
 use crate::decide::skill_version::config_map_name;
 use crate::error::Error;
 use crate::labels;
@@ -291,12 +292,8 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         }
         decision = next_status(&previous, &facts);
     }
-    if decision.status.completion_time.is_some()
+    if operator_stopped(&decision.status)
         && let Some(pod) = &pod
-        && !matches!(
-            facts.pod,
-            PodState::Observed(crate::decide::pod_outcome::PodOutcome::AgentExited(_))
-        )
     {
         delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
     }
@@ -323,6 +320,20 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     Ok(Action::requeue(
         next_requeue(&decision.status, &created, limits, &now).max(Duration::from_secs(1)),
     ))
+}
+
+/// Whether the Run ended by the operator's decision (cancel, a deadline), so its Pod, maybe
+/// still working, is deleted; a Run the runner's report or exit ended lets its Pod finish.
+fn operator_stopped(status: &RunStatus) -> bool {
+    find_condition(&status.conditions, condition_type::SUCCEEDED).is_some_and(|c| {
+        c.status == ConditionStatus::False
+            && [
+                reason::CANCELLED,
+                reason::TIMED_OUT,
+                reason::INPUT_TIMED_OUT,
+            ]
+            .contains(&c.reason.as_str())
+    })
 }
 
 /// The limits in force: the snapshot's once accepted, else the Run's or its Agent's.
@@ -472,7 +483,8 @@ enum Started {
     Refused(String),
 }
 
-/// The per-namespace objects, the inputs' check, the NetworkPolicy, then the Pod.
+/// The per-namespace objects, the inputs' check, the NetworkPolicy, the workspace claim, then
+/// the Pod.
 async fn start_pod(
     ctx: &Context,
     run: &Run,
@@ -500,6 +512,14 @@ async fn start_pod(
         Created::Done => {}
         Created::Quota(why) => return Ok(Started::Blocked(why)),
         Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+    }
+    if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
+        match create_owned(&claims, &claim, &ids.uid).await? {
+            Created::Done => {}
+            Created::Quota(why) => return Ok(Started::Blocked(why)),
+            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        }
     }
     let skills: Vec<SkillMount> = snap
         .skills

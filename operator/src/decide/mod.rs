@@ -11,6 +11,7 @@ pub mod run_network_policy;
 pub mod run_pod;
 pub mod run_snapshot;
 pub mod run_status;
+pub mod run_workspace;
 pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;

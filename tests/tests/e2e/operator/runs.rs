@@ -33,7 +33,7 @@ async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<(
 
 /// A ready Agent whose model key is a labelled Secret.
 async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
-    create_agent_with(admin, namespace, json!({})).await
+    create_agent_with(admin, namespace, json!({}), json!({})).await
 }
 
 /// A ready Agent with these `runDefaults`.
@@ -41,6 +41,7 @@ async fn create_agent_with(
     admin: &Client,
     namespace: &str,
     run_defaults: Value,
+    sandbox: Value,
 ) -> anyhow::Result<()> {
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
     let secret: Secret = serde_json::from_value(json!({
@@ -54,7 +55,7 @@ async fn create_agent_with(
         "metadata": {"name": "helper"},
         "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
             "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
-            "soul": "Be brief.", "runDefaults": run_defaults},
+            "soul": "Be brief.", "runDefaults": run_defaults, "sandbox": sandbox},
     }))?;
     agents.create(&PostParams::default(), &agent).await?;
     Ok(())
@@ -399,7 +400,7 @@ pub async fn cancel_and_ttl(
 }
 
 /// An evicted Pod is an infrastructure failure: with `retries: 1` the Run makes attempt 2 (a
-/// new Pod, an Event), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
+/// new Pod on the same workspace claim), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
 /// as has no rights beyond self-review.
 pub async fn eviction_is_retried(
     operator: Client,
@@ -410,7 +411,8 @@ pub async fn eviction_is_retried(
     enforce_restricted(&admin, &namespace).await?;
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator).await?;
-    create_agent_with(&admin, &namespace, json!({"retries": 1})).await?;
+    let claimed = json!({"workspace": {"persistentVolumeClaim": {"size": "1Gi"}}});
+    create_agent_with(&admin, &namespace, json!({"retries": 1}), claimed).await?;
     create_run(&admin, &namespace, "evicted").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     run_until(&runs, "evicted", "PodPending", |r| {
@@ -436,6 +438,25 @@ pub async fn eviction_is_retried(
             .and_then(|l| l.get("herd.dev/attempt"))
             .map(String::as_str)
             == Some("2")
+    );
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(admin.clone(), &namespace);
+    let claim = claims.get("evicted-workspace").await?;
+    ensure!(
+        claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "Run"),
+        "the workspace claim is the Run's"
+    );
+    let volumes = serde_json::to_value(&second.spec.as_ref().context("no spec")?.volumes)?;
+    ensure!(
+        volumes
+            .to_string()
+            .contains(r#""claimName":"evicted-workspace""#),
+        "attempt 2 reuses the workspace: {volumes}"
     );
     pods.patch_status("evicted-2", &PatchParams::default(), &Patch::Merge(&evict))
         .await?;
