@@ -41,6 +41,7 @@ use crate::decide::run_workspace::desired_workspace_claim;
 use crate::decide::skill_version::config_map_name;
 use crate::error::Error;
 use crate::labels;
+use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
 use crate::shared::{Shared, key};
 
@@ -303,6 +304,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     };
     if decision.status != controller_part {
         apply_status(&api, ids.name, &decision.status).await?;
+        record_finish(shared, &run, &previous, &decision.status);
         announce(
             shared,
             &run,
@@ -564,6 +566,34 @@ async fn start_pod(
         Created::Quota(why) => Started::Blocked(why),
         Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
     })
+}
+
+/// Metrics of a Run that just finished.
+fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStatus) {
+    let (Some(end), None) = (&after.completion_time, &before.completion_time) else {
+        return;
+    };
+    let Some(succeeded) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
+        return;
+    };
+    let start = after
+        .start_time
+        .as_ref()
+        .or(run.metadata.creation_timestamp.as_ref())
+        .unwrap_or(end);
+    let usage = before.report.as_ref().map(|r| r.usage).unwrap_or_default();
+    shared.metrics.run_finished(
+        OutcomeLabels {
+            succeeded: format!("{:?}", succeeded.status),
+            reason: succeeded.reason.clone(),
+        },
+        elapsed(start, end).as_secs_f64(),
+        AgentLabels {
+            namespace: run.namespace().unwrap_or_default(),
+            agent: run.spec.agent_ref.name.clone(),
+        },
+        usage.input_tokens.saturating_add(usage.output_tokens),
+    );
 }
 
 /// An Event and a log line on every change of `Succeeded`'s reason, and on each retry.

@@ -299,7 +299,7 @@ pub async fn a_terminal_report_decides(
     .await?;
     let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
         "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
-            "usage": {}, "result": {"text": "hello"}}}});
+            "usage": {"inputTokens": 5, "outputTokens": 2}, "result": {"text": "hello"}}}});
     runs.patch_status(
         "answered",
         &PatchParams::apply("herd-runapi").force(),
@@ -334,6 +334,16 @@ pub async fn a_terminal_report_decides(
         !controller_fields.is_empty() && !controller_fields.contains("f:report"),
         "herd-controller must not own report: {controller_fields}"
     );
+    let (code, body) = super::support::http_get(&running, "/metrics").await?;
+    ensure!(
+        code == 200
+            && body.contains(r#"herd_runs_finished_total{succeeded="True",reason="Succeeded"} 1"#)
+            && body.contains(&format!(
+                r#"herd_run_tokens_total{{namespace="{namespace}",agent="helper"}} 7"#
+            )),
+        "{body}"
+    );
+    ensure!(!body.contains("answered"), "no Run names in metrics");
     running.shutdown().await?;
     Ok(())
 }
