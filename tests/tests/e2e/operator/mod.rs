@@ -97,6 +97,13 @@ pub fn tests() -> Vec<E2eTest> {
                 runs::timeout_while_the_pod_runs(operator, admin, ns).await
             },
         ),
+        E2eTest::shared(
+            "operator::run_refused_pod_is_invalid_spec",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::refused_pod_is_invalid_spec(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

@@ -560,3 +560,37 @@ pub async fn timeout_while_the_pod_runs(
     running.shutdown().await?;
     Ok(())
 }
+
+/// The API server refusing the Pod (here the RuntimeClass admission: the Agent's
+/// `runtimeClassName` does not exist) fails the Run `InvalidSpec` with the server's message.
+pub async fn refused_pod_is_invalid_spec(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent_with(
+        &admin,
+        &namespace,
+        json!({}),
+        json!({"runtimeClassName": "no-such-runtime"}),
+    )
+    .await?;
+    create_run(&admin, &namespace, "refused").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let failed = run_until(&runs, "refused", "InvalidSpec", |r| {
+        succeeded(r, ConditionStatus::False, "InvalidSpec")
+    })
+    .await?;
+    ensure!(
+        message(&failed).contains("no-such-runtime"),
+        "the server's message: {}",
+        message(&failed)
+    );
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(pods.get_opt("refused-1").await?.is_none());
+    running.shutdown().await?;
+    Ok(())
+}
