@@ -223,7 +223,16 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     let accepted = previous.start_time.is_some();
     let mut invalid = None;
     let (agent_state, snap) = if accepted {
-        (AgentState::Ready, load_snapshot(&ctx, &ids).await?)
+        let snap = load_snapshot(&ctx, &ids).await?;
+        if snap.is_none() {
+            // Every attempt must use exactly what the Run was accepted with; never re-snapshot
+            // a live Agent that may have changed since.
+            invalid = Some(format!(
+                "snapshot ConfigMap {} is missing or not this Run's",
+                snapshot_name(ids.name)
+            ));
+        }
+        (AgentState::Ready, snap)
     } else {
         accept(&ctx, &run, &ids, &mut invalid).await?
     };

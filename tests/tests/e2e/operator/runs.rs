@@ -349,7 +349,8 @@ pub async fn a_terminal_report_decides(
 }
 
 /// Cancel deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
-/// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run.
+/// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
+/// Run whose snapshot disappeared fails `InvalidSpec` rather than re-reading its Agent.
 pub async fn cancel_and_ttl(
     operator: Client,
     admin: Client,
@@ -397,6 +398,32 @@ pub async fn cancel_and_ttl(
     );
     runs.patch("queued", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
+    let lost: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "lost"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
+                 "inputs": [{"configMapRef": {"name": "late"}}]},
+    }))?;
+    runs.create(&PostParams::default(), &lost).await?;
+    run_until(&runs, "lost", "Queued on the late input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    cms.delete("lost-snapshot", &Default::default()).await?;
+    let late: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
+    cms.create(&PostParams::default(), &late).await?;
+    let failed = run_until(&runs, "lost", "InvalidSpec without its snapshot", |r| {
+        succeeded(r, ConditionStatus::False, "InvalidSpec")
+    })
+    .await?;
+    ensure!(
+        message(&failed) == "snapshot ConfigMap lost-snapshot is missing or not this Run's",
+        "{}",
+        message(&failed)
+    );
+    ensure!(pods.get_opt("lost-1").await?.is_none());
     wait_for("the TTL to delete the cancelled Run", WAIT, || async {
         Ok(runs.get_opt("queued").await?.is_none().then_some(()))
     })
