@@ -86,6 +86,8 @@ pub mod run {
     pub const WAITING_FOR_INPUT: &str = "WaitingForInput";
     /// `Succeeded=Unknown`: the Agent does not exist (yet); retried.
     pub const AGENT_NOT_FOUND: &str = "AgentNotFound";
+    /// `Succeeded=Unknown`: the Agent exists but is not ready (its message is carried); retried.
+    pub const AGENT_NOT_READY: &str = "AgentNotReady";
     /// `Succeeded=True`.
     pub const SUCCEEDED: &str = "Succeeded";
     /// `Succeeded=False`: the agent failed.

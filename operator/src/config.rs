@@ -36,9 +36,46 @@ pub struct Config {
     #[command(flatten)]
     pub default_model: DefaultModelConfig,
 
+    /// How Run pods are made and what they reach.
+    #[command(flatten)]
+    pub runs: RunPodConfig,
+
     /// Log lines as JSON (`json`) or for people (`text`).
     #[arg(long, env = "HERD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+}
+
+/// The images and endpoints of Run pods.
+#[derive(Args, Clone, Debug)]
+pub struct RunPodConfig {
+    /// Image of the `agent` container (`herd-runner pod`).
+    #[arg(
+        long,
+        env = "HERD_RUNNER_IMAGE",
+        default_value = "ghcr.io/herd-dev/herd-runner:latest"
+    )]
+    pub runner_image: String,
+    /// Default image of the `sandbox` container (an Agent's `sandbox.image` wins).
+    #[arg(
+        long,
+        env = "HERD_SANDBOX_IMAGE",
+        default_value = "ghcr.io/herd-dev/herd-sandbox:latest"
+    )]
+    pub sandbox_image: String,
+    /// The run API's URL as Run pods reach it (`HERD_API_URL`).
+    #[arg(
+        long,
+        env = "HERD_RUN_API_URL",
+        default_value = "https://herd-operator.herd-system.svc:8443"
+    )]
+    pub run_api_url: String,
+    /// The run API's port, opened in each Run's NetworkPolicy.
+    #[arg(long, env = "HERD_RUN_API_PORT", default_value_t = 8443)]
+    pub run_api_port: i32,
+    /// A CIDR holding the run API, when the operator runs outside the cluster; else Run pods
+    /// reach the operator's pods in the Lease's namespace.
+    #[arg(long, env = "HERD_RUN_API_CIDR")]
+    pub run_api_cidr: Option<String>,
 }
 
 /// Log output format.

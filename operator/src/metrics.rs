@@ -14,8 +14,31 @@ use prometheus_client::registry::Registry;
 /// The label set of per-controller metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
-    /// `agent`, `skill` (later `run`).
+    /// `agent`, `skill` or `run`.
     pub controller: &'static str,
+}
+
+/// The label set of finished Runs: the `Succeeded` status and reason (a bounded set).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `True` (answered) or `False`.
+    pub succeeded: String,
+    /// The `Succeeded` reason, e.g. `TimedOut`.
+    pub reason: String,
+}
+
+/// The label set of per-Agent metrics (Agents are few and named by admins; Runs never label).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AgentLabels {
+    /// The Agent's namespace.
+    pub namespace: String,
+    /// The Agent's name.
+    pub agent: String,
+}
+
+/// Run durations: 1 s to about 9 h.
+fn run_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
 fn duration_histogram() -> Histogram {
@@ -31,6 +54,9 @@ pub struct Metrics {
     durations: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     in_flight: Family<ControllerLabels, Gauge<i64, AtomicI64>>,
     leader: Gauge<i64, AtomicI64>,
+    runs: Family<OutcomeLabels, Counter>,
+    run_durations: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
+    tokens: Family<AgentLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -69,6 +95,27 @@ impl Default for Metrics {
             "1 while this replica holds the Lease and runs the controllers, else 0",
             leader.clone(),
         );
+        let runs = Family::<OutcomeLabels, Counter>::default();
+        let run_durations =
+            Family::<OutcomeLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                run_histogram,
+            );
+        let tokens = Family::<AgentLabels, Counter>::default();
+        registry.register(
+            "runs_finished",
+            "Runs finished, by Succeeded status and reason",
+            runs.clone(),
+        );
+        registry.register(
+            "run_duration_seconds",
+            "From a Run's start to its end, by Succeeded status and reason",
+            run_durations.clone(),
+        );
+        registry.register(
+            "run_tokens",
+            "Model tokens (input and output) used by finished Runs, by Agent",
+            tokens.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -76,6 +123,9 @@ impl Default for Metrics {
             durations,
             in_flight,
             leader,
+            runs,
+            run_durations,
+            tokens,
         }
     }
 }
@@ -123,6 +173,19 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// Records a Run that just finished.
+    pub fn run_finished(
+        &self,
+        outcome: OutcomeLabels,
+        seconds: f64,
+        agent: AgentLabels,
+        tokens: u64,
+    ) {
+        self.runs.get_or_create(&outcome).inc();
+        self.run_durations.get_or_create(&outcome).observe(seconds);
+        self.tokens.get_or_create(&agent).inc_by(tokens);
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -166,5 +229,35 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("herd_leader 1"), "{text}");
+    }
+
+    #[test]
+    fn finished_runs_by_outcome_and_tokens_by_agent() {
+        let metrics = Metrics::default();
+        let outcome = OutcomeLabels {
+            succeeded: "False".into(),
+            reason: "TimedOut".into(),
+        };
+        let agent = AgentLabels {
+            namespace: "ns".into(),
+            agent: "helper".into(),
+        };
+        metrics.run_finished(outcome.clone(), 3.0, agent.clone(), 120);
+        metrics.run_finished(outcome, 5.0, agent, 30);
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("herd_runs_finished_total{succeeded=\"False\",reason=\"TimedOut\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "herd_run_duration_seconds_sum{succeeded=\"False\",reason=\"TimedOut\"} 8.0"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("herd_run_tokens_total{namespace=\"ns\",agent=\"helper\"} 150"),
+            "{text}"
+        );
     }
 }

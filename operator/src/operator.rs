@@ -12,7 +12,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::info;
 
 use crate::config::Config;
-use crate::controller::{agent, skill};
+use crate::controller::{agent, run, skill};
 use crate::error::Error;
 use crate::http::Readiness;
 use crate::http::{HttpState, router};
@@ -135,10 +135,21 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
+        let (runs, run_caches) = run::controller(
+            scope.clone(),
+            shared.clone(),
+            config.runs.clone(),
+            run::network_config(&config.runs, &config.lease.namespace),
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
         readiness.extend(agent_caches);
         readiness.extend(skill_caches);
+        readiness.extend(run_caches);
         controllers.spawn(drain(agents));
         controllers.spawn(drain(skills));
+        controllers.spawn(drain(runs));
     }
     ready.set(readiness);
     let leader_metrics = metrics.clone();

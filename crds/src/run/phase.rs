@@ -53,7 +53,7 @@ pub fn phase_of(conditions: &[Condition]) -> RunPhase {
             } else {
                 match succeeded.reason.as_str() {
                     run::QUEUED => RunPhase::Queued,
-                    run::AGENT_NOT_FOUND => RunPhase::Pending,
+                    run::AGENT_NOT_FOUND | run::AGENT_NOT_READY => RunPhase::Pending,
                     _ => RunPhase::Running,
                 }
             }
@@ -92,6 +92,7 @@ mod tests {
         let cases = [
             (run::QUEUED, RunPhase::Queued),
             (run::AGENT_NOT_FOUND, RunPhase::Pending),
+            (run::AGENT_NOT_READY, RunPhase::Pending),
             (run::POD_PENDING, RunPhase::Running),
             (run::RUNNING, RunPhase::Running),
             (run::WAITING_FOR_INPUT, RunPhase::InputRequired),

@@ -3,4 +3,6 @@
 //! Every replica runs them to keep its caches warm; only the leader's reconciles act.
 
 pub mod agent;
+pub mod run;
+pub mod run_objects;
 pub mod skill;

@@ -1,9 +1,10 @@
-//! The operator, part 1: Agent and Skill controllers and leader election, each test with its
+//! The operator: Agent, Skill and Run controllers and leader election, each test with its
 //! own in-process operator running as a ServiceAccount under exactly the chart's RBAC, scoped
 //! to the test's namespace with its own Lease (the cluster-wide variant runs alone).
 
 mod agents;
 mod leader;
+mod runs;
 mod support;
 
 use herd_e2e::{E2eTest, TestEnv};
@@ -63,6 +64,44 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
                 leader::lost_lease_stops_the_operator(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::run_becomes_snapshot_policy_and_pod",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::run_becomes_snapshot_policy_and_pod(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared("operator::run_waits_for_its_agent", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::run_waits_for_its_agent(operator, admin, ns).await
+        }),
+        E2eTest::shared("operator::a_terminal_report_decides", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::a_terminal_report_decides(operator, admin, ns).await
+        }),
+        E2eTest::shared("operator::run_cancel_and_ttl", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::cancel_and_ttl(operator, admin, ns).await
+        }),
+        E2eTest::shared("operator::run_eviction_is_retried", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            let kubeconfig = env.cluster().kubeconfig().to_owned();
+            runs::eviction_is_retried(operator, admin, ns, kubeconfig).await
+        }),
+        E2eTest::shared(
+            "operator::run_timeout_while_the_pod_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::timeout_while_the_pod_runs(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::run_refused_pod_is_invalid_spec",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::refused_pod_is_invalid_spec(operator, admin, ns).await
             },
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {

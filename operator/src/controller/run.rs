@@ -1,0 +1,637 @@
+//! The Run controller: accepts a Run once its Agent is ready (writing the immutable snapshot),
+//! creates its NetworkPolicy and then its Pod, follows the Pod and the runner's report to the
+//! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use herd_crds::agent::Agent;
+use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::duration::parse_duration;
+use herd_crds::reason::{condition_type, run as reason};
+use herd_crds::run::{Run, RunStatus, phase_of};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use tracing::{debug, info, warn};
+
+use super::run_objects::{
+    Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
+};
+use crate::apply::apply_status;
+use crate::config::RunPodConfig;
+use crate::decide::pod_outcome::pod_outcome;
+use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
+use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
+use crate::decide::run_pod::{
+    PodConfig, PodInputs, SkillMount, default_runner_resources, desired_pod, pod_name,
+};
+use crate::decide::run_snapshot::{
+    Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
+};
+use crate::decide::run_status::{
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, next_status, snapshot_name,
+};
+use crate::decide::run_workspace::desired_workspace_claim;
+use crate::decide::skill_version::config_map_name;
+use crate::error::Error;
+use crate::labels;
+use crate::metrics::{AgentLabels, OutcomeLabels};
+use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::shared::{Shared, key};
+
+/// The controller's name in metrics and logs.
+pub const NAME: &str = "run";
+
+/// What the Run controller reads.
+pub struct Context {
+    /// Shared operator state.
+    pub shared: Arc<Shared>,
+    /// The Agents of the scope.
+    pub agents: Store<Agent>,
+    /// The operator's Pods of the scope.
+    pub pods: Store<Pod>,
+    /// The operator's ConfigMaps of the scope (snapshots, skill versions).
+    pub config_maps: Store<ConfigMap>,
+    /// How Run pods are made.
+    pub pod_config: PodConfig,
+    /// What Run pods may reach.
+    pub network: NetworkConfig,
+    /// Images of Run pods.
+    pub runs: RunPodConfig,
+}
+
+/// The network settings of Run pods from the operator's flags.
+pub fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
+    NetworkConfig {
+        dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
+        run_api: match &runs.run_api_cidr {
+            Some(cidr) => RunApiPeer::Cidr(cidr.clone()),
+            None => RunApiPeer::Pods {
+                namespace: operator_namespace.to_owned(),
+                labels: [
+                    ("app.kubernetes.io/name".to_owned(), "herd".to_owned()),
+                    (
+                        "app.kubernetes.io/component".to_owned(),
+                        "operator".to_owned(),
+                    ),
+                ]
+                .into(),
+            },
+        },
+        run_api_port: runs.run_api_port,
+    }
+}
+
+/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+pub fn controller(
+    scope: Scope,
+    shared: Arc<Shared>,
+    runs: RunPodConfig,
+    network: NetworkConfig,
+    concurrency: u16,
+    leader_gained: impl Stream<Item = ()> + Send + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+    let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
+    let (runs_synced, agents_synced, pods_synced, cms_synced) = (
+        synced[0].clone(),
+        synced[1].clone(),
+        synced[2].clone(),
+        synced[3].clone(),
+    );
+    let client = &shared.client;
+    let (run_store, run_writer) = reflector::store::<Run>();
+    let run_stream = watcher(scope.api::<Run>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(run_writer)
+        .inspect(move |event| runs_synced.observe(event))
+        .applied_objects();
+    let (agents, agent_writer) = reflector::store::<Agent>();
+    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(agent_writer)
+        .inspect(move |event| agents_synced.observe(event))
+        .touched_objects();
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let pod_stream = watcher(
+        scope.api::<Pod>(client),
+        watch_config().labels(labels::MANAGED_SELECTOR),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(pod_writer)
+    .inspect(move |event| pods_synced.observe(event))
+    .touched_objects();
+    let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
+    let cm_stream = watcher(
+        scope.api::<ConfigMap>(client),
+        watch_config().labels(labels::MANAGED_SELECTOR),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(cm_writer)
+    .inspect(move |event| cms_synced.observe(event))
+    .touched_objects();
+    let pod_config = PodConfig {
+        run_api_url: runs.run_api_url.clone(),
+        runner_resources: default_runner_resources(),
+    };
+    let context = Arc::new(Context {
+        shared,
+        agents,
+        pods,
+        config_maps,
+        pod_config,
+        network,
+        runs,
+    });
+    let waiting = run_store.clone();
+    let stream = Controller::for_stream(run_stream, run_store)
+        .owns_stream(pod_stream)
+        .owns_stream(cm_stream)
+        .watches_stream(agent_stream, move |agent: Agent| {
+            runs_waiting_for(&waiting, &agent)
+        })
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .reconcile_all_on(leader_gained)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .map(|result| {
+            if let Err(error) = result {
+                debug!(%error, "run controller");
+            }
+        });
+    (stream, synced)
+}
+
+/// Runs not accepted yet that name `agent`.
+fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
+    let name = agent.name_any();
+    let namespace = agent.namespace();
+    runs.state()
+        .into_iter()
+        .filter(|run| run.namespace() == namespace && run.spec.agent_ref.name == name)
+        .filter(|run| run.status.as_ref().is_none_or(|s| s.start_time.is_none()))
+        .map(|run| ObjectRef::from_obj(run.as_ref()))
+        .collect()
+}
+
+/// The Run's identity, read once.
+struct Ids<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    uid: String,
+}
+
+/// Reads, decides, creates what is missing, and applies the Run's status.
+pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    if !shared.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let _measure = shared.metrics.reconcile(NAME);
+    let ids = Ids {
+        name: run
+            .metadata
+            .name
+            .as_deref()
+            .ok_or(Error::MissingField("metadata.name"))?,
+        namespace: run
+            .metadata
+            .namespace
+            .as_deref()
+            .ok_or(Error::MissingField("metadata.namespace"))?,
+        uid: run.uid().ok_or(Error::MissingField("metadata.uid"))?,
+    };
+    let api: Api<Run> = Api::namespaced(shared.client.clone(), ids.namespace);
+    let previous = run.status.clone().unwrap_or_default();
+    let now = Time(jiff::Timestamp::now());
+    let created = run
+        .metadata
+        .creation_timestamp
+        .clone()
+        .unwrap_or_else(|| now.clone());
+
+    let accepted = previous.start_time.is_some();
+    let mut invalid = None;
+    let (agent_state, snap) = if accepted {
+        let snap = load_snapshot(&ctx, &ids).await?;
+        if snap.is_none() {
+            // Every attempt must use exactly what the Run was accepted with; never re-snapshot
+            // a live Agent that may have changed since.
+            invalid = Some(format!(
+                "snapshot ConfigMap {} is missing or not this Run's",
+                snapshot_name(ids.name)
+            ));
+        }
+        (AgentState::Ready, snap)
+    } else {
+        accept(&ctx, &run, &ids, &mut invalid).await?
+    };
+    let limits = limits(&run, snap.as_ref(), &ctx, &ids);
+
+    if phase_of(&previous.conditions).is_finished() {
+        if ttl_expired(&previous, limits.ttl_after_finished, &now) {
+            info!(
+                run = ids.name,
+                namespace = ids.namespace,
+                "TTL passed: deleting the Run"
+            );
+            match api.delete(ids.name, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error.into()),
+            }
+            return Ok(Action::await_change());
+        }
+        shared.succeeded(&key(NAME, run.as_ref()));
+        return Ok(Action::requeue(next_requeue(
+            &previous, &created, limits, &now,
+        )));
+    }
+
+    let attempt = previous.attempt.unwrap_or(1);
+    let this_pod = pod_name(ids.name, attempt);
+    let pod = current_pod(&ctx, &ids, &this_pod).await?;
+    let pod_state = match &pod {
+        Some(pod) => PodState::Observed(pod_outcome(pod)),
+        None if previous.pod_name.as_deref() == Some(this_pod.as_str()) => PodState::Gone,
+        None => PodState::NotCreated,
+    };
+    let mut facts = RunFacts {
+        name: ids.name,
+        generation: run.metadata.generation,
+        created: created.clone(),
+        agent_name: &run.spec.agent_ref.name,
+        cancel: run.spec.cancel,
+        agent: agent_state,
+        timeout: limits.timeout,
+        input_timeout: limits.input_timeout,
+        retries: snap.as_ref().map_or(0, |s| s.run.retries),
+        report: previous.report.as_ref(),
+        pod: pod_state,
+        pod_name: pod.as_ref().map(|_| this_pod.clone()),
+        blocked: None,
+        invalid,
+        now: now.clone(),
+    };
+    let mut decision = next_status(&previous, &facts);
+    let going = decision.status.completion_time.is_none();
+    if going
+        && decision.retried.is_none()
+        && facts.pod == PodState::NotCreated
+        && let Some(snap) = &snap
+    {
+        let start = decision.status.start_time.clone().unwrap_or(now.clone());
+        let time_left = limits.timeout.saturating_sub(elapsed(&start, &now));
+        match start_pod(&ctx, &run, &ids, snap, attempt, time_left).await? {
+            Started::Created => {
+                facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
+                facts.pod_name = Some(this_pod.clone());
+            }
+            Started::Blocked(why) => facts.blocked = Some(why),
+            Started::Refused(why) => facts.invalid = Some(why),
+        }
+        decision = next_status(&previous, &facts);
+    }
+    if operator_stopped(&decision.status)
+        && let Some(pod) = &pod
+    {
+        delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
+    }
+    let controller_part = RunStatus {
+        report: None,
+        ..previous.clone()
+    };
+    if decision.status != controller_part {
+        apply_status(&api, ids.name, &decision.status).await?;
+        record_finish(shared, &run, &previous, &decision.status);
+        announce(
+            shared,
+            &run,
+            &previous,
+            &decision.status,
+            decision.retried.as_deref(),
+        )
+        .await;
+    }
+    if facts.blocked.is_some() {
+        // A quota or a missing input: nothing is watched that would wake us, so back off.
+        return Ok(shared.failed(NAME, key(NAME, run.as_ref())));
+    }
+    shared.succeeded(&key(NAME, run.as_ref()));
+    Ok(Action::requeue(
+        next_requeue(&decision.status, &created, limits, &now).max(Duration::from_secs(1)),
+    ))
+}
+
+/// Whether the Run ended by the operator's decision (cancel, a deadline), so its Pod, maybe
+/// still working, is deleted; a Run the runner's report or exit ended lets its Pod finish.
+fn operator_stopped(status: &RunStatus) -> bool {
+    find_condition(&status.conditions, condition_type::SUCCEEDED).is_some_and(|c| {
+        c.status == ConditionStatus::False
+            && [
+                reason::CANCELLED,
+                reason::TIMED_OUT,
+                reason::INPUT_TIMED_OUT,
+            ]
+            .contains(&c.reason.as_str())
+    })
+}
+
+/// The limits in force: the snapshot's once accepted, else the Run's or its Agent's.
+fn limits(run: &Run, snap: Option<&Snapshot>, ctx: &Context, ids: &Ids<'_>) -> Limits {
+    if let Some(snap) = snap {
+        return Limits {
+            timeout: snap.run.timeout(),
+            input_timeout: snap.run.input_timeout(),
+            ttl_after_finished: snap
+                .run
+                .ttl_seconds_after_finished
+                .map(|s| Duration::from_secs(u64::from(s))),
+        };
+    }
+    let agent = ctx
+        .agents
+        .get(&ObjectRef::new(&run.spec.agent_ref.name).within(ids.namespace));
+    let parse = |text: Option<&str>| text.and_then(|t| parse_duration(t).ok());
+    let timeout = parse(run.spec.timeout.as_deref())
+        .or_else(|| parse(agent.as_ref().map(|a| a.spec.run_defaults.timeout.as_str())))
+        .unwrap_or(DEFAULT_ACCEPT_TIMEOUT);
+    Limits {
+        timeout,
+        input_timeout: parse(run.spec.input_timeout.as_deref()).unwrap_or(DEFAULT_ACCEPT_TIMEOUT),
+        ttl_after_finished: run
+            .spec
+            .ttl_seconds_after_finished
+            .map(|s| Duration::from_secs(u64::from(s))),
+    }
+}
+
+/// Resolves the Agent; when it is ready, takes and stores the snapshot.
+async fn accept(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    invalid: &mut Option<String>,
+) -> Result<(AgentState, Option<Snapshot>), Error> {
+    let agent_name = &run.spec.agent_ref.name;
+    let Some(agent) = ctx
+        .agents
+        .get(&ObjectRef::new(agent_name).within(ids.namespace))
+    else {
+        return Ok((AgentState::NotFound, None));
+    };
+    let status = agent.status.clone().unwrap_or_default();
+    let ready = find_condition(&status.conditions, condition_type::READY);
+    if status.observed_generation != agent.metadata.generation
+        || ready.is_none_or(|c| c.status != ConditionStatus::True)
+    {
+        let why = ready.map_or_else(|| "not reconciled yet".to_owned(), |c| c.message.clone());
+        return Ok((AgentState::NotReady(why), None));
+    }
+    let client = &ctx.shared.client;
+    let texts: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
+    let text = |from: Option<&herd_crds::refs::ValueFrom>| {
+        let texts = texts.clone();
+        let from = from.cloned();
+        async move {
+            let Some(from) = from else {
+                return Ok::<_, Error>(None);
+            };
+            let key = from.config_map_key_ref;
+            let cm = texts.get_opt(&key.name).await?;
+            Ok(cm.and_then(|cm| cm.data?.get(&key.key).cloned()))
+        }
+    };
+    let soul = text(agent.spec.soul_from.as_ref()).await?;
+    let script = text(
+        agent
+            .spec
+            .model
+            .as_ref()
+            .and_then(|m| m.script_from.as_ref()),
+    )
+    .await?;
+    let taken = snapshot(
+        &run.spec,
+        &agent.spec,
+        SnapshotSources {
+            agent_name,
+            skills: &status.resolved_skills,
+            soul,
+            script,
+            default_model: &ctx.shared.default_model,
+            runner_image: &ctx.runs.runner_image,
+            sandbox_image: &ctx.runs.sandbox_image,
+        },
+    );
+    let snap = match taken {
+        Ok(snap) => snap,
+        Err(error) => {
+            *invalid = Some(error.to_string());
+            return Ok((AgentState::Ready, None));
+        }
+    };
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingField("metadata.uid"))?;
+    let cm = snapshot_config_map(ids.name, ids.namespace, owner, &snap)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    match create_owned(&texts, &cm, &ids.uid).await? {
+        Created::Done => Ok((AgentState::Ready, Some(snap))),
+        Created::Foreign(why) | Created::Quota(why) | Created::Refused(why) => {
+            *invalid = Some(why);
+            Ok((AgentState::Ready, None))
+        }
+    }
+}
+
+/// The accepted Run's snapshot, from the cache or the API server.
+async fn load_snapshot(ctx: &Context, ids: &Ids<'_>) -> Result<Option<Snapshot>, Error> {
+    let name = snapshot_name(ids.name);
+    let cached = ctx
+        .config_maps
+        .get(&ObjectRef::new(&name).within(ids.namespace))
+        .map(|cm| cm.as_ref().clone());
+    let cm = match cached {
+        Some(cm) => Some(cm),
+        None => {
+            let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
+            api.get_opt(&name).await?
+        }
+    };
+    Ok(cm
+        .filter(|cm| owned_by(cm, &ids.uid))
+        .as_ref()
+        .and_then(read_snapshot))
+}
+
+/// The Pod of the current attempt, when it is the Run's: from the cache, else live (a Pod
+/// created a moment ago may not be cached yet, and must not count as deleted).
+async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<Pod>, Error> {
+    if let Some(pod) = ctx.pods.get(&ObjectRef::new(name).within(ids.namespace)) {
+        return Ok(owned_by(pod.as_ref(), &ids.uid).then(|| pod.as_ref().clone()));
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
+    Ok(api
+        .get_opt(name)
+        .await?
+        .filter(|pod| owned_by(pod, &ids.uid)))
+}
+
+enum Started {
+    Created,
+    Blocked(String),
+    Refused(String),
+}
+
+/// The per-namespace objects, the inputs' check, the NetworkPolicy, the workspace claim, then
+/// the Pod.
+async fn start_pod(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    snap: &Snapshot,
+    attempt: u32,
+    time_left: Duration,
+) -> Result<Started, Error> {
+    let client = &ctx.shared.client;
+    ensure_namespace(client, ids.namespace).await?;
+    let inputs = run
+        .spec
+        .inputs
+        .iter()
+        .map(|i| i.config_map_ref.name.clone());
+    if let Some(why) = missing_input(client, ids.namespace, inputs).await? {
+        return Ok(Started::Blocked(why));
+    }
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingField("metadata.uid"))?;
+    let policy = desired_network_policy(ids.name, ids.namespace, owner.clone(), snap, &ctx.network);
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
+    match create_owned(&policies, &policy, &ids.uid).await? {
+        Created::Done => {}
+        Created::Quota(why) => return Ok(Started::Blocked(why)),
+        Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+    }
+    if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
+        match create_owned(&claims, &claim, &ids.uid).await? {
+            Created::Done => {}
+            Created::Quota(why) => return Ok(Started::Blocked(why)),
+            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        }
+    }
+    let skills: Vec<SkillMount> = snap
+        .skills
+        .iter()
+        .filter_map(|skill| {
+            let cm = ctx.config_maps.get(
+                &ObjectRef::new(&config_map_name(&skill.name, &skill.digest)).within(ids.namespace),
+            )?;
+            Some(SkillMount {
+                name: skill.name.clone(),
+                digest: skill.digest.clone(),
+                keys: cm.data.iter().flatten().map(|(k, _)| k.clone()).collect(),
+            })
+        })
+        .collect();
+    let pod = desired_pod(
+        &PodInputs {
+            run: ids.name,
+            namespace: ids.namespace,
+            owner,
+            attempt,
+            snapshot: snap,
+            inputs: &run.spec.inputs,
+            skills: &skills,
+            time_left,
+        },
+        &ctx.pod_config,
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
+    Ok(match create_owned(&pods, &pod, &ids.uid).await? {
+        Created::Done => {
+            ctx.shared
+                .event(
+                    run,
+                    false,
+                    "PodCreated",
+                    format!("created pod {}", pod.name_any()),
+                )
+                .await;
+            Started::Created
+        }
+        Created::Quota(why) => Started::Blocked(why),
+        Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
+    })
+}
+
+/// Metrics of a Run that just finished.
+fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStatus) {
+    let (Some(end), None) = (&after.completion_time, &before.completion_time) else {
+        return;
+    };
+    let Some(succeeded) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
+        return;
+    };
+    let start = after
+        .start_time
+        .as_ref()
+        .or(run.metadata.creation_timestamp.as_ref())
+        .unwrap_or(end);
+    let usage = before.report.as_ref().map(|r| r.usage).unwrap_or_default();
+    shared.metrics.run_finished(
+        OutcomeLabels {
+            succeeded: format!("{:?}", succeeded.status),
+            reason: succeeded.reason.clone(),
+        },
+        elapsed(start, end).as_secs_f64(),
+        AgentLabels {
+            namespace: run.namespace().unwrap_or_default(),
+            agent: run.spec.agent_ref.name.clone(),
+        },
+        usage.input_tokens.saturating_add(usage.output_tokens),
+    );
+}
+
+/// An Event and a log line on every change of `Succeeded`'s reason, and on each retry.
+async fn announce(
+    shared: &Shared,
+    run: &Run,
+    before: &RunStatus,
+    after: &RunStatus,
+    retried: Option<&str>,
+) {
+    if let Some(why) = retried {
+        shared.event(run, true, "Retrying", why.to_owned()).await;
+    }
+    let old = find_condition(&before.conditions, condition_type::SUCCEEDED);
+    let Some(new) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
+        return;
+    };
+    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
+        return;
+    }
+    info!(run = %run.name_any(), namespace = ?run.namespace(), reason = %new.reason, "run status changed");
+    let warning = new.status == ConditionStatus::False;
+    shared
+        .event(run, warning, &new.reason, new.message.clone())
+        .await;
+}
+
+/// Backs off per Run: 1 s doubling to 5 min.
+pub fn error_policy(run: Arc<Run>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(run = %run.name_any(), namespace = ?run.namespace(), %error, "run reconcile failed");
+    ctx.shared.failed(NAME, key(NAME, run.as_ref()))
+}

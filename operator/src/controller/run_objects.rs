@@ -1,0 +1,197 @@
+//! Creating a Run's objects: created, never re-applied (an upgrade that changes them must not
+//! fight immutable fields); AlreadyExists counts only when the object is the Run's own, so a
+//! Run recreated under the same name never adopts leftovers.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::decide::run_network_policy::{PER_NAMESPACE, default_deny};
+use crate::decide::run_pod::RUNNER_SERVICE_ACCOUNT;
+use crate::error::Error;
+use crate::labels;
+
+/// What creating one of a Run's objects came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// It exists and is the Run's.
+    Done,
+    /// It exists and belongs to another object (a deleted Run's leftover).
+    Foreign(String),
+    /// A ResourceQuota refused it: retried with backoff, the Run stays `Queued`.
+    Quota(String),
+    /// The API server refused it for good (Pod Security, an admission policy, a namespace
+    /// being deleted): the Run fails `InvalidSpec`.
+    Refused(String),
+}
+
+/// Whether `object`'s controller owner is `uid`.
+pub fn owned_by<K: Resource>(object: &K, uid: &str) -> bool {
+    object
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// Classifies a refusal of the API server (a 4xx): a quota is retried, the rest is final.
+pub fn refusal(status: &kube::core::Status) -> Created {
+    let message = status.message.clone();
+    if status.code == 403
+        && (message.contains("exceeded quota") || message.contains("must specify"))
+    {
+        Created::Quota(message)
+    } else {
+        Created::Refused(message)
+    }
+}
+
+/// Creates `object` owned by the Run `uid` unless it exists.
+pub async fn create_owned<K>(api: &Api<K>, object: &K, uid: &str) -> Result<Created, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(Created::Done),
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let name = object.name_any();
+            match api.get_opt(&name).await? {
+                Some(existing) if owned_by(&existing, uid) => Ok(Created::Done),
+                Some(_) => Ok(Created::Foreign(format!(
+                    "{} {name} exists and belongs to another object",
+                    K::kind(&())
+                ))),
+                // Deleted in between: the next reconcile creates it.
+                None => Err(Error::Kube(kube::Error::Api(status))),
+            }
+        }
+        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => Ok(refusal(&status)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Creates `object` unless an object of its name exists (whoever made it).
+async fn create_if_absent<K>(api: &Api<K>, object: &K) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The per-namespace objects Run pods need, in order: the `herd-runner` ServiceAccount (never
+/// updated: admins may add `imagePullSecrets`) and the default-deny NetworkPolicy.
+pub async fn ensure_namespace(client: &Client, namespace: &str) -> Result<(), Error> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let account = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some(RUNNER_SERVICE_ACCOUNT.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(
+                [
+                    (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
+                    (PER_NAMESPACE.to_owned(), "true".to_owned()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        automount_service_account_token: Some(false),
+        ..ServiceAccount::default()
+    };
+    create_if_absent(&accounts, &account).await?;
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
+    create_if_absent(&policies, &default_deny(namespace)).await
+}
+
+/// The first input ConfigMap that does not exist, if any: a kubelet would leave the Pod in
+/// `ContainerCreating` forever, so the Run waits `Queued` instead.
+pub async fn missing_input(
+    client: &Client,
+    namespace: &str,
+    names: impl Iterator<Item = String>,
+) -> Result<Option<String>, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    for name in names {
+        if api.get_metadata_opt(&name).await?.is_none() {
+            return Ok(Some(format!("input ConfigMap {name} not found")));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes the Pod of a finished Run (cancel, timeout); gone already is fine.
+pub async fn delete_pod(client: &Client, namespace: &str, name: &str) -> Result<(), Error> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, message: &str) -> kube::core::Status {
+        kube::core::Status::failure(message, "Forbidden").with_code(code)
+    }
+
+    #[test]
+    fn quota_refusals_are_retried_and_other_refusals_are_final() {
+        let quota = "pods \"r-1\" is forbidden: exceeded quota: q, requested: pods=1";
+        assert_eq!(
+            refusal(&status(403, quota)),
+            Created::Quota(quota.to_owned())
+        );
+        let limits = "pods \"r-1\" is forbidden: failed quota: q: must specify limits.cpu";
+        assert_eq!(
+            refusal(&status(403, limits)),
+            Created::Quota(limits.to_owned())
+        );
+        let security = "pods \"r-1\" is forbidden: violates PodSecurity \"restricted:latest\"";
+        assert_eq!(
+            refusal(&status(403, security)),
+            Created::Refused(security.to_owned())
+        );
+        let terminating =
+            "unable to create new content in namespace ns because it is being terminated";
+        assert_eq!(
+            refusal(&status(403, terminating)),
+            Created::Refused(terminating.to_owned())
+        );
+        assert_eq!(
+            refusal(&status(422, "exceeded quota")),
+            Created::Refused("exceeded quota".to_owned()),
+            "only a 403 is a quota"
+        );
+    }
+
+    #[test]
+    fn ownership_is_by_controller_uid() {
+        let mut pod = Pod::default();
+        assert!(!owned_by(&pod, "u1"));
+        pod.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                uid: "u1".into(),
+                controller: Some(false),
+                ..Default::default()
+            },
+        ]);
+        assert!(!owned_by(&pod, "u1"), "not as controller");
+        if let Some(refs) = pod.metadata.owner_references.as_mut() {
+            refs[0].controller = Some(true);
+        }
+        assert!(owned_by(&pod, "u1"));
+        assert!(!owned_by(&pod, "u2"));
+    }
+}

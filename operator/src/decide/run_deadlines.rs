@@ -1,0 +1,137 @@
+//! When a Run must be looked at again: its next deadline (timeout from `startTime`, input
+//! timeout from the `InputRequired` transition, TTL after completion), never later than
+//! [`MAX_REQUEUE`], so a missed watch event costs at most that.
+
+use std::time::Duration;
+
+use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::reason::condition_type;
+use herd_crds::run::RunStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::run_status::elapsed;
+
+/// Longest wait between two reconciles of one Run.
+pub const MAX_REQUEUE: Duration = Duration::from_secs(600);
+
+/// The limits that apply to a Run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// From `startTime` (or from creation while not accepted).
+    pub timeout: Duration,
+    /// From the `InputRequired=True` transition.
+    pub input_timeout: Duration,
+    /// After `completionTime`, when set.
+    pub ttl_after_finished: Option<Duration>,
+}
+
+/// The wait until the next deadline of a Run created at `created` (zero when one has passed).
+pub fn next_requeue(status: &RunStatus, created: &Time, limits: Limits, now: &Time) -> Duration {
+    let left = |since: &Time, limit: Duration| limit.saturating_sub(elapsed(since, now));
+    if let Some(done) = &status.completion_time {
+        return limits
+            .ttl_after_finished
+            .map_or(MAX_REQUEUE, |ttl| left(done, ttl).min(MAX_REQUEUE));
+    }
+    let start = status.start_time.as_ref().unwrap_or(created);
+    let mut wait = left(start, limits.timeout).min(MAX_REQUEUE);
+    if let Some(asked) = find_condition(&status.conditions, condition_type::INPUT_REQUIRED)
+        .filter(|c| c.status == ConditionStatus::True)
+    {
+        wait = wait.min(left(&asked.last_transition_time, limits.input_timeout));
+    }
+    wait
+}
+
+/// Whether a finished Run's TTL has passed.
+pub fn ttl_expired(status: &RunStatus, ttl: Option<Duration>, now: &Time) -> bool {
+    match (&status.completion_time, ttl) {
+        (Some(done), Some(ttl)) => elapsed(done, now) >= ttl,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd_crds::condition::Condition;
+    use herd_crds::reason::run as reason;
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    const LIMITS: Limits = Limits {
+        timeout: Duration::from_secs(1800),
+        input_timeout: Duration::from_secs(300),
+        ttl_after_finished: Some(Duration::from_secs(60)),
+    };
+
+    fn started(at_second: i64) -> RunStatus {
+        RunStatus {
+            start_time: Some(at(at_second)),
+            ..RunStatus::default()
+        }
+    }
+
+    #[test]
+    fn the_timeout_counts_from_the_start_capped_at_ten_minutes() {
+        assert_eq!(
+            next_requeue(&started(100), &at(0), LIMITS, &at(1500)),
+            Duration::from_secs(400)
+        );
+        assert_eq!(
+            next_requeue(&started(100), &at(0), LIMITS, &at(200)),
+            MAX_REQUEUE
+        );
+        assert_eq!(
+            next_requeue(&started(100), &at(0), LIMITS, &at(5000)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            next_requeue(&RunStatus::default(), &at(0), LIMITS, &at(1700)),
+            Duration::from_secs(100),
+            "not accepted: from creation"
+        );
+    }
+
+    #[test]
+    fn an_open_question_counts_from_its_transition() {
+        let mut status = started(0);
+        status.conditions.push(Condition::new(
+            condition_type::INPUT_REQUIRED,
+            ConditionStatus::True,
+            reason::WAITING_FOR_INPUT,
+            "?",
+            None,
+            at(1000),
+        ));
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(1100)),
+            Duration::from_secs(200)
+        );
+        status.conditions[0].status = ConditionStatus::False;
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(1100)),
+            Duration::from_secs(600)
+        );
+    }
+
+    #[test]
+    fn a_finished_run_waits_for_its_ttl() {
+        let mut status = started(0);
+        status.completion_time = Some(at(500));
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(520)),
+            Duration::from_secs(40)
+        );
+        assert!(!ttl_expired(&status, LIMITS.ttl_after_finished, &at(559)));
+        assert!(ttl_expired(&status, LIMITS.ttl_after_finished, &at(560)));
+        assert!(!ttl_expired(&status, None, &at(99_999)));
+        let keep = Limits {
+            ttl_after_finished: None,
+            ..LIMITS
+        };
+        assert_eq!(next_requeue(&status, &at(0), keep, &at(520)), MAX_REQUEUE);
+    }
+}

@@ -1,0 +1,1015 @@
+//! A Run's controller-owned status from what its controller found: the Agent before
+//! acceptance, then the runner's report, the operator's own deadlines and cancel, and the
+//! Pod. A terminal report of the current attempt decides; the Pod decides only when there is
+//! none (DESIGN's outcome table).
+
+use std::time::Duration;
+
+use herd_crds::condition::{Condition, ConditionStatus, find_condition};
+use herd_crds::reason::{condition_type, run as reason};
+use herd_crds::report::StopReason;
+use herd_crds::run::{RunReport, RunStatus, phase_of};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::Deserialize;
+
+use super::conditions::merge;
+use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome};
+
+/// How long a Run waits for its Agent when no timeout is known yet.
+pub const DEFAULT_ACCEPT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The Agent as seen by a Run not accepted yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentState {
+    /// Ready: the Run can be accepted (its snapshot is written).
+    Ready,
+    /// No Agent of that name.
+    NotFound,
+    /// The Agent exists but is not ready; its `Ready` message.
+    NotReady(String),
+}
+
+/// The current attempt's Pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Not created yet (queued, or waiting for an input ConfigMap).
+    NotCreated,
+    /// Created and observed.
+    Observed(PodOutcome),
+    /// Created, then deleted by someone other than the operator.
+    Gone,
+}
+
+/// Everything the Run controller found, for [`next_status`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFacts<'a> {
+    /// The Run's `metadata.name`.
+    pub name: &'a str,
+    /// The Run's `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The Run's `metadata.creationTimestamp`.
+    pub created: Time,
+    /// `spec.agentRef.name`.
+    pub agent_name: &'a str,
+    /// `spec.cancel`.
+    pub cancel: bool,
+    /// The Agent, for a Run not accepted yet.
+    pub agent: AgentState,
+    /// The Run's timeout (spec, else the Agent's default; [`DEFAULT_ACCEPT_TIMEOUT`] when the
+    /// Agent is unknown).
+    pub timeout: Duration,
+    /// The Run's input timeout.
+    pub input_timeout: Duration,
+    /// `runDefaults.retries` of the snapshot.
+    pub retries: u32,
+    /// `status.report`, as the run API wrote it.
+    pub report: Option<&'a RunReport>,
+    /// The current attempt's Pod.
+    pub pod: PodState,
+    /// The name of the current attempt's Pod, once created.
+    pub pod_name: Option<String>,
+    /// Why the Pod cannot be created yet (an input ConfigMap missing, a quota), if so.
+    pub blocked: Option<String>,
+    /// Why the Run can never start (the API server refused its Pod, PVC or NetworkPolicy, or
+    /// its snapshot cannot be taken), if so: `InvalidSpec`.
+    pub invalid: Option<String>,
+    /// The reconcile's clock.
+    pub now: Time,
+}
+
+/// What the Run controller writes: its whole part of the status (never `report`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunDecision {
+    /// The controller's part of the status.
+    pub status: RunStatus,
+    /// Why a new attempt starts, when an infrastructure failure is retried.
+    pub retried: Option<String>,
+}
+
+/// The runner's fallback report: what it writes to its termination log when it cannot post its
+/// result before its deadline, before exiting 75.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FallbackReport {
+    stop_reason: StopReason,
+    #[serde(default)]
+    text: String,
+}
+
+/// `Succeeded` at the end: status, reason and message.
+struct Outcome {
+    status: ConditionStatus,
+    reason: &'static str,
+    message: String,
+}
+
+impl Outcome {
+    fn going(reason: &'static str, message: impl Into<String>) -> Self {
+        Outcome {
+            status: ConditionStatus::Unknown,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    fn failed(reason: &'static str, message: impl Into<String>) -> Self {
+        Outcome {
+            status: ConditionStatus::False,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// The controller's part of the status after a reconcile.
+pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
+    let previous_conditions = previous.conditions.as_slice();
+    if let Some(done) = find_condition(previous_conditions, condition_type::SUCCEEDED)
+        && done.status != ConditionStatus::Unknown
+    {
+        let mut status = controller_part(previous);
+        status.phase = Some(phase_of(&status.conditions));
+        return RunDecision {
+            status,
+            retried: None,
+        };
+    }
+    let accepted = previous.start_time.is_some() || facts.agent == AgentState::Ready;
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| accepted.then(|| facts.now.clone()));
+    let attempt = previous.attempt.unwrap_or(1);
+    let current_report = facts.report.filter(|r| r.attempt == attempt);
+    let question = current_report.and_then(|r| r.clarification.as_ref());
+    let asked_since = find_condition(previous_conditions, condition_type::INPUT_REQUIRED)
+        .filter(|c| c.status == ConditionStatus::True && question.is_some())
+        .map(|c| c.last_transition_time.clone());
+
+    let mut retried = None;
+    let mut next_attempt = attempt;
+    let outcome = if !accepted {
+        not_accepted(facts)
+    } else if let Some(stop) = current_report
+        .and_then(|r| r.stop_reason)
+        .filter(|s| is_terminal(*s))
+    {
+        stopped(
+            stop,
+            current_report
+                .and_then(|r| r.result.as_ref())
+                .map(|r| r.text.as_str()),
+        )
+    } else if let Some(why) = &facts.invalid {
+        Outcome::failed(reason::INVALID_SPEC, why.clone())
+    } else if facts.cancel {
+        Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel")
+    } else if start_time
+        .as_ref()
+        .is_some_and(|start| passed(start, facts.timeout, &facts.now))
+    {
+        Outcome::failed(
+            reason::TIMED_OUT,
+            format!("the timeout of {} passed", human(facts.timeout)),
+        )
+    } else if asked_since
+        .as_ref()
+        .is_some_and(|asked| passed(asked, facts.input_timeout, &facts.now))
+    {
+        input_timed_out(facts.input_timeout)
+    } else {
+        match &facts.pod {
+            PodState::NotCreated => {
+                Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
+            }
+            PodState::Observed(PodOutcome::Pending) => Outcome::going(reason::POD_PENDING, ""),
+            PodState::Observed(PodOutcome::Running) => match question {
+                Some(q) => Outcome::going(reason::WAITING_FOR_INPUT, q.question.clone()),
+                None => Outcome::going(reason::RUNNING, ""),
+            },
+            PodState::Observed(PodOutcome::AgentExited(exit)) => exited(exit),
+            PodState::Observed(PodOutcome::DeadlineExceeded) => {
+                if asked_since.is_some() {
+                    input_timed_out(facts.input_timeout)
+                } else {
+                    Outcome::failed(
+                        reason::TIMED_OUT,
+                        "the pod reached its activeDeadlineSeconds",
+                    )
+                }
+            }
+            PodState::Observed(PodOutcome::Evicted(cause)) => {
+                infrastructure(attempt, facts.retries, reason::EVICTED, cause, &mut retried)
+            }
+            PodState::Observed(PodOutcome::Infrastructure(cause)) => infrastructure(
+                attempt,
+                facts.retries,
+                reason::POD_FAILED,
+                cause,
+                &mut retried,
+            ),
+            PodState::Gone => infrastructure(
+                attempt,
+                facts.retries,
+                reason::POD_FAILED,
+                "the pod was deleted",
+                &mut retried,
+            ),
+        }
+    };
+    if retried.is_some() {
+        next_attempt = attempt + 1;
+    }
+
+    let finished = outcome.status != ConditionStatus::Unknown;
+    let open_question = !finished && retried.is_none() && question.is_some();
+    let input_required = match (open_question, question) {
+        (true, Some(q)) => Condition::new(
+            condition_type::INPUT_REQUIRED,
+            ConditionStatus::True,
+            reason::WAITING_FOR_INPUT,
+            q.question.clone(),
+            facts.generation,
+            facts.now.clone(),
+        ),
+        _ => {
+            let was_open = find_condition(previous_conditions, condition_type::INPUT_REQUIRED)
+                .is_some_and(|c| c.status == ConditionStatus::True);
+            let why = if was_open && !finished {
+                reason::ANSWERED
+            } else {
+                reason::NO_QUESTION
+            };
+            Condition::new(
+                condition_type::INPUT_REQUIRED,
+                ConditionStatus::False,
+                why,
+                "",
+                facts.generation,
+                facts.now.clone(),
+            )
+        }
+    };
+    let succeeded = Condition::new(
+        condition_type::SUCCEEDED,
+        outcome.status,
+        outcome.reason,
+        outcome.message,
+        facts.generation,
+        facts.now.clone(),
+    );
+    let conditions = merge(previous_conditions, vec![succeeded, input_required]);
+    let status = RunStatus {
+        report: None,
+        observed_generation: facts.generation,
+        phase: Some(phase_of(&conditions)),
+        conditions,
+        pod_name: if retried.is_some() {
+            None
+        } else {
+            facts.pod_name.clone().or_else(|| previous.pod_name.clone())
+        },
+        attempt: accepted.then_some(next_attempt),
+        completion_time: finished.then(|| facts.now.clone()),
+        start_time,
+        children: previous.children.clone(),
+        child_counts: previous.child_counts,
+        snapshot: accepted.then(|| snapshot_name(facts.name)),
+    };
+    RunDecision { status, retried }
+}
+
+/// The name of a Run's snapshot ConfigMap.
+pub fn snapshot_name(run: &str) -> String {
+    format!("{run}-snapshot")
+}
+
+/// The status without `report`, which the controller never sends.
+fn controller_part(status: &RunStatus) -> RunStatus {
+    RunStatus {
+        report: None,
+        ..status.clone()
+    }
+}
+
+fn not_accepted(facts: &RunFacts<'_>) -> Outcome {
+    if passed(&facts.created, facts.timeout, &facts.now) {
+        return Outcome::failed(
+            reason::TIMED_OUT,
+            format!("Agent {} never appeared", facts.agent_name),
+        );
+    }
+    match &facts.agent {
+        AgentState::NotReady(message) => Outcome::going(
+            reason::AGENT_NOT_READY,
+            format!("Agent {} is not ready: {message}", facts.agent_name),
+        ),
+        AgentState::NotFound | AgentState::Ready => Outcome::going(
+            reason::AGENT_NOT_FOUND,
+            format!("Agent {} not found", facts.agent_name),
+        ),
+    }
+}
+
+/// Whether a report with this stop reason ends the attempt.
+fn is_terminal(stop: StopReason) -> bool {
+    stop != StopReason::InputRequired
+}
+
+/// DESIGN's outcome table.
+fn stopped(stop: StopReason, text: Option<&str>) -> Outcome {
+    let with_text = |head: &str| match text.filter(|t| !t.is_empty()) {
+        Some(t) => format!("{head}: {t}"),
+        None => head.to_owned(),
+    };
+    match stop {
+        StopReason::Completed => Outcome {
+            status: ConditionStatus::True,
+            reason: reason::SUCCEEDED,
+            message: String::new(),
+        },
+        StopReason::ModelCallLimit
+        | StopReason::LoopDetected
+        | StopReason::TokenBudgetExceeded
+        | StopReason::SubagentLimitReached
+        | StopReason::ModelLengthLimit
+        | StopReason::SafetyStop => Outcome {
+            status: ConditionStatus::True,
+            reason: reason::SUCCEEDED,
+            // The table names limits as the Rust variants are spelled (PascalCase, like reasons).
+            message: format!("stopped by {stop:?}"),
+        },
+        StopReason::ModelError => Outcome::failed(reason::MODEL_ERROR, with_text("model error")),
+        StopReason::SandboxUnavailable => {
+            Outcome::failed(reason::POD_FAILED, with_text("the sandbox was unavailable"))
+        }
+        StopReason::ResultTooLarge => Outcome::failed(
+            reason::RESULT_TOO_LARGE,
+            with_text("the result was too large"),
+        ),
+        StopReason::CheckpointTooLarge => Outcome::failed(
+            reason::CHECKPOINT_TOO_LARGE,
+            with_text("the checkpoint was too large"),
+        ),
+        StopReason::Cancelled => Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel"),
+        StopReason::TimedOut => Outcome::failed(reason::TIMED_OUT, with_text("the timeout passed")),
+        StopReason::InputRequired => Outcome::going(reason::WAITING_FOR_INPUT, ""),
+    }
+}
+
+/// The `agent` container ended without a terminal report of its attempt.
+fn exited(exit: &AgentExit) -> Outcome {
+    if exit.oom_killed {
+        return Outcome::failed(reason::OOM_KILLED, "the agent container ran out of memory");
+    }
+    if exit.exit_code == FALLBACK_EXIT_CODE
+        && let Ok(fallback) = serde_json::from_str::<FallbackReport>(&exit.message)
+    {
+        return stopped(fallback.stop_reason, Some(&fallback.text));
+    }
+    let message = match (exit.exit_code, exit.message.trim()) {
+        (0, _) => "the agent exited without reporting a result".to_owned(),
+        (code, "") => format!("the agent exited with code {code}"),
+        (code, text) => format!("the agent exited with code {code}: {text}"),
+    };
+    Outcome::failed(reason::FAILED, message)
+}
+
+fn input_timed_out(input_timeout: Duration) -> Outcome {
+    Outcome::failed(
+        reason::INPUT_TIMED_OUT,
+        format!("no answer within {}", human(input_timeout)),
+    )
+}
+
+/// An infrastructure failure: a new attempt while `retries` allow, else the final reason.
+fn infrastructure(
+    attempt: u32,
+    retries: u32,
+    final_reason: &'static str,
+    cause: &str,
+    retried: &mut Option<String>,
+) -> Outcome {
+    if attempt <= retries {
+        let why = format!(
+            "attempt {} after attempt {attempt} failed: {cause}",
+            attempt + 1
+        );
+        *retried = Some(why.clone());
+        return Outcome::going(reason::QUEUED, why);
+    }
+    Outcome::failed(final_reason, cause)
+}
+
+/// Whether `limit` has passed since `since`.
+pub fn passed(since: &Time, limit: Duration, now: &Time) -> bool {
+    elapsed(since, now) >= limit
+}
+
+/// Time from `since` to `now`, zero when `now` is earlier.
+pub fn elapsed(since: &Time, now: &Time) -> Duration {
+    let span = now.0.duration_since(since.0);
+    Duration::try_from(span).unwrap_or(Duration::ZERO)
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd_crds::report::{Clarification, ClarificationType};
+    use herd_crds::run::RunResult;
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn facts(pod: PodState) -> RunFacts<'static> {
+        RunFacts {
+            name: "r",
+            generation: Some(1),
+            created: at(0),
+            agent_name: "a",
+            cancel: false,
+            agent: AgentState::Ready,
+            timeout: Duration::from_secs(1800),
+            input_timeout: Duration::from_secs(3600),
+            retries: 0,
+            report: None,
+            pod,
+            pod_name: None,
+            blocked: None,
+            invalid: None,
+            now: at(10),
+        }
+    }
+
+    fn report(stop: Option<StopReason>) -> RunReport {
+        RunReport {
+            attempt: 1,
+            seq: 3,
+            stop_reason: stop,
+            result: Some(RunResult {
+                text: "the answer".into(),
+                ..RunResult::default()
+            }),
+            ..RunReport::default()
+        }
+    }
+
+    fn question() -> RunReport {
+        RunReport {
+            attempt: 1,
+            seq: 2,
+            stop_reason: Some(StopReason::InputRequired),
+            clarification: Some(Clarification {
+                id: "q1".into(),
+                question: "which one?".into(),
+                kind: ClarificationType::MissingInfo,
+                context: None,
+                options: vec![],
+                asked_at: None,
+            }),
+            ..RunReport::default()
+        }
+    }
+
+    fn running() -> RunStatus {
+        next_status(
+            &RunStatus::default(),
+            &RunFacts {
+                now: at(1),
+                pod_name: Some("r-1".into()),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            },
+        )
+        .status
+    }
+
+    fn succeeded(status: &RunStatus) -> (&ConditionStatus, &str, &str) {
+        let c = find_condition(&status.conditions, condition_type::SUCCEEDED).unwrap();
+        (&c.status, c.reason.as_str(), c.message.as_str())
+    }
+
+    fn decide(previous: &RunStatus, facts: &RunFacts<'_>) -> RunStatus {
+        next_status(previous, facts).status
+    }
+
+    #[test]
+    fn outcome_table_completed() {
+        let r = report(Some(StopReason::Completed));
+        let f = RunFacts {
+            report: Some(&r),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let s = decide(&running(), &f);
+        assert_eq!(succeeded(&s), (&ConditionStatus::True, "Succeeded", ""));
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Succeeded));
+        assert_eq!(s.completion_time, Some(at(10)));
+        assert_eq!(s.report, None, "the controller never writes report");
+    }
+
+    #[test]
+    fn outcome_table_limits_succeed_with_their_name() {
+        let cases = [
+            (StopReason::ModelCallLimit, "stopped by ModelCallLimit"),
+            (StopReason::LoopDetected, "stopped by LoopDetected"),
+            (
+                StopReason::TokenBudgetExceeded,
+                "stopped by TokenBudgetExceeded",
+            ),
+            (
+                StopReason::SubagentLimitReached,
+                "stopped by SubagentLimitReached",
+            ),
+            (StopReason::ModelLengthLimit, "stopped by ModelLengthLimit"),
+            (StopReason::SafetyStop, "stopped by SafetyStop"),
+        ];
+        for (stop, message) in cases {
+            let r = report(Some(stop));
+            let f = RunFacts {
+                report: Some(&r),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            };
+            assert_eq!(
+                succeeded(&decide(&running(), &f)),
+                (&ConditionStatus::True, "Succeeded", message),
+                "{stop:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn outcome_table_failures() {
+        let cases = [
+            (
+                StopReason::ModelError,
+                "ModelError",
+                "model error: the answer",
+            ),
+            (
+                StopReason::SandboxUnavailable,
+                "PodFailed",
+                "the sandbox was unavailable: the answer",
+            ),
+            (
+                StopReason::ResultTooLarge,
+                "ResultTooLarge",
+                "the result was too large: the answer",
+            ),
+            (
+                StopReason::CheckpointTooLarge,
+                "CheckpointTooLarge",
+                "the checkpoint was too large: the answer",
+            ),
+        ];
+        for (stop, why, message) in cases {
+            let r = report(Some(stop));
+            let f = RunFacts {
+                report: Some(&r),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            };
+            assert_eq!(
+                succeeded(&decide(&running(), &f)),
+                (&ConditionStatus::False, why, message),
+                "{stop:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn outcome_table_cancel_and_deadlines_are_the_operators() {
+        let f = RunFacts {
+            cancel: true,
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let s = decide(&running(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::False,
+                "Cancelled",
+                "cancelled by spec.cancel"
+            )
+        );
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Cancelled));
+        let queued = decide(&RunStatus::default(), &facts(PodState::NotCreated));
+        let f = RunFacts {
+            cancel: true,
+            ..facts(PodState::NotCreated)
+        };
+        assert_eq!(succeeded(&decide(&queued, &f)).1, "Cancelled");
+
+        // running() started at 1: the 30m deadline is 1801.
+        let f = RunFacts {
+            now: at(1801),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (
+                &ConditionStatus::False,
+                "TimedOut",
+                "the timeout of 30m passed"
+            )
+        );
+        let f = RunFacts {
+            now: at(1800),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        assert_eq!(succeeded(&decide(&running(), &f)).1, "Running");
+    }
+
+    #[test]
+    fn a_terminal_report_wins_over_cancel_and_a_stale_attempts_report_does_not_count() {
+        let r = report(Some(StopReason::Completed));
+        let f = RunFacts {
+            cancel: true,
+            report: Some(&r),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        assert_eq!(succeeded(&decide(&running(), &f)).1, "Succeeded");
+        let mut second = running();
+        second.attempt = Some(2);
+        let f = RunFacts {
+            report: Some(&r),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        assert_eq!(succeeded(&decide(&second, &f)).1, "Running");
+    }
+
+    #[test]
+    fn a_refused_pod_fails_the_run_invalid_spec() {
+        let f = RunFacts {
+            invalid: Some("pods \"r-1\" is forbidden: violates PodSecurity".into()),
+            ..facts(PodState::NotCreated)
+        };
+        let s = decide(&RunStatus::default(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::False,
+                "InvalidSpec",
+                "pods \"r-1\" is forbidden: violates PodSecurity"
+            )
+        );
+        assert_eq!(s.completion_time, Some(at(10)));
+    }
+
+    #[test]
+    fn a_finished_run_never_changes() {
+        let r = report(Some(StopReason::ModelError));
+        let f = RunFacts {
+            report: Some(&r),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let done = decide(&running(), &f);
+        let later = RunFacts {
+            cancel: true,
+            now: at(99_999),
+            ..facts(PodState::Gone)
+        };
+        assert_eq!(decide(&done, &later), done);
+    }
+
+    #[test]
+    fn accept_waits_for_the_agent_until_the_timeout() {
+        let f = RunFacts {
+            agent: AgentState::NotFound,
+            ..facts(PodState::NotCreated)
+        };
+        let s = decide(&RunStatus::default(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::Unknown,
+                "AgentNotFound",
+                "Agent a not found"
+            )
+        );
+        assert_eq!(s.start_time, None);
+        assert_eq!(s.snapshot, None);
+        assert_eq!(s.attempt, None);
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Pending));
+        let f = RunFacts {
+            agent: AgentState::NotReady("skill x not found".into()),
+            ..facts(PodState::NotCreated)
+        };
+        assert_eq!(
+            succeeded(&decide(&s, &f)),
+            (
+                &ConditionStatus::Unknown,
+                "AgentNotReady",
+                "Agent a is not ready: skill x not found"
+            )
+        );
+        let f = RunFacts {
+            agent: AgentState::NotFound,
+            now: at(1800),
+            ..facts(PodState::NotCreated)
+        };
+        assert_eq!(
+            succeeded(&decide(&s, &f)),
+            (
+                &ConditionStatus::False,
+                "TimedOut",
+                "Agent a never appeared"
+            )
+        );
+        let accepted = decide(&s, &facts(PodState::NotCreated));
+        assert_eq!(succeeded(&accepted).1, "Queued");
+        assert_eq!(accepted.start_time, Some(at(10)));
+        assert_eq!(accepted.snapshot.as_deref(), Some("r-snapshot"));
+        assert_eq!(accepted.attempt, Some(1));
+        let later = RunFacts {
+            now: at(20),
+            agent: AgentState::NotFound,
+            ..facts(PodState::NotCreated)
+        };
+        let still = decide(&accepted, &later);
+        assert_eq!(
+            still.start_time,
+            Some(at(10)),
+            "an accepted Run keeps its start"
+        );
+        assert_eq!(succeeded(&still).1, "Queued", "the Agent no longer matters");
+    }
+
+    #[test]
+    fn queued_carries_why_the_pod_waits_then_pod_pending_and_running() {
+        let f = RunFacts {
+            blocked: Some("input ConfigMap data not found".into()),
+            ..facts(PodState::NotCreated)
+        };
+        let s = decide(&RunStatus::default(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::Unknown,
+                "Queued",
+                "input ConfigMap data not found"
+            )
+        );
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Queued));
+        let f = RunFacts {
+            pod_name: Some("r-1".into()),
+            ..facts(PodState::Observed(PodOutcome::Pending))
+        };
+        let s = decide(&s, &f);
+        assert_eq!(succeeded(&s).1, "PodPending");
+        assert_eq!(s.pod_name.as_deref(), Some("r-1"));
+        let s = decide(&s, &facts(PodState::Observed(PodOutcome::Running)));
+        assert_eq!(succeeded(&s).1, "Running");
+        assert_eq!(s.pod_name.as_deref(), Some("r-1"), "kept");
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Running));
+    }
+
+    #[test]
+    fn a_question_opens_input_required_and_times_out_from_its_transition() {
+        let q = question();
+        let f = RunFacts {
+            report: Some(&q),
+            now: at(100),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let s = decide(&running(), &f);
+        assert_eq!(
+            succeeded(&s),
+            (&ConditionStatus::Unknown, "WaitingForInput", "which one?")
+        );
+        let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(input.status, ConditionStatus::True);
+        assert_eq!(input.last_transition_time, at(100));
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::InputRequired));
+
+        let f = RunFacts {
+            report: Some(&q),
+            now: at(1000),
+            timeout: Duration::from_secs(100_000),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let s = decide(&s, &f);
+        let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(input.last_transition_time, at(100), "asked at 100");
+        let f = RunFacts {
+            report: Some(&q),
+            now: at(3700),
+            timeout: Duration::from_secs(100_000),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let timed_out = decide(&s, &f);
+        assert_eq!(
+            succeeded(&timed_out),
+            (
+                &ConditionStatus::False,
+                "InputTimedOut",
+                "no answer within 1h"
+            )
+        );
+        let input = find_condition(&timed_out.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(
+            (input.status, input.reason.as_str()),
+            (ConditionStatus::False, "NoQuestion")
+        );
+
+        let answered = RunReport {
+            seq: 5,
+            ..report(None)
+        };
+        let f = RunFacts {
+            report: Some(&answered),
+            now: at(200),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let s = decide(&s, &f);
+        let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(
+            (input.status, input.reason.as_str()),
+            (ConditionStatus::False, "Answered")
+        );
+        assert_eq!(succeeded(&s).1, "Running");
+    }
+
+    fn exit(code: i32, oom: bool, message: &str) -> PodState {
+        PodState::Observed(PodOutcome::AgentExited(AgentExit {
+            exit_code: code,
+            oom_killed: oom,
+            message: message.into(),
+        }))
+    }
+
+    #[test]
+    fn the_agent_exit_decides_without_a_terminal_report() {
+        let cases = [
+            (
+                exit(1, false, "panic: boom\n"),
+                "Failed",
+                "the agent exited with code 1: panic: boom",
+            ),
+            (exit(2, false, ""), "Failed", "the agent exited with code 2"),
+            (
+                exit(0, false, ""),
+                "Failed",
+                "the agent exited without reporting a result",
+            ),
+            (
+                exit(137, true, ""),
+                "OOMKilled",
+                "the agent container ran out of memory",
+            ),
+            (
+                exit(75, false, "not json"),
+                "Failed",
+                "the agent exited with code 75: not json",
+            ),
+        ];
+        for (pod, why, message) in cases {
+            let f = facts(pod);
+            assert_eq!(
+                succeeded(&decide(&running(), &f)),
+                (&ConditionStatus::False, why, message)
+            );
+        }
+    }
+
+    #[test]
+    fn exit_75_with_the_fallback_report_goes_through_the_outcome_table() {
+        let f = facts(exit(
+            75,
+            false,
+            r#"{"stopReason":"completed","text":"partial answer"}"#,
+        ));
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (&ConditionStatus::True, "Succeeded", "")
+        );
+        let f = facts(exit(
+            75,
+            false,
+            r#"{"stopReason":"modelError","text":"503 from upstream"}"#,
+        ));
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (
+                &ConditionStatus::False,
+                "ModelError",
+                "model error: 503 from upstream"
+            )
+        );
+        let f = facts(exit(75, false, r#"{"stopReason":"loopDetected"}"#));
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (
+                &ConditionStatus::True,
+                "Succeeded",
+                "stopped by LoopDetected"
+            )
+        );
+    }
+
+    #[test]
+    fn the_deadline_backstop_is_an_input_timeout_only_with_an_open_question() {
+        let f = facts(PodState::Observed(PodOutcome::DeadlineExceeded));
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (
+                &ConditionStatus::False,
+                "TimedOut",
+                "the pod reached its activeDeadlineSeconds"
+            )
+        );
+        let q = question();
+        let asking = decide(
+            &running(),
+            &RunFacts {
+                report: Some(&q),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            },
+        );
+        let f = RunFacts {
+            report: Some(&q),
+            ..facts(PodState::Observed(PodOutcome::DeadlineExceeded))
+        };
+        assert_eq!(succeeded(&decide(&asking, &f)).1, "InputTimedOut");
+    }
+
+    #[test]
+    fn infrastructure_failures_retry_while_retries_allow() {
+        let failures = [
+            (
+                PodState::Observed(PodOutcome::Evicted("the pod was evicted".into())),
+                "Evicted",
+                "the pod was evicted",
+            ),
+            (
+                PodState::Observed(PodOutcome::Infrastructure("disrupted".into())),
+                "PodFailed",
+                "disrupted",
+            ),
+            (PodState::Gone, "PodFailed", "the pod was deleted"),
+        ];
+        for (pod, final_reason, cause) in failures {
+            let f = RunFacts {
+                retries: 1,
+                ..facts(pod.clone())
+            };
+            let decision = next_status(&running(), &f);
+            let s = &decision.status;
+            assert_eq!(s.attempt, Some(2));
+            assert_eq!(
+                s.pod_name, None,
+                "the next attempt's pod is not created yet"
+            );
+            assert_eq!(
+                succeeded(s),
+                (
+                    &ConditionStatus::Unknown,
+                    "Queued",
+                    format!("attempt 2 after attempt 1 failed: {cause}").as_str()
+                )
+            );
+            assert!(decision.retried.is_some());
+            let f = RunFacts {
+                retries: 1,
+                ..facts(pod)
+            };
+            let decision = next_status(s, &f);
+            assert_eq!(
+                succeeded(&decision.status),
+                (&ConditionStatus::False, final_reason, cause),
+                "no retries left"
+            );
+            assert_eq!(decision.retried, None);
+            assert_eq!(decision.status.attempt, Some(2));
+        }
+    }
+
+    #[test]
+    fn a_non_zero_exit_or_oom_is_never_retried() {
+        for pod in [exit(1, false, ""), exit(137, true, "")] {
+            let f = RunFacts {
+                retries: 3,
+                ..facts(pod)
+            };
+            let decision = next_status(&running(), &f);
+            assert_eq!(decision.retried, None);
+            assert_eq!(succeeded(&decision.status).0, &ConditionStatus::False);
+        }
+    }
+
+    #[test]
+    fn elapsed_never_goes_negative() {
+        assert_eq!(elapsed(&at(10), &at(5)), Duration::ZERO);
+        assert_eq!(elapsed(&at(5), &at(10)), Duration::from_secs(5));
+        assert_eq!(human(Duration::from_secs(5400)), "1h30m0s");
+        assert_eq!(human(Duration::from_secs(45)), "45s");
+    }
+}

@@ -1,0 +1,114 @@
+//! The workspace claim `<run>-workspace` of an Agent with `sandbox.workspace.persistentVolumeClaim`:
+//! owned by the Run, created before its first Pod and reused by later attempts, so a retry finds
+//! the files.
+
+use std::collections::BTreeMap;
+
+use herd_crds::agent::AccessMode;
+use k8s_openapi::api::core::v1::{
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use super::run_pod::workspace_claim_name;
+use super::run_snapshot::Snapshot;
+use crate::labels;
+
+/// The claim, or `None` when the workspace is an emptyDir.
+pub fn desired_workspace_claim(
+    run: &str,
+    namespace: &str,
+    owner: OwnerReference,
+    snapshot: &Snapshot,
+) -> Option<PersistentVolumeClaim> {
+    let claim = snapshot
+        .agent
+        .sandbox
+        .workspace
+        .persistent_volume_claim
+        .as_ref()?;
+    let mode = match claim.access_mode {
+        AccessMode::ReadWriteOnce => "ReadWriteOnce",
+        AccessMode::ReadWriteMany => "ReadWriteMany",
+        AccessMode::ReadWriteOncePod => "ReadWriteOncePod",
+    };
+    Some(PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(workspace_claim_name(run)),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(BTreeMap::from([
+                (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
+                (labels::RUN.to_owned(), run.to_owned()),
+            ])),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec![mode.to_owned()]),
+            storage_class_name: claim.storage_class_name.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_owned(), claim.size.clone())])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot(sandbox: serde_json::Value) -> Snapshot {
+        serde_json::from_value(json!({
+            "agentName": "a", "agent": {"sandbox": sandbox},
+            "run": {"planMode": false, "thinking": true, "timeoutSeconds": 60,
+                    "inputTimeoutSeconds": 60, "maxModelCalls": 5, "retries": 0},
+            "skills": [], "runnerImage": "r", "sandboxImage": "s", "depth": 0
+        }))
+        .unwrap()
+    }
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "herd.dev/v1alpha1".into(),
+            kind: "Run".into(),
+            name: "r".into(),
+            uid: "u1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[test]
+    fn no_claim_for_an_empty_dir_workspace() {
+        assert_eq!(
+            desired_workspace_claim("r", "ns", owner(), &snapshot(json!({}))),
+            None
+        );
+    }
+
+    #[test]
+    fn the_claim_follows_the_agent_and_is_owned_by_the_run() {
+        let s = snapshot(json!({"workspace": {"persistentVolumeClaim": {
+            "storageClassName": "fast", "size": "20Gi", "accessMode": "ReadWriteMany"}}}));
+        let claim = desired_workspace_claim("r", "ns", owner(), &s).unwrap();
+        assert_eq!(
+            serde_json::to_value(&claim).unwrap(),
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "r-workspace", "namespace": "ns",
+                    "labels": {"app.kubernetes.io/managed-by": "herd-operator", "herd.dev/run": "r"},
+                    "ownerReferences": [serde_json::to_value(owner()).unwrap()]},
+                "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "fast",
+                    "resources": {"requests": {"storage": "20Gi"}}}})
+        );
+        let defaults = snapshot(json!({"workspace": {"persistentVolumeClaim": {}}}));
+        let claim = desired_workspace_claim("r", "ns", owner(), &defaults).unwrap();
+        let spec = serde_json::to_value(claim.spec).unwrap();
+        assert_eq!(spec["accessModes"], json!(["ReadWriteOnce"]));
+        assert_eq!(spec["resources"]["requests"]["storage"], "10Gi");
+        assert!(spec.get("storageClassName").is_none());
+    }
+}

@@ -1,0 +1,623 @@
+//! The Run controller on the real API server, in a namespace enforcing the `restricted` Pod
+//! Security Standard. No kubelet runs here: a small player writes `pods/status` as a kubelet
+//! would, so the Run follows the `agent` container's terminated state.
+
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use herd_crds::agent::Agent;
+use herd_crds::condition::ConditionStatus;
+use herd_crds::run::Run;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::support::{has_condition, start_leader, test_config};
+use herd_e2e::wait::wait_for;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Labels the namespace to enforce the `restricted` Pod Security Standard.
+async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let label = json!({"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest"}}});
+    namespaces
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(&label))
+        .await?;
+    Ok(())
+}
+
+/// A ready Agent whose model key is a labelled Secret.
+async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    create_agent_with(admin, namespace, json!({}), json!({})).await
+}
+
+/// A ready Agent with these `runDefaults`.
+async fn create_agent_with(
+    admin: &Client,
+    namespace: &str,
+    run_defaults: Value,
+    sandbox: Value,
+) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "sk-e2e-secret-value"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
+            "soul": "Be brief.", "runDefaults": run_defaults, "sandbox": sandbox},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    Ok(())
+}
+
+async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    Ok(())
+}
+
+async fn run_until(
+    runs: &Api<Run>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Run) -> bool,
+) -> anyhow::Result<Run> {
+    wait_for(what, WAIT, || async {
+        let run = runs.get(name).await?;
+        Ok(check(&run).then_some(run))
+    })
+    .await
+}
+
+fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
+    run.status
+        .as_ref()
+        .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
+}
+
+fn message(run: &Run) -> String {
+    run.status
+        .as_ref()
+        .and_then(|s| {
+            herd_crds::condition::find_condition(&s.conditions, "Succeeded")
+                .map(|c| c.message.clone())
+        })
+        .unwrap_or_default()
+}
+
+fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
+    pod["spec"][list]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["name"] == name))
+        .with_context(|| format!("no {list} entry {name}"))
+}
+
+/// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
+/// `Succeeded` by its exit code.
+async fn terminate_agent(
+    admin: &Client,
+    namespace: &str,
+    pod: &str,
+    terminated: Value,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let phase = if terminated["exitCode"] == 0 {
+        "Succeeded"
+    } else {
+        "Failed"
+    };
+    let status = json!({"status": {
+        "phase": phase,
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "started": false,
+            "state": {"terminated": terminated}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// A Run becomes exactly its snapshot, NetworkPolicy and Pod, admitted under `restricted`; the
+/// key reaches `agent` only, by `secretKeyRef`; the per-namespace ServiceAccount and
+/// default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
+pub async fn run_becomes_snapshot_policy_and_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "hello").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let started = run_until(&runs, "hello", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let status = started.status.clone().context("no status")?;
+    ensure!(status.start_time.is_some(), "startTime is written");
+    ensure!(status.attempt == Some(1));
+    ensure!(status.pod_name.as_deref() == Some("hello-1"));
+    ensure!(status.snapshot.as_deref() == Some("hello-snapshot"));
+    let uid = started.metadata.uid.clone().context("no uid")?;
+
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let snapshot = cms.get("hello-snapshot").await?;
+    ensure!(snapshot.immutable == Some(true));
+    ensure!(
+        snapshot
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+    );
+    let text = snapshot
+        .data
+        .as_ref()
+        .and_then(|d| d.get("snapshot.json"))
+        .context("no snapshot.json")?;
+    ensure!(
+        !text.contains("sk-e2e-secret-value"),
+        "never a Secret value"
+    );
+    let parsed: Value = serde_json::from_str(text)?;
+    ensure!(parsed["agent"]["soul"] == "Be brief.", "{parsed}");
+    ensure!(parsed["run"]["timeoutSeconds"] == 1800, "{parsed}");
+
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    let policy = serde_json::to_value(policies.get("hello").await?)?;
+    ensure!(
+        policy["spec"]["podSelector"] == json!({"matchLabels": {"herd.dev/run": "hello"}}),
+        "{policy}"
+    );
+    ensure!(
+        policy["spec"]["egress"][2] == json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}),
+        "the model's CIDR: {policy}"
+    );
+    policies.get("herd-runs-default-deny").await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    accounts.get("herd-runner").await?;
+
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = serde_json::to_value(pods.get("hello-1").await?)?;
+    let agent = container(&pod, "containers", "agent")?;
+    let key = agent["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "HERD_MODEL_API_KEY"))
+        .context("no key in agent")?;
+    ensure!(
+        key["valueFrom"]["secretKeyRef"]["name"] == "model-key",
+        "{key}"
+    );
+    let sandbox = container(&pod, "initContainers", "sandbox")?;
+    ensure!(sandbox["restartPolicy"] == "Always");
+    ensure!(
+        !sandbox.to_string().contains("secretKeyRef"),
+        "no key in the sandbox"
+    );
+    ensure!(pod["spec"]["containers"].as_array().map(Vec::len) == Some(1));
+
+    terminate_agent(
+        &admin,
+        &namespace,
+        "hello-1",
+        json!({"exitCode": 1, "reason": "Error", "message": "model endpoint refused"}),
+    )
+    .await?;
+    let failed = run_until(&runs, "hello", "Failed", |r| {
+        succeeded(r, ConditionStatus::False, "Failed")
+    })
+    .await?;
+    ensure!(
+        message(&failed) == "the agent exited with code 1: model endpoint refused",
+        "{}",
+        message(&failed)
+    );
+    ensure!(failed.status.and_then(|s| s.completion_time).is_some());
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A Run applied before its Agent waits with `AgentNotFound`, then proceeds to its Pod; an
+/// OOM-killed agent ends it `OOMKilled`.
+pub async fn run_waits_for_its_agent(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_run(&admin, &namespace, "early").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let waiting = run_until(&runs, "early", "AgentNotFound", |r| {
+        succeeded(r, ConditionStatus::Unknown, "AgentNotFound")
+    })
+    .await?;
+    ensure!(
+        waiting
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.clone())
+            .is_none(),
+        "not accepted yet"
+    );
+    create_agent(&admin, &namespace).await?;
+    run_until(&runs, "early", "PodPending after the Agent appeared", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    terminate_agent(
+        &admin,
+        &namespace,
+        "early-1",
+        json!({"exitCode": 137, "reason": "OOMKilled"}),
+    )
+    .await?;
+    run_until(&runs, "early", "OOMKilled", |r| {
+        succeeded(r, ConditionStatus::False, "OOMKilled")
+    })
+    .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A terminal report of the current attempt decides (`completed` → `Succeeded`), written as the
+/// run API writes it; the controller's status writes never take `report` over.
+pub async fn a_terminal_report_decides(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "answered").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "answered", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
+            "usage": {"inputTokens": 5, "outputTokens": 2}, "result": {"text": "hello"}}}});
+    runs.patch_status(
+        "answered",
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&report),
+    )
+    .await?;
+    terminate_agent(
+        &admin,
+        &namespace,
+        "answered-1",
+        json!({"exitCode": 0, "reason": "Completed"}),
+    )
+    .await?;
+    let done = run_until(&runs, "answered", "Succeeded", |r| {
+        succeeded(r, ConditionStatus::True, "Succeeded")
+    })
+    .await?;
+    let status = done.status.context("no status")?;
+    ensure!(
+        status.report.and_then(|r| r.result).map(|r| r.text) == Some("hello".into()),
+        "the report stays"
+    );
+    let controller_fields = done
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|f| f.manager.as_deref() == Some("herd-controller"))
+        .map(|f| serde_json::to_string(&f.fields_v1).unwrap_or_default())
+        .collect::<String>();
+    ensure!(
+        !controller_fields.is_empty() && !controller_fields.contains("f:report"),
+        "herd-controller must not own report: {controller_fields}"
+    );
+    let (code, body) = super::support::http_get(&running, "/metrics").await?;
+    ensure!(
+        code == 200
+            && body.contains(r#"herd_runs_finished_total{succeeded="True",reason="Succeeded"} 1"#)
+            && body.contains(&format!(
+                r#"herd_run_tokens_total{{namespace="{namespace}",agent="helper"}} 7"#
+            )),
+        "{body}"
+    );
+    ensure!(!body.contains("answered"), "no Run names in metrics");
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// Cancel deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
+/// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
+/// Run whose snapshot disappeared fails `InvalidSpec` rather than re-reading its Agent.
+pub async fn cancel_and_ttl(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "busy").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "busy", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let cancel = json!({"spec": {"cancel": true}});
+    runs.patch("busy", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    run_until(&runs, "busy", "Cancelled", |r| {
+        succeeded(r, ConditionStatus::False, "Cancelled")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the cancelled Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("busy-1").await?.is_none().then_some(()))
+    })
+    .await?;
+
+    let queued: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "queued"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
+                 "inputs": [{"configMapRef": {"name": "missing"}}],
+                 "ttlSecondsAfterFinished": 1},
+    }))?;
+    runs.create(&PostParams::default(), &queued).await?;
+    let waiting = run_until(&runs, "queued", "Queued on the missing input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+    })
+    .await?;
+    ensure!(
+        message(&waiting) == "input ConfigMap missing not found",
+        "{}",
+        message(&waiting)
+    );
+    runs.patch("queued", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    let lost: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "lost"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
+                 "inputs": [{"configMapRef": {"name": "late"}}]},
+    }))?;
+    runs.create(&PostParams::default(), &lost).await?;
+    run_until(&runs, "lost", "Queued on the late input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    cms.delete("lost-snapshot", &Default::default()).await?;
+    let late: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
+    cms.create(&PostParams::default(), &late).await?;
+    let failed = run_until(&runs, "lost", "InvalidSpec without its snapshot", |r| {
+        succeeded(r, ConditionStatus::False, "InvalidSpec")
+    })
+    .await?;
+    ensure!(
+        message(&failed) == "snapshot ConfigMap lost-snapshot is missing or not this Run's",
+        "{}",
+        message(&failed)
+    );
+    ensure!(pods.get_opt("lost-1").await?.is_none());
+    wait_for("the TTL to delete the cancelled Run", WAIT, || async {
+        Ok(runs.get_opt("queued").await?.is_none().then_some(()))
+    })
+    .await?;
+    ensure!(
+        pods.get_opt("queued-1").await?.is_none(),
+        "a Queued Run never gets a Pod"
+    );
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An evicted Pod is an infrastructure failure: with `retries: 1` the Run makes attempt 2 (a
+/// new Pod on the same workspace claim), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
+/// as has no rights beyond self-review.
+pub async fn eviction_is_retried(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+    kubeconfig: std::path::PathBuf,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let claimed = json!({"workspace": {"persistentVolumeClaim": {"size": "1Gi"}}});
+    create_agent_with(&admin, &namespace, json!({"retries": 1}), claimed).await?;
+    create_run(&admin, &namespace, "evicted").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "evicted", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
+        "message": "The node was low on resource: memory."}});
+    pods.patch_status("evicted-1", &PatchParams::default(), &Patch::Merge(&evict))
+        .await?;
+    run_until(&runs, "evicted", "attempt 2", |r| {
+        r.status.as_ref().and_then(|s| s.attempt) == Some(2)
+            && r.status.as_ref().and_then(|s| s.pod_name.as_deref()) == Some("evicted-2")
+    })
+    .await?;
+    let second = pods.get("evicted-2").await?;
+    ensure!(
+        second
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("herd.dev/attempt"))
+            .map(String::as_str)
+            == Some("2")
+    );
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(admin.clone(), &namespace);
+    let claim = claims.get("evicted-workspace").await?;
+    ensure!(
+        claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "Run"),
+        "the workspace claim is the Run's"
+    );
+    let volumes = serde_json::to_value(&second.spec.as_ref().context("no spec")?.volumes)?;
+    ensure!(
+        volumes
+            .to_string()
+            .contains(r#""claimName":"evicted-workspace""#),
+        "attempt 2 reuses the workspace: {volumes}"
+    );
+    pods.patch_status("evicted-2", &PatchParams::default(), &Patch::Merge(&evict))
+        .await?;
+    let done = run_until(&runs, "evicted", "Evicted", |r| {
+        succeeded(r, ConditionStatus::False, "Evicted")
+    })
+    .await?;
+    ensure!(
+        message(&done) == "the pod was evicted: The node was low on resource: memory.",
+        "{}",
+        message(&done)
+    );
+
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": namespace}});
+    let file = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+    let mut impersonated =
+        kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+            .await?;
+    impersonated.auth_info.impersonate =
+        Some(format!("system:serviceaccount:{namespace}:herd-runner"));
+    let runner = Client::try_from(impersonated)?;
+    let request = http::Request::post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&review)?)?;
+    let answer: Value = runner.request(request).await?;
+    let rules = answer["status"]["resourceRules"]
+        .as_array()
+        .context("no resourceRules")?;
+    ensure!(
+        !rules.is_empty(),
+        "the self-review rules are listed: {answer}"
+    );
+    for rule in rules {
+        let groups = rule["apiGroups"].to_string();
+        ensure!(
+            groups.contains("authorization.k8s.io") || groups.contains("authentication.k8s.io"),
+            "herd-runner may do more than self-review: {rule}"
+        );
+    }
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// The operator enforces `timeout` itself from `startTime`, whatever the Pod is doing: the Run
+/// ends `TimedOut` and its running Pod is deleted.
+pub async fn timeout_while_the_pod_runs(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "slow"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Take your time.", "timeout": "4s"},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "slow", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let started = json!({"status": {"phase": "Running", "containerStatuses": [{
+        "name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest", "imageID": "",
+        "ready": true, "restartCount": 0, "started": true,
+        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
+    pods.patch_status("slow-1", &PatchParams::default(), &Patch::Merge(&started))
+        .await?;
+    run_until(&runs, "slow", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
+    })
+    .await?;
+    let done = run_until(&runs, "slow", "TimedOut", |r| {
+        succeeded(r, ConditionStatus::False, "TimedOut")
+    })
+    .await?;
+    ensure!(
+        message(&done) == "the timeout of 4s passed",
+        "{}",
+        message(&done)
+    );
+    wait_for("the timed-out Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("slow-1").await?.is_none().then_some(()))
+    })
+    .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// The API server refusing the Pod (here the RuntimeClass admission: the Agent's
+/// `runtimeClassName` does not exist) fails the Run `InvalidSpec` with the server's message.
+pub async fn refused_pod_is_invalid_spec(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    enforce_restricted(&admin, &namespace).await?;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent_with(
+        &admin,
+        &namespace,
+        json!({}),
+        json!({"runtimeClassName": "no-such-runtime"}),
+    )
+    .await?;
+    create_run(&admin, &namespace, "refused").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let failed = run_until(&runs, "refused", "InvalidSpec", |r| {
+        succeeded(r, ConditionStatus::False, "InvalidSpec")
+    })
+    .await?;
+    ensure!(
+        message(&failed).contains("no-such-runtime"),
+        "the server's message: {}",
+        message(&failed)
+    );
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(pods.get_opt("refused-1").await?.is_none());
+    running.shutdown().await?;
+    Ok(())
+}
