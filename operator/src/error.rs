@@ -19,3 +19,11 @@ pub enum Error {
     #[error("HTTP listener: {0}")]
     Http(#[from] std::io::Error),
 }
+
+impl Error {
+    /// A conditional write refused because the object changed since it was read (409): the
+    /// decision was made from a cache that had not caught up yet.
+    pub fn is_stale_write(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(status)) if status.is_conflict())
+    }
+}

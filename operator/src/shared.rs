@@ -11,11 +11,16 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::config::DefaultModelConfig;
 use crate::decide::backoff;
+use crate::error::Error;
 use crate::metrics::Metrics;
+
+/// When to reconcile again after a write refused for a stale cache, should no watch event come
+/// first.
+const STALE_WRITE_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The field manager of everything the controllers write.
 pub const FIELD_MANAGER: &str = "herd-controller";
@@ -73,6 +78,24 @@ impl Shared {
         let count = failures.entry(key).or_insert(0);
         *count = count.saturating_add(1);
         Action::requeue(backoff::after(*count))
+    }
+
+    /// The `error_policy` of every controller. A status write refused because the cache was
+    /// behind is retried soon without counting as a failure (the newer version is on its way);
+    /// anything else is logged and backs off per object.
+    pub fn reconcile_failed<K: Resource<DynamicType = ()>>(
+        &self,
+        controller: &'static str,
+        object: &K,
+        error: &Error,
+    ) -> Action {
+        let key = key(controller, object);
+        if error.is_stale_write() {
+            debug!(%key, "decided from a stale cache; reconciling the newer version");
+            return Action::requeue(STALE_WRITE_RETRY);
+        }
+        warn!(%key, %error, "reconcile failed");
+        self.failed(controller, key)
     }
 
     /// Forgets the failures of `key` after a successful reconcile.

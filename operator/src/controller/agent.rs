@@ -16,7 +16,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::apply::apply_status;
 use crate::decide::agent_refs::{self, SecretRef};
@@ -159,11 +159,6 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
         return Ok(Action::await_change());
     }
     let _measure = shared.metrics.reconcile(NAME);
-    let name = agent
-        .metadata
-        .name
-        .as_deref()
-        .ok_or(Error::MissingField("metadata.name"))?;
     let namespace = agent
         .metadata
         .namespace
@@ -174,6 +169,9 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
     let generation = agent.metadata.generation;
     let now = Time(jiff::Timestamp::now());
 
+    // The Reconciling mark moves the object on: a second write must start from there.
+    let mut written = None;
+    let current = agent.as_ref();
     if let Some(conditions) = begin_reconcile(
         &previous.conditions,
         previous.observed_generation,
@@ -184,13 +182,13 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
             conditions,
             ..previous.clone()
         };
-        apply_status(&api, name, &marked).await?;
+        written = Some(apply_status(&api, current, &marked).await?);
     }
 
     let findings = find(&ctx, &agent, namespace).await?;
     let status = next_status(&previous, generation, &findings, &now);
     if status != previous {
-        apply_status(&api, name, &status).await?;
+        apply_status(&api, written.as_ref().unwrap_or(current), &status).await?;
         announce(shared, &agent, &previous, &status).await;
     }
     shared.succeeded(&key(NAME, agent.as_ref()));
@@ -312,8 +310,7 @@ async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &
 
 /// Backs off per Agent: 1 s doubling to 5 min.
 pub fn error_policy(agent: Arc<Agent>, error: &Error, ctx: Arc<Context>) -> Action {
-    warn!(agent = %agent.name_any(), namespace = ?agent.namespace(), %error, "agent reconcile failed");
-    ctx.shared.failed(NAME, key(NAME, agent.as_ref()))
+    ctx.shared.reconcile_failed(NAME, agent.as_ref(), error)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::run_objects::{
     Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
@@ -252,6 +252,17 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             }
             return Ok(Action::await_change());
         }
+        if operator_stopped(&previous) {
+            // Level-based: a Pod that reached the cache only after the Run was ended (its
+            // event reconciles the Run again) is stopped too.
+            let this_pod = pod_name(ids.name, previous.attempt.unwrap_or(1));
+            let cached = ctx
+                .pods
+                .get(&ObjectRef::new(&this_pod).within(ids.namespace));
+            if cached.is_some_and(|pod| owned_by(pod.as_ref(), &ids.uid)) {
+                delete_pod(&shared.client, ids.namespace, &this_pod).await?;
+            }
+        }
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::requeue(next_requeue(
             &previous, &created, limits, &now,
@@ -312,7 +323,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         ..previous.clone()
     };
     if decision.status != controller_part {
-        apply_status(&api, ids.name, &decision.status).await?;
+        apply_status(&api, run.as_ref(), &decision.status).await?;
         record_finish(shared, &run, &previous, &decision.status);
         announce(
             shared,
@@ -333,7 +344,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     ))
 }
 
-/// Whether the Run ended by the operator's decision (cancel, a deadline), so its Pod, maybe
+/// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so its Pod, maybe
 /// still working, is deleted; a Run the runner's report or exit ended lets its Pod finish.
 fn operator_stopped(status: &RunStatus) -> bool {
     find_condition(&status.conditions, condition_type::SUCCEEDED).is_some_and(|c| {
@@ -342,6 +353,7 @@ fn operator_stopped(status: &RunStatus) -> bool {
                 reason::CANCELLED,
                 reason::TIMED_OUT,
                 reason::INPUT_TIMED_OUT,
+                reason::INVALID_SPEC,
             ]
             .contains(&c.reason.as_str())
     })
@@ -632,6 +644,5 @@ async fn announce(
 
 /// Backs off per Run: 1 s doubling to 5 min.
 pub fn error_policy(run: Arc<Run>, error: &Error, ctx: Arc<Context>) -> Action {
-    warn!(run = %run.name_any(), namespace = ?run.namespace(), %error, "run reconcile failed");
-    ctx.shared.failed(NAME, key(NAME, run.as_ref()))
+    ctx.shared.reconcile_failed(NAME, run.as_ref(), error)
 }

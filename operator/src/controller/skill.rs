@@ -16,7 +16,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::apply::apply_status;
 use crate::decide::conditions::begin_reconcile;
@@ -111,6 +111,9 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
     let generation = skill.metadata.generation;
     let now = Time(jiff::Timestamp::now());
 
+    // The Reconciling mark moves the object on: a second write must start from there.
+    let mut written = None;
+    let current = skill.as_ref();
     if let Some(conditions) = begin_reconcile(
         &previous.conditions,
         previous.observed_generation,
@@ -121,7 +124,7 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
             conditions,
             ..previous.clone()
         };
-        apply_status(&api, name, &marked).await?;
+        written = Some(apply_status(&api, current, &marked).await?);
     }
 
     let outcome = match evaluate(name, &skill.spec) {
@@ -133,7 +136,7 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
     };
     let status = next_status(&previous, generation, skill.spec.enabled, &outcome, &now);
     if status != previous {
-        apply_status(&api, name, &status).await?;
+        apply_status(&api, written.as_ref().unwrap_or(current), &status).await?;
         announce(shared, &skill, &previous, &status).await;
     }
     shared.succeeded(&key(NAME, skill.as_ref()));
@@ -228,6 +231,5 @@ async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &
 
 /// Backs off per Skill: 1 s doubling to 5 min.
 pub fn error_policy(skill: Arc<Skill>, error: &Error, ctx: Arc<Context>) -> Action {
-    warn!(skill = %skill.name_any(), namespace = ?skill.namespace(), %error, "skill reconcile failed");
-    ctx.shared.failed(NAME, key(NAME, skill.as_ref()))
+    ctx.shared.reconcile_failed(NAME, skill.as_ref(), error)
 }

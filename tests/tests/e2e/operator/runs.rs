@@ -423,7 +423,10 @@ pub async fn cancel_and_ttl(
         "{}",
         message(&failed)
     );
-    ensure!(pods.get_opt("lost-1").await?.is_none());
+    wait_for("the lost Run's Pod to be deleted", WAIT, || async {
+        Ok(pods.get_opt("lost-1").await?.is_none().then_some(()))
+    })
+    .await?;
     wait_for("the TTL to delete the cancelled Run", WAIT, || async {
         Ok(runs.get_opt("queued").await?.is_none().then_some(()))
     })
