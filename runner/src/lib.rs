@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod runtime;
 pub mod sandbox;
 pub mod skills;
+pub mod text;
 pub mod thread;
 pub mod tools;
 

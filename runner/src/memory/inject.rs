@@ -6,8 +6,8 @@
 
 use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
 
-use crate::middleware::text::escape_tags;
 use crate::prompt::estimate_tokens;
+use crate::text::escape_tags;
 
 /// Tokens of memory injected when the Agent does not say (`memory.injectionTokens`).
 pub const DEFAULT_INJECTION_TOKENS: usize = 2000;

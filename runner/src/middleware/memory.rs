@@ -15,13 +15,13 @@ use herd_crds::report::StopReason;
 
 use super::clock::Clock;
 use super::side_call::side_call;
-use super::text::{escape_tags, head_tail};
 use crate::agent::Middleware;
 use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
+use crate::text::{escape_tags, head_tail};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.kind` of the memory call's single message.

@@ -29,7 +29,6 @@ pub mod system_message_coalescing;
 pub mod terminal_response;
 #[cfg(test)]
 mod test_support;
-pub mod text;
 pub mod thread_data;
 pub mod title;
 pub mod todo;
