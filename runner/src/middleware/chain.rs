@@ -8,10 +8,7 @@ use std::sync::Arc;
 
 use herd_crds::agent::{MemorySpec, SummarizationSpec};
 
-use super::active_skills::ActiveSkills;
-use super::circuit_breaker::CircuitBreaker;
 use super::clarification::Clarification;
-use super::clock::{Clock, system_clock};
 use super::dangling_tool_call::DanglingToolCall;
 use super::durable_context::DurableContext;
 use super::dynamic_context::{DynamicContext, MemorySource};
@@ -29,6 +26,9 @@ use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
 use super::subagent_limit::SubagentLimit;
 use super::summarization::{Summarization, SummarizationConfig};
+use super::support::active_skills::ActiveSkills;
+use super::support::circuit_breaker::CircuitBreaker;
+use super::support::clock::{Clock, system_clock};
 use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-use super::active_skills::skill_file_ref;
+use super::support::active_skills::skill_file_ref;
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::parse_skill_md;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
-use super::clock::Clock;
-use super::side_call::side_call;
+use super::support::clock::Clock;
+use super::support::side_call::side_call;
 use crate::agent::Middleware;
 use crate::control::ControlPlane;
 use crate::memory::extract::{
@@ -149,7 +149,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::clock::fixed;
+    use crate::middleware::support::clock::fixed;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::active_skills::ActiveSkills;
 use super::input_sanitization::last_genuine_user_index;
+use super::support::active_skills::ActiveSkills;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::sandbox::executor::ToolExecutor;
@@ -204,7 +204,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::FnExecutor;
+    use crate::middleware::support::test_support::FnExecutor;
     use crate::sandbox::executor::ExecutorError;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;

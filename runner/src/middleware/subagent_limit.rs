@@ -22,7 +22,7 @@ use herd_crds::report::StopReason;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{Message, ThreadState};
 
-use super::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
+use super::support::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
 
 /// The subagent tool's name.
 const TASK_TOOL: &str = "task";

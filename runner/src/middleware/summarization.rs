@@ -23,7 +23,7 @@ use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
 
 use super::dynamic_context::is_reminder;
-use super::side_call::side_call;
+use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_crds::report::Usage;
 
-use super::side_call::side_call;
+use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::text::{take_chars, truncate_chars};

@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 
-use super::active_skills::{SKILL_READ_KEY, skill_file_ref};
+use super::support::active_skills::{SKILL_READ_KEY, skill_file_ref};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
 use crate::text::truncate_chars;
 use crate::thread::ToolStatus;
@@ -101,7 +101,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, run_tool};
+    use crate::middleware::support::test_support::{FixedTool, run_tool};
 
     async fn through(tool: FixedTool, name: &str, arguments: serde_json::Value) -> ToolOutput {
         run_tool(

@@ -142,7 +142,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, FnExecutor, call, local_sandbox, run_call};
+    use crate::middleware::support::test_support::{
+        FixedTool, FnExecutor, call, local_sandbox, run_call,
+    };
     use crate::sandbox::executor::ExecutorError;
     use crate::thread::ThreadState;
 
