@@ -17,7 +17,6 @@ use super::llm_error_handling::{LlmErrorHandling, RetrySettings};
 use super::loop_detection::{LoopDetection, LoopSettings};
 use super::memory::Memory;
 use super::model_length_finish_reason::ModelLengthFinishReason;
-use super::placement::{CustomMiddleware, PlacementError, place};
 use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
 use super::sandbox::Sandbox;
@@ -291,14 +290,6 @@ fn build_chain(
     // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
     push_if!(list, lead, Clarification::new(!settings.clarification));
     list
-}
-
-/// The chain with custom middlewares placed before or after named ones.
-pub fn with_custom(
-    chain: Vec<Arc<dyn Middleware>>,
-    custom: Vec<CustomMiddleware>,
-) -> Result<Vec<Arc<dyn Middleware>>, PlacementError> {
-    place(chain, custom)
 }
 
 #[cfg(test)]

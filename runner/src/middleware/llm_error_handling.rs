@@ -9,7 +9,6 @@
 //! TerminalResponse, SystemMessageCoalescing...). wrap_model_call nests with the first
 //! middleware outermost, so everything after this one runs again on each retry: a retry sends
 //! the same fully-built request, and their per-request reminders survive a failed attempt.
-//! Custom middlewares at DeerFlow's `MODEL_LOGICAL` anchor go right before it.
 //!
 //! Unlike DeerFlow (which answers with a fallback AIMessage), the final failure stays an
 //! error, so the Run reports `ModelError` with the reason instead of a fake answer.

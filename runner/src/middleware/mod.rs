@@ -15,7 +15,6 @@ pub mod llm_error_handling;
 pub mod loop_detection;
 pub mod memory;
 pub mod model_length_finish_reason;
-pub mod placement;
 pub mod read_before_write;
 pub mod safety_finish_reason;
 pub mod sandbox;
