@@ -30,10 +30,6 @@ const TASK_TOOL: &str = "task";
 pub const CONCURRENT_RANGE: (u32, u32) = (1, 4);
 /// Bounds of `maxTotal` per run.
 pub const TOTAL_RANGE: (u32, u32) = (1, 50);
-/// DeerFlow's default per-answer cap (`MAX_CONCURRENT_SUBAGENTS`).
-pub const DEFAULT_MAX_CONCURRENT: u32 = 3;
-/// DeerFlow's default per-run total.
-pub const DEFAULT_MAX_TOTAL: u32 = 6;
 
 /// Appended when the run's total is used up.
 pub const LIMIT_REACHED: &str = "[SUBAGENT LIMIT REACHED] The subagent delegation limit for this run has been reached. Continue using the subagent results already collected, execute remaining simple work directly, or summarize the remaining work instead of launching more subagents.";

@@ -1,10 +1,10 @@
 //! What several middlewares share; none of these is a middleware itself.
 
-pub mod active_skills;
-pub mod circuit_breaker;
-pub mod clock;
-pub mod last_turn;
-pub mod reminders;
-pub mod side_call;
+pub(crate) mod active_skills;
+pub(crate) mod circuit_breaker;
+pub(crate) mod clock;
+pub(crate) mod last_turn;
+pub(crate) mod reminders;
+pub(crate) mod side_call;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -1,13 +1,13 @@
 //! The sandbox side of the seven model-facing tools, one file each, and what they share:
 //! the reply type, argument parsing, truncation and I/O error wording.
 
-pub mod bash;
-pub mod glob;
-pub mod grep;
-pub mod ls;
-pub mod read_file;
-pub mod str_replace;
-pub mod write_file;
+pub(crate) mod bash;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod ls;
+pub(crate) mod read_file;
+pub(crate) mod str_replace;
+pub(crate) mod write_file;
 
 use std::io;
 
