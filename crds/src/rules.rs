@@ -4,6 +4,22 @@
 //! report the same messages, so a manifest run locally with `herd-runner run -f` fails with the
 //! words the API server would use.
 
+use std::ops::RangeInclusive;
+
+/// The CEL rule that keeps an integer field inside a range constant.
+macro_rules! range_rule {
+    ($range:expr) => {
+        const_format::formatcp!("self >= {} && self <= {}", *$range.start(), *$range.end())
+    };
+}
+
+/// The message of [`range_rule!`], as `validate()` reports it too.
+macro_rules! range_message {
+    ($range:expr) => {
+        const_format::formatcp!("must be between {} and {}", *$range.start(), *$range.end())
+    };
+}
+
 /// Pattern of a duration field: one or more `<digits><unit>` groups, units `ms`, `s`, `m`, `h`,
 /// at most six digits a group (so the value fits Go's and Rust's duration types).
 ///
@@ -177,20 +193,26 @@ pub const SOUL_EXCLUSIVE: &str = "!(has(self.soul) && has(self.soulFrom))";
 pub const SOUL_EXCLUSIVE_MESSAGE: &str =
     "soul and soulFrom are mutually exclusive: set at most one";
 
+/// Allowed values of Agent `subagents.maxConcurrent` (DeerFlow clamps to the same range).
+pub const MAX_CONCURRENT_RANGE: RangeInclusive<u32> = 1..=4;
 /// Agent `subagents.maxConcurrent`.
-pub const MAX_CONCURRENT: &str = "self >= 1 && self <= 4";
+pub const MAX_CONCURRENT: &str = range_rule!(MAX_CONCURRENT_RANGE);
 /// Message of [`MAX_CONCURRENT`].
-pub const MAX_CONCURRENT_MESSAGE: &str = "must be between 1 and 4";
+pub const MAX_CONCURRENT_MESSAGE: &str = range_message!(MAX_CONCURRENT_RANGE);
 
+/// Allowed values of Agent `subagents.maxTotal`.
+pub const MAX_TOTAL_RANGE: RangeInclusive<u32> = 1..=50;
 /// Agent `subagents.maxTotal`.
-pub const MAX_TOTAL: &str = "self >= 1 && self <= 50";
+pub const MAX_TOTAL: &str = range_rule!(MAX_TOTAL_RANGE);
 /// Message of [`MAX_TOTAL`].
-pub const MAX_TOTAL_MESSAGE: &str = "must be between 1 and 50";
+pub const MAX_TOTAL_MESSAGE: &str = range_message!(MAX_TOTAL_RANGE);
 
+/// Allowed values of Agent `subagents.maxDepth`.
+pub const MAX_DEPTH_RANGE: RangeInclusive<u32> = 1..=3;
 /// Agent `subagents.maxDepth`.
-pub const MAX_DEPTH: &str = "self >= 1 && self <= 3";
+pub const MAX_DEPTH: &str = range_rule!(MAX_DEPTH_RANGE);
 /// Message of [`MAX_DEPTH`].
-pub const MAX_DEPTH_MESSAGE: &str = "must be between 1 and 3";
+pub const MAX_DEPTH_MESSAGE: &str = range_message!(MAX_DEPTH_RANGE);
 
 /// Agent `runDefaults.retries`.
 pub const RETRIES: &str = "self >= 0 && self <= 3";

@@ -7,13 +7,14 @@
 pub mod agent;
 pub mod cli;
 pub mod control;
-pub mod memory;
-pub mod middleware;
+pub(crate) mod memory;
+pub(crate) mod middleware;
 pub mod model;
-pub mod prompt;
+pub(crate) mod prompt;
 pub mod runtime;
 pub mod sandbox;
-pub mod skills;
+pub(crate) mod skills;
+pub(crate) mod text;
 pub mod thread;
 pub mod tools;
 

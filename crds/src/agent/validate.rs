@@ -84,17 +84,17 @@ impl AgentSpec {
         }
         let subagents = &self.subagents;
         c.check(
-            (1..=4).contains(&subagents.max_concurrent),
+            rules::MAX_CONCURRENT_RANGE.contains(&subagents.max_concurrent),
             "spec.subagents.maxConcurrent",
             rules::MAX_CONCURRENT_MESSAGE,
         );
         c.check(
-            (1..=50).contains(&subagents.max_total),
+            rules::MAX_TOTAL_RANGE.contains(&subagents.max_total),
             "spec.subagents.maxTotal",
             rules::MAX_TOTAL_MESSAGE,
         );
         c.check(
-            (1..=3).contains(&subagents.max_depth),
+            rules::MAX_DEPTH_RANGE.contains(&subagents.max_depth),
             "spec.subagents.maxDepth",
             rules::MAX_DEPTH_MESSAGE,
         );

@@ -1,10 +1,10 @@
 //! The lead agent: the loop, the middleware hook points, and the tools of a run.
 
-pub mod events;
-pub mod middleware;
-pub mod run_loop;
-pub mod tool_calls;
-pub mod tool_registry;
+pub(crate) mod events;
+pub(crate) mod middleware;
+pub(crate) mod run_loop;
+pub(crate) mod tool_calls;
+pub(crate) mod tool_registry;
 
 pub use events::{AgentEvent, NoObserver, Observer};
 pub use middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};

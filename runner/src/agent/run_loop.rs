@@ -9,6 +9,7 @@ use herd_crds::report::{Clarification, StopReason};
 use crate::control::{AskOutcome, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
+use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, Message, ThreadState, ToolCall, ToolStatus};
 use crate::tools::{Budget, ToolContext, ToolOutput};
 
@@ -390,13 +391,7 @@ fn summarize_arguments(arguments: &str) -> String {
 }
 
 fn first_line(text: &str, max_chars: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() <= max_chars {
-        return line.to_owned();
-    }
-    let mut cut: String = line.chars().take(max_chars).collect();
-    cut.push('…');
-    cut
+    truncate_chars(text.lines().next().unwrap_or_default(), max_chars)
 }
 
 #[cfg(test)]

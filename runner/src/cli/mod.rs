@@ -9,11 +9,11 @@
 //! Everything printed for a person passes through `terminal_text::for_terminal`; `--json`
 //! lines through `json_line::json_line`.
 
-pub mod args;
-pub mod json_line;
-pub mod progress;
-pub mod prompter;
-pub mod terminal_text;
+pub(crate) mod args;
+pub(crate) mod json_line;
+pub(crate) mod progress;
+pub(crate) mod prompter;
+pub(crate) mod terminal_text;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The `ControlPlane` seam: how a run reports progress, starts subagents, asks questions,
 //! posts its result and reaches memory. Local (`herd-runner run`) or the operator's run API.
 
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod local;
 
 use async_trait::async_trait;

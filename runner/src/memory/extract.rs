@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::apply::MIN_CONFIDENCE;
 use super::inject::category_name;
-use crate::middleware::text::{escape_tags, head_tail, truncate_chars};
+use crate::text::{escape_tags, head_tail, truncate_chars};
 use crate::thread::Message;
 
 /// Facts not confirmed for this many days are offered to the model for removal.

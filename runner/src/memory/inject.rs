@@ -6,11 +6,8 @@
 
 use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
 
-use crate::middleware::text::escape_tags;
-use crate::prompt::estimate_tokens;
+use crate::text::escape_tags;
 
-/// Tokens of memory injected when the Agent does not say (`memory.injectionTokens`).
-pub const DEFAULT_INJECTION_TOKENS: usize = 2000;
 /// Tokens set aside for `correction` facts on top of the injection budget (DeerFlow's
 /// guaranteed-category allowance), at most a quarter of that budget.
 pub const CORRECTION_RESERVE_TOKENS: usize = 500;
@@ -24,20 +21,15 @@ pub fn correction_reserve(max_tokens: usize) -> usize {
     CORRECTION_RESERVE_TOKENS.min(max_tokens / 4)
 }
 
-/// The most tokens `format_memory` injects for a budget of `max_tokens`, reserve included.
+/// The most tokens `format_memory_counted` injects for a budget of `max_tokens`, reserve included.
 pub fn max_injected_tokens(max_tokens: usize) -> usize {
     max_tokens + correction_reserve(max_tokens)
 }
 
 /// The memory text to inject, or `None` when there is nothing to say or the budget is 0.
-/// Every value is tag-escaped: memory holds what models wrote about users' words. Lines are
-/// counted as a quarter of their characters; see `format_memory_counted`.
-pub fn format_memory(document: &MemoryDocument, max_tokens: usize) -> Option<String> {
-    format_memory_counted(document, max_tokens, estimate_tokens)
-}
-
-/// `format_memory` counting each line with `count` (the runner's tokenizer when the memory
-/// has to fit a small context window).
+/// Every value is tag-escaped: memory holds what models wrote about users' words. Each line
+/// is counted with `count` (the runner's tokenizer when the memory has to fit a small
+/// context window, else a quarter of its characters).
 pub fn format_memory_counted(
     document: &MemoryDocument,
     max_tokens: usize,
@@ -176,6 +168,7 @@ mod tests {
     use herd_crds::wire::MemoryContext;
 
     use super::*;
+    use crate::prompt::estimate_tokens;
 
     fn fact(id: &str, category: FactCategory, confidence: f64, content: &str) -> Fact {
         Fact {
@@ -192,7 +185,10 @@ mod tests {
 
     #[test]
     fn an_empty_document_injects_nothing() {
-        assert_eq!(format_memory(&MemoryDocument::default(), 2000), None);
+        assert_eq!(
+            format_memory_counted(&MemoryDocument::default(), 2000, estimate_tokens),
+            None
+        );
     }
 
     #[test]
@@ -210,7 +206,7 @@ mod tests {
                 fact("fact-2", FactCategory::Identity, 0.95, "Named <Ada>"),
             ],
         };
-        let text = format_memory(&document, 2000).unwrap();
+        let text = format_memory_counted(&document, 2000, estimate_tokens).unwrap();
         assert_eq!(
             text,
             "User Context:\n- Work: Builds a Kubernetes operator\n- Current Focus: Shipping the \
@@ -236,7 +232,7 @@ mod tests {
             facts,
             ..MemoryDocument::default()
         };
-        let text = format_memory(&document, 100).unwrap();
+        let text = format_memory_counted(&document, 100, estimate_tokens).unwrap();
         assert!(estimate_tokens(&text) <= 100, "{}", estimate_tokens(&text));
         assert!(
             text.contains("[context | 0.80]"),
@@ -265,7 +261,7 @@ mod tests {
             facts,
             ..MemoryDocument::default()
         };
-        let text = format_memory(&document, 60).unwrap();
+        let text = format_memory_counted(&document, 60, estimate_tokens).unwrap();
         assert!(
             text.contains("[correction | 0.71] Never use tabs"),
             "{text}"
@@ -311,6 +307,6 @@ mod tests {
             facts: vec![fact("c", FactCategory::Correction, 0.9, "x")],
             ..MemoryDocument::default()
         };
-        assert_eq!(format_memory(&document, 0), None);
+        assert_eq!(format_memory_counted(&document, 0, estimate_tokens), None);
     }
 }

@@ -1,6 +1,6 @@
 //! Memory: facts and context an agent remembers across runs, changed only through operations.
 
-pub mod apply;
-pub mod extract;
-pub mod file;
-pub mod inject;
+pub(crate) mod apply;
+pub(crate) mod extract;
+pub(crate) mod file;
+pub(crate) mod inject;

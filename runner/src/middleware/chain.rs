@@ -8,10 +8,7 @@ use std::sync::Arc;
 
 use herd_crds::agent::{MemorySpec, SummarizationSpec};
 
-use super::active_skills::ActiveSkills;
-use super::circuit_breaker::CircuitBreaker;
 use super::clarification::Clarification;
-use super::clock::{Clock, system_clock};
 use super::dangling_tool_call::DanglingToolCall;
 use super::durable_context::DurableContext;
 use super::dynamic_context::{DynamicContext, MemorySource};
@@ -20,7 +17,6 @@ use super::llm_error_handling::{LlmErrorHandling, RetrySettings};
 use super::loop_detection::{LoopDetection, LoopSettings};
 use super::memory::Memory;
 use super::model_length_finish_reason::ModelLengthFinishReason;
-use super::placement::{CustomMiddleware, PlacementError, place};
 use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
 use super::sandbox::Sandbox;
@@ -29,6 +25,9 @@ use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
 use super::subagent_limit::SubagentLimit;
 use super::summarization::{Summarization, SummarizationConfig};
+use super::support::active_skills::ActiveSkills;
+use super::support::circuit_breaker::CircuitBreaker;
+use super::support::clock::{Clock, system_clock};
 use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
@@ -291,14 +290,6 @@ fn build_chain(
     // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
     push_if!(list, lead, Clarification::new(!settings.clarification));
     list
-}
-
-/// The chain with custom middlewares placed before or after named ones.
-pub fn with_custom(
-    chain: Vec<Arc<dyn Middleware>>,
-    custom: Vec<CustomMiddleware>,
-) -> Result<Vec<Arc<dyn Middleware>>, PlacementError> {
-    place(chain, custom)
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, run_tool};
+    use crate::middleware::support::test_support::{FixedTool, run_tool};
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{ThreadState, ToolStatus};
 

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
+use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, Message, MessageMeta, ThreadState, ToolMessage, ToolStatus};
 
 /// The result given to a call that never got one.
@@ -261,7 +262,7 @@ fn synthetic(id: &str, name: &str, parse_error: Option<&str>) -> ToolMessage {
     let content = match parse_error {
         None => INTERRUPTED.to_owned(),
         Some(error) => {
-            let detail: String = error.chars().take(MAX_ERROR_DETAIL_CHARS).collect();
+            let detail = truncate_chars(error, MAX_ERROR_DETAIL_CHARS);
             if name == "write_file" {
                 format!(
                     "[write_file did not run: its arguments were not valid JSON ({detail}), so \

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::clock::{Clock, date_line};
+use super::support::clock::{Clock, date_line};
 use super::uploads;
 use crate::agent::{Flow, Middleware};
 use crate::control::ControlPlane;
@@ -189,7 +189,7 @@ mod tests {
     use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
 
     use super::*;
-    use crate::middleware::clock::fixed;
+    use crate::middleware::support::clock::fixed;
     use crate::testing::RecordingControl;
     use crate::thread::AssistantMessage;
 

@@ -9,7 +9,6 @@
 //! TerminalResponse, SystemMessageCoalescing...). wrap_model_call nests with the first
 //! middleware outermost, so everything after this one runs again on each retry: a retry sends
 //! the same fully-built request, and their per-request reminders survive a failed attempt.
-//! Custom middlewares at DeerFlow's `MODEL_LOGICAL` anchor go right before it.
 //!
 //! Unlike DeerFlow (which answers with a fallback AIMessage), the final failure stays an
 //! error, so the Run reports `ModelError` with the reason instead of a fake answer.
@@ -24,7 +23,7 @@ use crate::agent::{AgentEvent, Middleware, ModelNext, Observer};
 use crate::model::{ModelError, ModelErrorKind, ModelRequest};
 use crate::thread::{AssistantMessage, ThreadState};
 
-use super::circuit_breaker::{Admission, CircuitBreaker};
+use super::support::circuit_breaker::{Admission, CircuitBreaker};
 
 /// Attempts per model call, the first included (DeerFlow's `retry_max_attempts`).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -448,7 +447,7 @@ mod tests {
         assert_eq!(model.requests().len(), 5, "no request while open");
         assert_eq!(start.elapsed(), Duration::ZERO, "fails fast");
 
-        tokio::time::advance(super::super::circuit_breaker::RECOVERY_TIMEOUT).await;
+        tokio::time::advance(super::super::support::circuit_breaker::RECOVERY_TIMEOUT).await;
         let answer = call(&middleware, model.as_ref()).await.unwrap();
         assert_eq!(answer.content, "recovered");
         assert_eq!(model.requests().len(), 6);

@@ -31,8 +31,10 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, ThreadState, ToolCall};
 
-use super::last_turn::{last_assistant, last_assistant_mut, settle_stop_reason, strip_tool_calls};
-use super::reminders::PendingReminders;
+use super::support::last_turn::{
+    last_assistant, last_assistant_mut, settle_stop_reason, strip_tool_calls,
+};
+use super::support::reminders::PendingReminders;
 
 /// Answers whose tool-call hashes are remembered (DeerFlow's `window_size`).
 pub const WINDOW: usize = 20;

@@ -13,15 +13,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
-use super::clock::Clock;
-use super::side_call::side_call;
-use super::text::{escape_tags, head_tail};
+use super::support::clock::Clock;
+use super::support::side_call::side_call;
 use crate::agent::Middleware;
 use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
+use crate::text::{escape_tags, head_tail};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.kind` of the memory call's single message.
@@ -149,7 +149,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::clock::fixed;
+    use crate::middleware::support::clock::fixed;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 

@@ -1,42 +1,38 @@
 //! The middleware chain: small cross-cutting behaviours around the loop, one per file.
+//!
+//! `chain.rs` builds the chain and says why each middleware sits where it does; every other
+//! file here is one middleware. What several middlewares share (the clock, the circuit
+//! breaker, side calls, reminders, editing the last turn, active skills, test doubles) lives
+//! in `support/`.
 
-pub mod active_skills;
-pub mod chain;
-pub mod circuit_breaker;
-pub mod clarification;
-pub mod clock;
-pub mod dangling_tool_call;
-pub mod durable_context;
-pub mod dynamic_context;
-pub mod input_sanitization;
-pub mod last_turn;
-pub mod llm_error_handling;
-pub mod loop_detection;
-pub mod memory;
-pub mod model_length_finish_reason;
-pub mod placement;
-pub mod read_before_write;
-pub mod reminders;
-pub mod safety_finish_reason;
-pub mod sandbox;
-pub mod sandbox_audit;
-pub mod side_call;
-pub mod skill_activation;
-pub mod skill_tool_policy;
-pub mod subagent_limit;
-pub mod summarization;
-pub mod system_message_coalescing;
-pub mod terminal_response;
-#[cfg(test)]
-mod test_support;
-pub mod text;
-pub mod thread_data;
-pub mod title;
-pub mod todo;
-pub mod token_budget;
-pub mod token_usage;
-pub mod tool_error_handling;
-pub mod tool_output_budget;
-pub mod tool_result_sanitization;
-pub mod uploads;
-pub mod view_image;
+pub(crate) mod chain;
+pub(crate) mod clarification;
+pub(crate) mod dangling_tool_call;
+pub(crate) mod durable_context;
+pub(crate) mod dynamic_context;
+pub(crate) mod input_sanitization;
+pub(crate) mod llm_error_handling;
+pub(crate) mod loop_detection;
+pub(crate) mod memory;
+pub(crate) mod model_length_finish_reason;
+pub(crate) mod read_before_write;
+pub(crate) mod safety_finish_reason;
+pub(crate) mod sandbox;
+pub(crate) mod sandbox_audit;
+pub(crate) mod skill_activation;
+pub(crate) mod skill_tool_policy;
+pub(crate) mod subagent_limit;
+pub(crate) mod summarization;
+pub(crate) mod support;
+pub(crate) mod system_message_coalescing;
+pub(crate) mod terminal_response;
+pub(crate) mod thread_data;
+pub(crate) mod title;
+pub(crate) mod todo;
+pub(crate) mod token_budget;
+pub(crate) mod token_usage;
+pub(crate) mod tool_error_handling;
+pub(crate) mod tool_output_budget;
+pub(crate) mod tool_result_sanitization;
+pub(crate) mod uploads;
+pub(crate) mod view_image;

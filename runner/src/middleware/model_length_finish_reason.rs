@@ -13,7 +13,7 @@ use herd_crds::report::StopReason;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{FinishReason, ThreadState};
 
-use super::last_turn::{last_assistant, settle_stop_reason};
+use super::support::last_turn::{last_assistant, settle_stop_reason};
 
 /// The middleware; it has no settings.
 #[derive(Default)]

@@ -202,7 +202,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FnExecutor, SandboxTool, call, local_sandbox, run_call};
+    use crate::middleware::support::test_support::{
+        FnExecutor, SandboxTool, call, local_sandbox, run_call,
+    };
     use crate::sandbox::executor::ExecutorError;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::AssistantMessage;

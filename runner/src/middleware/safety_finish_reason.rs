@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{FinishReason, ThreadState};
 
-use super::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
+use super::support::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
 
 /// Provider finish reasons, besides `content_filter` and `refusal`, that mean a safety stop
 /// (Gemini's; compared without case).

@@ -21,6 +21,7 @@ use regex::Regex;
 
 use self::commands::{DOWNLOADERS, Simple, Text, basename, simple_commands};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
+use crate::text::truncate_chars;
 use crate::tools::ToolOutput;
 
 /// Longer commands are refused: no legitimate command needs this much, an encoded payload
@@ -559,8 +560,10 @@ fn shorten(command: &str) -> String {
     if count <= MAX_LOGGED_COMMAND_CHARS {
         return command.to_owned();
     }
-    let head: String = command.chars().take(MAX_LOGGED_COMMAND_CHARS).collect();
-    format!("{head}… ({count} chars)")
+    format!(
+        "{} ({count} chars)",
+        truncate_chars(command, MAX_LOGGED_COMMAND_CHARS)
+    )
 }
 
 /// Classifies `bash` commands; blocks the dangerous, warns on the risky, logs all.
@@ -636,7 +639,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, run_tool};
+    use crate::middleware::support::test_support::{FixedTool, run_tool};
     use crate::thread::ToolStatus;
 
     #[test]

@@ -13,13 +13,14 @@ use async_trait::async_trait;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::active_skills::ActiveSkills;
 use super::input_sanitization::last_genuine_user_index;
+use super::support::active_skills::ActiveSkills;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::skills::{Skill, SkillCategory};
+use crate::text::escape_attribute;
 use crate::thread::{AssistantMessage, Message, ThreadState};
 
 /// A SKILL.md larger than this is not loaded (the sandbox's own limit for skill files).
@@ -115,20 +116,6 @@ impl SkillActivation {
 }
 
 /// Escapes text for an XML element or a double-quoted attribute.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn block(skill: &Skill, request: &str, content: &str) -> String {
     let request = if request.is_empty() {
         NO_TASK_TEXT
@@ -144,11 +131,11 @@ fn block(skill: &Skill, request: &str, content: &str) -> String {
          skill directory only when needed.\n\n<skill name=\"{name}\" category=\"{category}\" \
          path=\"{path}\" sha256=\"{sha256}\" editable=\"{editable}\">\n<skill_content \
          encoding=\"xml-escaped\">\n{content}\n</skill_content>\n</skill>\n</slash_skill_activation>",
-        name = escape(&skill.name),
-        request = escape(request),
+        name = escape_attribute(&skill.name),
+        request = escape_attribute(request),
         category = skill.category.as_str(),
-        path = escape(&skill.path),
-        content = escape(content),
+        path = escape_attribute(&skill.path),
+        content = escape_attribute(content),
     )
 }
 
@@ -217,7 +204,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::FnExecutor;
+    use crate::middleware::support::test_support::FnExecutor;
     use crate::sandbox::executor::ExecutorError;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;

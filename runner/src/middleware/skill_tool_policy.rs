@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::active_skills::{ActiveSkills, loaded_skill_paths};
+use super::support::active_skills::{ActiveSkills, loaded_skill_paths};
 use crate::agent::{Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::Skill;
@@ -132,9 +132,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::active_skills::SKILL_READ_KEY;
     use crate::middleware::skill_activation::SkillActivation;
-    use crate::middleware::test_support::{FixedTool, FnExecutor, call, run_call};
+    use crate::middleware::support::active_skills::SKILL_READ_KEY;
+    use crate::middleware::support::test_support::{FixedTool, FnExecutor, call, run_call};
     use crate::sandbox::protocol::SandboxResponse;
     use crate::skills::SkillCategory;
     use crate::testing::{self, QueuedModel, RecordingControl, StaticExecutor, calls, text};

@@ -18,22 +18,15 @@
 
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
+use herd_crds::rules::{MAX_CONCURRENT_RANGE, MAX_TOTAL_RANGE};
 
 use crate::agent::{Flow, Middleware};
 use crate::thread::{Message, ThreadState};
 
-use super::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
+use super::support::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
 
 /// The subagent tool's name.
 const TASK_TOOL: &str = "task";
-/// Bounds of `maxConcurrent` (DeerFlow HEAD clamps to [1, 4]).
-pub const CONCURRENT_RANGE: (u32, u32) = (1, 4);
-/// Bounds of `maxTotal` per run.
-pub const TOTAL_RANGE: (u32, u32) = (1, 50);
-/// DeerFlow's default per-answer cap (`MAX_CONCURRENT_SUBAGENTS`).
-pub const DEFAULT_MAX_CONCURRENT: u32 = 3;
-/// DeerFlow's default per-run total.
-pub const DEFAULT_MAX_TOTAL: u32 = 6;
 
 /// Appended when the run's total is used up.
 pub const LIMIT_REACHED: &str = "[SUBAGENT LIMIT REACHED] The subagent delegation limit for this run has been reached. Continue using the subagent results already collected, execute remaining simple work directly, or summarize the remaining work instead of launching more subagents.";
@@ -51,12 +44,13 @@ pub struct SubagentLimit {
 }
 
 impl SubagentLimit {
-    /// Caps of `max_concurrent` task calls per answer (clamped to [1, 4]) and `max_total` per
-    /// run (clamped to [1, 50]).
+    /// Caps of `max_concurrent` task calls per answer and `max_total` per run, each clamped
+    /// to the range the Agent's validation allows.
     pub fn new(max_concurrent: u32, max_total: u32) -> Self {
         SubagentLimit {
-            max_concurrent: max_concurrent.clamp(CONCURRENT_RANGE.0, CONCURRENT_RANGE.1),
-            max_total: max_total.clamp(TOTAL_RANGE.0, TOTAL_RANGE.1),
+            max_concurrent: max_concurrent
+                .clamp(*MAX_CONCURRENT_RANGE.start(), *MAX_CONCURRENT_RANGE.end()),
+            max_total: max_total.clamp(*MAX_TOTAL_RANGE.start(), *MAX_TOTAL_RANGE.end()),
         }
     }
 }

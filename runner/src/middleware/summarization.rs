@@ -23,12 +23,12 @@ use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
 
 use super::dynamic_context::is_reminder;
-use super::side_call::side_call;
-use super::text::{escape_tags, head_tail, truncate_chars};
+use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
+use crate::text::{escape_tags, head_tail, truncate_chars};
 use crate::thread::{Message, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).

@@ -23,8 +23,8 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, FinishReason, ThreadState};
 
-use super::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
-use super::reminders::PendingReminders;
+use super::support::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
+use super::support::reminders::PendingReminders;
 
 /// Sent with the one retry.
 pub const REMINDER: &str = "<system_reminder>\nYour previous response after the tool execution was empty. Review the tool results above and reply to the user now with your final answer. Do not leave the response empty.\n</system_reminder>";

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::clock::Clock;
+use super::support::clock::Clock;
 use crate::agent::{Flow, Middleware};
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
@@ -83,7 +83,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::middleware::clock::fixed;
+    use crate::middleware::support::clock::fixed;
     use crate::sandbox::executor::ExecutorError;
 
     #[derive(Default)]

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_crds::report::Usage;
 
-use super::side_call::side_call;
-use super::text::truncate_chars;
+use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
+use crate::text::{take_chars, truncate_chars};
 use crate::thread::{Message, ThreadState};
 
 /// Most words asked of the title model (DeerFlow's `max_words`).
@@ -148,8 +148,7 @@ fn fallback_title(user: &str) -> String {
     if text.chars().count() <= FALLBACK_CHARS {
         return text;
     }
-    let cut: String = text.chars().take(FALLBACK_CHARS).collect();
-    format!("{}...", cut.trim_end())
+    format!("{}…", take_chars(&text, FALLBACK_CHARS).trim_end())
 }
 
 #[cfg(test)]
@@ -196,7 +195,7 @@ mod tests {
         let title = Title::new(None, 1);
         let mut state = first_exchange(&"word ".repeat(30));
         title.after_model(&mut state).await;
-        let expected = format!("{}...", "word ".repeat(10).trim_end());
+        let expected = format!("{}…", "word ".repeat(10).trim_end());
         assert_eq!(state.title.as_deref(), Some(expected.as_str()));
         assert!(expected.chars().count() <= FALLBACK_CHARS + 3);
 

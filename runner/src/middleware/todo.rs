@@ -15,12 +15,12 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 use herd_crds::report::{Todo as TodoItem, TodoStatus};
 
-use super::last_turn::last_assistant;
-use super::reminders::PendingReminders;
-use super::text::escape_tags;
+use super::support::last_turn::last_assistant;
+use super::support::reminders::PendingReminders;
 use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::model::{ModelError, ModelRequest};
 use crate::prompt::render_todo_system;
+use crate::text::escape_tags;
 use crate::thread::{AssistantMessage, Message, ThreadState};
 use crate::tools::ToolOutput;
 

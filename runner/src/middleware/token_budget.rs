@@ -24,8 +24,8 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, ThreadState};
 
-use super::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
-use super::reminders::PendingReminders;
+use super::support::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
+use super::support::reminders::PendingReminders;
 
 /// Share of the budget that triggers the warning, in percent (DeerFlow's `warn_threshold`
 /// 0.8).

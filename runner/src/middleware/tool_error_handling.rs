@@ -9,8 +9,9 @@
 
 use async_trait::async_trait;
 
-use super::active_skills::{SKILL_READ_KEY, skill_file_ref};
+use super::support::active_skills::{SKILL_READ_KEY, skill_file_ref};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
+use crate::text::truncate_chars;
 use crate::thread::ToolStatus;
 use crate::tools::ToolOutput;
 
@@ -39,10 +40,7 @@ fn is_framed(content: &str) -> bool {
 /// The error as the model sees it: tool, capped detail, and what to do next.
 pub fn frame_error(tool: &str, detail: &str) -> String {
     let detail = detail.trim();
-    let mut capped: String = detail.chars().take(MAX_DETAIL_CHARS).collect();
-    if capped.len() < detail.len() {
-        capped.push('…');
-    }
+    let mut capped = truncate_chars(detail, MAX_DETAIL_CHARS);
     if capped.is_empty() {
         capped.push_str("no details were given");
     }
@@ -103,7 +101,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, run_tool};
+    use crate::middleware::support::test_support::{FixedTool, run_tool};
 
     async fn through(tool: FixedTool, name: &str, arguments: serde_json::Value) -> ToolOutput {
         run_tool(

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::text::{last_chars, omission_marker, take_chars};
 use crate::tools::ToolOutput;
 
 /// Results longer than this (in characters) are externalized (DeerFlow's
@@ -65,24 +66,6 @@ fn file_name(tool: &str, call_id: &str) -> String {
     format!("{}-{}.txt", clean(tool, "tool"), clean(call_id, "call"))
 }
 
-fn head(text: &str, chars: usize) -> &str {
-    match text.char_indices().nth(chars) {
-        Some((index, _)) => &text[..index],
-        None => text,
-    }
-}
-
-fn tail(text: &str, chars: usize) -> &str {
-    let total = text.chars().count();
-    if total <= chars {
-        return text;
-    }
-    match text.char_indices().nth(total - chars) {
-        Some((index, _)) => &text[index..],
-        None => "",
-    }
-}
-
 fn synopsis(content: &str, chars: usize, path: &str) -> String {
     let lines = content.lines().count();
     format!(
@@ -90,18 +73,18 @@ fn synopsis(content: &str, chars: usize, path: &str) -> String {
          is saved to {path}; read parts of it with read_file (start_line/end_line) or search it \
          with grep.]\n\n--- first {SYNOPSIS_HEAD_CHARS} characters ---\n{}\n\n--- last \
          {SYNOPSIS_TAIL_CHARS} characters ---\n{}",
-        head(content, SYNOPSIS_HEAD_CHARS),
-        tail(content, SYNOPSIS_TAIL_CHARS)
+        take_chars(content, SYNOPSIS_HEAD_CHARS),
+        last_chars(content, SYNOPSIS_TAIL_CHARS)
     )
 }
 
 fn truncated(content: &str, chars: usize) -> String {
     let omitted = chars - FALLBACK_HEAD_CHARS - FALLBACK_TAIL_CHARS;
     format!(
-        "{}\n\n[... {omitted} characters omitted: the output was too long and could not be \
-         saved ...]\n\n{}",
-        head(content, FALLBACK_HEAD_CHARS),
-        tail(content, FALLBACK_TAIL_CHARS)
+        "{}\n\n{} The output was too long and could not be saved.\n\n{}",
+        take_chars(content, FALLBACK_HEAD_CHARS),
+        omission_marker(omitted),
+        last_chars(content, FALLBACK_TAIL_CHARS)
     )
 }
 
@@ -159,7 +142,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::test_support::{FixedTool, FnExecutor, call, local_sandbox, run_call};
+    use crate::middleware::support::test_support::{
+        FixedTool, FnExecutor, call, local_sandbox, run_call,
+    };
     use crate::sandbox::executor::ExecutorError;
     use crate::thread::ThreadState;
 
@@ -242,7 +227,11 @@ mod tests {
                 .content
                 .ends_with(&content[40_000 - FALLBACK_TAIL_CHARS..])
         );
-        assert!(output.content.contains("29000 characters omitted"));
+        assert!(
+            output
+                .content
+                .contains("[… 29000 characters omitted …] The output was too long")
+        );
         assert_eq!(output.meta["truncated_from_chars"], json!(40_000));
     }
 
@@ -270,12 +259,5 @@ mod tests {
         assert_eq!(file_name("web_fetch", "call_1"), "web_fetch-call_1.txt");
         assert_eq!(file_name("../x", "a b/c"), "_x-a_b_c.txt");
         assert_eq!(file_name("", "..."), "tool-call.txt");
-    }
-
-    #[test]
-    fn head_and_tail_respect_char_boundaries() {
-        assert_eq!(head("héllo", 2), "hé");
-        assert_eq!(tail("héllo", 4), "éllo");
-        assert_eq!(tail("hi", 5), "hi");
     }
 }

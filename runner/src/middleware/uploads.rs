@@ -9,10 +9,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use base64::Engine;
 
-use super::text::{escape_tags, truncate_chars};
 use crate::agent::{Flow, Middleware};
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::text::{escape_tags, truncate_chars};
 use crate::thread::state::UploadedFile;
 use crate::thread::{Message, ThreadState};
 

@@ -30,6 +30,7 @@ use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
 use super::sse::EventReader;
 use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use crate::text::take_chars;
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
 
 /// The API version this client speaks.
@@ -155,7 +156,7 @@ impl AnthropicModel {
                 continue;
             }
             let event: StreamEvent = serde_json::from_str(data).map_err(|e| {
-                let excerpt: String = data.chars().take(200).collect();
+                let excerpt = take_chars(data, 200);
                 ModelError::new(
                     ModelErrorKind::InvalidResponse,
                     format!(

@@ -3,6 +3,7 @@
 //! Both HTTP clients share this: the retry policy decides on the kind, so the mapping from
 //! status codes and error bodies to kinds must be the same for every provider.
 
+use crate::text::truncate_chars;
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -55,12 +56,8 @@ impl ErrorDetail {
 
     fn raw(body: &str) -> ErrorDetail {
         let trimmed = body.trim();
-        let mut message: String = trimmed.chars().take(BODY_EXCERPT_CHARS).collect();
-        if message.len() < trimmed.len() {
-            message.push('…');
-        }
         ErrorDetail {
-            message,
+            message: truncate_chars(trimmed, BODY_EXCERPT_CHARS),
             ..ErrorDetail::default()
         }
     }

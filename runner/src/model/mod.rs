@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::thread::{AssistantMessage, Message};
 
-pub mod anthropic;
-pub mod error;
+pub(crate) mod anthropic;
+pub(crate) mod error;
 mod http;
 mod http_error;
 mod ids;
 pub mod openai;
-pub mod resolve;
+pub(crate) mod resolve;
 pub mod scripted;
 mod sse;
 

@@ -30,6 +30,7 @@ use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
 use super::sse::EventReader;
 use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use crate::text::take_chars;
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// A Chat Completions endpoint (`<base_url>/chat/completions`).
@@ -174,7 +175,7 @@ impl OpenAiModel {
     }
 
     fn malformed(&self, error: &serde_json::Error, data: &str) -> ModelError {
-        let excerpt: String = data.chars().take(200).collect();
+        let excerpt = take_chars(data, 200);
         ModelError::new(
             ModelErrorKind::InvalidResponse,
             format!(

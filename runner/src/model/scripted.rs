@@ -66,6 +66,7 @@ use serde_json::{Map, Value};
 
 use super::error::{ModelError, ModelErrorKind};
 use super::{AgentRole, CallContext, ChatModel, DeltaSink, ModelRequest, Purpose, StreamDelta};
+use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// How much of the last message a no-match error quotes.
@@ -311,10 +312,7 @@ fn no_match(
     match last {
         Some(last) => {
             let text = last.text();
-            let mut quote: String = text.chars().take(QUOTE_CHARS).collect();
-            if quote.len() < text.len() {
-                quote.push('…');
-            }
+            let quote = truncate_chars(text, QUOTE_CHARS);
             message.push_str(&format!(
                 "; last message ({}): {quote:?}",
                 lower(&MessageRole::of(last))

@@ -189,24 +189,6 @@ pub(crate) fn system_prompt_limit(context_window: Option<u32>, reserved: usize) 
     context_window.map(|window| ContextBudget::new(window).prompt().saturating_sub(reserved))
 }
 
-/// Cuts `text` to at most `max` characters at a word boundary, marking the cut.
-pub(crate) fn truncate_words(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let keep = max.saturating_sub(3);
-    let head: String = text.chars().take(keep).collect();
-    let at_word_end = text.chars().nth(keep).is_some_and(char::is_whitespace);
-    let head = match head.rfind(' ') {
-        Some(space) if space > 0 && !at_word_end => &head[..space],
-        _ => head.as_str(),
-    };
-    format!(
-        "{}...",
-        head.trim_end_matches([',', ';', ':', '.', '-', ' '])
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,15 +254,5 @@ mod tests {
         assert_eq!(system_prompt_limit(Some(4096), 1500), Some(548));
         assert_eq!(system_prompt_limit(Some(4096), 5000), Some(0));
         assert_eq!(system_prompt_limit(None, 1500), None);
-    }
-
-    #[test]
-    fn truncates_at_word_boundaries() {
-        assert_eq!(truncate_words("short", 10), "short");
-        assert_eq!(
-            truncate_words("Analyze CSV data, then chart it", 20),
-            "Analyze CSV data..."
-        );
-        assert!(truncate_words(&"ü".repeat(50), 10).chars().count() <= 10);
     }
 }

@@ -5,18 +5,18 @@
 //! provider prefix caches hit on every call. Every interpolated value is escaped, so text
 //! from users and manifests (SOUL, skill descriptions, names) cannot close our tags.
 
-pub mod budget;
-pub mod context;
-pub mod error;
+pub(crate) mod budget;
+pub(crate) mod context;
+pub(crate) mod error;
 #[cfg(test)]
 mod fixtures;
-pub mod subagent;
-pub mod system;
+pub(crate) mod subagent;
+pub(crate) mod system;
 mod templates;
-pub mod tokenizer;
+pub(crate) mod tokenizer;
 
 pub use budget::estimate_tokens;
 pub use context::{PromptContext, SubagentPrompt, SubagentPromptContext};
 pub use error::PromptError;
-pub use subagent::{SUBAGENT_KINDS, render_subagent_prompt};
+pub use subagent::render_subagent_prompt;
 pub use system::{render_system_prompt, render_todo_system};

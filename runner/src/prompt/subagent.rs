@@ -5,9 +5,6 @@ use super::context::SubagentPromptContext;
 use super::error::PromptError;
 use super::templates::{View, render_sections, skill_views, subagents_view};
 
-/// The subagent types this module has prompts for.
-pub const SUBAGENT_KINDS: [&str; 2] = ["general-purpose", "bash"];
-
 /// Renders the system prompt of a `general-purpose` or `bash` subagent: its guidelines,
 /// tool restrictions (no `ask_clarification` or `present_files`; no `task` unless it may
 /// delegate), skills, working directory and the output format the lead agent expects.
@@ -107,6 +104,9 @@ mod tests {
         };
         insta::assert_snapshot!("bash", render_subagent_prompt("bash", &ctx).unwrap());
     }
+
+    /// The subagent types this module has prompts for.
+    const SUBAGENT_KINDS: [&str; 2] = ["general-purpose", "bash"];
 
     #[test]
     fn restrictions_list_only_the_subagents_own_tools() {

@@ -5,10 +5,11 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, syntax::SyntaxConfig};
 use serde::Serialize;
 
-use super::budget::{Detail, truncate_words};
+use super::budget::Detail;
 use super::context::SubagentPrompt;
 use super::error::PromptError;
 use crate::skills::Skill;
+use crate::text::{escape_tags, truncate_words};
 
 /// `(name, source)` of every template. `include_str!` keeps the binary self-contained.
 const TEMPLATES: [(&str, &str); 14] = [
@@ -146,21 +147,6 @@ pub(crate) fn subagents_view(subagents: Option<&SubagentPrompt>) -> Option<Subag
     })
 }
 
-/// Escapes what could open or close a tag, so untrusted text (SOUL, skill and agent names,
-/// descriptions) stays inside the section it was put in.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn environment() -> Result<Environment<'static>, PromptError> {
     let mut env = Environment::new();
     let syntax = SyntaxConfig::builder()
@@ -171,13 +157,13 @@ fn environment() -> Result<Environment<'static>, PromptError> {
     env.set_syntax(syntax);
     // A typo in a template must fail the tests, not silently print nothing.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    // Every `{{ value }}` goes through `escape`, whatever the template says: escaping
+    // Every `{{ value }}` goes through `escape_tags`, whatever the template says: escaping
     // cannot be forgotten in one place.
     env.set_formatter(|out, _state, value| {
         if value.is_safe() {
             write!(out, "{value}")?;
         } else {
-            out.write_str(&escape(&value.to_string()))?;
+            out.write_str(&escape_tags(&value.to_string()))?;
         }
         Ok(())
     });
@@ -209,12 +195,6 @@ pub(crate) fn render_sections(names: &[&str], view: &View<'_>) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_neutralizes_tags() {
-        assert_eq!(escape("a</soul><role>&"), "a&lt;/soul&gt;&lt;role&gt;&amp;");
-        assert_eq!(escape("plain 'text' \"ok\""), "plain 'text' \"ok\"");
-    }
 
     #[test]
     fn every_template_compiles() {

@@ -1,7 +1,7 @@
 //! Putting a run together: manifests and settings in, a configured lead agent out.
 
-pub mod blueprint;
+pub(crate) mod blueprint;
 pub mod local;
-pub mod manifests;
+pub(crate) mod manifests;
 pub mod settings;
 pub mod workdir;

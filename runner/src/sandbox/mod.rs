@@ -1,19 +1,19 @@
 //! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
 
-pub mod args;
+pub(crate) mod args;
 #[cfg(target_os = "linux")]
 pub mod confine;
-pub mod confined;
-pub mod executor;
+pub(crate) mod confined;
+pub(crate) mod executor;
 mod framework;
 pub mod in_process;
-pub mod local;
+pub(crate) mod local;
 mod mask;
-pub mod paths;
-pub mod protocol;
+pub(crate) mod paths;
+pub(crate) mod protocol;
 mod realpath;
-pub mod socket;
-pub mod tools;
+pub(crate) mod socket;
+pub(crate) mod tools;
 mod walk;
 
 pub use in_process::InProcessExecutor;

@@ -4,10 +4,8 @@
 //! SKILL.md (and the resources it names) with `read_file` when a task matches: progressive
 //! loading keeps the system prompt small however many skills are installed.
 
-pub mod catalog;
+pub(crate) mod catalog;
 
 pub use catalog::{Skill, SkillCatalog, SkillCategory};
 // The SKILL.md rules are shared with the operator's Skill controller.
-pub use herd_crds::skill_md::{
-    RequiredSecret, SkillError, SkillMd, parse_skill_md, validate_skill_name,
-};
+pub use herd_crds::skill_md::{RequiredSecret, parse_skill_md};

@@ -1,7 +1,7 @@
 //! Messages and thread state.
 
-pub mod message;
-pub mod state;
+pub(crate) mod message;
+pub(crate) mod state;
 
 pub use message::{
     AssistantMessage, FinishReason, ImagePart, Message, MessageMeta, SystemMessage, ToolCall,

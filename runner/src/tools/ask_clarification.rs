@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
+use crate::text::truncate_chars;
 
 /// Most options offered with one question (DeerFlow's form limit).
 pub const MAX_OPTIONS: usize = 24;
@@ -54,9 +55,11 @@ impl AskClarification {
         }
         Ok(Clarification {
             id: question_id(call_id),
-            question: truncate(question, MAX_TEXT_CHARS),
+            question: truncate_chars(question, MAX_TEXT_CHARS),
             kind: args.clarification_type,
-            context: args.context.map(|c| truncate(c.trim(), MAX_TEXT_CHARS)),
+            context: args
+                .context
+                .map(|c| truncate_chars(c.trim(), MAX_TEXT_CHARS)),
             options,
             asked_at: Some(jiff::Timestamp::now().to_string()),
         })
@@ -98,10 +101,6 @@ fn question_id(call_id: &str) -> String {
     } else {
         format!("q-{cleaned}")
     }
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
 }
 
 #[async_trait]

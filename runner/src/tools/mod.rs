@@ -1,17 +1,17 @@
 //! Tools the model can call: each a `Tool` with a JSON Schema, filtered by the Agent's
 //! `toolGroups`. Sandbox tools forward to the `ToolExecutor`; the rest run on the agent side.
 
-pub mod ask_clarification;
-pub mod lean;
-pub mod present_files;
+pub(crate) mod ask_clarification;
+pub(crate) mod lean;
+pub(crate) mod present_files;
 pub mod sandbox_tools;
-pub mod schema;
-pub mod task;
-pub mod view_image;
-pub mod web;
-pub mod web_fetch;
-pub mod web_search;
-pub mod write_todos;
+pub(crate) mod schema;
+pub(crate) mod task;
+pub(crate) mod view_image;
+pub(crate) mod web;
+pub(crate) mod web_fetch;
+pub(crate) mod web_search;
+pub(crate) mod write_todos;
 
 use std::sync::Arc;
 

@@ -5,9 +5,8 @@ mod client;
 mod server;
 mod wire;
 
-pub use client::{SocketOptions, UnixSocketExecutor};
-pub use server::{SandboxServer, serve, serve_stdin};
-pub use wire::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+pub use client::UnixSocketExecutor;
+pub use server::{serve, serve_stdin};
 
 #[cfg(test)]
 mod tests {
@@ -18,6 +17,8 @@ mod tests {
     use serde_json::json;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+    use super::client::SocketOptions;
+    use super::server::SandboxServer;
     use super::*;
     use crate::sandbox::executor::ToolExecutor;
     use crate::sandbox::in_process::InProcessExecutor;

@@ -4,7 +4,7 @@
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -37,7 +37,7 @@ pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
         .try_clone_to_owned()
         .map(std::os::unix::net::UnixListener::from)
         .context("taking the socket on standard input")?;
-    let address = listener
+    listener
         .local_addr()
         .context("standard input is not a listening unix socket")?;
     listener
@@ -46,10 +46,6 @@ pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
     SandboxServer {
         listener: UnixListener::from_std(listener)
             .context("preparing the socket on standard input")?,
-        path: address
-            .as_pathname()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
         sandbox,
         max_request_bytes: MAX_REQUEST_BYTES,
     }
@@ -61,7 +57,6 @@ pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
 #[derive(Debug)]
 pub struct SandboxServer {
     listener: UnixListener,
-    path: PathBuf,
     sandbox: Sandbox,
     max_request_bytes: usize,
 }
@@ -96,21 +91,16 @@ impl SandboxServer {
             .with_context(|| format!("binding sandbox socket {}", socket.display()))?;
         Ok(SandboxServer {
             listener,
-            path: socket.to_path_buf(),
             sandbox,
             max_request_bytes: MAX_REQUEST_BYTES,
         })
     }
 
-    /// Sets the request size limit (default 16 MiB).
-    pub fn with_max_request_bytes(mut self, limit: usize) -> Self {
+    /// Sets the request size limit (default 16 MiB), so tests need not send 16 MiB.
+    #[cfg(test)]
+    pub(crate) fn with_max_request_bytes(mut self, limit: usize) -> Self {
         self.max_request_bytes = limit;
         self
-    }
-
-    /// The socket path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Accepts connections until dropped (dropping also ends every connection and request).

@@ -15,10 +15,11 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use super::{ToolReply, invalid_args, truncate_middle};
+use super::{ToolReply, invalid_args};
 use crate::sandbox::args::BashArgs;
 use crate::sandbox::local::Sandbox;
 use crate::sandbox::paths::{Access, WORKSPACE};
+use crate::text::truncate_middle;
 
 /// DeerFlow's cap on `bash` output.
 pub const MAX_CHARS: usize = 20_000;
@@ -370,9 +371,7 @@ mod tests {
         assert!(reply.content.starts_with(&"a".repeat(10_000)));
         assert!(reply.content.ends_with("END\n"));
         assert!(
-            reply
-                .content
-                .contains("[... 280005 characters truncated ...]"),
+            reply.content.contains("[… 280005 characters omitted …]"),
             "{}",
             &reply.content[9990..10100]
         );

@@ -9,10 +9,11 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 
-use super::{ToolReply, io_error, take_chars, truncate_end};
+use super::{ToolReply, io_error};
 use crate::sandbox::args::GrepArgs;
 use crate::sandbox::paths::{Access, SandboxPaths};
 use crate::sandbox::walk::walk;
+use crate::text::{take_chars, truncate_end};
 
 /// Matches when the model does not say.
 pub const DEFAULT_MAX_RESULTS: usize = 100;

@@ -2,11 +2,12 @@
 
 use std::path::Path;
 
-use super::{ToolReply, io_error, truncate_end};
+use super::{ToolReply, io_error};
 use crate::sandbox::args::LsArgs;
 use crate::sandbox::paths::{Access, SandboxPaths};
 use crate::sandbox::realpath::real_path;
 use crate::sandbox::walk::{SKIPPED_DIRS, visible};
+use crate::text::truncate_end;
 
 /// DeerFlow's cap on `ls` output.
 pub const MAX_CHARS: usize = 20_000;

@@ -1,13 +1,13 @@
 //! The sandbox side of the seven model-facing tools, one file each, and what they share:
 //! the reply type, argument parsing, truncation and I/O error wording.
 
-pub mod bash;
-pub mod glob;
-pub mod grep;
-pub mod ls;
-pub mod read_file;
-pub mod str_replace;
-pub mod write_file;
+pub(crate) mod bash;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod ls;
+pub(crate) mod read_file;
+pub(crate) mod str_replace;
+pub(crate) mod write_file;
 
 use std::io;
 
@@ -128,95 +128,9 @@ pub fn io_error(virtual_path: &str, error: &io::Error) -> String {
     }
 }
 
-/// Keeps the first and last `max_chars / 2` characters of `head ++ <omitted chars> ++ tail`,
-/// with a marker saying how many were cut. `omitted` counts characters already dropped
-/// between `head` and `tail` (a bounded capture); pass 0 and `""` for plain text.
-pub fn truncate_middle(head: &str, omitted: usize, tail: &str, max_chars: usize) -> String {
-    let head_chars = head.chars().count();
-    let tail_chars = tail.chars().count();
-    let total = head_chars + omitted + tail_chars;
-    if total <= max_chars {
-        return format!("{head}{tail}");
-    }
-    let keep_front = max_chars / 2;
-    let keep_back = max_chars - keep_front;
-    let (front, back) = if omitted == 0 {
-        let whole = format!("{head}{tail}");
-        (
-            take_chars(&whole, keep_front).to_owned(),
-            last_chars(&whole, keep_back).to_owned(),
-        )
-    } else {
-        (
-            take_chars(head, keep_front).to_owned(),
-            last_chars(tail, keep_back).to_owned(),
-        )
-    };
-    let cut = total - front.chars().count() - back.chars().count();
-    format!("{front}\n\n[... {cut} characters truncated ...]\n\n{back}")
-}
-
-/// The first `n` characters of `text`.
-pub fn take_chars(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((index, _)) => &text[..index],
-        None => text,
-    }
-}
-
-/// The last `n` characters of `text`.
-pub fn last_chars(text: &str, n: usize) -> &str {
-    if n == 0 {
-        return "";
-    }
-    match text.char_indices().rev().nth(n - 1) {
-        Some((index, _)) => &text[index..],
-        None => text,
-    }
-}
-
-/// `text` cut to `max_chars` with `note` appended when something was cut.
-pub fn truncate_end(text: String, max_chars: usize, note: &str) -> String {
-    if text.chars().count() <= max_chars {
-        return text;
-    }
-    format!("{}\n{note}", take_chars(&text, max_chars))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn middle_truncation_keeps_both_ends_and_counts_the_cut() {
-        let text = format!("{}{}", "a".repeat(30), "b".repeat(30));
-        let out = truncate_middle(&text, 0, "", 20);
-        assert_eq!(
-            out,
-            format!(
-                "{}\n\n[... 40 characters truncated ...]\n\n{}",
-                "a".repeat(10),
-                "b".repeat(10)
-            )
-        );
-        assert_eq!(truncate_middle("short", 0, "", 20), "short");
-    }
-
-    #[test]
-    fn middle_truncation_counts_characters_dropped_during_capture() {
-        let out = truncate_middle(&"é".repeat(15), 100, &"z".repeat(15), 20);
-        assert!(out.starts_with(&"é".repeat(10)));
-        assert!(out.ends_with(&"z".repeat(10)));
-        assert!(out.contains("[... 110 characters truncated ...]"));
-    }
-
-    #[test]
-    fn char_helpers_respect_boundaries() {
-        assert_eq!(take_chars("héllo", 2), "hé");
-        assert_eq!(last_chars("héllo", 4), "éllo");
-        assert_eq!(last_chars("hé", 5), "hé");
-        assert_eq!(last_chars("hé", 0), "");
-    }
 
     #[test]
     fn unknown_tools_and_bad_arguments_are_error_results() {

@@ -2,9 +2,10 @@
 //! characters. The result's meta carries the SHA-256 of the whole file, so a middleware can
 //! tell whether a later write would clobber changes the model has not seen.
 
-use super::{ToolReply, io_error, take_chars};
+use super::{ToolReply, io_error};
 use crate::sandbox::args::ReadFileArgs;
 use crate::sandbox::paths::{Access, SandboxPaths};
+use crate::text::take_chars;
 
 /// DeerFlow's cap on `read_file` output.
 pub const MAX_CHARS: usize = 50_000;

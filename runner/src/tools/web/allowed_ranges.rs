@@ -44,11 +44,6 @@ impl AllowedRanges {
         let ip = ip.to_canonical();
         self.0.iter().any(|range| range.contains(&ip))
     }
-
-    /// Whether no range is allowed.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -96,9 +91,14 @@ mod tests {
             spec(Some(EgressMode::None), &[]),
             spec(None, &[]),
         ] {
-            assert!(AllowedRanges::from_egress(Some(&other)).unwrap().is_empty());
+            assert!(
+                AllowedRanges::from_egress(Some(&other))
+                    .unwrap()
+                    .0
+                    .is_empty()
+            );
         }
-        assert!(AllowedRanges::from_egress(None).unwrap().is_empty());
+        assert!(AllowedRanges::from_egress(None).unwrap().0.is_empty());
     }
 
     proptest! {

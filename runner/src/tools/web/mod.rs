@@ -1,17 +1,17 @@
 //! Shared pieces of the agent-side web tools (`web_fetch`, `web_search`): the SSRF guard,
 //! HTML conversion, HTTP helpers and the search providers.
 
-pub mod address;
-pub mod allowed_ranges;
-pub mod html;
-pub mod http;
-pub mod resolver;
-pub mod search;
-pub mod search_settings;
-pub mod searxng;
-pub mod tavily;
+pub(crate) mod address;
+pub(crate) mod allowed_ranges;
+pub(crate) mod html;
+pub(crate) mod http;
+pub(crate) mod resolver;
+pub(crate) mod search;
+pub(crate) mod search_settings;
+pub(crate) mod searxng;
+pub(crate) mod tavily;
 
-pub use search::{SearchError, SearchProvider, SearchResult};
+pub use search::{SearchProvider, SearchResult};
 pub use search_settings::{WebSearchSettings, build_search_provider};
 
 #[cfg(test)]

@@ -25,7 +25,8 @@ pub struct SearchResult {
 /// A web search backend (SearXNG, Tavily...).
 #[async_trait]
 pub trait SearchProvider: Send + Sync {
-    /// The provider's name, for messages.
+    /// The provider's name, so tests can tell which backend the settings built.
+    #[cfg(test)]
     fn name(&self) -> &'static str;
     /// At most `max_results` results for `query`, best first.
     async fn search(

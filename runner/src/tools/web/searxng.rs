@@ -107,6 +107,7 @@ struct Hit {
 
 #[async_trait]
 impl SearchProvider for Searxng {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         NAME
     }

@@ -94,6 +94,7 @@ struct Hit {
 
 #[async_trait]
 impl SearchProvider for Tavily {
+    #[cfg(test)]
     fn name(&self) -> &'static str {
         NAME
     }

@@ -52,12 +52,14 @@ impl PendingReminders {
     }
 
     /// How many reminders wait for the next request.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
     /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
 

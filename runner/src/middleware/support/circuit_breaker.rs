@@ -105,11 +105,6 @@ impl CircuitBreaker {
             State::Closed { .. } | State::HalfOpen { .. } | State::Open { .. } => open,
         };
     }
-
-    /// Whether the breaker is open or half-open (for messages and tests).
-    pub fn is_tripped(&self) -> bool {
-        !matches!(*self.lock(), State::Closed { .. })
-    }
 }
 
 #[cfg(test)]
@@ -138,7 +133,7 @@ mod tests {
         );
         breaker.record_success();
         assert_eq!(breaker.admit(), Admission::Allowed);
-        assert!(!breaker.is_tripped());
+        assert!(matches!(*breaker.lock(), State::Closed { .. }));
     }
 
     #[tokio::test(start_paused = true)]

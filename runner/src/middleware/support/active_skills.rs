@@ -8,7 +8,7 @@ use crate::sandbox::paths::{SKILLS_CUSTOM, SKILLS_PUBLIC};
 use crate::skills::Skill;
 use crate::thread::{Message, ThreadState, ToolStatus};
 
-use super::read_before_write::normalize_virtual_path;
+use crate::middleware::read_before_write::normalize_virtual_path;
 
 /// Meta key on a successful `read_file` of a SKILL.md: `{"name": …, "path": …}`.
 pub const SKILL_READ_KEY: &str = "skill_read";
