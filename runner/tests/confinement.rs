@@ -10,13 +10,33 @@
 use std::io::Write as _;
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
 const NOBODY: u32 = 65534;
 /// In the runner's environment only; a command that prints it read the runner's memory.
 const SECRET: &str = "herd-test-secret-4f1c";
+
+/// A thread that forks while another thread still holds the copied binary open for writing
+/// gives the child that descriptor until it execs, and an exec of the copy meanwhile fails
+/// with ETXTBSY ("Text file busy"): copies and spawns take turns.
+static EXEC_TURN: Mutex<()> = Mutex::new(());
+
+/// Runs `command` to its end, capturing its output, spawned in its turn.
+fn output_of(command: &mut Command) -> Output {
+    let child = {
+        let _turn = EXEC_TURN.lock().unwrap_or_else(PoisonError::into_inner);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("herd-runner starts")
+    };
+    child.wait_with_output().expect("herd-runner finishes")
+}
 
 /// Says why a test did not run, where the person running the tests sees it.
 fn skip(reason: &str) {
@@ -50,7 +70,11 @@ impl Stage {
         let stage = Stage { dir };
         std::fs::set_permissions(stage.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod the stage");
-        std::fs::copy(env!("CARGO_BIN_EXE_herd-runner"), stage.binary()).expect("copy the binary");
+        {
+            let _turn = EXEC_TURN.lock().unwrap_or_else(PoisonError::into_inner);
+            std::fs::copy(env!("CARGO_BIN_EXE_herd-runner"), stage.binary())
+                .expect("copy the binary");
+        }
         std::fs::create_dir_all(stage.path().join("home")).expect("a home");
         std::fs::write(stage.path().join("home/secret.txt"), "home secret\n").expect("secret");
         std::fs::write(stage.path().join("visible.txt"), "visible\n").expect("visible file");
@@ -183,19 +207,19 @@ fn run_confined(stage: &Stage, user: Option<u32>) -> Option<Outcome> {
             setpriv
         }
     };
-    let output = command
-        .args(["run", "--json", "--sandbox=strict", "-f"])
-        .arg(stage.path().join("agent.yaml"))
-        .arg("--workdir")
-        .arg(stage.workdir())
-        .arg("--memory-dir")
-        .arg(stage.path().join("memory"))
-        .arg("Check the sandbox.")
-        .current_dir(stage.path())
-        .env("HOME", stage.path().join("home"))
-        .env("HERD_TEST_SECRET", SECRET)
-        .output()
-        .expect("herd-runner starts");
+    let output = output_of(
+        command
+            .args(["run", "--json", "--sandbox=strict", "-f"])
+            .arg(stage.path().join("agent.yaml"))
+            .arg("--workdir")
+            .arg(stage.workdir())
+            .arg("--memory-dir")
+            .arg(stage.path().join("memory"))
+            .arg("Check the sandbox.")
+            .current_dir(stage.path())
+            .env("HOME", stage.path().join("home"))
+            .env("HERD_TEST_SECRET", SECRET),
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if stdout.contains("the tools cannot be confined on this machine") {
@@ -284,11 +308,11 @@ fn a_confinement_that_cannot_be_set_up_stops_the_child_with_its_reason() {
         "hidden": [],
         "cwd": "/tmp",
     });
-    let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
-        .args(["sandbox", "--socket", "/nonexistent/s.sock"])
-        .env("HERD_CONFINE", spec.to_string())
-        .output()
-        .expect("herd-runner starts");
+    let output = output_of(
+        Command::new(env!("CARGO_BIN_EXE_herd-runner"))
+            .args(["sandbox", "--socket", "/nonexistent/s.sock"])
+            .env("HERD_CONFINE", spec.to_string()),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     // EX_OSERR, before the sandbox command ever runs.
     assert_eq!(output.status.code(), Some(71), "{stderr}");
