@@ -76,6 +76,10 @@ pub struct RunPodConfig {
     /// reach the operator's pods in the Lease's namespace.
     #[arg(long, env = "HERD_RUN_API_CIDR")]
     pub run_api_cidr: Option<String>,
+    /// DNS names of the run API's serving certificate, comma-separated (the chart passes its
+    /// Service's names); the host of `--run-api-url` is always added.
+    #[arg(long, env = "HERD_RUN_API_DNS_NAMES", value_delimiter = ',')]
+    pub run_api_dns_names: Vec<String>,
 }
 
 /// Log output format.

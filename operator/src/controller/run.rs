@@ -20,12 +20,14 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info, warn};
 
+use super::run_api_tls::ensure_tls_secret;
 use super::run_objects::{
     Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
 };
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
+use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
 use crate::decide::run_pod::{
@@ -64,10 +66,14 @@ pub struct Context {
     pub network: NetworkConfig,
     /// Images of Run pods.
     pub runs: RunPodConfig,
+    /// The namespace of the run API's TLS Secret (the operator's own).
+    pub tls_namespace: String,
+    /// The names of the run API's serving certificate.
+    pub tls_names: Vec<String>,
 }
 
 /// The network settings of Run pods from the operator's flags.
-pub fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
+fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
     NetworkConfig {
         dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
         run_api: match &runs.run_api_cidr {
@@ -88,12 +94,13 @@ pub fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkC
     }
 }
 
-/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+/// Builds the controller for `scope`, the operator running in `operator_namespace`; the
+/// returned stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     runs: RunPodConfig,
-    network: NetworkConfig,
+    operator_namespace: String,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -150,7 +157,9 @@ pub fn controller(
         pods,
         config_maps,
         pod_config,
-        network,
+        network: network_config(&runs, &operator_namespace),
+        tls_names: leaf_names(&runs.run_api_dns_names, &runs.run_api_url),
+        tls_namespace: operator_namespace,
         runs,
     });
     let waiting = run_store.clone();
@@ -505,7 +514,8 @@ async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
-    ensure_namespace(client, ids.namespace).await?;
+    let bundle = ensure_tls_secret(client, &ctx.tls_namespace, &ctx.tls_names).await?;
+    ensure_namespace(client, ids.namespace, &bundle).await?;
     let inputs = run
         .spec
         .inputs

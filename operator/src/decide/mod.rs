@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod conditions;
 pub mod file_keys;
 pub mod pod_outcome;
+pub mod run_api_tls;
 pub mod run_deadlines;
 pub mod run_network_policy;
 pub mod run_pod;

@@ -73,6 +73,10 @@ pub fn tests() -> Vec<E2eTest> {
                 runs::run_becomes_snapshot_policy_and_pod(operator, admin, ns).await
             },
         ),
+        E2eTest::shared("operator::run_api_tls_precedes_the_pod", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::run_api_tls_precedes_the_pod(operator, admin, ns).await
+        }),
         E2eTest::shared("operator::run_waits_for_its_agent", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_waits_for_its_agent(operator, admin, ns).await

@@ -621,3 +621,108 @@ pub async fn refused_pod_is_invalid_spec(
     running.shutdown().await?;
     Ok(())
 }
+
+/// Whether `bundle` verifies `leaf` for `name` now, as a Run pod's client would.
+fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
+            .build()?;
+    let leaf = CertificateDer::from_pem_slice(leaf.as_bytes())?;
+    verifier.verify_server_cert(
+        &leaf,
+        &[],
+        &ServerName::try_from(name.to_owned())?,
+        &[],
+        UnixTime::now(),
+    )?;
+    Ok(())
+}
+
+/// Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
+/// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
+/// the leaf.
+pub async fn run_api_tls_precedes_the_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let stale: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-ca"}, "data": {"ca.crt": "stale"},
+    }))?;
+    cms.create(&PostParams::default(), &stale).await?;
+    let mut config = test_config(&[&namespace], &namespace, "only")?;
+    config.runs.run_api_url = "https://10.9.8.7:8443".into();
+    config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "tls").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("tls-1").await?)
+    })
+    .await?;
+
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret = secrets.get("herd-run-api-tls").await?;
+    ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
+    let data = |key: &str| -> anyhow::Result<String> {
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .with_context(|| format!("no {key}"))?;
+        Ok(String::from_utf8(bytes.0.clone())?)
+    };
+    let (bundle, leaf) = (data("ca.crt")?, data("tls.crt")?);
+    data("tls.key")?;
+    verifies(&bundle, &leaf, "herd-operator.e2e.svc")?;
+    verifies(&bundle, &leaf, "10.9.8.7")?;
+    ensure!(
+        verifies(&bundle, &leaf, "elsewhere.svc").is_err(),
+        "only its names"
+    );
+
+    let copy = cms.get("herd-run-api-ca").await?;
+    ensure!(
+        copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle),
+        "the namespace's copy is the Secret's bundle"
+    );
+    let created = |meta: &kube::api::ObjectMeta| meta.creation_timestamp.clone();
+    ensure!(
+        created(&secret.metadata) <= created(&pod.metadata),
+        "the Secret exists before the Pod"
+    );
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    for labels in [
+        secret.metadata.labels.clone(),
+        copy.metadata.labels.clone(),
+        accounts.get("herd-runner").await?.metadata.labels,
+        policies
+            .get("herd-runs-default-deny")
+            .await?
+            .metadata
+            .labels,
+    ] {
+        let labels = labels.unwrap_or_default();
+        ensure!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str)
+                == Some("herd-operator")
+                && labels.get("herd.dev/per-namespace").map(String::as_str) == Some("true"),
+            "{labels:?}"
+        );
+    }
+    running.shutdown().await?;
+    Ok(())
+}
