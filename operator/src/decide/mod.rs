@@ -16,3 +16,4 @@ pub mod run_workspace;
 pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;
+pub mod skill_version_gc;

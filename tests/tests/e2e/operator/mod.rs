@@ -77,6 +77,13 @@ pub fn tests() -> Vec<E2eTest> {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_api_tls_precedes_the_pod(operator, admin, ns).await
         }),
+        E2eTest::shared(
+            "operator::old_skill_version_lives_while_a_run_uses_it",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::old_skill_version_lives_while_a_run_uses_it(operator, admin, ns).await
+            },
+        ),
         E2eTest::shared("operator::run_waits_for_its_agent", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_waits_for_its_agent(operator, admin, ns).await

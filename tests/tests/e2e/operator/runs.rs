@@ -726,3 +726,101 @@ pub async fn run_api_tls_precedes_the_pod(
     running.shutdown().await?;
     Ok(())
 }
+
+/// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
+/// it), and is deleted once that Run is cancelled.
+pub async fn old_skill_version_lives_while_a_run_uses_it(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use super::agents::{create_skill, skill_md};
+    use herd_crds::skill::Skill;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_skill(&admin, &namespace, "notes", &skill_md("notes", "First.")).await?;
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let digest = |skill: &Skill| skill.status.as_ref().and_then(|s| s.digest.clone());
+    let first = wait_for("the first version", WAIT, || async {
+        Ok(digest(&skills.get("notes").await?))
+    })
+    .await?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "k"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+            "skills": ["notes"]},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    create_run(&admin, &namespace, "pinned").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("pinned-1").await?)
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let snapshot = cms.get("pinned-snapshot").await?;
+    let old_name = format!("notes-{}", &first[..8]);
+    ensure!(
+        snapshot
+            .data
+            .as_ref()
+            .and_then(|d| d.get("snapshot.json"))
+            .is_some_and(|s| s.contains(&first)),
+        "the snapshot names the first version"
+    );
+
+    let patch = json!({"spec": {"content": skill_md("notes", "Second.")}});
+    skills
+        .patch("notes", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let second = wait_for("the second version", WAIT, || async {
+        Ok(digest(&skills.get("notes").await?).filter(|d| *d != first))
+    })
+    .await?;
+    let new_name = format!("notes-{}", &second[..8]);
+    wait_for("the Agent on the second version", WAIT, || async {
+        let agent = agents.get("helper").await?;
+        Ok(agent
+            .status
+            .as_ref()
+            .is_some_and(|s| s.resolved_skills.iter().any(|r| r.digest == second))
+            .then_some(()))
+    })
+    .await?;
+    wait_for("the second version's ConfigMap", WAIT, || async {
+        Ok(cms.get_opt(&new_name).await?)
+    })
+    .await?;
+    // Give the Skill controller time to act on the Agent's change before checking it kept the
+    // version the running Run uses.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ensure!(
+        cms.get_opt(&old_name).await?.is_some(),
+        "{old_name} is kept while the Run runs"
+    );
+
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let cancel = json!({"spec": {"cancel": true}});
+    runs.patch("pinned", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    run_until(&runs, "pinned", "Cancelled", |r| {
+        succeeded(r, ConditionStatus::False, "Cancelled")
+    })
+    .await?;
+    wait_for("the old version deleted", WAIT, || async {
+        Ok(cms.get_opt(&old_name).await?.is_none().then_some(()))
+    })
+    .await?;
+    ensure!(cms.get_opt(&new_name).await?.is_some(), "the current stays");
+    running.shutdown().await?;
+    Ok(())
+}
