@@ -30,9 +30,7 @@ use crate::decide::pod_outcome::pod_outcome;
 use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{
-    PodConfig, PodInputs, SkillMount, default_runner_resources, desired_pod, pod_name,
-};
+use crate::decide::run_pod::{PodConfig, PodInputs, SkillMount, desired_pod, pod_name};
 use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
@@ -149,7 +147,7 @@ pub fn controller(
     .touched_objects();
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
-        runner_resources: default_runner_resources(),
+        runner_resources: runs.runner_resources.clone(),
     };
     let context = Arc::new(Context {
         shared,
@@ -207,6 +205,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     let _measure = shared.metrics.reconcile(NAME);
+    shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
         name: run
             .metadata
@@ -340,6 +339,18 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     Ok(Action::requeue(
         next_requeue(&decision.status, &created, limits, &now).max(Duration::from_secs(1)),
     ))
+}
+
+/// The Run pods of the scope that have not ended.
+fn active_pods(pods: &Store<Pod>) -> usize {
+    pods.state()
+        .iter()
+        .filter(|pod| pod.labels().contains_key(labels::RUN))
+        .filter(|pod| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .count()
 }
 
 /// Whether the Run ended by the operator's decision (cancel, a deadline), so its Pod, maybe

@@ -13,6 +13,7 @@ pub mod run_pod;
 pub mod run_snapshot;
 pub mod run_status;
 pub mod run_workspace;
+pub mod runner_resources;
 pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;

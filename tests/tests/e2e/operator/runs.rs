@@ -14,7 +14,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_leader, test_config};
+use super::support::{has_condition, http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -646,7 +646,7 @@ fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
+/// The agent container has `--runner-resources`; the active-pods gauge counts the Pod. Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
 /// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
 /// the leaf.
 pub async fn run_api_tls_precedes_the_pod(
@@ -662,6 +662,10 @@ pub async fn run_api_tls_precedes_the_pod(
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.runs.run_api_url = "https://10.9.8.7:8443".into();
     config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
+    config.runs.runner_resources = herd_operator::decide::runner_resources::parse_resources(
+        "requests.cpu=100m,limits.memory=512Mi",
+    )
+    .map_err(anyhow::Error::msg)?;
     let running = start_leader(config, operator).await?;
     create_agent(&admin, &namespace).await?;
     create_run(&admin, &namespace, "tls").await?;
@@ -671,6 +675,19 @@ pub async fn run_api_tls_precedes_the_pod(
     })
     .await?;
 
+    let pod_json = serde_json::to_value(&pod)?;
+    let resources = &container(&pod_json, "containers", "agent")?["resources"];
+    ensure!(
+        // The API server defaults a missing request to the limit.
+        *resources
+            == json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}),
+        "--runner-resources: {resources}"
+    );
+    wait_for("the active-pods gauge at 1", WAIT, || async {
+        let (_, text) = http_get(&running, "/metrics").await?;
+        Ok(text.contains("herd_run_active_pods 1").then_some(()))
+    })
+    .await?;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
     let secret = secrets.get("herd-run-api-tls").await?;
     ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
