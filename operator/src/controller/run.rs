@@ -567,6 +567,19 @@ async fn start_pod(
             })
         })
         .collect();
+    // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
+    // for a Run whose snapshot is gone.
+    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
+    let name = snapshot_name(ids.name);
+    if !snapshots
+        .get_metadata_opt(&name)
+        .await?
+        .is_some_and(|cm| owned_by(&cm, &ids.uid))
+    {
+        return Ok(Started::Refused(format!(
+            "snapshot ConfigMap {name} is missing or not this Run's"
+        )));
+    }
     let pod = desired_pod(
         &PodInputs {
             run: ids.name,
