@@ -108,6 +108,20 @@ fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a V
         .with_context(|| format!("no {list} entry {name}"))
 }
 
+/// Plays the kubelet: the Pod `Running` with its `agent` container started.
+async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let status = json!({"status": {
+        "phase": "Running",
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": true, "restartCount": 0, "started": true,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
 /// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
 /// `Succeeded` by its exit code.
 async fn terminate_agent(
@@ -348,7 +362,7 @@ pub async fn a_terminal_report_decides(
     Ok(())
 }
 
-/// Cancel deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
+/// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
 /// Run whose snapshot disappeared fails `InvalidSpec` rather than re-reading its Agent.
 pub async fn cancel_and_ttl(
@@ -364,6 +378,11 @@ pub async fn cancel_and_ttl(
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     run_until(&runs, "busy", "PodPending", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &namespace, "busy-1").await?;
+    run_until(&runs, "busy", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
     let cancel = json!({"spec": {"cancel": true}});
