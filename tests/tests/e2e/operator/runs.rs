@@ -579,13 +579,8 @@ pub async fn timeout_while_the_pod_runs(
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
+    start_agent(&admin, &namespace, "slow-1").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let started = json!({"status": {"phase": "Running", "containerStatuses": [{
-        "name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest", "imageID": "",
-        "ready": true, "restartCount": 0, "started": true,
-        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
-    pods.patch_status("slow-1", &PatchParams::default(), &Patch::Merge(&started))
-        .await?;
     run_until(&runs, "slow", "Running", |r| {
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
@@ -857,6 +852,67 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
     })
     .await?;
     ensure!(cms.get_opt(&new_name).await?.is_some(), "the current stays");
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An open question (a report written as the run API writes it) makes the Run
+/// `WaitingForInput` with `InputRequired`; unanswered past `inputTimeout` it ends
+/// `InputTimedOut` and its Pod is deleted.
+pub async fn run_input_times_out(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "asking"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Ask first.", "inputTimeout": "2s"},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "asking", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &namespace, "asking-1").await?;
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "inputRequired",
+            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}}});
+    runs.patch_status(
+        "asking",
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&report),
+    )
+    .await?;
+    let waiting = run_until(&runs, "asking", "WaitingForInput", |r| {
+        succeeded(r, ConditionStatus::Unknown, "WaitingForInput")
+    })
+    .await?;
+    ensure!(
+        message(&waiting) == "Which region?",
+        "{}",
+        message(&waiting)
+    );
+    ensure!(
+        waiting.status.as_ref().is_some_and(|s| s
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "InputRequired" && c.status == ConditionStatus::True)),
+        "InputRequired is True"
+    );
+    run_until(&runs, "asking", "InputTimedOut", |r| {
+        succeeded(r, ConditionStatus::False, "InputTimedOut")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the timed-out Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
+    })
+    .await?;
     running.shutdown().await?;
     Ok(())
 }
