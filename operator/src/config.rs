@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 use herd_crds::agent::Provider;
+use k8s_openapi::api::core::v1::ResourceRequirements;
+
+use crate::decide::runner_resources::{DEFAULT_RUNNER_RESOURCES, parse_resources};
 
 /// How the operator runs: which namespaces it watches, its Lease, its HTTP listener, its
 /// default model.
@@ -76,6 +79,14 @@ pub struct RunPodConfig {
     /// reach the operator's pods in the Lease's namespace.
     #[arg(long, env = "HERD_RUN_API_CIDR")]
     pub run_api_cidr: Option<String>,
+    /// DNS names of the run API's serving certificate, comma-separated (the chart passes its
+    /// Service's names); the host of `--run-api-url` is always added.
+    #[arg(long, env = "HERD_RUN_API_DNS_NAMES", value_delimiter = ',')]
+    pub run_api_dns_names: Vec<String>,
+    /// Requests and limits of the `agent` container, as
+    /// `requests.<resource>=<quantity>,limits.<resource>=<quantity>`.
+    #[arg(long, env = "HERD_RUNNER_RESOURCES", default_value = DEFAULT_RUNNER_RESOURCES, value_parser = parse_resources)]
+    pub runner_resources: ResourceRequirements,
 }
 
 /// Log output format.
@@ -233,6 +244,19 @@ mod tests {
         assert_eq!(config.lease.seconds(), Ok((15, 5)));
         assert_eq!(config.log_format, LogFormat::Json);
         assert!(!config.default_model.is_set());
+        assert_eq!(
+            config.runs.runner_resources.limits.unwrap()["memory"].0,
+            "1Gi"
+        );
+    }
+
+    #[test]
+    fn runner_resources_flag() {
+        let config = parse(&["--runner-resources=requests.cpu=1,limits.memory=2Gi"]).unwrap();
+        let resources = config.runs.runner_resources;
+        assert_eq!(resources.requests.unwrap()["cpu"].0, "1");
+        assert_eq!(resources.limits.unwrap()["memory"].0, "2Gi");
+        assert!(parse(&["--runner-resources=requests.cpu=lots"]).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod builtin_skills;
+pub mod certificates;
 pub mod config;
 pub mod controller;
 pub mod crd_version;

@@ -57,6 +57,7 @@ pub struct Metrics {
     runs: Family<OutcomeLabels, Counter>,
     run_durations: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
     tokens: Family<AgentLabels, Counter>,
+    active_pods: Gauge<i64, AtomicI64>,
 }
 
 impl Default for Metrics {
@@ -116,8 +117,15 @@ impl Default for Metrics {
             "Model tokens (input and output) used by finished Runs, by Agent",
             tokens.clone(),
         );
+        let active_pods = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "run_active_pods",
+            "Run pods neither Succeeded nor Failed, as the leader last saw them",
+            active_pods.clone(),
+        );
         Metrics {
             registry,
+            active_pods,
             reconciles,
             failures,
             durations,
@@ -186,6 +194,12 @@ impl Metrics {
         self.tokens.get_or_create(&agent).inc_by(tokens);
     }
 
+    /// Records how many Run pods are active.
+    pub fn set_active_pods(&self, count: usize) {
+        self.active_pods
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -244,6 +258,7 @@ mod tests {
         };
         metrics.run_finished(outcome.clone(), 3.0, agent.clone(), 120);
         metrics.run_finished(outcome, 5.0, agent, 30);
+        metrics.set_active_pods(3);
         let text = metrics.encode().unwrap();
         assert!(
             text.contains("herd_runs_finished_total{succeeded=\"False\",reason=\"TimedOut\"} 2"),
@@ -259,5 +274,6 @@ mod tests {
             text.contains("herd_run_tokens_total{namespace=\"ns\",agent=\"helper\"} 150"),
             "{text}"
         );
+        assert!(text.contains("herd_run_active_pods 3"), "{text}");
     }
 }

@@ -139,7 +139,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             scope.clone(),
             shared.clone(),
             config.runs.clone(),
-            run::network_config(&config.runs, &config.lease.namespace),
+            config.lease.namespace.clone(),
             config.concurrency,
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),

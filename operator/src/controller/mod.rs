@@ -4,5 +4,6 @@
 
 pub mod agent;
 pub mod run;
+pub mod run_api_tls;
 pub mod run_objects;
 pub mod skill;

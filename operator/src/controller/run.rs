@@ -20,17 +20,17 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::run_api_tls::ensure_tls_secret;
 use super::run_objects::{
     Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
 };
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
+use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{
-    PodConfig, PodInputs, SkillMount, default_runner_resources, desired_pod, pod_name,
-};
+use crate::decide::run_pod::{PodConfig, PodInputs, SkillMount, desired_pod, pod_name};
 use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
@@ -64,10 +64,14 @@ pub struct Context {
     pub network: NetworkConfig,
     /// Images of Run pods.
     pub runs: RunPodConfig,
+    /// The namespace of the run API's TLS Secret (the operator's own).
+    pub tls_namespace: String,
+    /// The names of the run API's serving certificate.
+    pub tls_names: Vec<String>,
 }
 
 /// The network settings of Run pods from the operator's flags.
-pub fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
+fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
     NetworkConfig {
         dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
         run_api: match &runs.run_api_cidr {
@@ -88,12 +92,13 @@ pub fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkC
     }
 }
 
-/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+/// Builds the controller for `scope`, the operator running in `operator_namespace`; the
+/// returned stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     runs: RunPodConfig,
-    network: NetworkConfig,
+    operator_namespace: String,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -142,7 +147,7 @@ pub fn controller(
     .touched_objects();
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
-        runner_resources: default_runner_resources(),
+        runner_resources: runs.runner_resources.clone(),
     };
     let context = Arc::new(Context {
         shared,
@@ -150,7 +155,9 @@ pub fn controller(
         pods,
         config_maps,
         pod_config,
-        network,
+        network: network_config(&runs, &operator_namespace),
+        tls_names: leaf_names(&runs.run_api_dns_names, &runs.run_api_url),
+        tls_namespace: operator_namespace,
         runs,
     });
     let waiting = run_store.clone();
@@ -198,6 +205,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     let _measure = shared.metrics.reconcile(NAME);
+    shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
         name: run
             .metadata
@@ -344,8 +352,21 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     ))
 }
 
-/// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so its Pod, maybe
-/// still working, is deleted; a Run the runner's report or exit ended lets its Pod finish.
+/// The Run pods of the scope that have not ended.
+fn active_pods(pods: &Store<Pod>) -> usize {
+    pods.state()
+        .iter()
+        .filter(|pod| pod.labels().contains_key(labels::RUN))
+        .filter(|pod| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .count()
+}
+
+/// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so
+/// its Pod, maybe still working, is deleted; a Run the runner's report or exit ended lets its
+/// Pod finish.
 fn operator_stopped(status: &RunStatus) -> bool {
     find_condition(&status.conditions, condition_type::SUCCEEDED).is_some_and(|c| {
         c.status == ConditionStatus::False
@@ -517,7 +538,8 @@ async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
-    ensure_namespace(client, ids.namespace).await?;
+    let bundle = ensure_tls_secret(client, &ctx.tls_namespace, &ctx.tls_names).await?;
+    ensure_namespace(client, ids.namespace, &bundle).await?;
     let inputs = run
         .spec
         .inputs
@@ -558,6 +580,19 @@ async fn start_pod(
             })
         })
         .collect();
+    // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
+    // for a Run whose snapshot is gone.
+    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
+    let name = snapshot_name(ids.name);
+    if !snapshots
+        .get_metadata_opt(&name)
+        .await?
+        .is_some_and(|cm| owned_by(&cm, &ids.uid))
+    {
+        return Ok(Started::Refused(format!(
+            "snapshot ConfigMap {name} is missing or not this Run's"
+        )));
+    }
     let pod = desired_pod(
         &PodInputs {
             run: ids.name,

@@ -10,10 +10,11 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::decide::run_network_policy::{PER_NAMESPACE, default_deny};
+use super::run_api_tls::ensure_ca_config_map;
+use crate::decide::run_api_tls::per_namespace_labels;
+use crate::decide::run_network_policy::default_deny;
 use crate::decide::run_pod::RUNNER_SERVICE_ACCOUNT;
 use crate::error::Error;
-use crate::labels;
 
 /// What creating one of a Run's objects came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,26 +89,22 @@ where
 }
 
 /// The per-namespace objects Run pods need, in order: the `herd-runner` ServiceAccount (never
-/// updated: admins may add `imagePullSecrets`) and the default-deny NetworkPolicy.
-pub async fn ensure_namespace(client: &Client, namespace: &str) -> Result<(), Error> {
+/// updated: admins may add `imagePullSecrets`), the run API's CA `bundle` in `herd-run-api-ca`
+/// (a Pod mounting a missing ConfigMap never starts) and the default-deny NetworkPolicy.
+pub async fn ensure_namespace(client: &Client, namespace: &str, bundle: &str) -> Result<(), Error> {
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let account = ServiceAccount {
         metadata: ObjectMeta {
             name: Some(RUNNER_SERVICE_ACCOUNT.to_owned()),
             namespace: Some(namespace.to_owned()),
-            labels: Some(
-                [
-                    (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
-                    (PER_NAMESPACE.to_owned(), "true".to_owned()),
-                ]
-                .into(),
-            ),
+            labels: Some(per_namespace_labels()),
             ..ObjectMeta::default()
         },
         automount_service_account_token: Some(false),
         ..ServiceAccount::default()
     };
     create_if_absent(&accounts, &account).await?;
+    ensure_ca_config_map(client, namespace, bundle).await?;
     let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
     create_if_absent(&policies, &default_deny(namespace)).await
 }

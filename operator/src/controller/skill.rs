@@ -1,13 +1,15 @@
 //! The Skill controller: validates each Skill's SKILL.md, renders each version into an
-//! immutable ConfigMap `<skill>-<digest8>` owned by the Skill, and writes its status. Old
-//! versions' ConfigMaps stay (running pods may mount them).
+//! immutable ConfigMap `<skill>-<digest8>` owned by the Skill, and writes its status. An old
+//! version's ConfigMap is deleted once no unfinished Run's snapshot and no Agent names it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::reason::condition_type;
+use herd_crds::run::{Run, phase_of};
 use herd_crds::skill::{Skill, SkillStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -18,10 +20,14 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::conditions::begin_reconcile;
+use crate::decide::run_snapshot::{Snapshot, read_snapshot};
+use crate::decide::run_status::snapshot_name;
 use crate::decide::skill_status::{Rendered, SkillVersion, evaluate, next_status};
 use crate::decide::skill_version::{config_map_name, desired_config_map};
+use crate::decide::skill_version_gc::{unused_versions, versions_in_use};
 use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
@@ -34,12 +40,20 @@ pub const NAME: &str = "skill";
 /// Skill's leftovers takes seconds).
 pub const CONFLICT_REQUEUE: Duration = Duration::from_secs(10);
 
+/// How soon a Skill whose old version is still in use looks again (no watch tells it when the
+/// last Run using that version finishes).
+pub const IN_USE_REQUEUE: Duration = Duration::from_secs(60);
+
 /// What the Skill controller reads.
 pub struct Context {
     /// Shared operator state.
     pub shared: Arc<Shared>,
     /// The operator's ConfigMaps of the scope (by the managed-by label).
     pub config_maps: Store<ConfigMap>,
+    /// The Runs of the scope: whose snapshots keep old versions.
+    pub runs: Store<Run>,
+    /// The Agents of the scope: whose resolved skills keep old versions.
+    pub agents: Store<Agent>,
 }
 
 /// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
@@ -50,8 +64,13 @@ pub fn controller(
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
-    let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
-    let (skills_synced, cms_synced) = (synced[0].clone(), synced[1].clone());
+    let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
+    let (skills_synced, cms_synced, runs_synced, agents_synced) = (
+        synced[0].clone(),
+        synced[1].clone(),
+        synced[2].clone(),
+        synced[3].clone(),
+    );
     let client = &shared.client;
     let (skills, skill_writer) = reflector::store::<Skill>();
     let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
@@ -70,12 +89,42 @@ pub fn controller(
     .reflect(cm_writer)
     .inspect(move |event| cms_synced.observe(event))
     .touched_objects();
+    let (runs, run_writer) = reflector::store::<Run>();
+    let run_stream = watcher(scope.api::<Run>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(run_writer)
+        .inspect(move |event| runs_synced.observe(event))
+        .touched_objects();
+    let (agents, agent_writer) = reflector::store::<Agent>();
+    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(agent_writer)
+        .inspect(move |event| agents_synced.observe(event))
+        .touched_objects();
     let context = Arc::new(Context {
         shared,
         config_maps: config_maps.clone(),
+        runs,
+        agents,
     });
+    let snapshots = config_maps.clone();
     let stream = Controller::for_stream(skill_stream, skills.clone())
         .owns_stream(cm_stream)
+        // A Run finishing or an Agent moving to a new version may free an old one.
+        .watches_stream(run_stream, move |run: Run| {
+            skills_of_snapshot(&snapshots, &run)
+        })
+        .watches_stream(agent_stream, |agent: Agent| {
+            let namespace = agent.namespace().unwrap_or_default();
+            agent
+                .status
+                .iter()
+                .flat_map(|s| s.resolved_skills.iter())
+                .map(|s| ObjectRef::new(&s.name).within(&namespace))
+                .collect::<Vec<_>>()
+        })
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .reconcile_all_on(leader_gained)
         .graceful_shutdown_on(shutdown)
@@ -139,11 +188,105 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
         apply_status(&api, written.as_ref().unwrap_or(current), &status).await?;
         announce(shared, &skill, &previous, &status).await;
     }
+    let old_in_use = match &outcome {
+        Ok((version, Rendered::Ready)) => {
+            delete_unused_versions(&ctx, &skill, namespace, &version.digest).await?
+        }
+        _ => false,
+    };
     shared.succeeded(&key(NAME, skill.as_ref()));
     Ok(match outcome {
         Ok((_, Rendered::Conflict(_))) => Action::requeue(CONFLICT_REQUEUE),
+        _ if old_in_use => Action::requeue(IN_USE_REQUEUE),
         _ => Action::await_change(),
     })
+}
+
+/// The Skills a Run's snapshot names.
+fn skills_of_snapshot(config_maps: &Store<ConfigMap>, run: &Run) -> Vec<ObjectRef<Skill>> {
+    let namespace = run.namespace().unwrap_or_default();
+    let name = snapshot_name(&run.name_any());
+    config_maps
+        .get(&ObjectRef::new(&name).within(&namespace))
+        .and_then(|cm| read_snapshot(&cm))
+        .map(|snap| {
+            snap.skills
+                .iter()
+                .map(|s| ObjectRef::new(&s.name).within(&namespace))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Deletes the Skill's old version ConfigMaps nothing needs; true when some are still in use.
+async fn delete_unused_versions(
+    ctx: &Context,
+    skill: &Skill,
+    namespace: &str,
+    digest: &str,
+) -> Result<bool, Error> {
+    let skill_name = skill.name_any();
+    let uid = skill.uid().unwrap_or_default();
+    let in_namespace = |cm: &ConfigMap| cm.namespace().as_deref() == Some(namespace);
+    let all = ctx.config_maps.state();
+    let versions: Vec<String> = all
+        .iter()
+        .filter(|cm| in_namespace(cm) && cm.labels().get(labels::SKILL) == Some(&skill_name))
+        .filter(|cm| owned_by(cm.as_ref(), &uid))
+        .map(|cm| cm.name_any())
+        .collect();
+    let current = config_map_name(&skill_name, digest);
+    if versions.iter().all(|v| *v == current) {
+        return Ok(false);
+    }
+    let unfinished = |run_name: &str| {
+        ctx.runs
+            .get(&ObjectRef::new(run_name).within(namespace))
+            // A Run not cached yet is taken as unfinished: keeping a version is always safe.
+            .is_none_or(|run| {
+                !phase_of(&run.status.clone().unwrap_or_default().conditions).is_finished()
+            })
+    };
+    let snapshots: Vec<Snapshot> = all
+        .iter()
+        .filter(|cm| in_namespace(cm))
+        .filter(|cm| {
+            cm.labels()
+                .get(labels::RUN)
+                .is_some_and(|run| unfinished(run))
+        })
+        .filter_map(|cm| read_snapshot(cm))
+        .collect();
+    let agents = ctx.agents.state();
+    let in_use = versions_in_use(
+        snapshots.iter().flat_map(|s| s.skills.iter()).chain(
+            agents
+                .iter()
+                .filter(|a| a.namespace().as_deref() == Some(namespace))
+                .filter_map(|a| a.status.as_ref())
+                .flat_map(|s| s.resolved_skills.iter()),
+        ),
+    );
+    let unused = unused_versions(&current, &versions, &in_use);
+    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    for name in &unused {
+        match api.delete(name, &Default::default()).await {
+            Ok(_) => {
+                info!(skill = %skill_name, namespace, config_map = %name, "deleted an unused skill version");
+                ctx.shared
+                    .event(
+                        skill,
+                        false,
+                        "VersionDeleted",
+                        format!("deleted unused ConfigMap {name}"),
+                    )
+                    .await;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(versions.len() > unused.len() + usize::from(versions.contains(&current)))
 }
 
 /// Creates the version's ConfigMap unless it exists. It is never updated: it is immutable, and

@@ -56,19 +56,6 @@ pub struct PodConfig {
     pub runner_resources: ResourceRequirements,
 }
 
-/// The default `agent` resources: requests 50m CPU and 128Mi, limit 1Gi memory.
-pub fn default_runner_resources() -> ResourceRequirements {
-    let q = |s: &str| Quantity(s.to_owned());
-    ResourceRequirements {
-        requests: Some(BTreeMap::from([
-            ("cpu".to_owned(), q("50m")),
-            ("memory".to_owned(), q("128Mi")),
-        ])),
-        limits: Some(BTreeMap::from([("memory".to_owned(), q("1Gi"))])),
-        ..ResourceRequirements::default()
-    }
-}
-
 /// One skill version to mount, with the keys of its ConfigMap.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillMount {
@@ -499,7 +486,10 @@ mod tests {
     fn config() -> PodConfig {
         PodConfig {
             run_api_url: "https://herd.herd-system.svc:8443".into(),
-            runner_resources: default_runner_resources(),
+            runner_resources: crate::decide::runner_resources::parse_resources(
+                crate::decide::runner_resources::DEFAULT_RUNNER_RESOURCES,
+            )
+            .unwrap(),
         }
     }
 

@@ -16,11 +16,11 @@ use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn skill_md(name: &str, description: &str) -> String {
+pub(super) fn skill_md(name: &str, description: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n")
 }
 
-async fn create_skill(
+pub(super) async fn create_skill(
     client: &Client,
     namespace: &str,
     name: &str,
@@ -195,7 +195,8 @@ pub async fn unlabelled_secret_is_not_allowed(
 }
 
 /// A Skill whose frontmatter names another skill is `NameMismatch`; a valid Skill's versions
-/// each become an immutable ConfigMap `<skill>-<digest8>`, and older versions stay.
+/// each become an immutable ConfigMap `<skill>-<digest8>`; an older version nothing uses (no
+/// Agent resolves to it, no unfinished Run's snapshot names it) is deleted.
 pub async fn skill_versions_become_immutable_config_maps(
     operator: Client,
     admin: Client,
@@ -255,24 +256,20 @@ pub async fn skill_versions_become_immutable_config_maps(
     let second = ready_digest(&skills, "notes", Some(&first)).await?;
 
     let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
-    let listed = config_maps
-        .list(&ListParams::default().labels("herd.dev/skill=notes"))
-        .await?;
-    let mut names: Vec<String> = listed
-        .items
-        .iter()
-        .filter_map(|c| c.metadata.name.clone())
-        .collect();
-    names.sort();
-    let mut expected = vec![
-        format!("notes-{}", &first[..8]),
-        format!("notes-{}", &second[..8]),
-    ];
-    expected.sort();
-    ensure!(
-        names == expected,
-        "ConfigMaps {names:?}, expected {expected:?}"
-    );
+    let expected = vec![format!("notes-{}", &second[..8])];
+    let listed = wait_for("only the current version", WAIT, || async {
+        let listed = config_maps
+            .list(&ListParams::default().labels("herd.dev/skill=notes"))
+            .await?;
+        let names: Vec<String> = listed
+            .items
+            .iter()
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
+        Ok((names == expected).then_some(listed))
+    })
+    .await?;
+    ensure!(first != second);
     let uid = skills.get("notes").await?.metadata.uid;
     for cm in &listed.items {
         ensure!(cm.immutable == Some(true), "immutable");

@@ -73,6 +73,21 @@ pub fn tests() -> Vec<E2eTest> {
                 runs::run_becomes_snapshot_policy_and_pod(operator, admin, ns).await
             },
         ),
+        E2eTest::shared("operator::run_api_tls_precedes_the_pod", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::run_api_tls_precedes_the_pod(operator, admin, ns).await
+        }),
+        E2eTest::shared(
+            "operator::old_skill_version_lives_while_a_run_uses_it",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::old_skill_version_lives_while_a_run_uses_it(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared("operator::run_input_times_out", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            runs::run_input_times_out(operator, admin, ns).await
+        }),
         E2eTest::shared("operator::run_waits_for_its_agent", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_waits_for_its_agent(operator, admin, ns).await

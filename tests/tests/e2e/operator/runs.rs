@@ -14,7 +14,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_leader, test_config};
+use super::support::{has_condition, http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -106,6 +106,20 @@ fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a V
         .as_array()
         .and_then(|all| all.iter().find(|c| c["name"] == name))
         .with_context(|| format!("no {list} entry {name}"))
+}
+
+/// Plays the kubelet: the Pod `Running` with its `agent` container started.
+async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let status = json!({"status": {
+        "phase": "Running",
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": true, "restartCount": 0, "started": true,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
 }
 
 /// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
@@ -348,7 +362,7 @@ pub async fn a_terminal_report_decides(
     Ok(())
 }
 
-/// Cancel deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
+/// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
 /// Run whose snapshot disappeared fails `InvalidSpec` rather than re-reading its Agent.
 pub async fn cancel_and_ttl(
@@ -364,6 +378,11 @@ pub async fn cancel_and_ttl(
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     run_until(&runs, "busy", "PodPending", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &namespace, "busy-1").await?;
+    run_until(&runs, "busy", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
     let cancel = json!({"spec": {"cancel": true}});
@@ -563,13 +582,8 @@ pub async fn timeout_while_the_pod_runs(
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
+    start_agent(&admin, &namespace, "slow-1").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let started = json!({"status": {"phase": "Running", "containerStatuses": [{
-        "name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest", "imageID": "",
-        "ready": true, "restartCount": 0, "started": true,
-        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
-    pods.patch_status("slow-1", &PatchParams::default(), &Patch::Merge(&started))
-        .await?;
     run_until(&runs, "slow", "Running", |r| {
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
@@ -621,6 +635,287 @@ pub async fn refused_pod_is_invalid_spec(
     );
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     ensure!(pods.get_opt("refused-1").await?.is_none());
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// Whether `bundle` verifies `leaf` for `name` now, as a Run pod's client would.
+fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
+            .build()?;
+    let leaf = CertificateDer::from_pem_slice(leaf.as_bytes())?;
+    verifier.verify_server_cert(
+        &leaf,
+        &[],
+        &ServerName::try_from(name.to_owned())?,
+        &[],
+        UnixTime::now(),
+    )?;
+    Ok(())
+}
+
+/// The agent container has `--runner-resources`; the active-pods gauge counts the Pod. Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
+/// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
+/// the leaf.
+pub async fn run_api_tls_precedes_the_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let stale: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-ca"}, "data": {"ca.crt": "stale"},
+    }))?;
+    cms.create(&PostParams::default(), &stale).await?;
+    let mut config = test_config(&[&namespace], &namespace, "only")?;
+    config.runs.run_api_url = "https://10.9.8.7:8443".into();
+    config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
+    config.runs.runner_resources = herd_operator::decide::runner_resources::parse_resources(
+        "requests.cpu=100m,limits.memory=512Mi",
+    )
+    .map_err(anyhow::Error::msg)?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "tls").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("tls-1").await?)
+    })
+    .await?;
+
+    let pod_json = serde_json::to_value(&pod)?;
+    let resources = &container(&pod_json, "containers", "agent")?["resources"];
+    ensure!(
+        // The API server defaults a missing request to the limit.
+        *resources
+            == json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}),
+        "--runner-resources: {resources}"
+    );
+    wait_for("the active-pods gauge at 1", WAIT, || async {
+        let (_, text) = http_get(&running, "/metrics").await?;
+        Ok(text.contains("herd_run_active_pods 1").then_some(()))
+    })
+    .await?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret = secrets.get("herd-run-api-tls").await?;
+    ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
+    let data = |key: &str| -> anyhow::Result<String> {
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .with_context(|| format!("no {key}"))?;
+        Ok(String::from_utf8(bytes.0.clone())?)
+    };
+    let (bundle, leaf) = (data("ca.crt")?, data("tls.crt")?);
+    data("tls.key")?;
+    verifies(&bundle, &leaf, "herd-operator.e2e.svc")?;
+    verifies(&bundle, &leaf, "10.9.8.7")?;
+    ensure!(
+        verifies(&bundle, &leaf, "elsewhere.svc").is_err(),
+        "only its names"
+    );
+
+    let copy = cms.get("herd-run-api-ca").await?;
+    ensure!(
+        copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle),
+        "the namespace's copy is the Secret's bundle"
+    );
+    let created = |meta: &kube::api::ObjectMeta| meta.creation_timestamp.clone();
+    ensure!(
+        created(&secret.metadata) <= created(&pod.metadata),
+        "the Secret exists before the Pod"
+    );
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    for labels in [
+        secret.metadata.labels.clone(),
+        copy.metadata.labels.clone(),
+        accounts.get("herd-runner").await?.metadata.labels,
+        policies
+            .get("herd-runs-default-deny")
+            .await?
+            .metadata
+            .labels,
+    ] {
+        let labels = labels.unwrap_or_default();
+        ensure!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str)
+                == Some("herd-operator")
+                && labels.get("herd.dev/per-namespace").map(String::as_str) == Some("true"),
+            "{labels:?}"
+        );
+    }
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
+/// it), and is deleted once that Run is cancelled.
+pub async fn old_skill_version_lives_while_a_run_uses_it(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use super::agents::{create_skill, skill_md};
+    use herd_crds::skill::Skill;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_skill(&admin, &namespace, "notes", &skill_md("notes", "First.")).await?;
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let digest = |skill: &Skill| skill.status.as_ref().and_then(|s| s.digest.clone());
+    let first = wait_for("the first version", WAIT, || async {
+        Ok(digest(&skills.get("notes").await?))
+    })
+    .await?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "k"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+            "skills": ["notes"]},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    create_run(&admin, &namespace, "pinned").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("pinned-1").await?)
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let snapshot = cms.get("pinned-snapshot").await?;
+    let old_name = format!("notes-{}", &first[..8]);
+    ensure!(
+        snapshot
+            .data
+            .as_ref()
+            .and_then(|d| d.get("snapshot.json"))
+            .is_some_and(|s| s.contains(&first)),
+        "the snapshot names the first version"
+    );
+
+    let patch = json!({"spec": {"content": skill_md("notes", "Second.")}});
+    skills
+        .patch("notes", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let second = wait_for("the second version", WAIT, || async {
+        Ok(digest(&skills.get("notes").await?).filter(|d| *d != first))
+    })
+    .await?;
+    let new_name = format!("notes-{}", &second[..8]);
+    wait_for("the Agent on the second version", WAIT, || async {
+        let agent = agents.get("helper").await?;
+        Ok(agent
+            .status
+            .as_ref()
+            .is_some_and(|s| s.resolved_skills.iter().any(|r| r.digest == second))
+            .then_some(()))
+    })
+    .await?;
+    wait_for("the second version's ConfigMap", WAIT, || async {
+        Ok(cms.get_opt(&new_name).await?)
+    })
+    .await?;
+    // Give the Skill controller time to act on the Agent's change before checking it kept the
+    // version the running Run uses.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ensure!(
+        cms.get_opt(&old_name).await?.is_some(),
+        "{old_name} is kept while the Run runs"
+    );
+
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let cancel = json!({"spec": {"cancel": true}});
+    runs.patch("pinned", &PatchParams::default(), &Patch::Merge(&cancel))
+        .await?;
+    run_until(&runs, "pinned", "Cancelled", |r| {
+        succeeded(r, ConditionStatus::False, "Cancelled")
+    })
+    .await?;
+    wait_for("the old version deleted", WAIT, || async {
+        Ok(cms.get_opt(&old_name).await?.is_none().then_some(()))
+    })
+    .await?;
+    ensure!(cms.get_opt(&new_name).await?.is_some(), "the current stays");
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An open question (a report written as the run API writes it) makes the Run
+/// `WaitingForInput` with `InputRequired`; unanswered past `inputTimeout` it ends
+/// `InputTimedOut` and its Pod is deleted.
+pub async fn run_input_times_out(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "asking"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Ask first.", "inputTimeout": "2s"},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "asking", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &namespace, "asking-1").await?;
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "inputRequired",
+            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}}});
+    runs.patch_status(
+        "asking",
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&report),
+    )
+    .await?;
+    let waiting = run_until(&runs, "asking", "WaitingForInput", |r| {
+        succeeded(r, ConditionStatus::Unknown, "WaitingForInput")
+    })
+    .await?;
+    ensure!(
+        message(&waiting) == "Which region?",
+        "{}",
+        message(&waiting)
+    );
+    ensure!(
+        waiting.status.as_ref().is_some_and(|s| s
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "InputRequired" && c.status == ConditionStatus::True)),
+        "InputRequired is True"
+    );
+    run_until(&runs, "asking", "InputTimedOut", |r| {
+        succeeded(r, ConditionStatus::False, "InputTimedOut")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the timed-out Run's pod to go", WAIT, || async {
+        Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
+    })
+    .await?;
     running.shutdown().await?;
     Ok(())
 }
