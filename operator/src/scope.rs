@@ -3,11 +3,16 @@
 //! objects each time one of them relists).
 
 use std::fmt;
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kube::runtime::watcher;
+use futures::{Stream, StreamExt};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 
 /// All namespaces, or one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +83,30 @@ impl Synced {
             self.0.store(true, Ordering::Release);
         }
     }
+}
+
+/// A cache of what `api` lists under `config`: the store, and the watch events that keep it
+/// current (with backoff, `managedFields` stripped, `synced` marked after the first full list)
+/// for the controller to map to the objects it reconciles.
+pub fn cached_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    synced: Synced,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let (store, writer) = reflector::store::<K>();
+    let events = watcher(api, config)
+        .default_backoff()
+        .modify(strip_managed_fields)
+        .reflect(writer)
+        .inspect(move |event| synced.observe(event));
+    (store, events)
 }
 
 /// Drops `managedFields` before an object enters a cache: they are large and no decision

@@ -12,9 +12,9 @@ use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::PartialObjectMeta;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
@@ -27,7 +27,7 @@ use crate::decide::conditions::begin_reconcile;
 use crate::decide::skill_refs::{SkillView, resolve};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
 
 /// The controller's name in metrics and logs.
@@ -59,33 +59,21 @@ pub fn controller(
     let (agents_synced, skills_synced, secrets_synced) =
         (synced[0].clone(), synced[1].clone(), synced[2].clone());
     let client = &shared.client;
-    let (agents, agent_writer) = reflector::store::<Agent>();
-    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(agent_writer)
-        .inspect(move |event| agents_synced.observe(event))
-        .applied_objects();
+    let (agents, agent_stream) =
+        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let agent_stream = agent_stream.applied_objects();
 
-    let (skills, skill_writer) = reflector::store::<Skill>();
-    let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(skill_writer)
-        .inspect(move |event| skills_synced.observe(event))
-        .touched_objects();
+    let (skills, skill_stream) =
+        cached_watch(scope.api::<Skill>(client), watch_config(), skills_synced);
+    let skill_stream = skill_stream.touched_objects();
 
-    let (secrets, secret_writer) = reflector::store::<PartialObjectMeta<Secret>>();
     // An `Api` of `PartialObjectMeta` watches metadata only: Secret data never reaches us.
-    let secret_stream = watcher(
+    let (secrets, secret_stream) = cached_watch(
         scope.api::<PartialObjectMeta<Secret>>(client),
         watch_config().labels(labels::MODEL_CREDENTIALS_SELECTOR),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect(secret_writer)
-    .inspect(move |event| secrets_synced.observe(event))
-    .touched_objects();
+        secrets_synced,
+    );
+    let secret_stream = secret_stream.touched_objects();
 
     let context = Arc::new(Context {
         shared: shared.clone(),

@@ -14,9 +14,9 @@ use herd_crds::run::{Run, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
@@ -42,7 +42,7 @@ use crate::decide::skill_version::config_map_name;
 use crate::error::Error;
 use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
-use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
 
 /// The controller's name in metrics and logs.
@@ -111,40 +111,24 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (run_store, run_writer) = reflector::store::<Run>();
-    let run_stream = watcher(scope.api::<Run>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(run_writer)
-        .inspect(move |event| runs_synced.observe(event))
-        .applied_objects();
-    let (agents, agent_writer) = reflector::store::<Agent>();
-    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(agent_writer)
-        .inspect(move |event| agents_synced.observe(event))
-        .touched_objects();
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let pod_stream = watcher(
+    let (run_store, run_stream) =
+        cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
+    let run_stream = run_stream.applied_objects();
+    let (agents, agent_stream) =
+        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let agent_stream = agent_stream.touched_objects();
+    let (pods, pod_stream) = cached_watch(
         scope.api::<Pod>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect(pod_writer)
-    .inspect(move |event| pods_synced.observe(event))
-    .touched_objects();
-    let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
-    let cm_stream = watcher(
+        pods_synced,
+    );
+    let pod_stream = pod_stream.touched_objects();
+    let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect(cm_writer)
-    .inspect(move |event| cms_synced.observe(event))
-    .touched_objects();
+        cms_synced,
+    );
+    let cm_stream = cm_stream.touched_objects();
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),

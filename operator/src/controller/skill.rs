@@ -14,9 +14,9 @@ use herd_crds::skill::{Skill, SkillStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::PostParams;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
@@ -30,7 +30,7 @@ use crate::decide::skill_version::{config_map_name, desired_config_map};
 use crate::decide::skill_version_gc::{unused_versions, versions_in_use};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, Synced, strip_managed_fields, watch_config};
+use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
 
 /// The controller's name in metrics and logs.
@@ -72,37 +72,20 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (skills, skill_writer) = reflector::store::<Skill>();
-    let skill_stream = watcher(scope.api::<Skill>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(skill_writer)
-        .inspect(move |event| skills_synced.observe(event))
-        .applied_objects();
-    let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
-    let cm_stream = watcher(
+    let (skills, skill_stream) =
+        cached_watch(scope.api::<Skill>(client), watch_config(), skills_synced);
+    let skill_stream = skill_stream.applied_objects();
+    let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect(cm_writer)
-    .inspect(move |event| cms_synced.observe(event))
-    .touched_objects();
-    let (runs, run_writer) = reflector::store::<Run>();
-    let run_stream = watcher(scope.api::<Run>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(run_writer)
-        .inspect(move |event| runs_synced.observe(event))
-        .touched_objects();
-    let (agents, agent_writer) = reflector::store::<Agent>();
-    let agent_stream = watcher(scope.api::<Agent>(client), watch_config())
-        .default_backoff()
-        .modify(strip_managed_fields)
-        .reflect(agent_writer)
-        .inspect(move |event| agents_synced.observe(event))
-        .touched_objects();
+        cms_synced,
+    );
+    let cm_stream = cm_stream.touched_objects();
+    let (runs, run_stream) = cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
+    let run_stream = run_stream.touched_objects();
+    let (agents, agent_stream) =
+        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let agent_stream = agent_stream.touched_objects();
     let context = Arc::new(Context {
         shared,
         config_maps: config_maps.clone(),
