@@ -13,13 +13,13 @@ use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::prologue::{Reconcile, begin};
 use super::run_api_tls::ensure_tls_secret;
 use super::run_objects::{
     Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
@@ -185,27 +185,18 @@ struct Ids<'a> {
 /// Reads, decides, creates what is missing, and applies the Run's status.
 pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
-    if !shared.is_leader() {
+    let Some(start) = begin(shared, NAME, run.as_ref())? else {
         return Ok(Action::await_change());
-    }
-    let _measure = shared.metrics.reconcile(NAME);
+    };
     shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
-        name: run
-            .metadata
-            .name
-            .as_deref()
-            .ok_or(Error::MissingField("metadata.name"))?,
-        namespace: run
-            .metadata
-            .namespace
-            .as_deref()
-            .ok_or(Error::MissingField("metadata.namespace"))?,
+        name: start.name,
+        namespace: start.namespace,
         uid: run.uid().ok_or(Error::MissingField("metadata.uid"))?,
     };
-    let api: Api<Run> = Api::namespaced(shared.client.clone(), ids.namespace);
-    let previous = run.status.clone().unwrap_or_default();
-    let now = Time(jiff::Timestamp::now());
+    let Reconcile {
+        api, previous, now, ..
+    } = &start;
     let created = run
         .metadata
         .creation_timestamp
@@ -231,7 +222,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     let limits = limits(&run, snap.as_ref(), &ctx, &ids);
 
     if phase_of(&previous.conditions).is_finished() {
-        if ttl_expired(&previous, limits.ttl_after_finished, &now) {
+        if ttl_expired(previous, limits.ttl_after_finished, now) {
             info!(
                 run = ids.name,
                 namespace = ids.namespace,
@@ -244,7 +235,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             }
             return Ok(Action::await_change());
         }
-        if operator_stopped(&previous) {
+        if operator_stopped(previous) {
             // Level-based: a Pod that reached the cache only after the Run was ended (its
             // event reconciles the Run again) is stopped too.
             let this_pod = pod_name(ids.name, previous.attempt.unwrap_or(1));
@@ -257,7 +248,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         }
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::requeue(next_requeue(
-            &previous, &created, limits, &now,
+            previous, &created, limits, now,
         )));
     }
 
@@ -286,7 +277,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         invalid,
         now: now.clone(),
     };
-    let mut decision = next_status(&previous, &facts);
+    let mut decision = next_status(previous, &facts);
     let going = decision.status.completion_time.is_none();
     if going
         && decision.retried.is_none()
@@ -294,7 +285,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         && let Some(snap) = &snap
     {
         let start = decision.status.start_time.clone().unwrap_or(now.clone());
-        let time_left = limits.timeout.saturating_sub(elapsed(&start, &now));
+        let time_left = limits.timeout.saturating_sub(elapsed(&start, now));
         match start_pod(&ctx, &run, &ids, snap, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
@@ -303,7 +294,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             Started::Blocked(why) => facts.blocked = Some(why),
             Started::Refused(why) => facts.invalid = Some(why),
         }
-        decision = next_status(&previous, &facts);
+        decision = next_status(previous, &facts);
     }
     if operator_stopped(&decision.status)
         && let Some(pod) = &pod
@@ -315,12 +306,12 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         ..previous.clone()
     };
     if decision.status != controller_part {
-        apply_status(&api, run.as_ref(), &decision.status).await?;
-        record_finish(shared, &run, &previous, &decision.status);
+        apply_status(api, run.as_ref(), &decision.status).await?;
+        record_finish(shared, &run, previous, &decision.status);
         announce(
             shared,
             &run,
-            &previous,
+            previous,
             &decision.status,
             decision.retried.as_deref(),
         )
@@ -332,7 +323,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     }
     shared.succeeded(&key(NAME, run.as_ref()));
     Ok(Action::requeue(
-        next_requeue(&decision.status, &created, limits, &now).max(Duration::from_secs(1)),
+        next_requeue(&decision.status, &created, limits, now).max(Duration::from_secs(1)),
     ))
 }
 
