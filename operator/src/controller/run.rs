@@ -2,11 +2,12 @@
 //! creates its NetworkPolicy and then its Pod, follows the Pod and the runner's report to the
 //! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use herd_crds::agent::Agent;
+use herd_crds::agent::{Agent, ResolvedSkill};
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
@@ -30,7 +31,9 @@ use crate::decide::pod_outcome::pod_outcome;
 use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{PodConfig, PodInputs, SkillMount, desired_pod, pod_name};
+use crate::decide::run_pod::{
+    PodConfig, PodInputs, custom_versions, desired_pod, pod_name, skill_mounts,
+};
 use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
@@ -523,6 +526,12 @@ async fn start_pod(
     if let Some(why) = missing_input(client, ids.namespace, inputs).await? {
         return Ok(Started::Blocked(why));
     }
+    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
+    let found = version_keys(ctx, ids.namespace, versions()).await?;
+    let skills = match skill_mounts(versions(), &found) {
+        Ok(skills) => skills,
+        Err(why) => return Ok(Started::Blocked(why)),
+    };
     let owner = run
         .controller_owner_ref(&())
         .ok_or(Error::MissingField("metadata.uid"))?;
@@ -541,20 +550,6 @@ async fn start_pod(
             Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
         }
     }
-    let skills: Vec<SkillMount> = snap
-        .skills
-        .iter()
-        .filter_map(|skill| {
-            let cm = ctx.config_maps.get(
-                &ObjectRef::new(&config_map_name(&skill.name, &skill.digest)).within(ids.namespace),
-            )?;
-            Some(SkillMount {
-                name: skill.name.clone(),
-                digest: skill.digest.clone(),
-                keys: cm.data.iter().flatten().map(|(k, _)| k.clone()).collect(),
-            })
-        })
-        .collect();
     // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
     // for a Run whose snapshot is gone.
     let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
@@ -597,6 +592,34 @@ async fn start_pod(
         Created::Quota(why) => Started::Blocked(why),
         Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
     })
+}
+
+/// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else
+/// live (the Skill controller may have created it before this cache saw it).
+async fn version_keys(
+    ctx: &Context,
+    namespace: &str,
+    versions: impl Iterator<Item = &ResolvedSkill>,
+) -> Result<BTreeMap<String, Vec<String>>, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    let mut found = BTreeMap::new();
+    for skill in versions {
+        let name = config_map_name(&skill.name, &skill.digest);
+        let keys = |cm: &ConfigMap| -> Vec<String> {
+            cm.data.iter().flatten().map(|(k, _)| k.clone()).collect()
+        };
+        let cached = ctx
+            .config_maps
+            .get(&ObjectRef::new(&name).within(namespace));
+        let keys = match cached {
+            Some(cm) => Some(keys(&cm)),
+            None => api.get_opt(&name).await?.as_ref().map(keys),
+        };
+        if let Some(keys) = keys {
+            found.insert(name, keys);
+        }
+    }
+    Ok(found)
 }
 
 /// Metrics of a Run that just finished.

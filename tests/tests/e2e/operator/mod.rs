@@ -119,6 +119,13 @@ pub fn tests() -> Vec<E2eTest> {
                 runs::refused_pod_is_invalid_spec(operator, admin, ns).await
             },
         ),
+        E2eTest::shared(
+            "operator::run_waits_for_its_skill_version",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::run_waits_for_its_skill_version(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

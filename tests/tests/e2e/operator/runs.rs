@@ -61,6 +61,30 @@ async fn create_agent_with(
     Ok(())
 }
 
+/// A ready Agent using these skills.
+async fn create_agent_with_skills(
+    admin: &Client,
+    namespace: &str,
+    skills: &[&str],
+) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "k"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+            "skills": skills},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    Ok(())
+}
+
 async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
     let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
     let run: Run = serde_json::from_value(json!({
@@ -779,21 +803,8 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
         Ok(digest(&skills.get("notes").await?))
     })
     .await?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "k"},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
+    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
-            "skills": ["notes"]},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
     create_run(&admin, &namespace, "pinned").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     wait_for("the Run's Pod", WAIT, || async {
@@ -916,6 +927,77 @@ pub async fn run_input_times_out(
         Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
     })
     .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An accepted Run whose skill version ConfigMap is gone (its Skill was deleted) waits `Queued`
+/// with the ConfigMap's name instead of starting a Pod without the skill, and starts once the
+/// Skill is back with the same content.
+pub async fn run_waits_for_its_skill_version(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use super::agents::{create_skill, skill_md};
+    use herd_crds::skill::Skill;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let content = skill_md("notes", "Notes.");
+    create_skill(&admin, &namespace, "notes", &content).await?;
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let digest = wait_for("the skill's version", WAIT, || async {
+        Ok(skills.get("notes").await?.status.and_then(|s| s.digest))
+    })
+    .await?;
+    let version = format!("notes-{}", &digest[..8]);
+    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "skilled"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Take notes.",
+                 "inputs": [{"configMapRef": {"name": "late"}}]},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "skilled", "Queued on the late input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+            && message(r) == "input ConfigMap late not found"
+    })
+    .await?;
+    skills.delete("notes", &Default::default()).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the skill version's ConfigMap to go", WAIT, || async {
+        Ok(cms.get_opt(&version).await?.is_none().then_some(()))
+    })
+    .await?;
+    let late: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
+    cms.create(&PostParams::default(), &late).await?;
+    run_until(&runs, "skilled", "Queued on the skill version", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+            && message(r) == format!("skill ConfigMap {version} not found")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(
+        pods.get_opt("skilled-1").await?.is_none(),
+        "no Pod without its skill"
+    );
+    create_skill(&admin, &namespace, "notes", &content).await?;
+    run_until(
+        &runs,
+        "skilled",
+        "PodPending once the version is back",
+        |r| succeeded(r, ConditionStatus::Unknown, "PodPending"),
+    )
+    .await?;
+    let pod = serde_json::to_value(pods.get("skilled-1").await?)?;
+    ensure!(
+        pod["spec"]["volumes"].to_string().contains(&version),
+        "the Pod mounts {version}: {}",
+        pod["spec"]["volumes"]
+    );
     running.shutdown().await?;
     Ok(())
 }
