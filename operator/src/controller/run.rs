@@ -21,14 +21,14 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::prologue::{Reconcile, begin};
-use super::run_api_tls::ensure_tls_secret;
+use super::run_api_tls::RunApiTls;
 use super::run_objects::{
-    Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
+    Created, PreparedNamespaces, create_owned, delete_pod, ensure_namespace, missing_input,
+    owned_by,
 };
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
-use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
 use crate::decide::run_pod::{
@@ -67,10 +67,21 @@ pub struct Context {
     pub network: NetworkConfig,
     /// Images of Run pods.
     pub runs: RunPodConfig,
-    /// The namespace of the run API's TLS Secret (the operator's own).
-    pub tls_namespace: String,
-    /// The names of the run API's serving certificate.
-    pub tls_names: Vec<String>,
+    /// The run API's TLS Secret and CA bundle.
+    pub tls: Arc<RunApiTls>,
+    /// The namespaces whose per-namespace objects are in place.
+    pub prepared: PreparedNamespaces,
+}
+
+/// The caches of a Run controller other tasks read.
+#[derive(Clone)]
+pub struct RunCaches {
+    /// The Runs of the scope.
+    pub runs: Store<Run>,
+    /// The operator's Pods of the scope.
+    pub pods: Store<Pod>,
+    /// The operator's ConfigMaps of the scope.
+    pub config_maps: Store<ConfigMap>,
 }
 
 /// The network settings of Run pods from the operator's flags.
@@ -97,15 +108,17 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
 
 /// Builds the controller for `scope`, the operator running in `operator_namespace`; the
 /// returned stream runs it until `shutdown` resolves.
+#[allow(clippy::too_many_arguments)]
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     runs: RunPodConfig,
     operator_namespace: String,
+    tls: Arc<RunApiTls>,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>, RunCaches) {
     let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
     let (runs_synced, agents_synced, pods_synced, cms_synced) = (
         synced[0].clone(),
@@ -136,6 +149,11 @@ pub fn controller(
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),
     };
+    let caches = RunCaches {
+        runs: run_store.clone(),
+        pods: pods.clone(),
+        config_maps: config_maps.clone(),
+    };
     let context = Arc::new(Context {
         shared,
         agents,
@@ -143,8 +161,8 @@ pub fn controller(
         config_maps,
         pod_config,
         network: network_config(&runs, &operator_namespace),
-        tls_names: leaf_names(&runs.run_api_dns_names, &runs.run_api_url),
-        tls_namespace: operator_namespace,
+        tls,
+        prepared: PreparedNamespaces::default(),
         runs,
     });
     let waiting = run_store.clone();
@@ -163,7 +181,7 @@ pub fn controller(
                 debug!(%error, "run controller");
             }
         });
-    (stream, synced)
+    (stream, synced, caches)
 }
 
 /// Runs not accepted yet that name `agent`.
@@ -516,8 +534,15 @@ async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
-    let bundle = ensure_tls_secret(client, &ctx.tls_namespace, &ctx.tls_names).await?;
-    ensure_namespace(client, ids.namespace, &bundle).await?;
+    let bundle = ctx.tls.bundle().await?;
+    ensure_namespace(
+        client,
+        &ctx.prepared,
+        &ctx.config_maps,
+        ids.namespace,
+        &bundle,
+    )
+    .await?;
     let inputs = run
         .spec
         .inputs
