@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::run_api_tls::ensure_ca_config_map;
-use crate::decide::run_api_tls::{ca_config_map_stale, per_namespace_labels};
+use crate::decide::per_namespace::{NamespaceWork, namespace_work};
+use crate::decide::run_api_tls::per_namespace_labels;
 use crate::decide::run_network_policy::default_deny;
 use crate::decide::run_pod::{RUN_API_CA, RUNNER_SERVICE_ACCOUNT};
 use crate::error::Error;
@@ -115,9 +116,8 @@ impl PreparedNamespaces {
 
 /// The per-namespace objects Run pods need, in order: the `herd-runner` ServiceAccount (never
 /// updated: admins may add `imagePullSecrets`), the run API's CA `bundle` in `herd-run-api-ca`
-/// (a Pod mounting a missing ConfigMap never starts) and the default-deny NetworkPolicy. In a
-/// namespace prepared before, only a copy of the bundle that `cached` does not show current is
-/// written.
+/// (a Pod mounting a missing ConfigMap never starts) and the default-deny NetworkPolicy; in a
+/// namespace prepared before, only a stale copy of the bundle (as `cached` shows it).
 pub async fn ensure_namespace(
     client: &Client,
     prepared: &PreparedNamespaces,
@@ -125,12 +125,11 @@ pub async fn ensure_namespace(
     namespace: &str,
     bundle: &str,
 ) -> Result<(), Error> {
-    if prepared.contains(namespace) {
-        let copy = cached.get(&ObjectRef::new(RUN_API_CA).within(namespace));
-        if copy.is_none_or(|copy| ca_config_map_stale(&copy, bundle)) {
-            ensure_ca_config_map(client, namespace, bundle).await?;
-        }
-        return Ok(());
+    let copy = cached.get(&ObjectRef::new(RUN_API_CA).within(namespace));
+    match namespace_work(prepared.contains(namespace), copy.as_deref(), bundle) {
+        NamespaceWork::Nothing => return Ok(()),
+        NamespaceWork::Copy => return ensure_ca_config_map(client, namespace, bundle).await,
+        NamespaceWork::All => {}
     }
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let account = ServiceAccount {

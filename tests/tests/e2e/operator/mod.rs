@@ -135,6 +135,13 @@ pub fn tests() -> Vec<E2eTest> {
                 tls::tls_is_renewed_and_copied_without_a_pod(operator, admin, ns).await
             },
         ),
+        E2eTest::exclusive(
+            "operator::namespace_deleted_while_a_run_is_active",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
+                runs::namespace_deleted_while_a_run_is_active(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await

@@ -18,7 +18,7 @@ use super::run_fixtures::{
     WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
     enforce_restricted, message, run_until, start_agent, succeeded, terminate_agent,
 };
-use super::support::{start_leader, test_config};
+use super::support::{http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A Run becomes exactly its snapshot, NetworkPolicy and Pod, admitted under `restricted`; the
@@ -726,6 +726,69 @@ pub async fn run_waits_for_its_skill_version(
         "the Pod mounts {version}: {}",
         pod["spec"]["volumes"]
     );
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A namespace deleted while its Run is active goes away completely (the controller manager
+/// deletes its Runs and Pods; the operator's refusals there are final, not retried), and the
+/// operator, watching all namespaces, settles and goes on serving other namespaces.
+pub async fn namespace_deleted_while_a_run_is_active(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let doomed = herd_e2e::namespace::create_namespace(&admin, "operator::doomed").await?;
+    let config = test_config(&[], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent_with(&admin, &doomed, json!({"retries": 2}), json!({})).await?;
+    create_run(&admin, &doomed, "doomed").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &doomed);
+    run_until(&runs, "doomed", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &doomed, "doomed-1").await?;
+    run_until(&runs, "doomed", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
+    })
+    .await?;
+    herd_e2e::namespace::delete_namespace(&admin, &doomed).await?;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    wait_for("the namespace to go", WAIT, || async {
+        Ok(namespaces.get_opt(&doomed).await?.is_none().then_some(()))
+    })
+    .await?;
+    let errors = || async {
+        let (_, text) = http_get(&running, "/metrics").await?;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(r#"herd_reconcile_errors_total{controller="run"}"#))
+            .map(str::to_owned);
+        anyhow::Ok(line.unwrap_or_default())
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut last = errors().await?;
+    loop {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let now = errors().await?;
+        if now == last {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the run controller keeps failing: {now}"
+        );
+        last = now;
+    }
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "after").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "after", "PodPending in another namespace", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
     running.shutdown().await?;
     Ok(())
 }
