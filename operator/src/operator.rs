@@ -12,7 +12,9 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::info;
 
 use crate::config::Config;
+use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::{agent, run, skill};
+use crate::decide::run_api_tls::leaf_names;
 use crate::error::Error;
 use crate::http::Readiness;
 use crate::http::{HttpState, router};
@@ -117,6 +119,12 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let checker = shared.clone();
     tasks.spawn(async move { crate::crd_version::check(&checker).await });
 
+    let tls = Arc::new(RunApiTls::new(
+        client.clone(),
+        config.lease.namespace.clone(),
+        leaf_names(&config.runs.run_api_dns_names, &config.runs.run_api_url),
+    ));
+    let mut ca_copies = Vec::new();
     let mut readiness = Vec::new();
     let mut controllers = JoinSet::new();
     for scope in Scope::from_list(&config.watch_namespaces) {
@@ -135,23 +143,26 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
-        let (runs, run_caches) = run::controller(
+        let (runs, run_synced, run_caches) = run::controller(
             scope.clone(),
             shared.clone(),
             config.runs.clone(),
             config.lease.namespace.clone(),
+            tls.clone(),
             config.concurrency,
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
         readiness.extend(agent_caches);
         readiness.extend(skill_caches);
-        readiness.extend(run_caches);
+        readiness.extend(run_synced);
+        ca_copies.push(run_caches.config_maps);
         controllers.spawn(drain(agents));
         controllers.spawn(drain(skills));
         controllers.spawn(drain(runs));
     }
     ready.set(readiness);
+    tasks.spawn(keep_renewed(tls, ca_copies, leader_rx.clone()));
     let leader_metrics = metrics.clone();
     let mut leader_watch = leader_rx.clone();
     tasks.spawn(async move {

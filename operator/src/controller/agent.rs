@@ -10,7 +10,6 @@ use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::reason::condition_type;
 use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -18,12 +17,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
+use super::prologue::begin;
 use crate::apply::apply_status;
 use crate::decide::agent_refs::{self, SecretRef};
 use crate::decide::agent_status::{
     AgentFindings, ConfigMapFinding, ConfigMapState, SecretFinding, SecretState, next_status,
 };
-use crate::decide::conditions::begin_reconcile;
 use crate::decide::skill_refs::{SkillView, resolve};
 use crate::error::Error;
 use crate::labels;
@@ -143,41 +142,16 @@ fn agents_using_secret(
 /// Reads what the Agent refers to, decides its status, and applies it when it changed.
 pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
-    if !shared.is_leader() {
+    let Some(start) = begin(shared, NAME, agent.as_ref())? else {
         return Ok(Action::await_change());
-    }
-    let _measure = shared.metrics.reconcile(NAME);
-    let namespace = agent
-        .metadata
-        .namespace
-        .as_deref()
-        .ok_or(Error::MissingField("metadata.namespace"))?;
-    let api: Api<Agent> = Api::namespaced(shared.client.clone(), namespace);
-    let previous = agent.status.clone().unwrap_or_default();
-    let generation = agent.metadata.generation;
-    let now = Time(jiff::Timestamp::now());
-
-    // The Reconciling mark moves the object on: a second write must start from there.
-    let mut written = None;
-    let current = agent.as_ref();
-    if let Some(conditions) = begin_reconcile(
-        &previous.conditions,
-        previous.observed_generation,
-        generation,
-        &now,
-    ) {
-        let marked = AgentStatus {
-            conditions,
-            ..previous.clone()
-        };
-        written = Some(apply_status(&api, current, &marked).await?);
-    }
-
-    let findings = find(&ctx, &agent, namespace).await?;
-    let status = next_status(&previous, generation, &findings, &now);
-    if status != previous {
-        apply_status(&api, written.as_ref().unwrap_or(current), &status).await?;
-        announce(shared, &agent, &previous, &status).await;
+    };
+    let current = start.mark_reconciling(agent.as_ref()).await?;
+    let previous = &start.previous;
+    let findings = find(&ctx, &agent, start.namespace).await?;
+    let status = next_status(previous, agent.metadata.generation, &findings, &start.now);
+    if status != *previous {
+        apply_status(&start.api, current.as_ref(), &status).await?;
+        announce(shared, &agent, previous, &status).await;
     }
     shared.succeeded(&key(NAME, agent.as_ref()));
     let resolved = find_condition(&status.conditions, condition_type::RESOLVED_REFS)

@@ -3,6 +3,7 @@
 //! Every replica runs them to keep its caches warm; only the leader's reconciles act.
 
 pub mod agent;
+pub mod prologue;
 pub mod run;
 pub mod run_api_tls;
 pub mod run_objects;

@@ -2,35 +2,38 @@
 //! creates its NetworkPolicy and then its Pod, follows the Pod and the runner's report to the
 //! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use herd_crds::agent::Agent;
+use herd_crds::agent::{Agent, ResolvedSkill};
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
-use super::run_api_tls::ensure_tls_secret;
+use super::prologue::{Reconcile, begin};
+use super::run_api_tls::RunApiTls;
 use super::run_objects::{
-    Created, create_owned, delete_pod, ensure_namespace, missing_input, owned_by,
+    Created, PreparedNamespaces, create_owned, delete_pod, ensure_namespace, missing_input,
+    owned_by,
 };
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
-use crate::decide::run_api_tls::leaf_names;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{PodConfig, PodInputs, SkillMount, desired_pod, pod_name};
+use crate::decide::run_pod::{
+    PodConfig, PodInputs, custom_versions, desired_pod, pod_name, skill_mounts,
+};
 use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
@@ -64,10 +67,21 @@ pub struct Context {
     pub network: NetworkConfig,
     /// Images of Run pods.
     pub runs: RunPodConfig,
-    /// The namespace of the run API's TLS Secret (the operator's own).
-    pub tls_namespace: String,
-    /// The names of the run API's serving certificate.
-    pub tls_names: Vec<String>,
+    /// The run API's TLS Secret and CA bundle.
+    pub tls: Arc<RunApiTls>,
+    /// The namespaces whose per-namespace objects are in place.
+    pub prepared: PreparedNamespaces,
+}
+
+/// The caches of a Run controller other tasks read.
+#[derive(Clone)]
+pub struct RunCaches {
+    /// The Runs of the scope.
+    pub runs: Store<Run>,
+    /// The operator's Pods of the scope.
+    pub pods: Store<Pod>,
+    /// The operator's ConfigMaps of the scope.
+    pub config_maps: Store<ConfigMap>,
 }
 
 /// The network settings of Run pods from the operator's flags.
@@ -94,15 +108,17 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
 
 /// Builds the controller for `scope`, the operator running in `operator_namespace`; the
 /// returned stream runs it until `shutdown` resolves.
+#[allow(clippy::too_many_arguments)]
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     runs: RunPodConfig,
     operator_namespace: String,
+    tls: Arc<RunApiTls>,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>, RunCaches) {
     let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
     let (runs_synced, agents_synced, pods_synced, cms_synced) = (
         synced[0].clone(),
@@ -133,6 +149,11 @@ pub fn controller(
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),
     };
+    let caches = RunCaches {
+        runs: run_store.clone(),
+        pods: pods.clone(),
+        config_maps: config_maps.clone(),
+    };
     let context = Arc::new(Context {
         shared,
         agents,
@@ -140,8 +161,8 @@ pub fn controller(
         config_maps,
         pod_config,
         network: network_config(&runs, &operator_namespace),
-        tls_names: leaf_names(&runs.run_api_dns_names, &runs.run_api_url),
-        tls_namespace: operator_namespace,
+        tls,
+        prepared: PreparedNamespaces::default(),
         runs,
     });
     let waiting = run_store.clone();
@@ -160,7 +181,7 @@ pub fn controller(
                 debug!(%error, "run controller");
             }
         });
-    (stream, synced)
+    (stream, synced, caches)
 }
 
 /// Runs not accepted yet that name `agent`.
@@ -185,27 +206,18 @@ struct Ids<'a> {
 /// Reads, decides, creates what is missing, and applies the Run's status.
 pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
-    if !shared.is_leader() {
+    let Some(start) = begin(shared, NAME, run.as_ref())? else {
         return Ok(Action::await_change());
-    }
-    let _measure = shared.metrics.reconcile(NAME);
+    };
     shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
-        name: run
-            .metadata
-            .name
-            .as_deref()
-            .ok_or(Error::MissingField("metadata.name"))?,
-        namespace: run
-            .metadata
-            .namespace
-            .as_deref()
-            .ok_or(Error::MissingField("metadata.namespace"))?,
+        name: start.name,
+        namespace: start.namespace,
         uid: run.uid().ok_or(Error::MissingField("metadata.uid"))?,
     };
-    let api: Api<Run> = Api::namespaced(shared.client.clone(), ids.namespace);
-    let previous = run.status.clone().unwrap_or_default();
-    let now = Time(jiff::Timestamp::now());
+    let Reconcile {
+        api, previous, now, ..
+    } = &start;
     let created = run
         .metadata
         .creation_timestamp
@@ -231,7 +243,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     let limits = limits(&run, snap.as_ref(), &ctx, &ids);
 
     if phase_of(&previous.conditions).is_finished() {
-        if ttl_expired(&previous, limits.ttl_after_finished, &now) {
+        if ttl_expired(previous, limits.ttl_after_finished, now) {
             info!(
                 run = ids.name,
                 namespace = ids.namespace,
@@ -244,7 +256,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             }
             return Ok(Action::await_change());
         }
-        if operator_stopped(&previous) {
+        if operator_stopped(previous) {
             // Level-based: a Pod that reached the cache only after the Run was ended (its
             // event reconciles the Run again) is stopped too.
             let this_pod = pod_name(ids.name, previous.attempt.unwrap_or(1));
@@ -257,7 +269,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         }
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::requeue(next_requeue(
-            &previous, &created, limits, &now,
+            previous, &created, limits, now,
         )));
     }
 
@@ -286,7 +298,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         invalid,
         now: now.clone(),
     };
-    let mut decision = next_status(&previous, &facts);
+    let mut decision = next_status(previous, &facts);
     let going = decision.status.completion_time.is_none();
     if going
         && decision.retried.is_none()
@@ -294,7 +306,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         && let Some(snap) = &snap
     {
         let start = decision.status.start_time.clone().unwrap_or(now.clone());
-        let time_left = limits.timeout.saturating_sub(elapsed(&start, &now));
+        let time_left = limits.timeout.saturating_sub(elapsed(&start, now));
         match start_pod(&ctx, &run, &ids, snap, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
@@ -303,7 +315,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             Started::Blocked(why) => facts.blocked = Some(why),
             Started::Refused(why) => facts.invalid = Some(why),
         }
-        decision = next_status(&previous, &facts);
+        decision = next_status(previous, &facts);
     }
     if operator_stopped(&decision.status)
         && let Some(pod) = &pod
@@ -315,12 +327,12 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         ..previous.clone()
     };
     if decision.status != controller_part {
-        apply_status(&api, run.as_ref(), &decision.status).await?;
-        record_finish(shared, &run, &previous, &decision.status);
+        apply_status(api, run.as_ref(), &decision.status).await?;
+        record_finish(shared, &run, previous, &decision.status);
         announce(
             shared,
             &run,
-            &previous,
+            previous,
             &decision.status,
             decision.retried.as_deref(),
         )
@@ -332,7 +344,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     }
     shared.succeeded(&key(NAME, run.as_ref()));
     Ok(Action::requeue(
-        next_requeue(&decision.status, &created, limits, &now).max(Duration::from_secs(1)),
+        next_requeue(&decision.status, &created, limits, now).max(Duration::from_secs(1)),
     ))
 }
 
@@ -522,8 +534,15 @@ async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
-    let bundle = ensure_tls_secret(client, &ctx.tls_namespace, &ctx.tls_names).await?;
-    ensure_namespace(client, ids.namespace, &bundle).await?;
+    let bundle = ctx.tls.bundle().await?;
+    ensure_namespace(
+        client,
+        &ctx.prepared,
+        &ctx.config_maps,
+        ids.namespace,
+        &bundle,
+    )
+    .await?;
     let inputs = run
         .spec
         .inputs
@@ -532,6 +551,12 @@ async fn start_pod(
     if let Some(why) = missing_input(client, ids.namespace, inputs).await? {
         return Ok(Started::Blocked(why));
     }
+    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
+    let found = version_keys(ctx, ids.namespace, versions()).await?;
+    let skills = match skill_mounts(versions(), &found) {
+        Ok(skills) => skills,
+        Err(why) => return Ok(Started::Blocked(why)),
+    };
     let owner = run
         .controller_owner_ref(&())
         .ok_or(Error::MissingField("metadata.uid"))?;
@@ -550,20 +575,6 @@ async fn start_pod(
             Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
         }
     }
-    let skills: Vec<SkillMount> = snap
-        .skills
-        .iter()
-        .filter_map(|skill| {
-            let cm = ctx.config_maps.get(
-                &ObjectRef::new(&config_map_name(&skill.name, &skill.digest)).within(ids.namespace),
-            )?;
-            Some(SkillMount {
-                name: skill.name.clone(),
-                digest: skill.digest.clone(),
-                keys: cm.data.iter().flatten().map(|(k, _)| k.clone()).collect(),
-            })
-        })
-        .collect();
     // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
     // for a Run whose snapshot is gone.
     let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
@@ -606,6 +617,34 @@ async fn start_pod(
         Created::Quota(why) => Started::Blocked(why),
         Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
     })
+}
+
+/// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else
+/// live (the Skill controller may have created it before this cache saw it).
+async fn version_keys(
+    ctx: &Context,
+    namespace: &str,
+    versions: impl Iterator<Item = &ResolvedSkill>,
+) -> Result<BTreeMap<String, Vec<String>>, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    let mut found = BTreeMap::new();
+    for skill in versions {
+        let name = config_map_name(&skill.name, &skill.digest);
+        let keys = |cm: &ConfigMap| -> Vec<String> {
+            cm.data.iter().flatten().map(|(k, _)| k.clone()).collect()
+        };
+        let cached = ctx
+            .config_maps
+            .get(&ObjectRef::new(&name).within(namespace));
+        let keys = match cached {
+            Some(cm) => Some(keys(&cm)),
+            None => api.get_opt(&name).await?.as_ref().map(keys),
+        };
+        if let Some(keys) = keys {
+            found.insert(name, keys);
+        }
+    }
+    Ok(found)
 }
 
 /// Metrics of a Run that just finished.

@@ -1,19 +1,26 @@
 //! The run API's TLS Secret in the operator's namespace and its CA bundle in every namespace
 //! with Run pods: issued when absent (replicas racing at first start read the winner's),
-//! renewed at two thirds of a certificate's life, copied before any Pod mounts it.
+//! renewed at two thirds of a certificate's life by a timer, copied before any Pod mounts it and
+//! whenever it changes.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, PostParams};
+use kube::runtime::reflector::Store;
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
 
 use crate::certificates::{new_ca, new_leaf};
+use crate::decide::backoff;
 use crate::decide::run_api_tls::{
     CA_VALIDITY, Issued, LEAF_VALIDITY, Renewal, TLS_SECRET, Validity, ca_config_map,
-    ca_config_map_stale, current_ca, per_namespace_labels, renewal, rotated_bundle,
+    ca_config_map_stale, current_ca, next_check, per_namespace_labels, renewal, rotated_bundle,
+    stale_copies,
 };
 use crate::decide::run_pod::{CA_KEY, RUN_API_CA};
 use crate::error::Error;
@@ -42,10 +49,7 @@ fn renewed(
             .ok_or_else(|| Error::Config("certificate validity overflows".into()))
     };
     let old_bundle = previous.and_then(|s| text(s, CA_KEY)).unwrap_or_default();
-    let old_issued = previous
-        .and_then(|s| s.metadata.annotations.as_ref())
-        .map(Issued::from_annotations)
-        .unwrap_or_default();
+    let old_issued = previous.map(issued_by).unwrap_or_default();
     let old_ca_key = previous.and_then(|s| text(s, CA_PRIVATE_KEY));
     let (ca_key, bundle, ca_validity) = match (what, old_ca_key, old_issued.ca) {
         (Renewal::Leaf | Renewal::Keep, Some(key), Some(ca))
@@ -95,13 +99,22 @@ fn secret(namespace: &str, data: BTreeMap<String, String>, issued: &Issued) -> S
     }
 }
 
+/// The TLS Secret as it stands after [`ensure_tls_secret`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served {
+    /// The CA bundle clients must trust.
+    pub bundle: String,
+    /// What its annotations say was issued (when the next renewal is due).
+    pub issued: Issued,
+}
+
 /// Makes sure the TLS Secret in `namespace` holds a leaf for `names` that is not due for
-/// renewal, and returns the CA bundle clients must trust.
+/// renewal; returns the CA bundle clients must trust and what was issued.
 pub async fn ensure_tls_secret(
     client: &Client,
     namespace: &str,
     names: &[String],
-) -> Result<String, Error> {
+) -> Result<Served, Error> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let now = jiff::Timestamp::now();
     let existing = match api.get_opt(TLS_SECRET).await? {
@@ -119,17 +132,12 @@ pub async fn ensure_tls_secret(
             }
         }
     };
-    let issued = existing
-        .metadata
-        .annotations
-        .as_ref()
-        .map(Issued::from_annotations)
-        .unwrap_or_default();
+    let issued = issued_by(&existing);
     let what = renewal(&issued, names, now);
     if what == Renewal::Keep
         && let Some(bundle) = text(&existing, CA_KEY)
     {
-        return Ok(bundle);
+        return Ok(Served { bundle, issued });
     }
     let (data, issued) = renewed(Some(&existing), what, names, now)?;
     let mut next = secret(namespace, data, &issued);
@@ -138,7 +146,18 @@ pub async fn ensure_tls_secret(
     let stored = api
         .replace(TLS_SECRET, &PostParams::default(), &next)
         .await?;
-    text(&stored, CA_KEY).ok_or_else(|| Error::Config(format!("{TLS_SECRET} has no {CA_KEY}")))
+    let bundle = text(&stored, CA_KEY)
+        .ok_or_else(|| Error::Config(format!("{TLS_SECRET} has no {CA_KEY}")))?;
+    Ok(Served { bundle, issued })
+}
+
+fn issued_by(secret: &Secret) -> Issued {
+    secret
+        .metadata
+        .annotations
+        .as_ref()
+        .map(Issued::from_annotations)
+        .unwrap_or_default()
 }
 
 /// Creates or updates `herd-run-api-ca` in `namespace` so it holds `bundle`.
@@ -165,6 +184,103 @@ pub async fn ensure_ca_config_map(
             .await?;
     }
     Ok(())
+}
+
+/// The run API's TLS as this operator last made sure of it: the Secret's place and names, and
+/// the CA bundle new namespaces get.
+pub struct RunApiTls {
+    client: Client,
+    namespace: String,
+    names: Vec<String>,
+    bundle: Mutex<Option<String>>,
+}
+
+impl RunApiTls {
+    /// The TLS of the Secret in `namespace`, for a leaf carrying `names`.
+    pub fn new(client: Client, namespace: String, names: Vec<String>) -> Self {
+        RunApiTls {
+            client,
+            namespace,
+            names,
+            bundle: Mutex::new(None),
+        }
+    }
+
+    /// The CA bundle: the one last made sure of, else the Secret's now.
+    pub async fn bundle(&self) -> Result<String, Error> {
+        if let Some(bundle) = self.known() {
+            return Ok(bundle);
+        }
+        Ok(self.ensure().await?.bundle)
+    }
+
+    /// Makes sure of the Secret (issuing or renewing what is due) and remembers its bundle.
+    pub async fn ensure(&self) -> Result<Served, Error> {
+        let served = ensure_tls_secret(&self.client, &self.namespace, &self.names).await?;
+        *self
+            .bundle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(served.bundle.clone());
+        Ok(served)
+    }
+
+    fn known(&self) -> Option<String> {
+        self.bundle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// While this replica leads: renews the Secret when two thirds of its leaf's (or CA's) life have
+/// passed, and copies a changed bundle into every namespace's `herd-run-api-ca` (the cached
+/// copies of `config_maps`), without waiting for a new Pod. Runs until aborted.
+pub async fn keep_renewed(
+    tls: Arc<RunApiTls>,
+    config_maps: Vec<Store<ConfigMap>>,
+    mut leader: watch::Receiver<bool>,
+) {
+    if leader.wait_for(|leading| *leading).await.is_err() {
+        return;
+    }
+    let mut failures = 0;
+    loop {
+        let wait = match renew_and_copy(&tls, &config_maps).await {
+            Ok(issued) => {
+                failures = 0;
+                next_check(&issued, jiff::Timestamp::now())
+            }
+            Err(error) => {
+                failures += 1;
+                warn!(%error, "could not renew the run API's TLS or copy its CA bundle");
+                backoff::after(failures)
+            }
+        };
+        debug!(?wait, "next look at the run API's TLS");
+        tokio::time::sleep(wait).await;
+    }
+}
+
+async fn renew_and_copy(
+    tls: &RunApiTls,
+    config_maps: &[Store<ConfigMap>],
+) -> Result<Issued, Error> {
+    let served = tls.ensure().await?;
+    let cached: Vec<Arc<ConfigMap>> = config_maps.iter().flat_map(Store::state).collect();
+    for namespace in stale_copies(cached.iter().map(AsRef::as_ref), &served.bundle) {
+        match ensure_ca_config_map(&tls.client, &namespace, &served.bundle).await {
+            Ok(()) => info!(%namespace, "copied the run API's CA bundle"),
+            // A namespace being deleted takes its copy along.
+            Err(Error::Kube(kube::Error::Api(status)))
+                if status.code == 404
+                    || (status.code == 403 && status.message.contains("being terminated")) =>
+            {
+                debug!(%namespace, message = %status.message, "no copy of the CA bundle");
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(served.issued)
 }
 
 #[cfg(test)]

@@ -2,18 +2,23 @@
 //! fight immutable fields); AlreadyExists counts only when the object is the Run's own, so a
 //! Run recreated under the same name never adopts leftovers.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::run_api_tls::ensure_ca_config_map;
+use crate::decide::per_namespace::{NamespaceWork, namespace_work};
 use crate::decide::run_api_tls::per_namespace_labels;
 use crate::decide::run_network_policy::default_deny;
-use crate::decide::run_pod::RUNNER_SERVICE_ACCOUNT;
+use crate::decide::run_pod::{RUN_API_CA, RUNNER_SERVICE_ACCOUNT};
 use crate::error::Error;
 
 /// What creating one of a Run's objects came to.
@@ -88,10 +93,44 @@ where
     }
 }
 
+/// The namespaces whose `herd-runner` ServiceAccount and default-deny policy this process made
+/// sure of (each is created when absent, never updated, so once per namespace is enough).
+#[derive(Debug, Default)]
+pub struct PreparedNamespaces(Mutex<HashSet<String>>);
+
+impl PreparedNamespaces {
+    fn contains(&self, namespace: &str) -> bool {
+        self.lock().contains(namespace)
+    }
+
+    fn insert(&self, namespace: &str) {
+        self.lock().insert(namespace.to_owned());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The per-namespace objects Run pods need, in order: the `herd-runner` ServiceAccount (never
 /// updated: admins may add `imagePullSecrets`), the run API's CA `bundle` in `herd-run-api-ca`
-/// (a Pod mounting a missing ConfigMap never starts) and the default-deny NetworkPolicy.
-pub async fn ensure_namespace(client: &Client, namespace: &str, bundle: &str) -> Result<(), Error> {
+/// (a Pod mounting a missing ConfigMap never starts) and the default-deny NetworkPolicy; in a
+/// namespace prepared before, only a stale copy of the bundle (as `cached` shows it).
+pub async fn ensure_namespace(
+    client: &Client,
+    prepared: &PreparedNamespaces,
+    cached: &Store<ConfigMap>,
+    namespace: &str,
+    bundle: &str,
+) -> Result<(), Error> {
+    let copy = cached.get(&ObjectRef::new(RUN_API_CA).within(namespace));
+    match namespace_work(prepared.contains(namespace), copy.as_deref(), bundle) {
+        NamespaceWork::Nothing => return Ok(()),
+        NamespaceWork::Copy => return ensure_ca_config_map(client, namespace, bundle).await,
+        NamespaceWork::All => {}
+    }
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let account = ServiceAccount {
         metadata: ObjectMeta {
@@ -106,7 +145,9 @@ pub async fn ensure_namespace(client: &Client, namespace: &str, bundle: &str) ->
     create_if_absent(&accounts, &account).await?;
     ensure_ca_config_map(client, namespace, bundle).await?;
     let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
-    create_if_absent(&policies, &default_deny(namespace)).await
+    create_if_absent(&policies, &default_deny(namespace)).await?;
+    prepared.insert(namespace);
+    Ok(())
 }
 
 /// The first input ConfigMap that does not exist, if any: a kubelet would leave the Pod in

@@ -12,7 +12,6 @@ use herd_crds::reason::condition_type;
 use herd_crds::run::{Run, phase_of};
 use herd_crds::skill::{Skill, SkillStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::PostParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -20,9 +19,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::prologue::begin;
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
-use crate::decide::conditions::begin_reconcile;
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};
 use crate::decide::run_status::snapshot_name;
 use crate::decide::skill_status::{Rendered, SkillVersion, evaluate, next_status};
@@ -124,41 +123,11 @@ pub fn controller(
 /// changed.
 pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
-    if !shared.is_leader() {
+    let Some(start) = begin(shared, NAME, skill.as_ref())? else {
         return Ok(Action::await_change());
-    }
-    let _measure = shared.metrics.reconcile(NAME);
-    let name = skill
-        .metadata
-        .name
-        .as_deref()
-        .ok_or(Error::MissingField("metadata.name"))?;
-    let namespace = skill
-        .metadata
-        .namespace
-        .as_deref()
-        .ok_or(Error::MissingField("metadata.namespace"))?;
-    let api: Api<Skill> = Api::namespaced(shared.client.clone(), namespace);
-    let previous = skill.status.clone().unwrap_or_default();
-    let generation = skill.metadata.generation;
-    let now = Time(jiff::Timestamp::now());
-
-    // The Reconciling mark moves the object on: a second write must start from there.
-    let mut written = None;
-    let current = skill.as_ref();
-    if let Some(conditions) = begin_reconcile(
-        &previous.conditions,
-        previous.observed_generation,
-        generation,
-        &now,
-    ) {
-        let marked = SkillStatus {
-            conditions,
-            ..previous.clone()
-        };
-        written = Some(apply_status(&api, current, &marked).await?);
-    }
-
+    };
+    let current = start.mark_reconciling(skill.as_ref()).await?;
+    let (name, namespace, previous) = (start.name, start.namespace, &start.previous);
     let outcome = match evaluate(name, &skill.spec) {
         Err(rejection) => Err(rejection),
         Ok(version) => {
@@ -166,10 +135,17 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
             Ok((version, rendered))
         }
     };
-    let status = next_status(&previous, generation, skill.spec.enabled, &outcome, &now);
-    if status != previous {
-        apply_status(&api, written.as_ref().unwrap_or(current), &status).await?;
-        announce(shared, &skill, &previous, &status).await;
+    let generation = skill.metadata.generation;
+    let status = next_status(
+        previous,
+        generation,
+        skill.spec.enabled,
+        &outcome,
+        &start.now,
+    );
+    if status != *previous {
+        apply_status(&start.api, current.as_ref(), &status).await?;
+        announce(shared, &skill, previous, &status).await;
     }
     let old_in_use = match &outcome {
         Ok((version, Rendered::Ready)) => {

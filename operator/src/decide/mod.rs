@@ -5,6 +5,7 @@ pub mod agent_status;
 pub mod backoff;
 pub mod conditions;
 pub mod file_keys;
+pub mod per_namespace;
 pub mod pod_outcome;
 pub mod run_api_tls;
 pub mod run_deadlines;

@@ -52,17 +52,21 @@ impl Validity {
         })
     }
 
-    /// Whether two thirds of its life have passed at `now` (or it is unusable).
-    pub fn renewal_due(&self, now: Timestamp) -> bool {
+    /// When two thirds of its life have passed (the earliest instant when it has no life at
+    /// all: due at once).
+    pub fn renew_at(&self) -> Timestamp {
         let life = self.not_after.duration_since(self.not_before);
         if life.is_negative() || life.is_zero() {
-            return true;
+            return Timestamp::MIN;
         }
-        let renew_at = self
-            .not_before
+        self.not_before
             .checked_add(life / 3 * 2)
-            .unwrap_or(self.not_before);
-        now >= renew_at
+            .unwrap_or(self.not_before)
+    }
+
+    /// Whether two thirds of its life have passed at `now` (or it is unusable).
+    pub fn renewal_due(&self, now: Timestamp) -> bool {
+        now >= self.renew_at()
     }
 }
 
@@ -141,6 +145,24 @@ pub fn renewal(issued: &Issued, names: &[String], now: Timestamp) -> Renewal {
     }
 }
 
+/// Longest sleep between two looks at the TLS Secret: cert-manager, an admin or another
+/// replica may change it, and a copy of the bundle may have been edited.
+pub const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// How long until the TLS Secret needs looking at again: its first renewal (the leaf's or the
+/// CA's, at two thirds of their lives), at most [`MAX_CHECK_INTERVAL`], at least a second.
+pub fn next_check(issued: &Issued, now: Timestamp) -> Duration {
+    let until = |validity: &Validity| {
+        Duration::try_from(validity.renew_at().duration_since(now)).unwrap_or(Duration::ZERO)
+    };
+    [issued.ca.as_ref(), issued.leaf.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(until)
+        .fold(MAX_CHECK_INTERVAL, Duration::min)
+        .max(Duration::from_secs(1))
+}
+
 /// The leaf's names: `dns_names`, then the host of `run_api_url`, without duplicates or
 /// empties, in that order.
 pub fn leaf_names(dns_names: &[String], run_api_url: &str) -> Vec<String> {
@@ -216,6 +238,23 @@ pub fn ca_config_map_stale(existing: &ConfigMap, bundle: &str) -> bool {
         .as_ref()
         .and_then(|d| d.get(CA_KEY))
         .is_none_or(|b| b != bundle)
+}
+
+/// The namespaces whose copy of the CA bundle differs from `bundle`, among `config_maps` (the
+/// operator's cached ConfigMaps).
+pub fn stale_copies<'a>(
+    config_maps: impl IntoIterator<Item = &'a ConfigMap>,
+    bundle: &str,
+) -> Vec<String> {
+    let mut namespaces: Vec<String> = config_maps
+        .into_iter()
+        .filter(|cm| cm.metadata.name.as_deref() == Some(RUN_API_CA))
+        .filter(|cm| ca_config_map_stale(cm, bundle))
+        .filter_map(|cm| cm.metadata.namespace.clone())
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces
 }
 
 /// The labels of the operator's per-namespace objects and of the TLS Secret.
@@ -310,6 +349,52 @@ mod tests {
             Renewal::All
         );
         assert_eq!(renewal(&Issued::default(), &wanted, now), Renewal::All);
+    }
+
+    #[test]
+    fn the_next_check_is_the_first_renewal_within_an_hour() {
+        let now = at("2026-06-01T00:00:00Z");
+        let ca = ("2026-01-01T00:00:00Z", "2036-01-01T00:00:00Z");
+        // Two thirds of a 30 s life starting now: 20 s.
+        let soon = ("2026-06-01T00:00:00Z", "2026-06-01T00:00:30Z");
+        assert_eq!(
+            next_check(&issued(ca, soon, &[]), now),
+            Duration::from_secs(20)
+        );
+        let fresh = ("2026-05-01T00:00:00Z", "2027-05-01T00:00:00Z");
+        assert_eq!(
+            next_check(&issued(ca, fresh, &[]), now),
+            MAX_CHECK_INTERVAL,
+            "a year-long leaf is looked at again within the hour"
+        );
+        let ca_soon = ("2026-05-31T23:59:00Z", "2026-06-01T00:02:00Z");
+        assert_eq!(
+            next_check(&issued(ca_soon, fresh, &[]), now),
+            Duration::from_secs(60),
+            "the CA's renewal counts too"
+        );
+        let overdue = ("2025-01-01T00:00:00Z", "2025-06-01T00:00:00Z");
+        assert_eq!(
+            next_check(&issued(ca, overdue, &[]), now),
+            Duration::from_secs(1),
+            "overdue: at once, but never a busy loop"
+        );
+        assert_eq!(next_check(&Issued::default(), now), MAX_CHECK_INTERVAL);
+    }
+
+    #[test]
+    fn stale_copies_are_the_namespaces_whose_bundle_differs() {
+        let mut other = ca_config_map("c", A);
+        other.metadata.name = Some("not-the-ca".into());
+        let copies = [
+            ca_config_map("b", A),
+            ca_config_map("a", B),
+            ca_config_map("d", &format!("{B}{A}")),
+            other,
+        ];
+        assert_eq!(stale_copies(&copies, B), ["b", "d"]);
+        assert_eq!(stale_copies(&copies, A), ["a", "d"]);
+        assert!(stale_copies(&[], A).is_empty());
     }
 
     #[test]

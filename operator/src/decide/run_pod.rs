@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use herd_crds::agent::ResolvedSkill;
 use herd_crds::run::RunInput;
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, EmptyDirVolumeSource,
@@ -65,6 +66,36 @@ pub struct SkillMount {
     pub digest: String,
     /// The ConfigMap's keys (encoded file paths).
     pub keys: Vec<String>,
+}
+
+/// The skill versions of a snapshot that need a ConfigMap: every one but the built-in skills the
+/// sandbox image carries (by name and digest: a Skill resource replacing a built-in has its own).
+pub fn custom_versions<'a>(
+    skills: &'a [ResolvedSkill],
+    builtin: &'a [ResolvedSkill],
+) -> impl Iterator<Item = &'a ResolvedSkill> + 'a {
+    skills.iter().filter(move |skill| !builtin.contains(skill))
+}
+
+/// The mounts of `versions`, given the keys of each version ConfigMap found (by name); the
+/// first missing one is why the Pod must wait (a kubelet would leave it `ContainerCreating`).
+pub fn skill_mounts<'a>(
+    versions: impl Iterator<Item = &'a ResolvedSkill>,
+    found: &BTreeMap<String, Vec<String>>,
+) -> Result<Vec<SkillMount>, String> {
+    versions
+        .map(|skill| {
+            let name = config_map_name(&skill.name, &skill.digest);
+            match found.get(&name) {
+                Some(keys) => Ok(SkillMount {
+                    name: skill.name.clone(),
+                    digest: skill.digest.clone(),
+                    keys: keys.clone(),
+                }),
+                None => Err(format!("skill ConfigMap {name} not found")),
+            }
+        })
+        .collect()
 }
 
 /// What the Pod of one attempt is made from.
@@ -470,6 +501,44 @@ mod tests {
                         "runtimeClassName": "gvisor", "nodeSelector": {"pool": "agents"},
                         "tolerations": [{"key": "agents", "operator": "Exists"}]}
         }))
+    }
+
+    #[test]
+    fn custom_skill_versions_mount_from_their_config_maps_and_a_missing_one_waits() {
+        let version = |name: &str, digest: &str| ResolvedSkill {
+            name: name.into(),
+            digest: digest.into(),
+        };
+        let builtin = [version("deep-research", "b0b0b0b0b0")];
+        let skills = [
+            version("deep-research", "b0b0b0b0b0"),
+            version("notes", "1234567890"),
+            version("deep-research", "c0c0c0c0c0"),
+        ];
+        let custom: Vec<&ResolvedSkill> = custom_versions(&skills, &builtin).collect();
+        assert_eq!(
+            custom,
+            [&skills[1], &skills[2]],
+            "the built-in version comes from the image; a Skill replacing it does not"
+        );
+        let mut found =
+            BTreeMap::from([("notes-12345678".to_owned(), vec!["SKILL.md".to_owned()])]);
+        assert_eq!(
+            skill_mounts(custom.iter().copied(), &found),
+            Err("skill ConfigMap deep-research-c0c0c0c0 not found".to_owned())
+        );
+        found.insert(
+            "deep-research-c0c0c0c0".into(),
+            vec!["SKILL.md".into(), "a~2fb".into()],
+        );
+        let mounts = skill_mounts(custom.iter().copied(), &found).unwrap();
+        assert_eq!(mounts.len(), 2);
+        assert_eq!(mounts[1].keys, ["SKILL.md", "a~2fb"]);
+        assert_eq!(mounts[0].digest, "1234567890");
+        assert_eq!(
+            skill_mounts(std::iter::empty(), &BTreeMap::new()),
+            Ok(vec![])
+        );
     }
 
     fn owner() -> OwnerReference {

@@ -4,8 +4,10 @@
 
 mod agents;
 mod leader;
+mod run_fixtures;
 mod runs;
 mod support;
+mod tls;
 
 use herd_e2e::{E2eTest, TestEnv};
 use support::{Rbac, operator_client};
@@ -75,7 +77,7 @@ pub fn tests() -> Vec<E2eTest> {
         ),
         E2eTest::shared("operator::run_api_tls_precedes_the_pod", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
-            runs::run_api_tls_precedes_the_pod(operator, admin, ns).await
+            tls::run_api_tls_precedes_the_pod(operator, admin, ns).await
         }),
         E2eTest::shared(
             "operator::old_skill_version_lives_while_a_run_uses_it",
@@ -117,6 +119,27 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
                 runs::refused_pod_is_invalid_spec(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::run_waits_for_its_skill_version",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                runs::run_waits_for_its_skill_version(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::tls_is_renewed_and_copied_without_a_pod",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                tls::tls_is_renewed_and_copied_without_a_pod(operator, admin, ns).await
+            },
+        ),
+        E2eTest::exclusive(
+            "operator::namespace_deleted_while_a_run_is_active",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
+                runs::namespace_deleted_while_a_run_is_active(operator, admin, ns).await
             },
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {

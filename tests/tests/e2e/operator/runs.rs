@@ -1,6 +1,6 @@
 //! The Run controller on the real API server, in a namespace enforcing the `restricted` Pod
-//! Security Standard. No kubelet runs here: a small player writes `pods/status` as a kubelet
-//! would, so the Run follows the `agent` container's terminated state.
+//! Security Standard; the kubelet player of [`super::run_fixtures`] drives the `agent`
+//! container, so the Run follows its terminated state.
 
 use std::time::Duration;
 
@@ -8,144 +8,18 @@ use anyhow::{Context, ensure};
 use herd_crds::agent::Agent;
 use herd_crds::condition::ConditionStatus;
 use herd_crds::run::Run;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, http_get, start_leader, test_config};
+use super::run_fixtures::{
+    WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
+    enforce_restricted, message, run_until, start_agent, succeeded, terminate_agent,
+};
+use super::support::{http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// Labels the namespace to enforce the `restricted` Pod Security Standard.
-async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    let label = json!({"metadata": {"labels": {
-        "pod-security.kubernetes.io/enforce": "restricted",
-        "pod-security.kubernetes.io/enforce-version": "latest"}}});
-    namespaces
-        .patch(namespace, &PatchParams::default(), &Patch::Merge(&label))
-        .await?;
-    Ok(())
-}
-
-/// A ready Agent whose model key is a labelled Secret.
-async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
-    create_agent_with(admin, namespace, json!({}), json!({})).await
-}
-
-/// A ready Agent with these `runDefaults`.
-async fn create_agent_with(
-    admin: &Client,
-    namespace: &str,
-    run_defaults: Value,
-    sandbox: Value,
-) -> anyhow::Result<()> {
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "sk-e2e-secret-value"},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
-            "soul": "Be brief.", "runDefaults": run_defaults, "sandbox": sandbox},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
-    Ok(())
-}
-
-async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
-    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": name},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
-    Ok(())
-}
-
-async fn run_until(
-    runs: &Api<Run>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Run) -> bool,
-) -> anyhow::Result<Run> {
-    wait_for(what, WAIT, || async {
-        let run = runs.get(name).await?;
-        Ok(check(&run).then_some(run))
-    })
-    .await
-}
-
-fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
-    run.status
-        .as_ref()
-        .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
-}
-
-fn message(run: &Run) -> String {
-    run.status
-        .as_ref()
-        .and_then(|s| {
-            herd_crds::condition::find_condition(&s.conditions, "Succeeded")
-                .map(|c| c.message.clone())
-        })
-        .unwrap_or_default()
-}
-
-fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
-    pod["spec"][list]
-        .as_array()
-        .and_then(|all| all.iter().find(|c| c["name"] == name))
-        .with_context(|| format!("no {list} entry {name}"))
-}
-
-/// Plays the kubelet: the Pod `Running` with its `agent` container started.
-async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
-    let status = json!({"status": {
-        "phase": "Running",
-        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
-            "imageID": "", "ready": true, "restartCount": 0, "started": true,
-            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
-    }});
-    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
-}
-
-/// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
-/// `Succeeded` by its exit code.
-async fn terminate_agent(
-    admin: &Client,
-    namespace: &str,
-    pod: &str,
-    terminated: Value,
-) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
-    let phase = if terminated["exitCode"] == 0 {
-        "Succeeded"
-    } else {
-        "Failed"
-    };
-    let status = json!({"status": {
-        "phase": phase,
-        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
-            "imageID": "", "ready": false, "restartCount": 0, "started": false,
-            "state": {"terminated": terminated}}],
-    }});
-    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
-}
 
 /// A Run becomes exactly its snapshot, NetworkPolicy and Pod, admitted under `restricted`; the
 /// key reaches `agent` only, by `secretKeyRef`; the per-namespace ServiceAccount and
@@ -639,128 +513,6 @@ pub async fn refused_pod_is_invalid_spec(
     Ok(())
 }
 
-/// Whether `bundle` verifies `leaf` for `name` now, as a Run pod's client would.
-fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
-    use rustls::client::danger::ServerCertVerifier;
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let verifier =
-        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
-            .build()?;
-    let leaf = CertificateDer::from_pem_slice(leaf.as_bytes())?;
-    verifier.verify_server_cert(
-        &leaf,
-        &[],
-        &ServerName::try_from(name.to_owned())?,
-        &[],
-        UnixTime::now(),
-    )?;
-    Ok(())
-}
-
-/// The agent container has `--runner-resources`; the active-pods gauge counts the Pod. Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
-/// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
-/// the leaf.
-pub async fn run_api_tls_precedes_the_pod(
-    operator: Client,
-    admin: Client,
-    namespace: String,
-) -> anyhow::Result<()> {
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
-    let stale: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "herd-run-api-ca"}, "data": {"ca.crt": "stale"},
-    }))?;
-    cms.create(&PostParams::default(), &stale).await?;
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
-    config.runs.run_api_url = "https://10.9.8.7:8443".into();
-    config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
-    config.runs.runner_resources = herd_operator::decide::runner_resources::parse_resources(
-        "requests.cpu=100m,limits.memory=512Mi",
-    )
-    .map_err(anyhow::Error::msg)?;
-    let running = start_leader(config, operator).await?;
-    create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "tls").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let pod = wait_for("the Run's Pod", WAIT, || async {
-        Ok(pods.get_opt("tls-1").await?)
-    })
-    .await?;
-
-    let pod_json = serde_json::to_value(&pod)?;
-    let resources = &container(&pod_json, "containers", "agent")?["resources"];
-    ensure!(
-        // The API server defaults a missing request to the limit.
-        *resources
-            == json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}),
-        "--runner-resources: {resources}"
-    );
-    wait_for("the active-pods gauge at 1", WAIT, || async {
-        let (_, text) = http_get(&running, "/metrics").await?;
-        Ok(text.contains("herd_run_active_pods 1").then_some(()))
-    })
-    .await?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
-    let secret = secrets.get("herd-run-api-tls").await?;
-    ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
-    let data = |key: &str| -> anyhow::Result<String> {
-        let bytes = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(key))
-            .with_context(|| format!("no {key}"))?;
-        Ok(String::from_utf8(bytes.0.clone())?)
-    };
-    let (bundle, leaf) = (data("ca.crt")?, data("tls.crt")?);
-    data("tls.key")?;
-    verifies(&bundle, &leaf, "herd-operator.e2e.svc")?;
-    verifies(&bundle, &leaf, "10.9.8.7")?;
-    ensure!(
-        verifies(&bundle, &leaf, "elsewhere.svc").is_err(),
-        "only its names"
-    );
-
-    let copy = cms.get("herd-run-api-ca").await?;
-    ensure!(
-        copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle),
-        "the namespace's copy is the Secret's bundle"
-    );
-    let created = |meta: &kube::api::ObjectMeta| meta.creation_timestamp.clone();
-    ensure!(
-        created(&secret.metadata) <= created(&pod.metadata),
-        "the Secret exists before the Pod"
-    );
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
-    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
-    for labels in [
-        secret.metadata.labels.clone(),
-        copy.metadata.labels.clone(),
-        accounts.get("herd-runner").await?.metadata.labels,
-        policies
-            .get("herd-runs-default-deny")
-            .await?
-            .metadata
-            .labels,
-    ] {
-        let labels = labels.unwrap_or_default();
-        ensure!(
-            labels
-                .get("app.kubernetes.io/managed-by")
-                .map(String::as_str)
-                == Some("herd-operator")
-                && labels.get("herd.dev/per-namespace").map(String::as_str) == Some("true"),
-            "{labels:?}"
-        );
-    }
-    running.shutdown().await?;
-    Ok(())
-}
-
 /// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
 /// it), and is deleted once that Run is cancelled.
 pub async fn old_skill_version_lives_while_a_run_uses_it(
@@ -779,21 +531,8 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
         Ok(digest(&skills.get("notes").await?))
     })
     .await?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "k"},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
+    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
-            "skills": ["notes"]},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
     create_run(&admin, &namespace, "pinned").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     wait_for("the Run's Pod", WAIT, || async {
@@ -914,6 +653,140 @@ pub async fn run_input_times_out(
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     wait_for("the timed-out Run's pod to go", WAIT, || async {
         Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
+    })
+    .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// An accepted Run whose skill version ConfigMap is gone (its Skill was deleted) waits `Queued`
+/// with the ConfigMap's name instead of starting a Pod without the skill, and starts once the
+/// Skill is back with the same content.
+pub async fn run_waits_for_its_skill_version(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use super::agents::{create_skill, skill_md};
+    use herd_crds::skill::Skill;
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let content = skill_md("notes", "Notes.");
+    create_skill(&admin, &namespace, "notes", &content).await?;
+    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let digest = wait_for("the skill's version", WAIT, || async {
+        Ok(skills.get("notes").await?.status.and_then(|s| s.digest))
+    })
+    .await?;
+    let version = format!("notes-{}", &digest[..8]);
+    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": "skilled"},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Take notes.",
+                 "inputs": [{"configMapRef": {"name": "late"}}]},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    run_until(&runs, "skilled", "Queued on the late input", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+            && message(r) == "input ConfigMap late not found"
+    })
+    .await?;
+    skills.delete("notes", &Default::default()).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the skill version's ConfigMap to go", WAIT, || async {
+        Ok(cms.get_opt(&version).await?.is_none().then_some(()))
+    })
+    .await?;
+    let late: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
+    cms.create(&PostParams::default(), &late).await?;
+    run_until(&runs, "skilled", "Queued on the skill version", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Queued")
+            && message(r) == format!("skill ConfigMap {version} not found")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(
+        pods.get_opt("skilled-1").await?.is_none(),
+        "no Pod without its skill"
+    );
+    create_skill(&admin, &namespace, "notes", &content).await?;
+    run_until(
+        &runs,
+        "skilled",
+        "PodPending once the version is back",
+        |r| succeeded(r, ConditionStatus::Unknown, "PodPending"),
+    )
+    .await?;
+    let pod = serde_json::to_value(pods.get("skilled-1").await?)?;
+    ensure!(
+        pod["spec"]["volumes"].to_string().contains(&version),
+        "the Pod mounts {version}: {}",
+        pod["spec"]["volumes"]
+    );
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// A namespace deleted while its Run is active goes away completely (the controller manager
+/// deletes its Runs and Pods; the operator's refusals there are final, not retried), and the
+/// operator, watching all namespaces, settles and goes on serving other namespaces.
+pub async fn namespace_deleted_while_a_run_is_active(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let doomed = herd_e2e::namespace::create_namespace(&admin, "operator::doomed").await?;
+    let config = test_config(&[], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    create_agent_with(&admin, &doomed, json!({"retries": 2}), json!({})).await?;
+    create_run(&admin, &doomed, "doomed").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &doomed);
+    run_until(&runs, "doomed", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    start_agent(&admin, &doomed, "doomed-1").await?;
+    run_until(&runs, "doomed", "Running", |r| {
+        succeeded(r, ConditionStatus::Unknown, "Running")
+    })
+    .await?;
+    herd_e2e::namespace::delete_namespace(&admin, &doomed).await?;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    wait_for("the namespace to go", WAIT, || async {
+        Ok(namespaces.get_opt(&doomed).await?.is_none().then_some(()))
+    })
+    .await?;
+    let errors = || async {
+        let (_, text) = http_get(&running, "/metrics").await?;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(r#"herd_reconcile_errors_total{controller="run"}"#))
+            .map(str::to_owned);
+        anyhow::Ok(line.unwrap_or_default())
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut last = errors().await?;
+    loop {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let now = errors().await?;
+        if now == last {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the run controller keeps failing: {now}"
+        );
+        last = now;
+    }
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "after").await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, "after", "PodPending in another namespace", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
     running.shutdown().await?;

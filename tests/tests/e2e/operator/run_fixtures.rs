@@ -1,0 +1,170 @@
+//! What the Run tests share: Agents and Runs as users create them, waits on a Run's status, and
+//! the kubelet player (no kubelet runs here: the player writes `pods/status` as a kubelet would).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use herd_crds::agent::Agent;
+use herd_crds::condition::ConditionStatus;
+use herd_crds::run::Run;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::support::has_condition;
+use herd_e2e::wait::wait_for;
+
+pub(super) const WAIT: Duration = Duration::from_secs(60);
+
+/// Labels the namespace to enforce the `restricted` Pod Security Standard.
+pub(super) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let label = json!({"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest"}}});
+    namespaces
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(&label))
+        .await?;
+    Ok(())
+}
+
+/// A ready Agent whose model key is a labelled Secret.
+pub(super) async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    create_agent_with(admin, namespace, json!({}), json!({})).await
+}
+
+/// A ready Agent with these `runDefaults`.
+pub(super) async fn create_agent_with(
+    admin: &Client,
+    namespace: &str,
+    run_defaults: Value,
+    sandbox: Value,
+) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "sk-e2e-secret-value"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
+            "soul": "Be brief.", "runDefaults": run_defaults, "sandbox": sandbox},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    Ok(())
+}
+
+/// A ready Agent using these skills.
+pub(super) async fn create_agent_with_skills(
+    admin: &Client,
+    namespace: &str,
+    skills: &[&str],
+) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "k"},
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+            "skills": skills},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    Ok(())
+}
+
+pub(super) async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    let run: Run = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
+    }))?;
+    runs.create(&PostParams::default(), &run).await?;
+    Ok(())
+}
+
+pub(super) async fn run_until(
+    runs: &Api<Run>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Run) -> bool,
+) -> anyhow::Result<Run> {
+    wait_for(what, WAIT, || async {
+        let run = runs.get(name).await?;
+        Ok(check(&run).then_some(run))
+    })
+    .await
+}
+
+pub(super) fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
+    run.status
+        .as_ref()
+        .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
+}
+
+pub(super) fn message(run: &Run) -> String {
+    run.status
+        .as_ref()
+        .and_then(|s| {
+            herd_crds::condition::find_condition(&s.conditions, "Succeeded")
+                .map(|c| c.message.clone())
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
+    pod["spec"][list]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["name"] == name))
+        .with_context(|| format!("no {list} entry {name}"))
+}
+
+/// Plays the kubelet: the Pod `Running` with its `agent` container started.
+pub(super) async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let status = json!({"status": {
+        "phase": "Running",
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": true, "restartCount": 0, "started": true,
+            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
+/// `Succeeded` by its exit code.
+pub(super) async fn terminate_agent(
+    admin: &Client,
+    namespace: &str,
+    pod: &str,
+    terminated: Value,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let phase = if terminated["exitCode"] == 0 {
+        "Succeeded"
+    } else {
+        "Failed"
+    };
+    let status = json!({"status": {
+        "phase": phase,
+        "containerStatuses": [{"name": "agent", "image": "ghcr.io/herd-dev/herd-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "started": false,
+            "state": {"terminated": terminated}}],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The run API's TLS on the real API server: the Secret and the namespace's CA copy before the
+//! first Pod, and renewal with the bundle copied by the operator's timer, with no Pod at all.
+
+use anyhow::{Context, ensure};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+use super::run_fixtures::{WAIT, container, create_agent, create_run};
+use super::support::{http_get, start_leader, test_config};
+use herd_e2e::wait::wait_for;
+
+/// Whether `bundle` verifies `leaf` for `name` now, as a Run pod's client would.
+fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
+            .build()?;
+    let leaf = CertificateDer::from_pem_slice(leaf.as_bytes())?;
+    verifier.verify_server_cert(
+        &leaf,
+        &[],
+        &ServerName::try_from(name.to_owned())?,
+        &[],
+        UnixTime::now(),
+    )?;
+    Ok(())
+}
+
+/// The agent container has `--runner-resources`; the active-pods gauge counts the Pod. Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
+/// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
+/// the leaf.
+pub async fn run_api_tls_precedes_the_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let stale: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-ca"}, "data": {"ca.crt": "stale"},
+    }))?;
+    cms.create(&PostParams::default(), &stale).await?;
+    let mut config = test_config(&[&namespace], &namespace, "only")?;
+    config.runs.run_api_url = "https://10.9.8.7:8443".into();
+    config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
+    config.runs.runner_resources = herd_operator::decide::runner_resources::parse_resources(
+        "requests.cpu=100m,limits.memory=512Mi",
+    )
+    .map_err(anyhow::Error::msg)?;
+    let running = start_leader(config, operator).await?;
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "tls").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("tls-1").await?)
+    })
+    .await?;
+
+    let pod_json = serde_json::to_value(&pod)?;
+    let resources = &container(&pod_json, "containers", "agent")?["resources"];
+    ensure!(
+        // The API server defaults a missing request to the limit.
+        *resources
+            == json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}),
+        "--runner-resources: {resources}"
+    );
+    wait_for("the active-pods gauge at 1", WAIT, || async {
+        let (_, text) = http_get(&running, "/metrics").await?;
+        Ok(text.contains("herd_run_active_pods 1").then_some(()))
+    })
+    .await?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secret = secrets.get("herd-run-api-tls").await?;
+    ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
+    let data = |key: &str| -> anyhow::Result<String> {
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .with_context(|| format!("no {key}"))?;
+        Ok(String::from_utf8(bytes.0.clone())?)
+    };
+    let (bundle, leaf) = (data("ca.crt")?, data("tls.crt")?);
+    data("tls.key")?;
+    verifies(&bundle, &leaf, "herd-operator.e2e.svc")?;
+    verifies(&bundle, &leaf, "10.9.8.7")?;
+    ensure!(
+        verifies(&bundle, &leaf, "elsewhere.svc").is_err(),
+        "only its names"
+    );
+
+    let copy = cms.get("herd-run-api-ca").await?;
+    ensure!(
+        copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle),
+        "the namespace's copy is the Secret's bundle"
+    );
+    let created = |meta: &kube::api::ObjectMeta| meta.creation_timestamp.clone();
+    ensure!(
+        created(&secret.metadata) <= created(&pod.metadata),
+        "the Secret exists before the Pod"
+    );
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    for labels in [
+        secret.metadata.labels.clone(),
+        copy.metadata.labels.clone(),
+        accounts.get("herd-runner").await?.metadata.labels,
+        policies
+            .get("herd-runs-default-deny")
+            .await?
+            .metadata
+            .labels,
+    ] {
+        let labels = labels.unwrap_or_default();
+        ensure!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str)
+                == Some("herd-operator")
+                && labels.get("herd.dev/per-namespace").map(String::as_str) == Some("true"),
+            "{labels:?}"
+        );
+    }
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// The operator's timer renews the TLS Secret when two thirds of its CA's life have passed, not
+/// before, and copies the new bundle (which still trusts the old CA) into the namespace's
+/// `herd-run-api-ca`, all without any Run or Pod.
+pub async fn tls_is_renewed_and_copied_without_a_pod(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    use herd_operator::decide::run_api_tls::{
+        CA_NOT_AFTER, CA_NOT_BEFORE, LEAF_NAMES, LEAF_NOT_AFTER, LEAF_NOT_BEFORE, leaf_names,
+    };
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let names = leaf_names(&config.runs.run_api_dns_names, &config.runs.run_api_url).join(",");
+    let now = jiff::Timestamp::now();
+    let at = |seconds: i64| -> anyhow::Result<String> {
+        Ok(now
+            .checked_add(jiff::SignedDuration::from_secs(seconds))?
+            .to_string())
+    };
+    // A CA valid from 6 s ago for 18 s: due 6 s from now; a fresh leaf.
+    let due = now.checked_add(jiff::SignedDuration::from_secs(6))?;
+    let old = "-----BEGIN CERTIFICATE-----\nT0xE\n-----END CERTIFICATE-----\n";
+    let labels = json!({"app.kubernetes.io/managed-by": "herd-operator",
+        "herd.dev/per-namespace": "true"});
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-tls", "labels": labels, "annotations": {
+            CA_NOT_BEFORE: at(-6)?, CA_NOT_AFTER: at(12)?,
+            LEAF_NOT_BEFORE: at(-6)?, LEAF_NOT_AFTER: at(365 * 24 * 3600)?,
+            LEAF_NAMES: names}},
+        "type": "kubernetes.io/tls",
+        "stringData": {"ca.crt": old, "ca.key": "old key", "tls.crt": "old leaf",
+            "tls.key": "old leaf key"},
+    }))?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    secrets.create(&PostParams::default(), &secret).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let copy: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-ca", "labels": labels}, "data": {"ca.crt": old},
+    }))?;
+    cms.create(&PostParams::default(), &copy).await?;
+    let bundle_of = |secret: &Secret| -> Option<String> {
+        let bytes = secret.data.as_ref()?.get("ca.crt")?;
+        String::from_utf8(bytes.0.clone()).ok()
+    };
+
+    let running = start_leader(config, operator).await?;
+    if jiff::Timestamp::now() < due.checked_sub(jiff::SignedDuration::from_secs(1))? {
+        ensure!(
+            bundle_of(&secrets.get("herd-run-api-tls").await?).as_deref() == Some(old),
+            "renewed before two thirds of the CA's life"
+        );
+    }
+    let bundle = wait_for("the CA renewed", WAIT, || async {
+        let secret = secrets.get("herd-run-api-tls").await?;
+        Ok(bundle_of(&secret).filter(|b| b != old))
+    })
+    .await?;
+    ensure!(jiff::Timestamp::now() >= due, "renewed before it was due");
+    ensure!(
+        bundle.ends_with(old) && bundle.matches("BEGIN CERTIFICATE").count() == 2,
+        "the new bundle keeps the old CA: {bundle}"
+    );
+    wait_for("the namespace's copy updated", WAIT, || async {
+        let copy = cms.get("herd-run-api-ca").await?;
+        Ok((copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle)).then_some(()))
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(
+        pods.list(&Default::default()).await?.items.is_empty(),
+        "no Pod was needed"
+    );
+    running.shutdown().await?;
+    Ok(())
+}
