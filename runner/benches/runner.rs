@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use herd_runner::agent::NoObserver;
 use herd_runner::runtime::local::{LocalRequest, run_local};
-use herd_runner::runtime::settings::Overrides;
+use herd_runner::runtime::local_plan::Overrides;
 
 const REPEATS: usize = 7;
 

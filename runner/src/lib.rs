@@ -10,6 +10,7 @@ pub mod control;
 pub(crate) mod memory;
 pub(crate) mod middleware;
 pub mod model;
+pub mod plan;
 pub(crate) mod prompt;
 pub mod runtime;
 pub mod sandbox;

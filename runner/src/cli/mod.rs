@@ -29,7 +29,7 @@ use self::progress::Progress;
 use self::prompter::TerminalPrompter;
 use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
-use crate::runtime::settings::Overrides;
+use crate::runtime::local_plan::Overrides;
 use crate::sandbox::{Sandbox, SandboxRoots};
 
 /// The run failed.

@@ -13,6 +13,16 @@ use herd_crds::wire::{
 use crate::thread::ThreadState;
 use crate::tools::Budget;
 
+/// The Agent's `subagents` caps, as they apply to one agent's children: the control plane
+/// enforces them (in-process locally, the run API in a cluster).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubagentCaps {
+    /// Children running at once.
+    pub max_concurrent: u32,
+    /// Children per run, in total.
+    pub max_total: u32,
+}
+
 /// The control plane could not be reached or refused the request.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {

@@ -135,8 +135,8 @@ pub struct ModelOverride {
 pub struct Resolved {
     /// The chosen spec with the Run's override applied; build it with [`build_model`].
     pub spec: ModelSpec,
-    /// The options for the run's model calls (`thinking` already turned off when the model
-    /// does not support it).
+    /// The options for the run's model calls; `thinking` is off here, the run plan decides it
+    /// (`plan::thinking`).
     pub options: CallOptions,
     /// Settings that were dropped, for the user to see.
     pub warnings: Vec<String>,
@@ -175,7 +175,6 @@ pub fn resolve(
     default: Option<&ModelSpec>,
     agent: Option<&ModelSpec>,
     run: Option<&ModelOverride>,
-    thinking_requested: bool,
 ) -> Result<Resolved, ResolveError> {
     let mut spec = agent.or(default).ok_or(ResolveError::NoModel)?.clone();
     if let Some(run) = run {
@@ -187,23 +186,14 @@ pub fn resolve(
     }
     validate(&spec)?;
     let mut warnings = Vec::new();
-    let mut thinking = thinking_requested;
-    if !spec.supports_thinking {
-        if thinking {
-            warnings.push(format!(
-                "thinking was asked for, but model `{}` does not declare `supportsThinking`: \
-                 running without thinking",
-                spec.name
-            ));
-            thinking = false;
-        }
-        if let Some(effort) = spec.reasoning_effort.take() {
-            warnings.push(format!(
-                "model `{}` sets `reasoningEffort: {effort}` but does not declare \
-                 `supportsThinking`: the effort is not sent",
-                spec.name
-            ));
-        }
+    if !spec.supports_thinking
+        && let Some(effort) = spec.reasoning_effort.take()
+    {
+        warnings.push(format!(
+            "model `{}` sets `reasoningEffort: {effort}` but does not declare \
+             `supportsThinking`: the effort is not sent",
+            spec.name
+        ));
     }
     if spec.provider != Provider::Scripted
         && spec.base_url.is_none()
@@ -220,7 +210,7 @@ pub fn resolve(
         options: CallOptions {
             temperature: spec.temperature,
             max_tokens: spec.max_tokens,
-            thinking,
+            thinking: false,
             reasoning_effort: spec.reasoning_effort.clone(),
         },
         spec,
@@ -325,13 +315,13 @@ mod tests {
             base_url: Some("http://agent:8000/v1".into()),
             ..ModelSpec::new(Provider::OpenAi, "agent-model")
         };
-        let resolved = resolve(Some(&default), Some(&agent), None, false).unwrap();
+        let resolved = resolve(Some(&default), Some(&agent), None).unwrap();
         assert_eq!(resolved.spec, agent);
         assert_eq!(resolved.spec.api_key, None, "the default's key never leaks");
         assert_eq!(resolved.options, CallOptions::default());
         assert!(resolved.warnings.is_empty());
 
-        let resolved = resolve(Some(&default), None, None, false).unwrap();
+        let resolved = resolve(Some(&default), None, None).unwrap();
         assert_eq!(resolved.spec.name, "default");
         assert_eq!(resolved.options.temperature, Some(0.3));
         assert_eq!(resolved.options.max_tokens, Some(1000));
@@ -345,7 +335,7 @@ mod tests {
             temperature: Some(0.9),
             max_tokens: None,
         };
-        let resolved = resolve(None, Some(&agent), Some(&run), false).unwrap();
+        let resolved = resolve(None, Some(&agent), Some(&run)).unwrap();
         assert_eq!(resolved.spec.name, "bigger-model");
         assert_eq!(resolved.spec.base_url, agent.base_url);
         assert_eq!(resolved.options.temperature, Some(0.9));
@@ -354,30 +344,30 @@ mod tests {
             name: Some(" ".into()),
             ..ModelOverride::default()
         };
-        let resolved = resolve(None, Some(&agent), Some(&blank), false).unwrap();
+        let resolved = resolve(None, Some(&agent), Some(&blank)).unwrap();
         assert_eq!(resolved.spec.name, "agent-model");
     }
 
     #[test]
     fn no_model_at_all_is_an_error() {
-        let error = resolve(None, None, None, false).unwrap_err();
+        let error = resolve(None, None, None).unwrap_err();
         assert!(matches!(error, ResolveError::NoModel));
         assert!(error.to_string().contains("no default model"));
     }
 
     #[test]
-    fn thinking_is_turned_off_with_a_warning_when_unsupported() {
+    fn the_reasoning_effort_is_dropped_with_a_warning_when_thinking_is_unsupported() {
         let plain = ModelSpec {
             reasoning_effort: Some("high".into()),
             ..openai("small")
         };
-        let resolved = resolve(None, Some(&plain), None, true).unwrap();
+        let resolved = resolve(None, Some(&plain), None).unwrap();
         assert!(!resolved.options.thinking);
         assert_eq!(resolved.options.reasoning_effort, None);
         assert_eq!(resolved.spec.reasoning_effort, None);
-        assert_eq!(resolved.warnings.len(), 2);
+        assert_eq!(resolved.warnings.len(), 1);
         assert!(
-            resolved.warnings[0].contains("supportsThinking"),
+            resolved.warnings[0].contains("reasoningEffort: high"),
             "{:?}",
             resolved.warnings
         );
@@ -387,19 +377,16 @@ mod tests {
             supports_thinking: true,
             ..plain.clone()
         };
-        let resolved = resolve(None, Some(&thinker), None, true).unwrap();
-        assert!(resolved.options.thinking);
+        let resolved = resolve(None, Some(&thinker), None).unwrap();
+        assert!(!resolved.options.thinking, "the plan decides thinking");
         assert_eq!(resolved.options.reasoning_effort.as_deref(), Some("high"));
-        assert!(resolved.warnings.is_empty());
-        let resolved = resolve(None, Some(&thinker), None, false).unwrap();
-        assert!(!resolved.options.thinking);
         assert!(resolved.warnings.is_empty());
     }
 
     #[test]
     fn the_public_apis_without_a_key_get_a_warning() {
         let spec = ModelSpec::new(Provider::Anthropic, "claude-sonnet-4-5");
-        let resolved = resolve(Some(&spec), None, None, false).unwrap();
+        let resolved = resolve(Some(&spec), None, None).unwrap();
         assert_eq!(resolved.warnings.len(), 1);
         assert!(resolved.warnings[0].contains(ANTHROPIC_BASE_URL));
         let keyed = ModelSpec {
@@ -407,7 +394,7 @@ mod tests {
             ..spec
         };
         assert!(
-            resolve(Some(&keyed), None, None, false)
+            resolve(Some(&keyed), None, None)
                 .unwrap()
                 .warnings
                 .is_empty()
@@ -456,9 +443,7 @@ mod tests {
             (ModelSpec::new(Provider::Scripted, ""), "no script"),
         ];
         for (spec, expected) in cases {
-            let message = resolve(None, Some(&spec), None, false)
-                .unwrap_err()
-                .to_string();
+            let message = resolve(None, Some(&spec), None).unwrap_err().to_string();
             assert!(message.contains(expected), "{spec:?}: {message}");
             assert!(build_model(&spec).is_err());
         }

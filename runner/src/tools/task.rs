@@ -23,6 +23,15 @@ pub enum SubagentType {
 }
 
 impl SubagentType {
+    /// The type a child Run's `subagentType` or a `task` request names.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "general-purpose" => Some(SubagentType::GeneralPurpose),
+            "bash" => Some(SubagentType::Bash),
+            _ => None,
+        }
+    }
+
     /// The name used in manifests and child Runs.
     pub fn as_str(self) -> &'static str {
         match self {

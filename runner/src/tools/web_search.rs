@@ -239,7 +239,7 @@ mod tests {
             .mount(&server)
             .await;
         let settings = WebSearchSettings {
-            provider: "tavily".into(),
+            provider: herd_crds::agent::WebSearchProvider::Tavily,
             base_url: Some(server.uri()),
             api_key: Some(key.into()),
         };
