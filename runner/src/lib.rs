@@ -20,4 +20,6 @@ pub mod thread;
 pub mod tools;
 
 #[cfg(test)]
+mod import_cycles;
+#[cfg(test)]
 pub(crate) mod testing;

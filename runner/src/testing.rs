@@ -12,12 +12,12 @@ use herd_crds::wire::{
 };
 
 use crate::agent::{Agent, Limits, Middleware, NoObserver, RunEnv, ToolRegistry};
-use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{AssistantMessage, ThreadState, ToolCall};
-use crate::tools::{Budget, Tool};
+use crate::tools::Tool;
 
 /// Answers model calls from a queue and records every request.
 #[derive(Default)]

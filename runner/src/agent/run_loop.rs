@@ -6,12 +6,12 @@ use std::sync::Arc;
 use futures::StreamExt;
 use herd_crds::report::{Clarification, StopReason};
 
-use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
 use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, Message, ThreadState, ToolCall, ToolStatus};
-use crate::tools::{Budget, ToolContext, ToolOutput};
+use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
 use super::middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};

@@ -15,10 +15,9 @@ use herd_crds::wire::{
 use tokio::sync::Semaphore;
 
 use super::checkpoint::Checkpoint;
-use super::{AskOutcome, ControlError, ControlPlane, SubagentCaps};
+use super::{AskOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
 use crate::memory::file::MemoryFile;
 use crate::thread::ThreadState;
-use crate::tools::Budget;
 
 /// Runs one subagent in-process; implemented by the runtime, which knows how to build agents.
 #[async_trait]

@@ -260,9 +260,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::control::Budget;
     use crate::control::{AskOutcome, ControlError};
     use crate::testing::{self, QueuedModel, RecordingControl, text};
-    use crate::tools::Budget;
 
     /// Records progress reports; everything else is the shared recording double.
     #[derive(Default)]

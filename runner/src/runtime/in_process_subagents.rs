@@ -9,11 +9,10 @@ use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 
 use super::agents::RunAgents;
 use crate::agent::{Limits, RunEnv};
-use crate::control::ControlPlane;
 use crate::control::local::{LocalControlPlane, Questions, SubagentLauncher};
+use crate::control::{Budget, ControlPlane};
 use crate::memory::file::MemoryFile;
 use crate::thread::ThreadState;
-use crate::tools::Budget;
 use crate::tools::task::SubagentType;
 
 /// Runs subagents in-process for one agent at `depth` (0 = the lead).

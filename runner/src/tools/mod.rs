@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::control::ControlPlane;
+use crate::control::{Budget, ControlPlane};
 use crate::model::ToolSchema;
 use crate::sandbox::executor::ToolExecutor;
 use crate::thread::state::{Delegation, ViewedImage};
@@ -53,14 +53,6 @@ pub struct ToolContext {
     pub attempt: u32,
     /// What the calling agent has left; a subagent never gets more.
     pub budget: Budget,
-}
-
-/// What an agent has left when it calls a tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
-    pub model_calls_left: u32,
-    /// When the run must end, if it has a deadline.
-    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// A change a tool makes to the thread besides its result message.

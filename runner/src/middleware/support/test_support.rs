@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
+use crate::control::Budget;
 use crate::model::ToolSchema;
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
 use crate::testing::{RecordingControl, StaticExecutor};
 use crate::thread::{ThreadState, ToolCall, ToolStatus};
-use crate::tools::{Budget, Tool, ToolContext, ToolGroup, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 
 /// A tool that always answers the same and counts its calls.
 pub struct FixedTool {
