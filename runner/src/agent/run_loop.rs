@@ -766,8 +766,8 @@ mod tests {
         fn name(&self) -> &str {
             "echo"
         }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
+        fn group(&self) -> Option<crate::tools::ToolGroup> {
+            None
         }
         fn schema(&self) -> crate::model::ToolSchema {
             crate::model::ToolSchema {
@@ -880,8 +880,8 @@ mod tests {
         fn name(&self) -> &str {
             "refuse"
         }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
+        fn group(&self) -> Option<crate::tools::ToolGroup> {
+            None
         }
         fn schema(&self) -> crate::model::ToolSchema {
             crate::model::ToolSchema {

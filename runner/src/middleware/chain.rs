@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::clarification::Clarification;
+use super::clarification::ClarificationMiddleware;
 use super::dangling_tool_call::DanglingToolCall;
 use super::durable_context::DurableContext;
 use super::dynamic_context::{DynamicContext, MemorySource};
@@ -17,7 +17,7 @@ use super::memory::Memory;
 use super::model_length_finish_reason::ModelLengthFinishReason;
 use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
-use super::sandbox::Sandbox;
+use super::sandbox::SandboxMiddleware;
 use super::sandbox_audit::SandboxAudit;
 use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
@@ -30,14 +30,14 @@ use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
 use super::title::Title;
-use super::todo::Todo;
+use super::todo::TodoMiddleware;
 use super::token_budget::TokenBudget;
-use super::token_usage::TokenUsage;
 use super::tool_error_handling::ToolErrorHandling;
 use super::tool_output_budget::ToolOutputBudget;
 use super::tool_result_sanitization::ToolResultSanitization;
 use super::uploads::Uploads;
-use super::view_image::ViewImage;
+use super::usage_and_progress::UsageAndProgress;
+use super::view_image::ViewImageMiddleware;
 use crate::agent::{Middleware, RunResources};
 use crate::control::ControlPlane;
 use crate::memory::inject::{TokenCounter, max_injected_tokens};
@@ -165,7 +165,7 @@ fn build_chain(
         ThreadData::new(executor.clone(), plan.attempt, chain.clock.clone())
     );
     push_if!(list, lead, Uploads::new(executor.clone()));
-    push_if!(list, true, Sandbox::new(executor.clone()));
+    push_if!(list, true, SandboxMiddleware::new(executor.clone()));
     // Repairs the request (answers dangling calls) before the retrying layer, so retries
     // resend a request strict providers accept.
     push_if!(list, true, DanglingToolCall::new());
@@ -228,17 +228,17 @@ fn build_chain(
         )
     );
     // After Summarization, so its scrolled-out check sees the compacted thread.
-    push_if!(list, lead && plan.plan_mode, Todo::new());
+    push_if!(list, lead && plan.plan_mode, TodoMiddleware::new());
     // Reports usage (with the title and todos) after the title is set: after_model runs
-    // bottom-up, so Title (below) acts before TokenUsage.
+    // bottom-up, so Title (below) acts before UsageAndProgress.
     if lead {
         push_if!(
             list,
             true,
-            TokenUsage::new(agent, control.clone(), plan.attempt)
+            UsageAndProgress::new(agent, control.clone(), plan.attempt)
         );
     } else {
-        push_if!(list, true, TokenUsage::log_only(agent));
+        push_if!(list, true, UsageAndProgress::log_only(agent));
     }
     push_if!(
         list,
@@ -255,7 +255,7 @@ fn build_chain(
             plan.attempt
         )
     );
-    push_if!(list, plan.model.supports_vision, ViewImage::new());
+    push_if!(list, plan.model.supports_vision, ViewImageMiddleware::new());
     // Inside every middleware that adds system text (DurableContext, Todo), so the provider
     // sees exactly one leading system message.
     push_if!(list, true, SystemMessageCoalescing::new());
@@ -283,7 +283,7 @@ fn build_chain(
     push_if!(list, true, ModelLengthFinishReason::new());
     push_if!(list, true, SafetyFinishReason::new());
     // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
-    push_if!(list, lead, Clarification::new(!plan.clarification));
+    push_if!(list, lead, ClarificationMiddleware::new(plan.clarification));
     list
 }
 
@@ -363,7 +363,7 @@ mod tests {
                 "DurableContext",
                 "Summarization",
                 "Todo",
-                "TokenUsage",
+                "UsageAndProgress",
                 "Title",
                 "Memory",
                 "SystemMessageCoalescing",

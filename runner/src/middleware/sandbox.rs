@@ -25,19 +25,19 @@ pub const KIND: &str = "sandbox_unavailable";
 pub const STOP_REASON: StopReason = StopReason::ModelError;
 
 /// Ends the run before the first model call when the sandbox does not answer.
-pub struct Sandbox {
+pub struct SandboxMiddleware {
     executor: Arc<dyn ToolExecutor>,
 }
 
-impl Sandbox {
+impl SandboxMiddleware {
     /// Checks `executor` before each run.
     pub fn new(executor: Arc<dyn ToolExecutor>) -> Self {
-        Sandbox { executor }
+        SandboxMiddleware { executor }
     }
 }
 
 #[async_trait]
-impl Middleware for Sandbox {
+impl Middleware for SandboxMiddleware {
     fn name(&self) -> &'static str {
         "Sandbox"
     }
@@ -83,7 +83,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
-        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Done {
+        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Done {
             path: None,
         })));
         let mut state = ThreadState::new("hi");
@@ -97,7 +97,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![],
-            vec![Arc::new(Sandbox::new(Arc::new(Down)))],
+            vec![Arc::new(SandboxMiddleware::new(Arc::new(Down)))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("hi");
@@ -113,7 +113,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusing_sandbox_ends_the_run_too() {
-        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Error {
+        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Error {
             message: "read-only file system".into(),
         })));
         let mut state = ThreadState::new("hi");

@@ -823,8 +823,8 @@ mod tests {
         fn name(&self) -> &str {
             "echo"
         }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
+        fn group(&self) -> Option<crate::tools::ToolGroup> {
+            None
         }
         fn schema(&self) -> crate::model::ToolSchema {
             crate::model::ToolSchema {
@@ -845,7 +845,7 @@ mod tests {
     #[tokio::test]
     async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
         use crate::middleware::durable_context::DurableContext;
-        use crate::middleware::todo::{REMINDER_KIND, Todo};
+        use crate::middleware::todo::{REMINDER_KIND, TodoMiddleware};
         use crate::testing::{self, RecordingControl, calls};
         use serde_json::json;
 
@@ -868,7 +868,7 @@ mod tests {
         let chain: Vec<Arc<dyn crate::agent::Middleware>> = vec![
             Arc::new(DurableContext::new()),
             Arc::new(middleware(model.clone(), config(9, 3))),
-            Arc::new(Todo::new()),
+            Arc::new(TodoMiddleware::new()),
         ];
         let (agent, env) = testing::agent(
             model.clone(),

@@ -11,7 +11,7 @@
 //! ModelLengthFinishReason and SafetyFinishReason. `after_model` runs in reverse chain order,
 //! so the safety guard runs first (it backfills blocked answers, which are then not empty) and
 //! the length guard's case is skipped here; the empty message is removed before LoopDetection,
-//! SubagentLimit, Title and TokenUsage look at the thread, and those see a thread that ends in
+//! SubagentLimit, Title and UsageAndProgress look at the thread, and those see a thread that ends in
 //! tool results. Its `wrap_model_call` must be inside LLMErrorHandling so a retried request
 //! keeps the reminder.
 

@@ -38,21 +38,21 @@ multiple times in parallel. Please call it only once per model invocation to upd
 list.";
 
 /// Plan-mode bookkeeping around `write_todos`.
-pub struct Todo {
+pub struct TodoMiddleware {
     nudges: Mutex<u32>,
     pending: PendingReminders,
 }
 
-impl Default for Todo {
+impl Default for TodoMiddleware {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Todo {
+impl TodoMiddleware {
     /// The middleware; it needs no services.
     pub fn new() -> Self {
-        Todo {
+        TodoMiddleware {
             nudges: Mutex::new(0),
             pending: PendingReminders::new(NUDGE_KIND, 1),
         }
@@ -60,7 +60,7 @@ impl Todo {
 }
 
 #[async_trait]
-impl Middleware for Todo {
+impl Middleware for TodoMiddleware {
     fn name(&self) -> &'static str {
         "Todo"
     }
@@ -221,7 +221,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("plan it");
@@ -254,7 +254,7 @@ mod tests {
         let (mut agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         agent.system_prompt = format!("Base.\n\n{}", render_todo_system());
@@ -276,7 +276,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model,
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("t");
@@ -296,7 +296,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_list_that_scrolled_away_is_recalled_once() {
-        let middleware = Todo::new();
+        let middleware = TodoMiddleware::new();
         let mut state = ThreadState::new("t");
         state.todos = todos(&[("x", TodoStatus::Pending)]);
         middleware.before_model(&mut state).await;

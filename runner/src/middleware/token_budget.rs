@@ -10,7 +10,7 @@
 //! Chain position (DeerFlow #30): right after LoopDetection, before TerminalResponse and the
 //! finish-reason guards. `after_model` runs in reverse chain order, so this acts after
 //! SafetyFinishReason and before LoopDetection and SubagentLimit: a budget stop strips the
-//! calls first and those then see an answer without calls. TokenUsage sits earlier in the
+//! calls first and those then see an answer without calls. UsageAndProgress sits earlier in the
 //! chain, so its `after_model` runs after this one; usage it estimates in `wrap_model_call`
 //! (for providers that report none) is already in `state.usage` when this runs. Its
 //! `wrap_model_call` must be inside LLMErrorHandling so a retried request keeps the warning.

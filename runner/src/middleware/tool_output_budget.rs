@@ -108,7 +108,7 @@ impl Middleware for ToolOutputBudget {
         }
         let path = format!("{RESULTS_DIR}/{}", file_name(&tool, &call_id));
         let saved = executor
-            .execute(SandboxRequest::WriteFramework {
+            .execute(SandboxRequest::WriteOutput {
                 path: path.clone(),
                 content: output.content.clone(),
             })

@@ -20,17 +20,17 @@ call view_image again to look at it again.)";
 
 /// Sends viewed images once.
 #[derive(Default)]
-pub struct ViewImage;
+pub struct ViewImageMiddleware;
 
-impl ViewImage {
+impl ViewImageMiddleware {
     /// The middleware; it needs no services.
     pub fn new() -> Self {
-        ViewImage
+        ViewImageMiddleware
     }
 }
 
 #[async_trait]
-impl Middleware for ViewImage {
+impl Middleware for ViewImageMiddleware {
     fn name(&self) -> &'static str {
         "ViewImage"
     }
@@ -130,14 +130,14 @@ mod tests {
             result("c2"),
             image_message("img2"),
         ]);
-        ViewImage::new().before_model(&mut state).await;
+        ViewImageMiddleware::new().before_model(&mut state).await;
         let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();
         assert_eq!(
             ids,
             vec!["user-0", "", "tool:c1", "tool:c2", "img1", "img2"]
         );
         let unchanged = state.clone();
-        ViewImage::new().before_model(&mut state).await;
+        ViewImageMiddleware::new().before_model(&mut state).await;
         assert_eq!(state, unchanged);
     }
 
@@ -149,8 +149,8 @@ mod tests {
         fn name(&self) -> &str {
             "view_image"
         }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::FileRead
+        fn group(&self) -> Option<crate::tools::ToolGroup> {
+            Some(crate::tools::ToolGroup::FileRead)
         }
         fn schema(&self) -> crate::model::ToolSchema {
             crate::model::ToolSchema {
@@ -190,7 +190,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(FakeViewImage), Arc::new(WriteTodos)],
-            vec![Arc::new(ViewImage::new())],
+            vec![Arc::new(ViewImageMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("what does the chart show?");

@@ -9,7 +9,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+/// Which API a model speaks: the Agent's `model.provider`.
+pub use herd_crds::agent::Provider;
 
 use super::anthropic::AnthropicModel;
 use super::error::ModelError;
@@ -27,18 +28,6 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Longest silence allowed inside a stream (capped by the request timeout). Local servers
 /// send nothing while they read a long prompt, so this is generous.
 pub const STREAM_CHUNK_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Which API a model speaks.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// Any OpenAI-compatible Chat Completions server.
-    OpenAi,
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// A script, for tests and offline demos.
-    Scripted,
-}
 
 /// A model as configured (the Agent's `model`, or the default), with its API key already
 /// read from its Secret or environment variable and its script from its ConfigMap or file.
@@ -91,7 +80,7 @@ impl ModelSpec {
     pub fn effective_base_url(&self) -> Option<&str> {
         match (self.provider, self.base_url.as_deref()) {
             (_, Some(url)) => Some(url),
-            (Provider::OpenAi, None) => Some(OPENAI_BASE_URL),
+            (Provider::Openai, None) => Some(OPENAI_BASE_URL),
             (Provider::Anthropic, None) => Some(ANTHROPIC_BASE_URL),
             (Provider::Scripted, None) => None,
         }
@@ -276,7 +265,7 @@ pub fn build_model(spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ResolveError>
         stream_chunk_timeout: STREAM_CHUNK_TIMEOUT.min(request_timeout),
     };
     Ok(match spec.provider {
-        Provider::OpenAi => Arc::new(OpenAiModel::new(config())?.with_defaults(defaults)),
+        Provider::Openai => Arc::new(OpenAiModel::new(config())?.with_defaults(defaults)),
         Provider::Anthropic => Arc::new(AnthropicModel::new(config())?.with_defaults(defaults)),
         Provider::Scripted => {
             let script = spec.script.as_deref().ok_or(ResolveError::MissingScript)?;
@@ -301,7 +290,7 @@ mod tests {
             base_url: Some("http://localhost:8080/v1".into()),
             temperature: Some(0.3),
             max_tokens: Some(1000),
-            ..ModelSpec::new(Provider::OpenAi, name)
+            ..ModelSpec::new(Provider::Openai, name)
         }
     }
 
@@ -313,7 +302,7 @@ mod tests {
         };
         let agent = ModelSpec {
             base_url: Some("http://agent:8000/v1".into()),
-            ..ModelSpec::new(Provider::OpenAi, "agent-model")
+            ..ModelSpec::new(Provider::Openai, "agent-model")
         };
         let resolved = resolve(Some(&default), Some(&agent), None).unwrap();
         assert_eq!(resolved.spec, agent);
@@ -404,7 +393,7 @@ mod tests {
     #[test]
     fn invalid_settings_name_the_field() {
         let cases = [
-            (ModelSpec::new(Provider::OpenAi, " "), "`name`"),
+            (ModelSpec::new(Provider::Openai, " "), "`name`"),
             (
                 ModelSpec {
                     temperature: Some(3.0),
@@ -465,7 +454,7 @@ mod tests {
     #[test]
     fn default_base_urls() {
         assert_eq!(
-            ModelSpec::new(Provider::OpenAi, "gpt").effective_base_url(),
+            ModelSpec::new(Provider::Openai, "gpt").effective_base_url(),
             Some(OPENAI_BASE_URL)
         );
         assert_eq!(

@@ -12,17 +12,18 @@ mod thinking;
 
 use std::time::Duration;
 
-use herd_crds::agent::{AgentSpec, MemorySpec, ModelSpec as AgentModel, SummarizationSpec};
+use herd_crds::agent::{
+    AgentSpec, MemorySpec, ModelSpec as AgentModel, SummarizationSpec, ToolGroup,
+};
 use herd_crds::duration::parse_duration;
 use herd_crds::wire::Answer;
 
 pub use facts::EnvFacts;
 
 use crate::control::SubagentCaps;
-use crate::model::resolve::{ModelOverride, ModelSpec, Provider, resolve};
+use crate::model::resolve::{ModelOverride, ModelSpec, resolve};
 use crate::model::{AgentRole, CallOptions};
 use crate::prompt::budget::ContextBudget;
-use crate::tools::ToolGroup;
 use crate::tools::task::SubagentType;
 use crate::tools::web::WebSearchSettings;
 use crate::tools::web::allowed_ranges::AllowedRanges;
@@ -196,7 +197,7 @@ pub fn plan_run(inputs: PlanInputs<'_>) -> Result<RunPlan, PlanError> {
         warnings,
         soul,
         skills: agent.skills.clone(),
-        tool_groups: tool_groups(agent),
+        tool_groups: agent.tool_groups.clone(),
         web_search: web_search(agent, keys.web_search),
         web_fetch: WebFetchConfig {
             allowed: AllowedRanges::from_egress(agent.sandbox.egress.as_ref())
@@ -251,19 +252,14 @@ fn agent_model(
     api_key: Option<String>,
     script: Option<String>,
 ) -> Result<ModelSpec, PlanError> {
-    use herd_crds::agent::{Provider as AgentProvider, ReasoningEffort};
-    let provider = match model.provider {
-        AgentProvider::Openai => Provider::OpenAi,
-        AgentProvider::Anthropic => Provider::Anthropic,
-        AgentProvider::Scripted => Provider::Scripted,
-    };
+    use herd_crds::agent::ReasoningEffort;
     let request_timeout = model
         .request_timeout
         .as_deref()
         .map(parse_duration)
         .transpose()
         .map_err(|error| PlanError(format!("spec.model.requestTimeout: {error}")))?;
-    let mut spec = ModelSpec::new(provider, model.name.clone());
+    let mut spec = ModelSpec::new(model.provider, model.name.clone());
     spec.base_url = model.base_url.clone();
     spec.api_key = api_key;
     spec.temperature = model.temperature;
@@ -283,21 +279,6 @@ fn agent_model(
     spec.max_retries = model.max_retries;
     spec.script = script;
     Ok(spec)
-}
-
-/// The Agent's `toolGroups` as the runner's groups (`None` = all).
-fn tool_groups(agent: &AgentSpec) -> Option<Vec<ToolGroup>> {
-    agent.tool_groups.as_ref().map(|groups| {
-        groups
-            .iter()
-            .map(|group| match group {
-                herd_crds::agent::ToolGroup::Web => ToolGroup::Web,
-                herd_crds::agent::ToolGroup::FileRead => ToolGroup::FileRead,
-                herd_crds::agent::ToolGroup::FileWrite => ToolGroup::FileWrite,
-                herd_crds::agent::ToolGroup::Bash => ToolGroup::Bash,
-            })
-            .collect()
-    })
 }
 
 fn web_search(agent: &AgentSpec, api_key: Option<String>) -> Option<WebSearchSettings> {
@@ -428,7 +409,7 @@ mod tests {
              requestTimeout: 90s, maxRetries: 2}",
         );
         let spec = agent_model(agent.model.as_ref().unwrap(), Some("k".into()), None).unwrap();
-        assert_eq!(spec.provider, Provider::OpenAi);
+        assert_eq!(spec.provider, herd_crds::agent::Provider::Openai);
         assert_eq!(spec.base_url.as_deref(), Some("http://localhost:8080/v1"));
         assert_eq!(spec.context_window, Some(4096));
         assert!(spec.supports_thinking);

@@ -41,7 +41,7 @@ mod tests {
     fn model(supports_thinking: bool) -> ModelSpec {
         ModelSpec {
             supports_thinking,
-            ..ModelSpec::new(Provider::OpenAi, "small")
+            ..ModelSpec::new(Provider::Openai, "small")
         }
     }
 

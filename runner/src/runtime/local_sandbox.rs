@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::local::LocalError;
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer};
-use crate::sandbox::Sandbox;
+use crate::sandbox::SandboxHost;
 use crate::sandbox::confined::ConfinedSandbox;
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::in_process::InProcessExecutor;
@@ -60,7 +60,7 @@ pub(crate) async fn open_sandbox(
             }),
         }
     }
-    let sandbox = Sandbox::new(&workdir.roots)
+    let sandbox = SandboxHost::new(&workdir.roots)
         .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
         .with_home(workdir.state_dir());
     Ok((Arc::new(InProcessExecutor(Arc::new(sandbox))), None))

@@ -29,7 +29,7 @@ pub enum SandboxRequest {
     FileInfo { path: String },
     /// Writes a file the framework produced (e.g. an externalized tool result) under
     /// `outputs/`, creating folders; returns its virtual path.
-    WriteFramework { path: String, content: String },
+    WriteOutput { path: String, content: String },
 }
 
 /// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
@@ -48,7 +48,7 @@ pub struct SkillFile {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SandboxResponse {
-    /// `Prepare` and `WriteFramework` done; `path` is the virtual path written, if any.
+    /// `Prepare` and `WriteOutput` done; `path` is the virtual path written, if any.
     Done {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,

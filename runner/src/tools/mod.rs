@@ -19,28 +19,13 @@ use async_trait::async_trait;
 use herd_crds::report::{Clarification, Todo};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use crate::control::{Budget, ControlPlane};
 use crate::model::ToolSchema;
 use crate::sandbox::executor::ToolExecutor;
 use crate::thread::state::{Delegation, ViewedImage};
 use crate::thread::{ImagePart, ToolStatus};
-
-/// The Agent `toolGroups` a tool belongs to; `Builtin` tools are always available.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ToolGroup {
-    #[serde(rename = "web")]
-    Web,
-    #[serde(rename = "file:read")]
-    FileRead,
-    #[serde(rename = "file:write")]
-    FileWrite,
-    #[serde(rename = "bash")]
-    Bash,
-    #[serde(rename = "builtin")]
-    Builtin,
-}
+pub use herd_crds::agent::ToolGroup;
 
 /// What a tool needs from the run.
 #[derive(Clone)]
@@ -104,8 +89,9 @@ impl ToolOutput {
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &str;
-    /// The Agent `toolGroups` entry that enables it.
-    fn group(&self) -> ToolGroup;
+    /// The Agent `toolGroups` entry that enables it; `None` for the built-in tools, which
+    /// every agent has.
+    fn group(&self) -> Option<ToolGroup>;
     /// Description and argument schema, as sent to the model.
     fn schema(&self) -> ToolSchema;
     /// Runs the call. Bad arguments and failures come back as error results, never panics.

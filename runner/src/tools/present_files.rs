@@ -53,8 +53,8 @@ impl Tool for PresentFiles {
         "present_files"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
 
     fn schema(&self) -> ToolSchema {

@@ -43,8 +43,8 @@ impl Tool for ViewImage {
         "view_image"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::FileRead
+    fn group(&self) -> Option<ToolGroup> {
+        Some(ToolGroup::FileRead)
     }
 
     fn schema(&self) -> ToolSchema {

@@ -83,8 +83,8 @@ impl Tool for WebSearch {
         "web_search"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Web
+    fn group(&self) -> Option<ToolGroup> {
+        Some(ToolGroup::Web)
     }
 
     fn schema(&self) -> ToolSchema {

@@ -12,7 +12,7 @@ use crate::control::Budget;
 use crate::model::ToolSchema;
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
+use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 use crate::testing::{RecordingControl, StaticExecutor};
 use crate::thread::{ThreadState, ToolCall, ToolStatus};
 use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
@@ -47,8 +47,8 @@ impl Tool for FixedTool {
     fn name(&self) -> &str {
         &self.name
     }
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
     fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -71,8 +71,8 @@ impl Tool for SandboxTool {
     fn name(&self) -> &str {
         self.0
     }
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
     fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -150,7 +150,7 @@ pub fn local_sandbox() -> (tempfile::TempDir, Arc<dyn ToolExecutor>) {
     for root in [&roots.user_data, &roots.skills_public, &roots.skills_custom] {
         std::fs::create_dir_all(root).unwrap();
     }
-    let sandbox = Sandbox::new(&roots).unwrap();
+    let sandbox = SandboxHost::new(&roots).unwrap();
     (dir, Arc::new(InProcessExecutor(Arc::new(sandbox))))
 }
 

@@ -20,7 +20,7 @@ use super::wire::{
     read_line, to_line,
 };
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-use crate::sandbox::local::DEFAULT_BASH_TIMEOUT;
+use crate::sandbox::host::DEFAULT_BASH_TIMEOUT;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
 /// How the client connects and waits.

@@ -21,15 +21,15 @@ mod tests {
     use super::server::SandboxServer;
     use super::*;
     use crate::sandbox::executor::ToolExecutor;
+    use crate::sandbox::host::SandboxHost;
     use crate::sandbox::in_process::InProcessExecutor;
-    use crate::sandbox::local::Sandbox;
     use crate::sandbox::paths::SandboxRoots;
     use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
     type TestResult = anyhow::Result<()>;
 
     /// A sandbox over a fresh work dir holding the same files every time.
-    fn sandbox(base: &Path) -> anyhow::Result<Sandbox> {
+    fn sandbox(base: &Path) -> anyhow::Result<SandboxHost> {
         let roots = SandboxRoots::under(base);
         std::fs::create_dir_all(roots.skills_public.join("research"))?;
         std::fs::write(
@@ -40,7 +40,7 @@ mod tests {
         std::fs::write(roots.user_data.join("uploads/data.csv"), "a,b\n1,2\n")?;
         let home = base.join("home");
         std::fs::create_dir_all(&home)?;
-        Ok(Sandbox::new(&roots)?.with_home(home))
+        Ok(SandboxHost::new(&roots)?.with_home(home))
     }
 
     fn tool(name: &str, arguments: serde_json::Value) -> SandboxRequest {
@@ -58,7 +58,10 @@ mod tests {
         }
     }
 
-    async fn start(socket: &Path, sandbox: Sandbox) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    async fn start(
+        socket: &Path,
+        sandbox: SandboxHost,
+    ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
         let server = SandboxServer::bind(socket, sandbox).await?;
         Ok(tokio::spawn(async move {
             let _ = server.run().await;
@@ -128,11 +131,11 @@ mod tests {
             SandboxRequest::FileInfo {
                 path: "nope".into(),
             },
-            SandboxRequest::WriteFramework {
+            SandboxRequest::WriteOutput {
                 path: "results/r.txt".into(),
                 content: "r".into(),
             },
-            SandboxRequest::WriteFramework {
+            SandboxRequest::WriteOutput {
                 path: "/mnt/skills/public/x".into(),
                 content: "r".into(),
             },
@@ -242,7 +245,7 @@ mod tests {
         let (read_half, mut write_half) = stream.into_split();
         let mut lines = BufReader::new(read_half).lines();
         let big = format!(
-            "{{\"id\":41,\"request\":{{\"op\":\"write_framework\",\"path\":\"x\",\"content\":\"{}\"}}}}\n",
+            "{{\"id\":41,\"request\":{{\"op\":\"write_output\",\"path\":\"x\",\"content\":\"{}\"}}}}\n",
             "x".repeat(4096)
         );
         write_half.write_all(big.as_bytes()).await?;
@@ -287,7 +290,7 @@ mod tests {
         let restarted = start(&socket, sandbox(dir.path())?).await?;
         let executor = UnixSocketExecutor::connect_with(&socket, limited).await?;
         let response = executor
-            .execute(SandboxRequest::WriteFramework {
+            .execute(SandboxRequest::WriteOutput {
                 path: "x".into(),
                 content: "y".repeat(200),
             })

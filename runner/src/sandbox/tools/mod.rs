@@ -14,7 +14,7 @@ use std::io;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use super::local::Sandbox;
+use super::host::SandboxHost;
 use super::protocol::SandboxResponse;
 
 /// Tool names, as the model calls them.
@@ -62,7 +62,7 @@ impl ToolReply {
     }
 
     /// The response, with any host path in the text turned into its virtual path.
-    pub fn into_response(self, sandbox: &Sandbox) -> SandboxResponse {
+    pub fn into_response(self, sandbox: &SandboxHost) -> SandboxResponse {
         SandboxResponse::ToolResult {
             content: sandbox.paths().mask(&self.content),
             is_error: self.is_error,
@@ -73,7 +73,7 @@ impl ToolReply {
 
 /// Runs one of the file tools (everything but `bash`, which is async). Blocking: call it off
 /// the async runtime.
-pub fn run_file_tool(sandbox: &Sandbox, name: &str, arguments: serde_json::Value) -> ToolReply {
+pub fn run_file_tool(sandbox: &SandboxHost, name: &str, arguments: serde_json::Value) -> ToolReply {
     let paths = sandbox.paths();
     match name {
         LS => with_args(name, arguments, |args| ls::run(paths, &args)),
