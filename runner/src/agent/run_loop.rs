@@ -10,7 +10,7 @@ use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
 use crate::text::truncate_chars;
-use crate::thread::{AssistantMessage, Message, ThreadState, ToolCall, ToolStatus};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
 use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
@@ -294,7 +294,7 @@ impl Agent {
                 state.viewed_images.insert(path.clone(), image);
                 let mut message = Message::hidden_user(
                     format!("view-image:{}", call.id),
-                    "view_image",
+                    MessageKind::ViewImage,
                     format!("Here is the image {path} you asked to view."),
                 );
                 if let Message::User(user) = &mut message {
@@ -736,9 +736,11 @@ mod tests {
             mut request: ModelRequest,
             next: ModelNext<'_>,
         ) -> Result<AssistantMessage, crate::model::ModelError> {
-            request
-                .messages
-                .push(Message::hidden_user("r", "reminder", "be brief"));
+            request.messages.push(Message::hidden_user(
+                "r",
+                MessageKind::LoopWarning,
+                "be brief",
+            ));
             next.run(state, request).await
         }
     }

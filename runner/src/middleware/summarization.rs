@@ -29,7 +29,7 @@ use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
 use crate::text::{escape_tags, head_tail, truncate_chars};
-use crate::thread::{Message, ThreadState, ToolStatus};
+use crate::thread::{Message, MessageKind, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).
 pub const DEFAULT_KEEP_MESSAGES: usize = 10;
@@ -232,7 +232,7 @@ impl Summarization {
         let answer = side_call(
             self.model.as_ref(),
             SUMMARY_SYSTEM_PROMPT,
-            "summary_request",
+            MessageKind::SummaryRequest,
             summary_prompt(existing, old),
             self.context.clone(),
         )
@@ -617,7 +617,7 @@ mod tests {
         let mut state = ThreadState::new("build the report");
         state.messages.insert(
             0,
-            crate::thread::Message::system("d", "dynamic_context", "<system-reminder/>"),
+            crate::thread::Message::system("d", MessageKind::DynamicContext, "<system-reminder/>"),
         );
         if let Message::System(system) = &mut state.messages[0] {
             system
@@ -845,7 +845,7 @@ mod tests {
     #[tokio::test]
     async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
         use crate::middleware::durable_context::DurableContext;
-        use crate::middleware::todo::{REMINDER_KIND, TodoMiddleware};
+        use crate::middleware::todo::TodoMiddleware;
         use crate::testing::{self, RecordingControl, calls};
         use serde_json::json;
 
@@ -899,7 +899,7 @@ mod tests {
             "the user's message stays"
         );
         let reminder = after.last().unwrap();
-        assert_eq!(reminder.meta().kind.as_deref(), Some(REMINDER_KIND));
+        assert_eq!(reminder.meta().kind, Some(MessageKind::TodoReminder));
         assert!(reminder.text().contains("- [in_progress] collect"));
         assert_eq!(
             state.summary.as_deref(),
@@ -930,7 +930,11 @@ mod tests {
                     0 => messages.push(Message::user(format!("u{n}"), "q")),
                     1 => messages.push(assistant(&format!("a{n}"), &[])),
                     6 => messages.push(result(&format!("orphan{n}"))),
-                    7 => messages.push(Message::system(format!("s{n}"), "dynamic_context", "r")),
+                    7 => messages.push(Message::system(
+                        format!("s{n}"),
+                        MessageKind::DynamicContext,
+                        "r",
+                    )),
                     calls => {
                         let ids: Vec<String> =
                             (0..calls - 1).map(|i| format!("c{}_{i}", n % 3)).collect();
@@ -945,7 +949,7 @@ mod tests {
                             if flag && i == 0 {
                                 messages.push(Message::hidden_user(
                                     format!("img{n}"),
-                                    "view_image",
+                                    MessageKind::ViewImage,
                                     "image",
                                 ));
                             }

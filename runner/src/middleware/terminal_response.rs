@@ -21,7 +21,7 @@ use async_trait::async_trait;
 
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, FinishReason, ThreadState};
+use crate::thread::{AssistantMessage, FinishReason, MessageKind, ThreadState};
 
 use super::support::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
 use super::support::reminders::PendingReminders;
@@ -49,7 +49,7 @@ impl TerminalResponse {
     pub fn new() -> Self {
         TerminalResponse {
             retried: Mutex::new(false),
-            pending: PendingReminders::new("terminal_response_reminder", 1),
+            pending: PendingReminders::new(MessageKind::TerminalResponseReminder, 1),
         }
     }
 

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use super::support::clock::Clock;
 use crate::agent::{Flow, Middleware};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.extra` key: the Run attempt that first saw the message.
@@ -46,10 +46,8 @@ impl Middleware for ThreadData {
     async fn before_agent(&self, state: &mut ThreadState) -> Flow {
         // An unreachable sandbox is reported by the Sandbox middleware, which owns that
         // decision; here a failure only means the folders could not be made yet.
-        match self.executor.execute(SandboxRequest::Prepare).await {
-            Ok(SandboxResponse::Done { .. }) => {}
-            Ok(other) => tracing::warn!(?other, "sandbox did not prepare the thread's folders"),
-            Err(error) => tracing::warn!(%error, "could not prepare the thread's folders"),
+        if let Err(error) = self.executor.prepare().await {
+            tracing::warn!(%error, "could not prepare the thread's folders");
         }
         tag_last_user_message(state, self.attempt, &(self.clock)());
         Flow::Continue
@@ -85,6 +83,8 @@ mod tests {
     use super::*;
     use crate::middleware::support::clock::fixed;
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::thread::MessageKind;
 
     #[derive(Default)]
     struct Recording(Mutex<Vec<SandboxRequest>>);
@@ -106,7 +106,7 @@ mod tests {
         state.messages.push(Message::user("user-1", "second"));
         state
             .messages
-            .push(Message::hidden_user("h", "uploads", "hidden"));
+            .push(Message::hidden_user("h", MessageKind::Uploads, "hidden"));
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
         assert_eq!(*executor.0.lock().unwrap(), vec![SandboxRequest::Prepare]);
         let tagged = &state.messages[1].meta().extra;

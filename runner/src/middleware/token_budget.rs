@@ -22,7 +22,7 @@ use herd_crds::report::StopReason;
 
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, ThreadState};
+use crate::thread::{AssistantMessage, MessageKind, ThreadState};
 
 use super::support::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
 use super::support::reminders::PendingReminders;
@@ -64,7 +64,7 @@ impl TokenBudget {
         TokenBudget {
             max_tokens: max_tokens.max(1),
             warned: Mutex::new(false),
-            pending: PendingReminders::new("budget_warning", 1),
+            pending: PendingReminders::new(MessageKind::BudgetWarning, 1),
         }
     }
 

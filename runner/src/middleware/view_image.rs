@@ -10,10 +10,8 @@
 use async_trait::async_trait;
 
 use crate::agent::{Flow, Middleware};
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the loop's image message.
-pub const KIND: &str = "view_image";
 /// Appended to an image message once its bytes are dropped.
 pub const SHOWN_NOTE: &str = "(The image was shown to you once and is no longer attached; \
 call view_image again to look at it again.)";
@@ -49,7 +47,7 @@ impl Middleware for ViewImageMiddleware {
     async fn after_model(&self, state: &mut ThreadState) -> Flow {
         for message in &mut state.messages {
             if let Message::User(user) = message
-                && user.meta.kind.as_deref() == Some(KIND)
+                && user.meta.kind == Some(MessageKind::ViewImage)
                 && !user.images.is_empty()
             {
                 user.images.clear();
@@ -62,7 +60,7 @@ impl Middleware for ViewImageMiddleware {
 }
 
 fn is_image_message(message: &Message) -> bool {
-    matches!(message, Message::User(user) if user.meta.kind.as_deref() == Some(KIND))
+    matches!(message, Message::User(user) if user.meta.kind == Some(MessageKind::ViewImage))
 }
 
 /// The messages with every image message inside a run of tool results moved to its end.
@@ -98,7 +96,11 @@ mod tests {
     use crate::tools::write_todos::WriteTodos;
 
     fn image_message(id: &str) -> Message {
-        let mut message = Message::hidden_user(id, KIND, format!("Here is the image {id}."));
+        let mut message = Message::hidden_user(
+            id,
+            MessageKind::ViewImage,
+            format!("Here is the image {id}."),
+        );
         if let Message::User(user) = &mut message {
             user.images.push(ImagePart {
                 mime_type: "image/png".into(),
@@ -214,7 +216,7 @@ mod tests {
         let kept = state
             .messages
             .iter()
-            .find(|m| m.meta().kind.as_deref() == Some(KIND))
+            .find(|m| m.meta().kind == Some(MessageKind::ViewImage))
             .unwrap();
         assert!(kept.text().ends_with(SHOWN_NOTE));
         assert!(kept.text().contains("/mnt/user-data/uploads/chart.png"));

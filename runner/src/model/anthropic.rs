@@ -665,7 +665,7 @@ mod tests {
 
     use super::*;
     use crate::model::ToolSchema;
-    use crate::thread::{ImagePart, UserMessage};
+    use crate::thread::{ImagePart, MessageKind, UserMessage};
 
     fn config(base_url: &str) -> HttpModelConfig {
         HttpModelConfig {
@@ -837,17 +837,17 @@ mod tests {
             Message::user("u1", "Weather in Paris and Rome?"),
             Message::system(
                 "s1",
-                "date",
+                MessageKind::DynamicContext,
                 "<system-reminder>2025-01-01</system-reminder>",
             ),
-            Message::hidden_user("u2", "memory", "<memory>likes rain</memory>"),
+            Message::hidden_user("u2", MessageKind::Memory, "<memory>likes rain</memory>"),
             assistant,
             Message::tool(
                 &call("toolu_1", "get_weather", ""),
                 ToolStatus::Success,
                 "Sunny",
             ),
-            Message::hidden_user("u3", "todo_reminder", "remember the todos"),
+            Message::hidden_user("u3", MessageKind::TodoReminder, "remember the todos"),
             Message::tool(
                 &call("toolu_2", "get_weather", ""),
                 ToolStatus::Error,

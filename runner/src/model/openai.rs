@@ -524,7 +524,7 @@ mod tests {
 
     use super::*;
     use crate::model::ToolSchema;
-    use crate::thread::{ImagePart, ToolStatus, UserMessage};
+    use crate::thread::{ImagePart, MessageKind, ToolStatus, UserMessage};
 
     const PLAIN_REQUEST: &str =
         include_str!("../../tests/fixtures/openai-chat/llama-server/plain-stream-request.json");
@@ -683,7 +683,7 @@ mod tests {
                     meta: Default::default(),
                 }),
                 Message::tool(&call, ToolStatus::Error, "no such dir"),
-                Message::system("s", "date", "<system-reminder/>"),
+                Message::system("s", MessageKind::DynamicContext, "<system-reminder/>"),
             ],
         );
         assert_eq!(messages[0], json!({"role": "system", "content": "prompt"}));

@@ -8,10 +8,10 @@ use super::local::LocalError;
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer};
 use crate::sandbox::SandboxHost;
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::confined::ConfinedSandbox;
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::in_process::InProcessExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::skills::{Skill, SkillCatalog};
 
 /// Where the tools of a local run execute.
@@ -71,12 +71,10 @@ pub(crate) async fn discover_skills(
     filter: Option<&[String]>,
     observer: &dyn Observer,
 ) -> Result<Vec<Skill>, LocalError> {
-    let files = match executor.execute(SandboxRequest::ListSkills).await {
-        Ok(SandboxResponse::Skills { skills }) => skills,
-        Ok(SandboxResponse::Error { message }) => return Err(LocalError(message)),
-        Ok(_) => Vec::new(),
-        Err(error) => return Err(LocalError(error.to_string())),
-    };
+    let files = executor
+        .list_skills()
+        .await
+        .map_err(|error| LocalError(error.to_string()))?;
     let catalog = SkillCatalog::build(&files, filter);
     for warning in catalog.warnings {
         observer.on_event(AgentEvent::Warning {
@@ -92,6 +90,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<AgentEvent>>);

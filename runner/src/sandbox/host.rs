@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::file_services;
 use super::paths::{SandboxPaths, SandboxRoots};
-use super::protocol::{SandboxRequest, SandboxResponse};
+use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
 use super::tools::{self, BASH};
 
 /// DeerFlow's `bash_command_timeout`.
@@ -82,6 +82,10 @@ impl SandboxHost {
 
     fn handle_blocking(&self, request: SandboxRequest) -> SandboxResponse {
         match request {
+            SandboxRequest::Hello { .. } => SandboxResponse::Hello {
+                protocol: PROTOCOL_VERSION,
+                runner: RUNNER_VERSION.to_owned(),
+            },
             SandboxRequest::Prepare => file_services::prepare(self.paths()),
             SandboxRequest::Tool { name, arguments } => {
                 tools::run_file_tool(self, &name, arguments).into_response(self)

@@ -1,6 +1,7 @@
 //! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
 
 pub(crate) mod args;
+pub(crate) mod client;
 #[cfg(target_os = "linux")]
 pub mod confine;
 pub(crate) mod confined;

@@ -22,7 +22,9 @@ use serde::de::DeserializeOwned;
 
 use crate::control::{Budget, ControlPlane};
 use crate::model::ToolSchema;
+use crate::sandbox::client::SandboxError;
 use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::tools::ToolReply;
 use crate::thread::state::{Delegation, ViewedImage};
 use crate::thread::{ImagePart, ToolStatus};
 pub use herd_crds::agent::ToolGroup;
@@ -66,6 +68,30 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// What the model reads of the sandbox tool `tool`'s reply (the one place a sandbox
+    /// answer becomes a tool result).
+    pub fn from_sandbox(tool: &str, reply: Result<ToolReply, SandboxError>) -> Self {
+        match reply {
+            Ok(reply) => ToolOutput {
+                content: reply.content,
+                status: if reply.is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Success
+                },
+                meta: reply.meta,
+                ..ToolOutput::default()
+            },
+            Err(SandboxError::Refused(message)) => ToolOutput::error(message),
+            Err(odd @ SandboxError::Unexpected { .. }) => {
+                ToolOutput::error(format!("Error: {odd}"))
+            }
+            Err(SandboxError::Unavailable(error)) => ToolOutput::error(format!(
+                "Error: {error}. The sandbox could not run {tool}; try again shortly."
+            )),
+        }
+    }
+
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
         ToolOutput {

@@ -15,9 +15,8 @@ use crate::model::ToolSchema;
 use crate::sandbox::args::{
     BashArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, StrReplaceArgs, WriteFileArgs,
 };
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::tools as names;
-use crate::thread::ToolStatus;
 
 /// The seven sandbox tools, in the order their schemas are sent.
 pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
@@ -102,35 +101,7 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
             Ok(arguments) => arguments,
             Err(error) => return ToolOutput::error(format!("Error: {error}")),
         };
-        let request = SandboxRequest::Tool {
-            name: self.name.to_owned(),
-            arguments,
-        };
-        match ctx.executor.execute(request).await {
-            Ok(SandboxResponse::ToolResult {
-                content,
-                is_error,
-                meta,
-            }) => ToolOutput {
-                content,
-                status: if is_error {
-                    ToolStatus::Error
-                } else {
-                    ToolStatus::Success
-                },
-                meta,
-                ..ToolOutput::default()
-            },
-            Ok(SandboxResponse::Error { message }) => ToolOutput::error(message),
-            Ok(other) => ToolOutput::error(format!(
-                "Error: the sandbox gave an unexpected answer to {}: {other:?}",
-                self.name
-            )),
-            Err(error) => ToolOutput::error(format!(
-                "Error: {error}. The sandbox could not run {}; try again shortly.",
-                self.name
-            )),
-        }
+        ToolOutput::from_sandbox(self.name, ctx.executor.run_tool(self.name, arguments).await)
     }
 }
 
@@ -142,7 +113,9 @@ mod tests {
 
     use super::*;
     use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
     use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
+    use crate::thread::ToolStatus;
     use crate::tools::web::test_context::context;
 
     fn find(name: &str) -> anyhow::Result<Arc<dyn Tool>> {

@@ -10,11 +10,12 @@ use async_trait::async_trait;
 use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
 use crate::control::Budget;
 use crate::model::ToolSchema;
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 use crate::testing::{RecordingControl, StaticExecutor};
-use crate::thread::{ThreadState, ToolCall, ToolStatus};
+use crate::thread::{ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 
 /// A tool that always answers the same and counts its calls.
@@ -82,28 +83,7 @@ impl Tool for SandboxTool {
         }
     }
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let request = SandboxRequest::Tool {
-            name: self.0.into(),
-            arguments,
-        };
-        match ctx.executor.execute(request).await {
-            Ok(SandboxResponse::ToolResult {
-                content,
-                is_error,
-                meta,
-            }) => ToolOutput {
-                content,
-                status: if is_error {
-                    ToolStatus::Error
-                } else {
-                    ToolStatus::Success
-                },
-                meta,
-                ..ToolOutput::default()
-            },
-            Ok(other) => ToolOutput::error(format!("Error: {other:?}")),
-            Err(error) => ToolOutput::error(format!("Error: {error}")),
-        }
+        ToolOutput::from_sandbox(self.0, ctx.executor.run_tool(self.0, arguments).await)
     }
 }
 

@@ -2,6 +2,8 @@
 //! requests with ids, answered concurrently and in any order.
 
 mod client;
+#[cfg(test)]
+pub(crate) mod fake;
 mod server;
 mod wire;
 
@@ -18,13 +20,16 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::client::SocketOptions;
+    use super::fake::{fake_sandbox, hello};
     use super::server::SandboxServer;
     use super::*;
     use crate::sandbox::executor::ToolExecutor;
     use crate::sandbox::host::SandboxHost;
     use crate::sandbox::in_process::InProcessExecutor;
     use crate::sandbox::paths::SandboxRoots;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::sandbox::protocol::{
+        PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse,
+    };
 
     type TestResult = anyhow::Result<()>;
 
@@ -79,6 +84,10 @@ mod tests {
 
         let d = "test";
         let requests = vec![
+            SandboxRequest::Hello {
+                protocol: PROTOCOL_VERSION,
+                runner: RUNNER_VERSION.to_owned(),
+            },
             SandboxRequest::Prepare,
             tool(
                 "bash",
@@ -309,12 +318,10 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let socket = dir.path().join("silent.sock");
         let listener = tokio::net::UnixListener::bind(&socket)?;
-        let silent = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                held.push(stream);
-            }
-        });
+        let silent = tokio::spawn(fake_sandbox(
+            listener,
+            hello(PROTOCOL_VERSION, RUNNER_VERSION),
+        ));
         let quick = SocketOptions {
             request_timeout: Duration::from_millis(200),
             ..options()
@@ -334,6 +341,49 @@ mod tests {
             .await
             .err();
         assert!(error.is_some_and(|e| e.to_string().contains("cannot connect to the sandbox")));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_of_another_protocol_version_is_refused_naming_both_versions() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let cases = [
+            (
+                hello(PROTOCOL_VERSION + 1, "9.9.9"),
+                "protocol 2 (herd-runner 9.9.9)",
+            ),
+            (
+                Some(SandboxResponse::Error {
+                    message: "Error: malformed sandbox request: unknown variant `hello`".into(),
+                }),
+                "its herd-runner is older",
+            ),
+            (None, "did not answer the handshake within 200ms"),
+        ];
+        for (index, (answer, expected)) in cases.into_iter().enumerate() {
+            let socket = dir.path().join(format!("other-{index}.sock"));
+            let server = tokio::spawn(fake_sandbox(
+                tokio::net::UnixListener::bind(&socket)?,
+                answer,
+            ));
+            let quick = SocketOptions {
+                request_timeout: Duration::from_millis(200),
+                ..options()
+            };
+            let error = UnixSocketExecutor::connect_with(&socket, quick)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(expected), "{error}");
+            if index < 2 {
+                let ours = format!("protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION})");
+                assert!(error.contains(&ours), "{error}");
+                assert!(error.contains("sandbox.image"), "{error}");
+            }
+            server.abort();
+            let _ = server.await;
+        }
         Ok(())
     }
 

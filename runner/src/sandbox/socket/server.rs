@@ -17,7 +17,7 @@ use super::wire::{
     Line, MAX_REQUEST_BYTES, RequestEnvelope, ResponseEnvelope, leading_id, read_line, to_line,
 };
 use crate::sandbox::host::SandboxHost;
-use crate::sandbox::protocol::SandboxResponse;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
 /// Requests handled at once across all connections; more wait their turn.
 const MAX_CONCURRENT_REQUESTS: usize = 64;
@@ -166,6 +166,12 @@ async fn connection(
                 continue;
             }
         };
+        if let SandboxRequest::Hello { .. } = envelope.request {
+            // At once, never behind busy requests: the client waits for it before all else.
+            let response = sandbox.handle(envelope.request).await;
+            reply(&replies, Some(envelope.id), response).await;
+            continue;
+        }
         let sandbox = sandbox.clone();
         let replies = replies.clone();
         let permits = permits.clone();

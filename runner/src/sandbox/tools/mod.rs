@@ -26,7 +26,8 @@ pub const STR_REPLACE: &str = "str_replace";
 pub const GLOB: &str = "glob";
 pub const GREP: &str = "grep";
 
-/// What a tool produced, before host paths are masked.
+/// What a tool produced: made by the sandbox side (host paths masked before it leaves), and
+/// handed back by the typed client (`SandboxClient::run_tool`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolReply {
     pub content: String,
