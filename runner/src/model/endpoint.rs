@@ -1,0 +1,100 @@
+//! What the provider clients share: one endpoint's HTTP client and URL, the POST, the loop
+//! over a streamed answer's events, and the deadline over a whole call.
+
+use std::future::Future;
+
+use reqwest::header::HeaderMap;
+use serde::de::DeserializeOwned;
+
+use super::HttpModelConfig;
+use super::error::{ModelError, ModelErrorKind};
+use super::http::{build_client, post_json, server_label, with_deadline};
+use super::sse::EventReader;
+use crate::text::take_chars;
+
+/// Characters of a malformed event quoted in the error.
+const EXCERPT_CHARS: usize = 200;
+
+/// One model endpoint.
+pub(crate) struct Endpoint {
+    pub config: HttpModelConfig,
+    client: reqwest::Client,
+    /// `the model server at <base URL>`, for messages.
+    pub server: String,
+    pub url: String,
+}
+
+impl Endpoint {
+    /// Requests for `config` go to `url`; fails only when the HTTP client cannot be set up.
+    pub fn new(config: HttpModelConfig, url: String) -> Result<Self, ModelError> {
+        Ok(Endpoint {
+            client: build_client(&config)?,
+            server: server_label(&config),
+            url,
+            config,
+        })
+    }
+
+    /// POSTs `body`; the response when it is a 2xx, else a typed error.
+    pub async fn post(
+        &self,
+        headers: HeaderMap,
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, ModelError> {
+        post_json(
+            &self.client,
+            &self.url,
+            headers,
+            body,
+            &self.server,
+            self.config.stream_chunk_timeout,
+        )
+        .await
+    }
+
+    /// Reads `response` as server-sent events, each one's data parsed as `E` and handed to
+    /// `apply`, until `apply` says the answer is complete, a data line is `end` (OpenAI's
+    /// `[DONE]`), or the stream ends. Whether the answer is complete. `expected` says what an
+    /// event should have been, for the error about one that is not.
+    pub async fn read_events<E: DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+        expected: &str,
+        end: Option<&str>,
+        mut apply: impl FnMut(E) -> Result<bool, ModelError>,
+    ) -> Result<bool, ModelError> {
+        let mut events = EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
+        while let Some(data) = events.next().await? {
+            let data = data.trim();
+            if end == Some(data) {
+                return Ok(true);
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let event =
+                serde_json::from_str(data).map_err(|e| self.malformed(expected, &e, data))?;
+            if apply(event)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The error for `data` that is not what was `expected`.
+    pub fn malformed(&self, expected: &str, error: &serde_json::Error, data: &str) -> ModelError {
+        let excerpt = take_chars(data, EXCERPT_CHARS);
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!("{} sent {expected} ({error}): {excerpt}", self.server),
+        )
+    }
+
+    /// Runs `call` under the model's request timeout (`model.requestTimeout`).
+    pub async fn within_deadline<T>(
+        &self,
+        call: impl Future<Output = Result<T, ModelError>>,
+    ) -> Result<T, ModelError> {
+        with_deadline(self.config.request_timeout, &self.server, call).await
+    }
+}
