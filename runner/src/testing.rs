@@ -162,6 +162,16 @@ impl ToolExecutor for StaticExecutor {
     }
 }
 
+/// An executor that cannot reach its sandbox: every request fails with this reason.
+pub struct DownExecutor(pub &'static str);
+
+#[async_trait]
+impl ToolExecutor for DownExecutor {
+    async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        Err(ExecutorError(self.0.to_owned()))
+    }
+}
+
 /// An agent over `model` with `tools` and `chain`, plus an environment around `control`.
 pub fn agent(
     model: Arc<dyn ChatModel>,

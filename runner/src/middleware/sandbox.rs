@@ -64,18 +64,8 @@ impl Middleware for SandboxMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-    use crate::testing::{self, QueuedModel, RecordingControl, StaticExecutor, text};
-
-    struct Down;
-
-    #[async_trait]
-    impl ToolExecutor for Down {
-        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            Err(ExecutorError("connection refused".into()))
-        }
-    }
+    use crate::sandbox::protocol::SandboxResponse;
+    use crate::testing::{self, DownExecutor, QueuedModel, RecordingControl, StaticExecutor, text};
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
@@ -93,7 +83,9 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![],
-            vec![Arc::new(SandboxMiddleware::new(Arc::new(Down)))],
+            vec![Arc::new(SandboxMiddleware::new(Arc::new(DownExecutor(
+                "connection refused",
+            ))))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("hi");

@@ -84,6 +84,7 @@ mod tests {
     use crate::middleware::support::clock::fixed;
     use crate::sandbox::executor::ExecutorError;
     use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::testing::DownExecutor;
     use crate::thread::MessageKind;
 
     #[derive(Default)]
@@ -120,19 +121,13 @@ mod tests {
         assert_eq!(state.messages[1].meta().extra[RUN_ATTEMPT_KEY], 2);
     }
 
-    struct Down;
-
-    #[async_trait]
-    impl ToolExecutor for Down {
-        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            Err(ExecutorError("socket closed".into()))
-        }
-    }
-
     #[tokio::test]
     async fn an_unreachable_sandbox_is_left_to_the_sandbox_middleware() {
-        let middleware =
-            ThreadData::new(Arc::new(Down), 1, fixed("2026-03-01T09:00:00+00:00[UTC]"));
+        let middleware = ThreadData::new(
+            Arc::new(DownExecutor("socket closed")),
+            1,
+            fixed("2026-03-01T09:00:00+00:00[UTC]"),
+        );
         let mut state = ThreadState::new("hi");
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
         assert_eq!(state.messages[0].meta().extra[RUN_ATTEMPT_KEY], 1);

@@ -24,12 +24,12 @@ use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, EndpointClient};
 use super::error::{ModelError, ModelErrorKind};
 use super::http::join_url;
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
 
 /// The API version this client speaks.
@@ -129,6 +129,13 @@ impl AnthropicModel {
         }
         headers
     }
+}
+
+#[async_trait]
+impl EndpointClient for AnthropicModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
 
     async fn call(
         &self,
@@ -151,23 +158,6 @@ impl AnthropicModel {
             )
             .await?;
         answer.finish(server)
-    }
-}
-
-#[async_trait]
-impl ChatModel for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.endpoint.config.model
-    }
-
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.endpoint
-            .within_deadline(self.call(request, on_delta))
-            .await
     }
 }
 

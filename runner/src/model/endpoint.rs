@@ -1,22 +1,57 @@
 //! What the provider clients share: one endpoint's HTTP client and URL, the POST, the loop
 //! over a streamed answer's events, and the deadline over a whole call.
 
-use std::future::Future;
-
+use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
-use super::HttpModelConfig;
 use super::error::{ModelError, ModelErrorKind};
 use super::http::{build_client, post_json, server_label, with_deadline};
 use super::sse::EventReader;
+use super::{ChatModel, DeltaSink, HttpModelConfig, ModelRequest};
 use crate::text::take_chars;
+use crate::thread::AssistantMessage;
 
 /// Characters of a malformed event quoted in the error.
 const EXCERPT_CHARS: usize = 200;
 
+/// A provider's client over one endpoint: a `ChatModel` whose `complete` is its `call` under
+/// the endpoint's request deadline.
+#[async_trait]
+pub trait EndpointClient: Send + Sync {
+    fn endpoint(&self) -> &Endpoint;
+
+    /// One whole call: request, streamed answer, assembled message.
+    async fn call(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<AssistantMessage, ModelError>;
+}
+
+#[async_trait]
+impl<C: EndpointClient> ChatModel for C {
+    fn name(&self) -> &str {
+        &self.endpoint().config.model
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<AssistantMessage, ModelError> {
+        let endpoint = self.endpoint();
+        with_deadline(
+            endpoint.config.request_timeout,
+            &endpoint.server,
+            self.call(request, on_delta),
+        )
+        .await
+    }
+}
+
 /// One model endpoint.
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     pub config: HttpModelConfig,
     client: reqwest::Client,
     /// `the model server at <base URL>`, for messages.
@@ -88,13 +123,5 @@ impl Endpoint {
             ModelErrorKind::InvalidResponse,
             format!("{} sent {expected} ({error}): {excerpt}", self.server),
         )
-    }
-
-    /// Runs `call` under the model's request timeout (`model.requestTimeout`).
-    pub async fn within_deadline<T>(
-        &self,
-        call: impl Future<Output = Result<T, ModelError>>,
-    ) -> Result<T, ModelError> {
-        with_deadline(self.config.request_timeout, &self.server, call).await
     }
 }

@@ -22,12 +22,12 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValu
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, EndpointClient};
 use super::error::{ModelError, ModelErrorKind};
 use super::http::{join_url, transport_error};
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// A Chat Completions endpoint (`<base_url>/chat/completions`).
@@ -119,6 +119,13 @@ impl OpenAiModel {
         }
         headers
     }
+}
+
+#[async_trait]
+impl EndpointClient for OpenAiModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
 
     async fn call(
         &self,
@@ -158,23 +165,6 @@ impl OpenAiModel {
 
 /// What a chunk that does not parse is, for its error.
 const NOT_A_CHUNK: &str = "a chunk that is not a chat completion";
-
-#[async_trait]
-impl ChatModel for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.endpoint.config.model
-    }
-
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.endpoint
-            .within_deadline(self.call(request, on_delta))
-            .await
-    }
-}
 
 /// The thread as Chat Completions messages, the system prompt first.
 fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {

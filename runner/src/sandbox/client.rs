@@ -169,19 +169,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::sandbox::executor::ExecutorError;
     use crate::sandbox::in_process::InProcessExecutor;
     use crate::sandbox::{SandboxHost, SandboxRoots};
-    use crate::testing::StaticExecutor;
-
-    struct Down;
-
-    #[async_trait]
-    impl ToolExecutor for Down {
-        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            Err(ExecutorError("connection refused".into()))
-        }
-    }
+    use crate::testing::{DownExecutor, StaticExecutor};
 
     #[tokio::test]
     async fn answers_of_the_right_kind_come_back_typed() -> anyhow::Result<()> {
@@ -223,7 +213,10 @@ mod tests {
             refusing.read_file("/x", 1).await,
             Err(SandboxError::Refused("Error: too large".into()))
         );
-        let error = Down.list_skills().await.unwrap_err();
+        let error = DownExecutor("connection refused")
+            .list_skills()
+            .await
+            .unwrap_err();
         assert_eq!(
             error,
             SandboxError::Unavailable("sandbox unavailable: connection refused".into())
