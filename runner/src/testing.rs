@@ -11,7 +11,9 @@ use herd_crds::wire::{
     ResultReport,
 };
 
-use crate::agent::{Agent, Limits, Middleware, NoObserver, RunEnv, ToolRegistry};
+use crate::agent::{
+    Agent, AgentEvent, Limits, Middleware, NoObserver, Observer, RunEnv, ToolRegistry,
+};
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
@@ -159,6 +161,36 @@ pub struct StaticExecutor(pub SandboxResponse);
 impl ToolExecutor for StaticExecutor {
     async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
         Ok(self.0.clone())
+    }
+}
+
+/// An observer that keeps every event.
+#[derive(Default)]
+pub struct RecordingObserver(Mutex<Vec<AgentEvent>>);
+
+impl Observer for RecordingObserver {
+    fn on_event(&self, event: AgentEvent) {
+        if let Ok(mut events) = self.0.lock() {
+            events.push(event);
+        }
+    }
+}
+
+impl RecordingObserver {
+    /// The warnings' messages, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|events| {
+                events
+                    .iter()
+                    .filter_map(|event| match event {
+                        AgentEvent::Warning { message, .. } => Some(message.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 

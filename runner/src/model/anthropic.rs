@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -111,22 +111,13 @@ impl AnthropicModel {
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut headers = self
+            .endpoint
+            .stream_headers(HeaderName::from_static("x-api-key"), str::to_owned);
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
         );
-        if let Some(key) = self
-            .endpoint
-            .config
-            .api_key
-            .as_deref()
-            .filter(|k| !k.is_empty())
-            && let Ok(value) = HeaderValue::from_str(key)
-        {
-            headers.insert(HeaderName::from_static("x-api-key"), value);
-        }
         headers
     }
 }

@@ -2,7 +2,7 @@
 //! over a streamed answer's events, and the deadline over a whole call.
 
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 
 use super::error::{ModelError, ModelErrorKind};
@@ -68,6 +68,23 @@ impl Endpoint {
             url,
             config,
         })
+    }
+
+    /// The headers of a streamed request: `Accept: text/event-stream` and, when the model has
+    /// a key, `auth: credential(key)`.
+    pub fn stream_headers(
+        &self,
+        auth: HeaderName,
+        credential: impl FnOnce(&str) -> String,
+    ) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty())
+            && let Ok(value) = HeaderValue::from_str(&credential(key))
+        {
+            headers.insert(auth, value);
+        }
+        headers
     }
 
     /// POSTs `body`; the response when it is a 2xx, else a typed error.

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -105,19 +105,8 @@ impl OpenAiModel {
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = self
-            .endpoint
-            .config
-            .api_key
-            .as_deref()
-            .filter(|k| !k.is_empty())
-            && let Ok(value) = HeaderValue::from_str(&format!("Bearer {key}"))
-        {
-            headers.insert(AUTHORIZATION, value);
-        }
-        headers
+        self.endpoint
+            .stream_headers(AUTHORIZATION, |key| format!("Bearer {key}"))
     }
 }
 

@@ -26,6 +26,14 @@ impl EnvFacts {
     }
 }
 
+/// Facts holding just `vars`, for tests.
+#[cfg(test)]
+pub(crate) fn facts(vars: &[(&str, &str)]) -> EnvFacts {
+    vars.iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
 impl FromIterator<(String, String)> for EnvFacts {
     fn from_iter<I: IntoIterator<Item = (String, String)>>(vars: I) -> Self {
         EnvFacts {
@@ -47,12 +55,7 @@ mod tests {
 
     #[test]
     fn empty_values_count_as_unset_and_debug_shows_names_only() {
-        let facts: EnvFacts = [
-            ("OPENAI_API_KEY".to_owned(), "sk-secret".to_owned()),
-            ("EMPTY".to_owned(), String::new()),
-        ]
-        .into_iter()
-        .collect();
+        let facts = facts(&[("OPENAI_API_KEY", "sk-secret"), ("EMPTY", "")]);
         assert_eq!(facts.var("OPENAI_API_KEY"), Some("sk-secret"));
         assert_eq!(facts.var("EMPTY"), None);
         assert_eq!(facts.var("MISSING"), None);

@@ -19,6 +19,8 @@ use herd_crds::duration::parse_duration;
 use herd_crds::wire::Answer;
 
 pub use facts::EnvFacts;
+#[cfg(test)]
+pub(crate) use facts::facts;
 
 use crate::control::SubagentCaps;
 use crate::model::resolve::{ModelOverride, ModelSpec, resolve};

@@ -171,6 +171,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+    use crate::plan::facts;
 
     fn manifests(yaml: &str) -> LocalManifests {
         LocalManifests::from_sources(vec![(PathBuf::from("test.yaml"), yaml.to_owned())]).unwrap()
@@ -178,12 +179,6 @@ mod tests {
 
     const AGENT: &str = "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata: {name: a}\nspec:\n  \
         model: {provider: openai, name: qwen, baseURL: 'http://localhost:8080/v1', supportsThinking: true}\n";
-
-    fn facts(vars: &[(&str, &str)]) -> EnvFacts {
-        vars.iter()
-            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-            .collect()
-    }
 
     #[test]
     fn command_line_beats_run_beats_agent_defaults() {

@@ -87,38 +87,9 @@ pub(crate) async fn discover_skills(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
     use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<AgentEvent>>);
-
-    impl Observer for Recorder {
-        fn on_event(&self, event: AgentEvent) {
-            if let Ok(mut events) = self.0.lock() {
-                events.push(event);
-            }
-        }
-    }
-
-    impl Recorder {
-        fn warnings(&self) -> Vec<String> {
-            self.0
-                .lock()
-                .map(|events| {
-                    events
-                        .iter()
-                        .filter_map(|event| match event {
-                            AgentEvent::Warning { message, .. } => Some(message.clone()),
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        }
-    }
+    use crate::testing::RecordingObserver;
 
     /// A binary that cannot confine anything: what a machine without support looks like.
     fn no_binary() -> std::io::Result<PathBuf> {
@@ -129,7 +100,7 @@ mod tests {
     async fn without_confinement_auto_warns_once_and_runs_in_process() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let workdir = Workdir::prepare(dir.path())?;
-        let recorder = Recorder::default();
+        let recorder = RecordingObserver::default();
         let (executor, confined) =
             open_sandbox(SandboxMode::Auto, no_binary(), &workdir, &recorder).await?;
         assert!(confined.is_none());
@@ -147,7 +118,7 @@ mod tests {
     async fn without_confinement_strict_refuses_and_off_says_nothing() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let workdir = Workdir::prepare(dir.path())?;
-        let recorder = Recorder::default();
+        let recorder = RecordingObserver::default();
         let refused = open_sandbox(SandboxMode::Strict, no_binary(), &workdir, &recorder)
             .await
             .err()

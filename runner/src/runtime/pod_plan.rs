@@ -58,6 +58,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+    use crate::plan::facts;
     use crate::runtime::local_plan::{Overrides, local_plan};
     use crate::runtime::manifests::LocalManifests;
 
@@ -71,12 +72,6 @@ mod tests {
             .join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         serde_json::from_str(&text).unwrap()
-    }
-
-    fn facts(vars: &[(&str, &str)]) -> EnvFacts {
-        vars.iter()
-            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-            .collect()
     }
 
     #[test]

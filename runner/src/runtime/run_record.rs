@@ -98,7 +98,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::plan::EnvFacts;
+    use crate::plan::facts;
     use crate::runtime::local_plan::local_plan;
 
     #[test]
@@ -113,9 +113,7 @@ mod tests {
             plan: false,
             thinking: true,
         };
-        let facts: EnvFacts = [("OPENAI_API_KEY".to_owned(), "sk-test".to_owned())]
-            .into_iter()
-            .collect();
+        let facts = facts(&[("OPENAI_API_KEY", "sk-test")]);
         let first = local_plan(&manifests, &overrides, None, &facts)?;
         let dir = tempfile::tempdir()?;
         RunRecord::new(&manifests, &first.task, &overrides, None).write(dir.path())?;
