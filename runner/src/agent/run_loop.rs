@@ -403,7 +403,7 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::testing::{self, EchoTool, FixedTool, QueuedModel, RecordingControl, calls, text};
     use crate::thread::ToolStatus;
     use crate::tools::ask_clarification::AskClarification;
     use crate::tools::write_todos::WriteTodos;
@@ -760,29 +760,6 @@ mod tests {
         assert_eq!(state.messages.len(), 2, "user + assistant only");
     }
 
-    /// Prints its `text` argument, like `echo`.
-    struct Echo;
-
-    #[async_trait]
-    impl crate::tools::Tool for Echo {
-        fn name(&self) -> &str {
-            "echo"
-        }
-        fn group(&self) -> Option<crate::tools::ToolGroup> {
-            None
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "echo".into(),
-                description: "Prints text.".into(),
-                parameters: json!({"type": "object"}),
-            }
-        }
-        async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-            ToolOutput::ok(arguments["text"].as_str().unwrap_or_default())
-        }
-    }
-
     fn call_with_id(id: &str, name: &str, arguments: String) -> ToolCall {
         ToolCall {
             id: id.into(),
@@ -816,7 +793,7 @@ mod tests {
         let model = QueuedModel::new(vec![twins, text("done")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -846,7 +823,7 @@ mod tests {
         let model = QueuedModel::new(vec![nameless, text("done")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -874,29 +851,6 @@ mod tests {
         assert_eq!(statuses, vec![ToolStatus::Error, ToolStatus::Success]);
     }
 
-    /// Refuses every call, like a tool refusing a write too large for it.
-    struct Refuse;
-
-    #[async_trait]
-    impl crate::tools::Tool for Refuse {
-        fn name(&self) -> &str {
-            "refuse"
-        }
-        fn group(&self) -> Option<crate::tools::ToolGroup> {
-            None
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "refuse".into(),
-                description: "Refuses.".into(),
-                parameters: json!({"type": "object"}),
-            }
-        }
-        async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-            ToolOutput::error("Error: too large for this tool.")
-        }
-    }
-
     #[tokio::test]
     async fn large_arguments_of_a_failed_call_are_not_sent_again() {
         let large = json!({"text": "y".repeat(tool_calls::KEEP_FAILED_ARGUMENT_BYTES)});
@@ -911,7 +865,13 @@ mod tests {
         ]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo), Arc::new(Refuse)],
+            vec![
+                Arc::new(EchoTool),
+                Arc::new(FixedTool::new(
+                    "refuse",
+                    ToolOutput::error("Error: too large for this tool."),
+                )),
+            ],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -942,7 +902,7 @@ mod tests {
         let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );

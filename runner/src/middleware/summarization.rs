@@ -525,7 +525,6 @@ fn strip_think(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use async_trait::async_trait;
     use proptest::prelude::*;
 
     use super::*;
@@ -815,38 +814,11 @@ mod tests {
         }
     }
 
-    /// Echoes its arguments: a cheap tool for long scripted runs.
-    struct Echo;
-
-    #[async_trait]
-    impl crate::tools::Tool for Echo {
-        fn name(&self) -> &str {
-            "echo"
-        }
-        fn group(&self) -> Option<crate::tools::ToolGroup> {
-            None
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "echo".into(),
-                description: "echo".into(),
-                parameters: serde_json::json!({"type": "object"}),
-            }
-        }
-        async fn call(
-            &self,
-            arguments: serde_json::Value,
-            _ctx: &crate::tools::ToolContext,
-        ) -> crate::tools::ToolOutput {
-            crate::tools::ToolOutput::ok(arguments.to_string())
-        }
-    }
-
     #[tokio::test]
     async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
         use crate::middleware::durable_context::DurableContext;
         use crate::middleware::todo::TodoMiddleware;
-        use crate::testing::{self, RecordingControl, calls};
+        use crate::testing::{self, EchoTool, RecordingControl, calls};
         use serde_json::json;
 
         let echo = |n: u32| calls(&[("echo", json!({ "n": n }))]);
@@ -874,7 +846,7 @@ mod tests {
             model.clone(),
             vec![
                 Arc::new(crate::tools::write_todos::WriteTodos),
-                Arc::new(Echo),
+                Arc::new(EchoTool),
             ],
             chain,
             Arc::new(RecordingControl::default()),

@@ -2,7 +2,6 @@
 //! the sandbox, a real sandbox in a temporary directory, and a way to push one tool call
 //! through one middleware.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -14,55 +13,10 @@ use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
+pub use crate::testing::FixedTool;
 use crate::testing::{RecordingControl, StaticExecutor};
 use crate::thread::{ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
-
-/// A tool that always answers the same and counts its calls.
-pub struct FixedTool {
-    pub name: String,
-    pub output: ToolOutput,
-    pub calls: AtomicUsize,
-}
-
-impl FixedTool {
-    pub fn new(name: &str, output: ToolOutput) -> Self {
-        FixedTool {
-            name: name.into(),
-            output,
-            calls: AtomicUsize::new(0),
-        }
-    }
-
-    pub fn ok(name: &str, content: &str) -> Self {
-        Self::new(name, ToolOutput::ok(content))
-    }
-
-    pub fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl Tool for FixedTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-    fn schema(&self) -> ToolSchema {
-        ToolSchema {
-            name: self.name.clone(),
-            description: "test".into(),
-            parameters: serde_json::json!({"type": "object"}),
-        }
-    }
-    async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.output.clone()
-    }
-}
 
 /// A sandbox tool as the agent side sees it: forwards the call to the executor.
 pub struct SandboxTool(pub &'static str);
