@@ -66,9 +66,15 @@ impl AnthropicModel {
         self.defaults = defaults;
         self
     }
+}
 
-    /// The JSON body sent for `request`.
-    pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+#[async_trait]
+impl EndpointClient for AnthropicModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let (max_tokens, budget) = token_limits(&options);
         let mut body = Map::new();
@@ -120,24 +126,14 @@ impl AnthropicModel {
         );
         headers
     }
-}
 
-#[async_trait]
-impl EndpointClient for AnthropicModel {
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    async fn call(
+    async fn read_answer(
         &self,
-        request: &ModelRequest,
+        response: reqwest::Response,
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError> {
         let endpoint = &self.endpoint;
         let server = &endpoint.server;
-        let response = endpoint
-            .post(self.headers(), &self.request_body(request))
-            .await?;
         let mut answer = Answer::default();
         let apply = |event: StreamEvent| answer.apply(event, server, on_delta);
         endpoint

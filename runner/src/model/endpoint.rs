@@ -15,16 +15,22 @@ use crate::thread::AssistantMessage;
 /// Characters of a malformed event quoted in the error.
 const EXCERPT_CHARS: usize = 200;
 
-/// A provider's client over one endpoint: a `ChatModel` whose `complete` is its `call` under
-/// the endpoint's request deadline.
+/// A provider's client over one endpoint: a `ChatModel` that posts its request body and reads
+/// the answer, all under the endpoint's request deadline.
 #[async_trait]
 pub trait EndpointClient: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
 
-    /// One whole call: request, streamed answer, assembled message.
-    async fn call(
+    /// The provider's headers (key, version...).
+    fn headers(&self) -> HeaderMap;
+
+    /// The JSON body sent for `request`.
+    fn request_body(&self, request: &ModelRequest) -> serde_json::Value;
+
+    /// The whole message from a 2xx `response`, its deltas streamed into `on_delta`.
+    async fn read_answer(
         &self,
-        request: &ModelRequest,
+        response: reqwest::Response,
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError>;
 }
@@ -41,12 +47,13 @@ impl<C: EndpointClient> ChatModel for C {
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError> {
         let endpoint = self.endpoint();
-        with_deadline(
-            endpoint.config.request_timeout,
-            &endpoint.server,
-            self.call(request, on_delta),
-        )
-        .await
+        let call = async {
+            let response = endpoint
+                .post(self.headers(), &self.request_body(request))
+                .await?;
+            self.read_answer(response, on_delta).await
+        };
+        with_deadline(endpoint.config.request_timeout, &endpoint.server, call).await
     }
 }
 

@@ -61,9 +61,15 @@ impl OpenAiModel {
         self.defaults = defaults;
         self
     }
+}
 
-    /// The JSON body sent for `request`.
-    pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+#[async_trait]
+impl EndpointClient for OpenAiModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let mut body = Map::new();
         body.insert("model".into(), json!(self.endpoint.config.model));
@@ -108,24 +114,14 @@ impl OpenAiModel {
         self.endpoint
             .stream_headers(AUTHORIZATION, |key| format!("Bearer {key}"))
     }
-}
 
-#[async_trait]
-impl EndpointClient for OpenAiModel {
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    async fn call(
+    async fn read_answer(
         &self,
-        request: &ModelRequest,
+        response: reqwest::Response,
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError> {
         let endpoint = &self.endpoint;
         let server = &endpoint.server;
-        let response = endpoint
-            .post(self.headers(), &self.request_body(request))
-            .await?;
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
