@@ -72,7 +72,8 @@ impl RetrySettings {
     }
 }
 
-/// The middleware.
+/// Retries one agent's failed model calls within its settings, reporting retries to the
+/// observer and sharing the run's circuit breaker.
 pub struct LlmErrorHandling {
     settings: RetrySettings,
     agent: String,

@@ -129,7 +129,7 @@ enum Verdict {
     Stop(String),
 }
 
-/// The middleware.
+/// Warns an agent that repeats its tool calls, then stops it.
 pub struct LoopDetection {
     settings: LoopSettings,
     tracker: Mutex<Tracker>,

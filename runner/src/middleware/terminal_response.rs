@@ -31,7 +31,7 @@ pub const REMINDER: &str = "<system_reminder>\nYour previous response after the 
 /// What an answer that stayed empty becomes.
 pub const FALLBACK: &str = "The model completed the tool run but returned no final response, including after one automatic retry. Please try again or use a different model.";
 
-/// The middleware.
+/// Asks the model once more when its answer after tool results is empty.
 pub struct TerminalResponse {
     /// A retry was spent on the current empty streak.
     retried: Mutex<bool>,

@@ -51,7 +51,7 @@ fn reached(used: u64, budget: u64, percent: u64) -> bool {
     u128::from(used) * 100 >= u128::from(budget) * u128::from(percent)
 }
 
-/// The middleware.
+/// Warns at 80 % of the run's token budget and stops the run at 100 %.
 pub struct TokenBudget {
     max_tokens: u64,
     warned: Mutex<bool>,

@@ -8,7 +8,7 @@ use herd_crds::report::{StopReason, Usage};
 use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 
 use super::agents::RunAgents;
-use crate::agent::{Limits, RunEnv};
+use crate::agent::{Agent, Limits, RunEnv};
 use crate::control::local::{LocalControlPlane, Questions, SubagentLauncher};
 use crate::control::{Budget, ControlPlane};
 use crate::memory::file::MemoryFile;
@@ -60,61 +60,13 @@ fn failed(name: String, status: ChildStatus, error: String, usage: Usage) -> Chi
 impl SubagentLauncher for InProcessSubagents {
     async fn launch(&self, request: ChildRequest, parent: Budget) -> ChildOutcome {
         let name = format!("{}#{}", request.subagent_type, request.tool_call_id);
-        let Some(kind) = SubagentType::parse(&request.subagent_type) else {
-            return failed(
-                name,
-                ChildStatus::Failed,
-                format!(
-                    "unknown subagent type '{}'; available: general-purpose, bash",
-                    request.subagent_type
-                ),
-                Usage::default(),
-            );
-        };
-        let plan = self.agents.plan();
-        let Some(settings) = plan.subagents else {
-            return failed(
-                name,
-                ChildStatus::Failed,
-                "subagents are not enabled".into(),
-                Usage::default(),
-            );
-        };
-        let child_depth = self.depth + 1;
-        let own_deadline = tokio::time::Instant::now() + settings.timeout;
-        let deadline = parent
-            .deadline
-            .map_or(own_deadline, |parent| parent.min(own_deadline));
-        let control: Arc<LocalControlPlane> = Arc::new(InProcessSubagents::control_plane(
-            &self.agents,
-            child_depth,
-            Questions::Refuse,
-            None,
-        ));
-        let limits = Limits {
-            max_model_calls: plan.max_model_calls.min(parent.model_calls_left),
-            deadline: Some(deadline),
-            ..Limits::default()
-        };
-        let dyn_control: Arc<dyn ControlPlane> = control.clone();
-        let delegates = plan.delegates_at(child_depth);
-        let agent = match self
-            .agents
-            .subagent(kind, name.clone(), delegates, &dyn_control, limits)
-        {
-            Ok(agent) => agent,
-            Err(error) => {
-                return failed(
-                    name,
-                    ChildStatus::Failed,
-                    error.to_string(),
-                    Usage::default(),
-                );
-            }
+        let (agent, control, deadline) = match self.child(&request, &name, parent) {
+            Ok(child) => child,
+            Err(error) => return failed(name, ChildStatus::Failed, error, Usage::default()),
         };
         let env = RunEnv {
             executor: self.agents.resources().executor.clone(),
-            control: dyn_control,
+            control: control.clone(),
         };
         let mut state = ThreadState::new(request.prompt);
         let result = tokio::time::timeout_at(deadline, agent.run(&mut state, &env)).await;
@@ -134,23 +86,75 @@ impl SubagentLauncher for InProcessSubagents {
                 artifacts: Vec::new(),
             },
             Ok(Err(error)) => failed(name, ChildStatus::Failed, error.to_string(), usage),
-            Ok(Ok(outcome)) => {
-                let status = match outcome.stop_reason {
-                    reason if reason.is_answer() => ChildStatus::Completed,
-                    StopReason::TimedOut => ChildStatus::TimedOut,
-                    StopReason::Cancelled => ChildStatus::Cancelled,
-                    _ => ChildStatus::Failed,
-                };
-                ChildOutcome {
-                    name,
-                    status: Some(status),
-                    stop_reason: Some(outcome.stop_reason),
-                    result: outcome.answer,
-                    error: outcome.error,
-                    usage,
-                    artifacts: Vec::new(),
-                }
-            }
+            Ok(Ok(outcome)) => ChildOutcome {
+                name,
+                status: Some(child_status(outcome.stop_reason)),
+                stop_reason: Some(outcome.stop_reason),
+                result: outcome.answer,
+                error: outcome.error,
+                usage,
+                artifacts: Vec::new(),
+            },
         }
+    }
+}
+
+impl InProcessSubagents {
+    /// The agent for `request`, its control plane (children only below `maxDepth`) and its
+    /// deadline: its own timeout, never past its parent's.
+    fn child(
+        &self,
+        request: &ChildRequest,
+        name: &str,
+        parent: Budget,
+    ) -> Result<(Agent, Arc<LocalControlPlane>, tokio::time::Instant), String> {
+        let kind = SubagentType::parse(&request.subagent_type).ok_or_else(|| {
+            format!(
+                "unknown subagent type '{}'; available: general-purpose, bash",
+                request.subagent_type
+            )
+        })?;
+        let plan = self.agents.plan();
+        let settings = plan
+            .subagents
+            .ok_or_else(|| "subagents are not enabled".to_owned())?;
+        let own_deadline = tokio::time::Instant::now() + settings.timeout;
+        let deadline = parent
+            .deadline
+            .map_or(own_deadline, |parent| parent.min(own_deadline));
+        let depth = self.depth + 1;
+        let control = Arc::new(InProcessSubagents::control_plane(
+            &self.agents,
+            depth,
+            Questions::Refuse,
+            None,
+        ));
+        let limits = Limits {
+            max_model_calls: plan.max_model_calls.min(parent.model_calls_left),
+            deadline: Some(deadline),
+            ..Limits::default()
+        };
+        let dyn_control: Arc<dyn ControlPlane> = control.clone();
+        let agent = self
+            .agents
+            .subagent(
+                kind,
+                name.to_owned(),
+                plan.delegates_at(depth),
+                &dyn_control,
+                limits,
+            )
+            .map_err(|error| error.to_string())?;
+        Ok((agent, control, deadline))
+    }
+}
+
+/// How a child that ran to its end ended, for its parent.
+fn child_status(reason: StopReason) -> ChildStatus {
+    match reason {
+        reason if reason.is_answer() => ChildStatus::Completed,
+        StopReason::TimedOut => ChildStatus::TimedOut,
+        StopReason::Cancelled => ChildStatus::Cancelled,
+        _ => ChildStatus::Failed,
     }
 }

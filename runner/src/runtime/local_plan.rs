@@ -2,7 +2,9 @@
 //! model key, which limits (command line > Run > Agent `runDefaults`). Pure: the files were
 //! read and the environment captured before.
 
-use herd_crds::agent::{Provider, WebSearchProvider};
+use std::time::Duration;
+
+use herd_crds::agent::{AgentSpec, Provider, WebSearchProvider};
 use herd_crds::duration::parse_duration;
 use herd_crds::run::RunSpec;
 use herd_crds::wire::Answer;
@@ -34,58 +36,11 @@ pub fn local_plan(
 ) -> Result<RunPlan, PlanError> {
     let agent = &manifests.agent.spec;
     let run = manifests.run.as_ref().map(|r| &r.spec);
-    let task = overrides
-        .task
-        .clone()
-        .or_else(|| run.map(|r| r.task.clone()))
-        .filter(|task| !task.trim().is_empty())
-        .ok_or_else(|| {
-            PlanError("no task: give it as the last argument, or -f a Run manifest".into())
-        })?;
-    let Some(model) = &agent.model else {
-        return Err(PlanError(
-            "spec.model: the Agent names no model; locally there is no operator default, so set \
-             spec.model"
-                .into(),
-        ));
-    };
-    let key_var = api_key_env.or_else(|| default_key_env(model.provider));
-    let model_key = key_var.and_then(|var| facts.var(var)).map(str::to_owned);
-    if let (Some(var), None) = (api_key_env, &model_key) {
-        return Err(PlanError(format!(
-            "--api-key-env {var}: the variable is not set or empty"
-        )));
-    }
-    let value_from = |field: &str, from| {
-        manifests
-            .value_from(field, from)
-            .map_err(|error| PlanError(error.0))
-    };
-    let script = model
-        .script_from
-        .as_ref()
-        .map(|from| value_from("spec.model.scriptFrom", from))
-        .transpose()?;
-    let soul = match (&agent.soul, &agent.soul_from) {
-        (Some(soul), _) => Some(soul.clone()),
-        (None, Some(from)) => Some(value_from("spec.soulFrom", from)?),
-        (None, None) => None,
-    };
-    let search_key = agent
-        .tools
-        .as_ref()
-        .and_then(|tools| tools.web_search.as_ref())
-        .and_then(|search| facts.var(search_key_env(search.provider)))
-        .map(str::to_owned);
-    let (timeout_field, timeout) = match run.and_then(|r| r.timeout.as_deref()) {
-        Some(text) => ("spec.timeout", text),
-        None => (
-            "spec.runDefaults.timeout",
-            agent.run_defaults.timeout.as_str(),
-        ),
-    };
-    let time_left =
-        parse_duration(timeout).map_err(|error| PlanError(format!("{timeout_field}: {error}")))?;
+    // In the order a user fixes them: the task, the model's key, the texts, the limits.
+    let task = task(run, overrides)?;
+    let keys = keys(agent, api_key_env, facts)?;
+    let (soul, script) = texts(manifests)?;
+    let time_left = timeout(agent, run)?;
     plan_run(PlanInputs {
         agent_name: manifests.agent_name(),
         agent,
@@ -113,11 +68,87 @@ pub fn local_plan(
             max_model_calls: agent.run_defaults.max_model_calls,
             token_budget: agent.run_defaults.token_budget,
         },
-        keys: ApiKeys {
-            model: model_key,
-            web_search: search_key,
-        },
+        keys,
     })
+}
+
+/// The task: the command line's, else the Run's.
+fn task(run: Option<&RunSpec>, overrides: &Overrides) -> Result<String, PlanError> {
+    overrides
+        .task
+        .clone()
+        .or_else(|| run.map(|r| r.task.clone()))
+        .filter(|task| !task.trim().is_empty())
+        .ok_or_else(|| {
+            PlanError("no task: give it as the last argument, or -f a Run manifest".into())
+        })
+}
+
+/// The texts `soulFrom` and `model.scriptFrom` point at, from the ConfigMaps given with -f.
+fn texts(manifests: &LocalManifests) -> Result<(Option<String>, Option<String>), PlanError> {
+    let agent = &manifests.agent.spec;
+    let value_from = |field: &str, from| {
+        manifests
+            .value_from(field, from)
+            .map_err(|error| PlanError(error.0))
+    };
+    let script = agent
+        .model
+        .as_ref()
+        .and_then(|model| model.script_from.as_ref())
+        .map(|from| value_from("spec.model.scriptFrom", from))
+        .transpose()?;
+    let soul = match (&agent.soul, &agent.soul_from) {
+        (Some(soul), _) => Some(soul.clone()),
+        (None, Some(from)) => Some(value_from("spec.soulFrom", from)?),
+        (None, None) => None,
+    };
+    Ok((soul, script))
+}
+
+/// The model's key from `--api-key-env` or the provider's variable, the search engine's from
+/// `<PROVIDER>_API_KEY`. Locally there is no operator default model, so the Agent needs one.
+fn keys(
+    agent: &AgentSpec,
+    api_key_env: Option<&str>,
+    facts: &EnvFacts,
+) -> Result<ApiKeys, PlanError> {
+    let Some(model) = &agent.model else {
+        return Err(PlanError(
+            "spec.model: the Agent names no model; locally there is no operator default, so set \
+             spec.model"
+                .into(),
+        ));
+    };
+    let key_var = api_key_env.or_else(|| default_key_env(model.provider));
+    let model_key = key_var.and_then(|var| facts.var(var)).map(str::to_owned);
+    if let (Some(var), None) = (api_key_env, &model_key) {
+        return Err(PlanError(format!(
+            "--api-key-env {var}: the variable is not set or empty"
+        )));
+    }
+    let search_key = agent
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.web_search.as_ref())
+        .and_then(|search| facts.var(search_key_env(search.provider)))
+        .map(str::to_owned);
+    Ok(ApiKeys {
+        model: model_key,
+        web_search: search_key,
+    })
+}
+
+/// The Run's `timeout`, else the Agent's `runDefaults.timeout`: the whole run is ahead.
+fn timeout(agent: &AgentSpec, run: Option<&RunSpec>) -> Result<Duration, PlanError> {
+    let (field, text) = match run.and_then(|r| r.timeout.as_deref()) {
+        Some(text) => ("spec.timeout", text),
+        None => (
+            "spec.runDefaults.timeout",
+            agent.run_defaults.timeout.as_str(),
+        ),
+    };
+    parse_duration(text).map_err(|error| PlanError(format!("{field}: {error}")))
 }
 
 /// The Run's `responses`, as answers to hand out before asking anyone.
