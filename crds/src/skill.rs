@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::condition::Condition;
 use crate::formats::is_relative_path;
 use crate::rules;
-use crate::validation::{Checker, FieldErrors};
+use crate::validation::{Checker, FieldErrors, validate_object, validate_spec};
 
 /// Most characters of `content` (256 KiB).
 pub const MAX_CONTENT: usize = 262_144;
@@ -94,24 +94,19 @@ pub fn is_valid_skill_name(name: &str) -> bool {
 impl Skill {
     /// Checks the rules the API server checks on create: the name and the spec's size limits.
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        let name = self.metadata.name.as_deref().unwrap_or_default();
-        checker.check(
-            is_valid_skill_name(name),
-            "metadata.name",
+        validate_object(
+            self.metadata.name.as_deref(),
+            is_valid_skill_name,
             rules::SKILL_NAME_MESSAGE,
-        );
-        self.spec.check(&mut checker);
-        checker.finish()
+            |c| self.spec.check(c),
+        )
     }
 }
 
 impl SkillSpec {
     /// Checks the spec's size limits and file paths.
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        self.check(&mut checker);
-        checker.finish()
+        validate_spec(|c| self.check(c))
     }
 
     fn check(&self, c: &mut Checker) {

@@ -37,6 +37,36 @@ impl fmt::Display for FieldErrors {
     }
 }
 
+/// Checks an object as the API server does on create: `metadata.name` by the resource's rule
+/// (`name_ok`, else `name_message`), then the spec's rules (`check_spec`).
+pub(crate) fn validate_object(
+    name: Option<&str>,
+    name_ok: fn(&str) -> bool,
+    name_message: &str,
+    check_spec: impl FnOnce(&mut Checker),
+) -> Result<(), FieldErrors> {
+    let mut checker = Checker::default();
+    checker.check(
+        name_ok(name.unwrap_or_default()),
+        "metadata.name",
+        name_message,
+    );
+    check_spec(&mut checker);
+    checker.finish()
+}
+
+/// Checks a spec's rules alone.
+pub(crate) fn validate_spec(check_spec: impl FnOnce(&mut Checker)) -> Result<(), FieldErrors> {
+    let mut checker = Checker::default();
+    check_spec(&mut checker);
+    checker.finish()
+}
+
+/// The Agent and Run name rule: at most 63 characters (names go into label values).
+pub(crate) fn fits_a_label(name: &str) -> bool {
+    name.chars().count() <= 63
+}
+
 /// Collects field errors while a `validate()` walks a spec.
 #[derive(Debug, Default)]
 pub(crate) struct Checker {

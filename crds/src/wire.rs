@@ -6,20 +6,30 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::AgentSpec;
 use crate::report::{Artifact, Clarification, StopReason, Todo, Usage};
+use crate::run::RunSpec;
 
 /// `GET /v1/runs/{ns}/{name}/config`: everything the runner needs, from the Run's snapshot.
+///
+/// The runner turns it into the same run plan `herd-runner run` makes from the manifests, so
+/// a Run in a pod and the same manifests on a laptop run the same configuration.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RunConfig {
     /// The Run's attempt this pod serves (1 for the first pod).
     pub attempt: u32,
-    /// The resolved Agent spec, as snapshotted at admission.
-    pub agent: serde_json::Value,
+    /// The Agent spec as snapshotted at admission: defaults applied, the operator's default
+    /// model filled in, `soulFrom` inlined into `soul`, `model.scriptFrom` dropped (its text is
+    /// in `script`); for a child, the parent's narrowed by the request.
+    pub agent: AgentSpec,
     /// The Agent's name.
     pub agent_name: String,
-    /// The Run spec.
-    pub run: serde_json::Value,
+    /// The text of `model.scriptFrom`, for the `scripted` provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The Run spec (task, plan mode, thinking, model override; `subagentType` on a child).
+    pub run: RunSpec,
     /// Nesting depth: 0 for a top-level Run, 1 for its children, and so on.
     pub depth: u32,
     /// Seconds left before the Run's deadline, queue time and earlier attempts deducted.

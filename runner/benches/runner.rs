@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use herd_runner::agent::NoObserver;
 use herd_runner::runtime::local::{LocalRequest, run_local};
-use herd_runner::runtime::settings::Overrides;
+use herd_runner::runtime::local_plan::Overrides;
 
 const REPEATS: usize = 7;
 
@@ -115,13 +115,13 @@ fn loop_only_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -
     use herd_runner::control::local::{LocalControlPlane, Questions};
     use herd_runner::model::scripted::ScriptedModel;
     use herd_runner::runtime::workdir::Workdir;
-    use herd_runner::sandbox::Sandbox;
+    use herd_runner::sandbox::SandboxHost;
     use herd_runner::sandbox::in_process::InProcessExecutor;
     use herd_runner::thread::ThreadState;
     use herd_runner::tools::sandbox_tools::sandbox_tools;
 
     let workdir = Workdir::prepare(&dir.join(format!("loop-{calls}"))).expect("work folder");
-    let sandbox = Sandbox::new(&workdir.roots).expect("sandbox");
+    let sandbox = SandboxHost::new(&workdir.roots).expect("sandbox");
     let script = format!("rules:\n{}", script_rules(calls, "  "));
     let model = ScriptedModel::from_yaml(&script).expect("script");
     let agent = Agent {

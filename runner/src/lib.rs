@@ -10,6 +10,7 @@ pub mod control;
 pub(crate) mod memory;
 pub(crate) mod middleware;
 pub mod model;
+pub mod plan;
 pub(crate) mod prompt;
 pub mod runtime;
 pub mod sandbox;
@@ -18,5 +19,7 @@ pub(crate) mod text;
 pub mod thread;
 pub mod tools;
 
+#[cfg(test)]
+mod import_cycles;
 #[cfg(test)]
 pub(crate) mod testing;

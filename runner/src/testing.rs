@@ -2,6 +2,7 @@
 //! executor that answers from a closure.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -11,13 +12,15 @@ use herd_crds::wire::{
     ResultReport,
 };
 
-use crate::agent::{Agent, Limits, Middleware, NoObserver, RunEnv, ToolRegistry};
-use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::agent::{
+    Agent, AgentEvent, Limits, Middleware, NoObserver, Observer, RunEnv, ToolRegistry,
+};
+use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{AssistantMessage, ThreadState, ToolCall};
-use crate::tools::{Budget, Tool};
+use crate::tools::{Tool, ToolContext, ToolOutput};
 
 /// Answers model calls from a queue and records every request.
 #[derive(Default)]
@@ -159,6 +162,120 @@ pub struct StaticExecutor(pub SandboxResponse);
 impl ToolExecutor for StaticExecutor {
     async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
         Ok(self.0.clone())
+    }
+}
+
+/// A tool that always answers the same and counts its calls.
+pub struct FixedTool {
+    pub name: String,
+    pub output: ToolOutput,
+    pub calls: AtomicUsize,
+}
+
+impl FixedTool {
+    pub fn new(name: &str, output: ToolOutput) -> Self {
+        FixedTool {
+            name: name.into(),
+            output,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn ok(name: &str, content: &str) -> Self {
+        Self::new(name, ToolOutput::ok(content))
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Tool for FixedTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn group(&self) -> Option<crate::tools::ToolGroup> {
+        None
+    }
+    fn schema(&self) -> crate::model::ToolSchema {
+        crate::model::ToolSchema {
+            name: self.name.clone(),
+            description: "test".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.output.clone()
+    }
+}
+
+/// Echoes its call: the `text` argument, or the whole arguments when there is none.
+pub struct EchoTool;
+
+#[async_trait]
+impl Tool for EchoTool {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn group(&self) -> Option<crate::tools::ToolGroup> {
+        None
+    }
+    fn schema(&self) -> crate::model::ToolSchema {
+        crate::model::ToolSchema {
+            name: "echo".into(),
+            description: "Prints text.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::ok(
+            match arguments.get("text").and_then(serde_json::Value::as_str) {
+                Some(text) => text.to_owned(),
+                None => arguments.to_string(),
+            },
+        )
+    }
+}
+
+/// An observer that keeps every event.
+#[derive(Default)]
+pub struct RecordingObserver(Mutex<Vec<AgentEvent>>);
+
+impl Observer for RecordingObserver {
+    fn on_event(&self, event: AgentEvent) {
+        if let Ok(mut events) = self.0.lock() {
+            events.push(event);
+        }
+    }
+}
+
+impl RecordingObserver {
+    /// The warnings' messages, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|events| {
+                events
+                    .iter()
+                    .filter_map(|event| match event {
+                        AgentEvent::Warning { message, .. } => Some(message.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// An executor that cannot reach its sandbox: every request fails with this reason.
+pub struct DownExecutor(pub &'static str);
+
+#[async_trait]
+impl ToolExecutor for DownExecutor {
+    async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        Err(ExecutorError(self.0.to_owned()))
     }
 }
 

@@ -6,29 +6,24 @@ use crate::formats;
 use crate::refs::{ConfigMapKeyRef, SecretKeyRef};
 use crate::rules;
 use crate::skill::is_valid_skill_name;
-use crate::validation::{Checker, FieldErrors};
+use crate::validation::{Checker, FieldErrors, fits_a_label, validate_object, validate_spec};
 
 impl Agent {
     /// Checks the rules the API server checks on create: the name's length and the spec's rules.
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        let name = self.metadata.name.as_deref().unwrap_or_default();
-        checker.check(
-            name.chars().count() <= 63,
-            "metadata.name",
+        validate_object(
+            self.metadata.name.as_deref(),
+            fits_a_label,
             rules::NAME_63_MESSAGE,
-        );
-        self.spec.check(&mut checker);
-        checker.finish()
+            |c| self.spec.check(c),
+        )
     }
 }
 
 impl AgentSpec {
     /// Checks the spec's CEL rules and the size limits they rely on.
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        self.check(&mut checker);
-        checker.finish()
+        validate_spec(|c| self.check(c))
     }
 
     fn check(&self, c: &mut Checker) {

@@ -4,20 +4,17 @@ use super::{MAX_ANSWER, MAX_INPUTS, MAX_RESPONSES, MAX_TASK, Run, RunSpec};
 use crate::duration::{MAX_INPUT_TIMEOUT, MAX_TIMEOUT};
 use crate::formats;
 use crate::rules;
-use crate::validation::{Checker, FieldErrors};
+use crate::validation::{Checker, FieldErrors, fits_a_label, validate_object, validate_spec};
 
 impl Run {
     /// Checks the rules the API server checks on create: the name's length and the spec's rules.
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        let name = self.metadata.name.as_deref().unwrap_or_default();
-        checker.check(
-            name.chars().count() <= 63,
-            "metadata.name",
+        validate_object(
+            self.metadata.name.as_deref(),
+            fits_a_label,
             rules::NAME_63_MESSAGE,
-        );
-        self.spec.check(&mut checker);
-        checker.finish()
+            |c| self.spec.check(c),
+        )
     }
 }
 
@@ -26,9 +23,7 @@ impl RunSpec {
     /// update-time rules, immutability and append-only answers, need the old object: the API
     /// server enforces them.)
     pub fn validate(&self) -> Result<(), FieldErrors> {
-        let mut checker = Checker::default();
-        self.check(&mut checker);
-        checker.finish()
+        validate_spec(|c| self.check(c))
     }
 
     fn check(&self, c: &mut Checker) {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use futures::StreamExt;
 use herd_crds::report::{Clarification, StopReason};
 
-use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
 use crate::text::truncate_chars;
-use crate::thread::{AssistantMessage, Message, ThreadState, ToolCall, ToolStatus};
-use crate::tools::{Budget, ToolContext, ToolOutput};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
+use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
 use super::middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
@@ -294,7 +294,7 @@ impl Agent {
                 state.viewed_images.insert(path.clone(), image);
                 let mut message = Message::hidden_user(
                     format!("view-image:{}", call.id),
-                    "view_image",
+                    MessageKind::ViewImage,
                     format!("Here is the image {path} you asked to view."),
                 );
                 if let Message::User(user) = &mut message {
@@ -403,7 +403,7 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::testing::{self, EchoTool, FixedTool, QueuedModel, RecordingControl, calls, text};
     use crate::thread::ToolStatus;
     use crate::tools::ask_clarification::AskClarification;
     use crate::tools::write_todos::WriteTodos;
@@ -736,9 +736,11 @@ mod tests {
             mut request: ModelRequest,
             next: ModelNext<'_>,
         ) -> Result<AssistantMessage, crate::model::ModelError> {
-            request
-                .messages
-                .push(Message::hidden_user("r", "reminder", "be brief"));
+            request.messages.push(Message::hidden_user(
+                "r",
+                MessageKind::LoopWarning,
+                "be brief",
+            ));
             next.run(state, request).await
         }
     }
@@ -756,29 +758,6 @@ mod tests {
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(model.requests()[0].messages.len(), 2);
         assert_eq!(state.messages.len(), 2, "user + assistant only");
-    }
-
-    /// Prints its `text` argument, like `echo`.
-    struct Echo;
-
-    #[async_trait]
-    impl crate::tools::Tool for Echo {
-        fn name(&self) -> &str {
-            "echo"
-        }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "echo".into(),
-                description: "Prints text.".into(),
-                parameters: json!({"type": "object"}),
-            }
-        }
-        async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-            ToolOutput::ok(arguments["text"].as_str().unwrap_or_default())
-        }
     }
 
     fn call_with_id(id: &str, name: &str, arguments: String) -> ToolCall {
@@ -814,7 +793,7 @@ mod tests {
         let model = QueuedModel::new(vec![twins, text("done")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -844,7 +823,7 @@ mod tests {
         let model = QueuedModel::new(vec![nameless, text("done")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -872,29 +851,6 @@ mod tests {
         assert_eq!(statuses, vec![ToolStatus::Error, ToolStatus::Success]);
     }
 
-    /// Refuses every call, like a tool refusing a write too large for it.
-    struct Refuse;
-
-    #[async_trait]
-    impl crate::tools::Tool for Refuse {
-        fn name(&self) -> &str {
-            "refuse"
-        }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "refuse".into(),
-                description: "Refuses.".into(),
-                parameters: json!({"type": "object"}),
-            }
-        }
-        async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-            ToolOutput::error("Error: too large for this tool.")
-        }
-    }
-
     #[tokio::test]
     async fn large_arguments_of_a_failed_call_are_not_sent_again() {
         let large = json!({"text": "y".repeat(tool_calls::KEEP_FAILED_ARGUMENT_BYTES)});
@@ -909,7 +865,13 @@ mod tests {
         ]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo), Arc::new(Refuse)],
+            vec![
+                Arc::new(EchoTool),
+                Arc::new(FixedTool::new(
+                    "refuse",
+                    ToolOutput::error("Error: too large for this tool."),
+                )),
+            ],
             vec![],
             Arc::new(RecordingControl::default()),
         );
@@ -940,7 +902,7 @@ mod tests {
         let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
         let (agent, env) = testing::agent(
             model.clone(),
-            vec![Arc::new(Echo)],
+            vec![Arc::new(EchoTool)],
             vec![],
             Arc::new(RecordingControl::default()),
         );

@@ -26,8 +26,8 @@ impl ToolRegistry {
         let tools: Vec<Arc<dyn Tool>> = candidates
             .into_iter()
             .filter(|tool| {
-                let group = tool.group();
-                group == ToolGroup::Builtin || groups.is_none_or(|enabled| enabled.contains(&group))
+                tool.group()
+                    .is_none_or(|group| groups.is_none_or(|enabled| enabled.contains(&group)))
             })
             .filter(|tool| !denied.contains(&tool.name()))
             .filter(|tool| seen.insert(tool.name().to_owned()))

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::runtime::local::SandboxMode;
+use crate::runtime::local_sandbox::SandboxMode;
 
 /// Herd's runner: DeerFlow's lead agent, on a laptop or in a Run's pod.
 #[derive(Parser, Debug)]

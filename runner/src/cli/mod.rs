@@ -29,8 +29,8 @@ use self::progress::Progress;
 use self::prompter::TerminalPrompter;
 use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
-use crate::runtime::settings::Overrides;
-use crate::sandbox::{Sandbox, SandboxRoots};
+use crate::runtime::local_plan::Overrides;
+use crate::sandbox::{SandboxHost, SandboxRoots};
 
 /// The run failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -74,7 +74,7 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 
 async fn sandbox(args: SandboxArgs) -> ExitCode {
     let roots = SandboxRoots::under(&args.root);
-    let sandbox = match Sandbox::new(&roots) {
+    let sandbox = match SandboxHost::new(&roots) {
         Ok(sandbox) => sandbox,
         Err(error) => {
             eprintln!(

@@ -15,19 +15,9 @@ use herd_crds::wire::{
 use tokio::sync::Semaphore;
 
 use super::checkpoint::Checkpoint;
-use super::{AskOutcome, ControlError, ControlPlane};
+use super::{AskOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
 use crate::memory::file::MemoryFile;
 use crate::thread::ThreadState;
-use crate::tools::Budget;
-
-/// The Agent's `subagents` settings, as they apply to one agent's children.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SubagentCaps {
-    /// Children running at once.
-    pub max_concurrent: u32,
-    /// Children per run, in total.
-    pub max_total: u32,
-}
 
 /// Runs one subagent in-process; implemented by the runtime, which knows how to build agents.
 #[async_trait]

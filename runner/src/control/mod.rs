@@ -11,7 +11,24 @@ use herd_crds::wire::{
 };
 
 use crate::thread::ThreadState;
-use crate::tools::Budget;
+
+/// The Agent's `subagents` caps, as they apply to one agent's children: the control plane
+/// enforces them (in-process locally, the run API in a cluster).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubagentCaps {
+    /// Children running at once.
+    pub max_concurrent: u32,
+    /// Children per run, in total.
+    pub max_total: u32,
+}
+
+/// What an agent has left when it calls a tool; a subagent it starts never gets more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub model_calls_left: u32,
+    /// When the run must end, if it has a deadline.
+    pub deadline: Option<tokio::time::Instant>,
+}
 
 /// The control plane could not be reached or refused the request.
 #[derive(Debug, thiserror::Error)]

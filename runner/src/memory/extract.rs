@@ -259,8 +259,8 @@ mod tests {
     use herd_crds::wire::{ContextField, FactCategory};
 
     use super::*;
-    use crate::thread::AssistantMessage;
     use crate::thread::ToolCall;
+    use crate::thread::{AssistantMessage, MessageKind};
 
     fn fact(id: &str, updated_at: &str) -> Fact {
         Fact {
@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn the_transcript_keeps_user_turns_and_final_answers_only() {
         let messages = vec![
-            Message::hidden_user("m", "memory", "<memory>old</memory>"),
+            Message::hidden_user("m", MessageKind::Memory, "<memory>old</memory>"),
             Message::user("u1", "Write <b>it</b> in Rust"),
             Message::Assistant(AssistantMessage {
                 content: "Let me look.".into(),

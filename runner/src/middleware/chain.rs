@@ -6,9 +6,7 @@
 
 use std::sync::Arc;
 
-use herd_crds::agent::{MemorySpec, SummarizationSpec};
-
-use super::clarification::Clarification;
+use super::clarification::ClarificationMiddleware;
 use super::dangling_tool_call::DanglingToolCall;
 use super::durable_context::DurableContext;
 use super::dynamic_context::{DynamicContext, MemorySource};
@@ -19,7 +17,7 @@ use super::memory::Memory;
 use super::model_length_finish_reason::ModelLengthFinishReason;
 use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
-use super::sandbox::Sandbox;
+use super::sandbox::SandboxMiddleware;
 use super::sandbox_audit::SandboxAudit;
 use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
@@ -32,97 +30,93 @@ use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
 use super::title::Title;
-use super::todo::Todo;
+use super::todo::TodoMiddleware;
 use super::token_budget::TokenBudget;
-use super::token_usage::TokenUsage;
 use super::tool_error_handling::ToolErrorHandling;
 use super::tool_output_budget::ToolOutputBudget;
 use super::tool_result_sanitization::ToolResultSanitization;
 use super::uploads::Uploads;
-use super::view_image::ViewImage;
-use crate::agent::{Middleware, Observer};
+use super::usage_and_progress::UsageAndProgress;
+use super::view_image::ViewImageMiddleware;
+use crate::agent::{Middleware, RunResources};
 use crate::control::ControlPlane;
-use crate::control::local::SubagentCaps;
 use crate::memory::inject::{TokenCounter, max_injected_tokens};
-use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
+use crate::model::{AgentRole, CallContext, Purpose};
+use crate::plan::RunPlan;
 use crate::prompt::budget::ContextBudget;
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::count_tokens;
-use crate::runtime::blueprint::{ChainFactory, ChainRole};
-use crate::sandbox::executor::ToolExecutor;
-use crate::skills::Skill;
 
 /// A subagent's token budget when the Agent sets none (DeerFlow's subagent default): the
 /// guard against runaway subagents (DeerFlow #3875 burned 4.4M tokens on a trivial task).
 pub const DEFAULT_SUBAGENT_TOKEN_BUDGET: u64 = 2_000_000;
 
-/// What the chain depends on, resolved once per run.
-pub struct ChainSettings {
-    pub plan_mode: bool,
-    /// The lead's subagent caps, when subagents are on.
-    pub subagents: Option<SubagentCaps>,
-    pub vision: bool,
-    pub context_window: Option<u32>,
-    pub max_retries: Option<u32>,
-    pub token_budget: Option<u64>,
-    pub summarization: SummarizationSpec,
-    pub memory: MemorySpec,
-    pub skills: Vec<Skill>,
-    /// Whether the lead may ask the user (false in contexts nobody can answer).
-    pub clarification: bool,
-    pub attempt: u32,
-    /// For title, summary and memory calls.
-    pub model: Arc<dyn ChatModel>,
-    pub executor: Arc<dyn ToolExecutor>,
-    pub observer: Arc<dyn Observer>,
+/// What differs between the lead agent and a subagent when the chain is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainRole {
+    pub role: AgentRole,
+    /// `lead`, or the subagent type.
+    pub name: &'static str,
+    /// Whether this agent has the `task` tool.
+    pub delegates: bool,
+    /// Tokens its system prompt and tool schemas take (`tokenizer::count_tokens`); 0 without
+    /// a context window, where nothing is budgeted.
+    pub prompt_tokens: usize,
 }
 
 /// Herd's chain, in DeerFlow's order. One per run: the circuit breaker is shared by the lead
 /// and its in-process subagents, which call the same model.
 pub struct StandardChain {
-    settings: ChainSettings,
+    plan: Arc<RunPlan>,
+    resources: RunResources,
     breaker: Arc<CircuitBreaker>,
     clock: Clock,
 }
 
 impl StandardChain {
-    pub fn new(settings: ChainSettings) -> Self {
+    /// The chain of the run `plan` describes, over the run's `resources`.
+    pub fn new(plan: Arc<RunPlan>, resources: RunResources) -> Self {
         StandardChain {
-            settings,
+            plan,
+            resources,
             breaker: Arc::new(CircuitBreaker::default()),
             clock: system_clock(),
         }
     }
-}
 
-impl StandardChain {
+    /// The middlewares of one agent of the run, in order.
+    pub fn build(
+        &self,
+        role: ChainRole,
+        control: &Arc<dyn ControlPlane>,
+    ) -> Vec<Arc<dyn Middleware>> {
+        build_chain(self, role, control)
+    }
+
+    /// The tokens the chain's injected memory needs at least in a small context window,
+    /// which this agent's system prompt leaves room for.
+    pub fn min_injected_tokens(&self, role: ChainRole) -> usize {
+        let memory = &self.plan.memory;
+        match self.plan.context_window() {
+            Some(window) if role.role == AgentRole::Lead && memory.enabled => {
+                let injection = memory.injection_tokens as usize;
+                max_injected_tokens(ContextBudget::new(window).memory_floor(injection))
+            }
+            _ => 0,
+        }
+    }
+
     /// The memory injection budget: `injectionTokens`, clamped to what the agent's system
     /// prompt and tool schemas (`prompt_tokens`) left of a small window's prompt half, counted
     /// with the runner's tokenizer when there is a window to fit.
     fn memory_budget(&self, prompt_tokens: usize) -> (usize, TokenCounter) {
-        let injection = self.settings.memory.injection_tokens as usize;
-        match self.settings.context_window {
+        let injection = self.plan.memory.injection_tokens as usize;
+        match self.plan.context_window() {
             Some(window) => (
                 ContextBudget::new(window).memory(injection, prompt_tokens),
                 count_tokens,
             ),
             None => (injection, estimate_tokens),
-        }
-    }
-}
-
-impl ChainFactory for StandardChain {
-    fn build(&self, role: ChainRole, control: &Arc<dyn ControlPlane>) -> Vec<Arc<dyn Middleware>> {
-        build_chain(self, role, control)
-    }
-
-    fn min_injected_tokens(&self, role: ChainRole) -> usize {
-        match self.settings.context_window {
-            Some(window) if role.role == AgentRole::Lead && self.settings.memory.enabled => {
-                let injection = self.settings.memory.injection_tokens as usize;
-                max_injected_tokens(ContextBudget::new(window).memory_floor(injection))
-            }
-            _ => 0,
         }
     }
 }
@@ -142,16 +136,17 @@ fn build_chain(
     role: ChainRole,
     control: &Arc<dyn ControlPlane>,
 ) -> Vec<Arc<dyn Middleware>> {
-    let settings = &chain.settings;
+    let plan = &chain.plan;
+    let resources = &chain.resources;
     let lead = role.role == AgentRole::Lead;
     let agent = if lead { "lead" } else { role.name };
-    let executor = settings.executor.clone();
+    let executor = resources.executor.clone();
     let active_skills = Arc::new(ActiveSkills::new());
     let context = CallContext {
         role: role.role,
         subagent_type: (!lead).then(|| role.name.to_owned()),
         purpose: Purpose::Main,
-        attempt: settings.attempt,
+        attempt: plan.attempt,
     };
     let mut list: Vec<Arc<dyn Middleware>> = Vec::new();
 
@@ -167,10 +162,10 @@ fn build_chain(
     push_if!(
         list,
         true,
-        ThreadData::new(executor.clone(), settings.attempt, chain.clock.clone())
+        ThreadData::new(executor.clone(), plan.attempt, chain.clock.clone())
     );
     push_if!(list, lead, Uploads::new(executor.clone()));
-    push_if!(list, true, Sandbox::new(executor.clone()));
+    push_if!(list, true, SandboxMiddleware::new(executor.clone()));
     // Repairs the request (answers dangling calls) before the retrying layer, so retries
     // resend a request strict providers accept.
     push_if!(list, true, DanglingToolCall::new());
@@ -180,9 +175,9 @@ fn build_chain(
         list,
         true,
         LlmErrorHandling::new(
-            RetrySettings::from_max_retries(settings.max_retries),
+            RetrySettings::from_max_retries(plan.model.max_retries),
             agent,
-            settings.observer.clone(),
+            resources.observer.clone(),
         )
         .with_breaker(chain.breaker.clone())
     );
@@ -193,7 +188,7 @@ fn build_chain(
     push_if!(list, true, ToolErrorHandling::new());
     // Date (and, for the lead, memory) go in after uploads, so they sit before them.
     if lead {
-        let memory = settings.memory.enabled.then(|| {
+        let memory = plan.memory.enabled.then(|| {
             let (injection_tokens, count_tokens) = chain.memory_budget(role.prompt_tokens);
             MemorySource {
                 control: control.clone(),
@@ -210,7 +205,7 @@ fn build_chain(
         list,
         true,
         SkillActivation::new(
-            settings.skills.clone(),
+            resources.skills.clone(),
             executor.clone(),
             active_skills.clone()
         )
@@ -218,49 +213,49 @@ fn build_chain(
     push_if!(
         list,
         true,
-        SkillToolPolicy::new(settings.skills.clone(), active_skills)
+        SkillToolPolicy::new(resources.skills.clone(), active_skills)
     );
     // Records delegations and skill reads before Summarization can compact them away, and
     // re-injects the summary per request.
     push_if!(list, true, DurableContext::new());
     push_if!(
         list,
-        settings.summarization.enabled,
+        plan.summarization.enabled,
         Summarization::new(
-            settings.model.clone(),
-            SummarizationConfig::from_spec(&settings.summarization, settings.context_window),
+            resources.model.clone(),
+            SummarizationConfig::from_spec(&plan.summarization, plan.context_window()),
             context.clone(),
         )
     );
     // After Summarization, so its scrolled-out check sees the compacted thread.
-    push_if!(list, lead && settings.plan_mode, Todo::new());
+    push_if!(list, lead && plan.plan_mode, TodoMiddleware::new());
     // Reports usage (with the title and todos) after the title is set: after_model runs
-    // bottom-up, so Title (below) acts before TokenUsage.
+    // bottom-up, so Title (below) acts before UsageAndProgress.
     if lead {
         push_if!(
             list,
             true,
-            TokenUsage::new(agent, control.clone(), settings.attempt)
+            UsageAndProgress::new(agent, control.clone(), plan.attempt)
         );
     } else {
-        push_if!(list, true, TokenUsage::log_only(agent));
+        push_if!(list, true, UsageAndProgress::log_only(agent));
     }
     push_if!(
         list,
         lead,
-        Title::new(Some(settings.model.clone()), settings.attempt)
+        Title::new(Some(resources.model.clone()), plan.attempt)
     );
     push_if!(
         list,
-        lead && settings.memory.enabled,
+        lead && plan.memory.enabled,
         Memory::new(
-            settings.model.clone(),
+            resources.model.clone(),
             control.clone(),
             chain.clock.clone(),
-            settings.attempt
+            plan.attempt
         )
     );
-    push_if!(list, settings.vision, ViewImage::new());
+    push_if!(list, plan.model.supports_vision, ViewImageMiddleware::new());
     // Inside every middleware that adds system text (DurableContext, Todo), so the provider
     // sees exactly one leading system message.
     push_if!(list, true, SystemMessageCoalescing::new());
@@ -269,14 +264,14 @@ fn build_chain(
     // clean, and the loop guard counts only the `task` calls that will run (50 calls cut to
     // `maxConcurrent` are not a loop).
     push_if!(list, true, LoopDetection::new(LoopSettings::default()));
-    if let (true, Some(caps)) = (role.delegates, settings.subagents) {
+    if let (true, Some(settings)) = (role.delegates, plan.subagents) {
         push_if!(
             list,
             true,
-            SubagentLimit::new(caps.max_concurrent, caps.max_total)
+            SubagentLimit::new(settings.caps.max_concurrent, settings.caps.max_total)
         );
     }
-    let budget = match (lead, settings.token_budget) {
+    let budget = match (lead, plan.token_budget) {
         (_, Some(budget)) => Some(budget),
         (false, None) => Some(DEFAULT_SUBAGENT_TOKEN_BUDGET),
         (true, None) => None,
@@ -288,53 +283,51 @@ fn build_chain(
     push_if!(list, true, ModelLengthFinishReason::new());
     push_if!(list, true, SafetyFinishReason::new());
     // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
-    push_if!(list, lead, Clarification::new(!settings.clarification));
+    push_if!(list, lead, ClarificationMiddleware::new(plan.clarification));
     list
 }
 
 #[cfg(test)]
 mod tests {
-    use herd_crds::agent::{MemorySpec, SummarizationSpec};
-
     use super::*;
     use crate::agent::NoObserver;
+    use crate::control::SubagentCaps;
+    use crate::plan::{SubagentSettings, test_plan};
     use crate::sandbox::protocol::SandboxResponse;
     use crate::testing::{QueuedModel, RecordingControl, StaticExecutor, calls};
     use crate::thread::{Message, ThreadState};
 
-    fn settings(
-        plan_mode: bool,
-        subagents: bool,
-        memory: bool,
-        budget: Option<u64>,
-    ) -> ChainSettings {
-        ChainSettings {
-            plan_mode,
-            subagents: subagents.then_some(SubagentCaps {
+    fn plan(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> RunPlan {
+        let mut plan = test_plan();
+        plan.plan_mode = plan_mode;
+        plan.subagents = subagents.then_some(SubagentSettings {
+            caps: SubagentCaps {
                 max_concurrent: 3,
                 max_total: 6,
-            }),
-            vision: false,
-            context_window: None,
-            max_retries: None,
-            token_budget: budget,
-            summarization: SummarizationSpec::default(),
-            memory: MemorySpec {
-                enabled: memory,
-                ..MemorySpec::default()
             },
-            skills: Vec::new(),
-            clarification: true,
-            attempt: 1,
-            model: QueuedModel::new(vec![]),
-            executor: Arc::new(StaticExecutor(SandboxResponse::Done { path: None })),
-            observer: Arc::new(NoObserver),
-        }
+            max_depth: 1,
+            timeout: std::time::Duration::from_secs(60),
+        });
+        plan.memory.enabled = memory;
+        plan.token_budget = budget;
+        plan
     }
 
-    fn names(settings: ChainSettings, role: ChainRole) -> Vec<&'static str> {
+    fn chain(plan: RunPlan) -> StandardChain {
+        StandardChain::new(
+            Arc::new(plan),
+            RunResources {
+                model: QueuedModel::new(vec![]),
+                executor: Arc::new(StaticExecutor(SandboxResponse::Done { path: None })),
+                skills: Vec::new(),
+                observer: Arc::new(NoObserver),
+            },
+        )
+    }
+
+    fn names(plan: RunPlan, role: ChainRole) -> Vec<&'static str> {
         let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
-        StandardChain::new(settings)
+        chain(plan)
             .build(role, &control)
             .iter()
             .map(|m| m.name())
@@ -351,7 +344,7 @@ mod tests {
     #[test]
     fn the_full_lead_chain_keeps_deerflows_order() {
         assert_eq!(
-            names(settings(true, true, true, Some(1000)), LEAD),
+            names(plan(true, true, true, Some(1000)), LEAD),
             vec![
                 "InputSanitization",
                 "ToolOutputBudget",
@@ -370,7 +363,7 @@ mod tests {
                 "DurableContext",
                 "Summarization",
                 "Todo",
-                "TokenUsage",
+                "UsageAndProgress",
                 "Title",
                 "Memory",
                 "SystemMessageCoalescing",
@@ -388,7 +381,7 @@ mod tests {
     #[tokio::test]
     async fn fifty_task_calls_are_trimmed_before_the_loop_guard_counts_them() {
         let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
-        let chain = StandardChain::new(settings(false, true, false, None)).build(LEAD, &control);
+        let chain = chain(plan(false, true, false, None)).build(LEAD, &control);
         let mut state = ThreadState::new("Research sixty topics.");
         let requested: Vec<(&str, serde_json::Value)> = (0..60)
             .map(|i| {
@@ -419,7 +412,7 @@ mod tests {
 
     #[test]
     fn a_plain_lead_drops_the_optional_middlewares() {
-        let mut plain = settings(false, false, false, None);
+        let mut plain = plan(false, false, false, None);
         plain.summarization.enabled = false;
         let chain = names(
             plain,
@@ -444,7 +437,7 @@ mod tests {
     #[test]
     fn subagents_get_the_smaller_chain_with_their_own_guards() {
         let chain = names(
-            settings(true, true, true, None),
+            plan(true, true, true, None),
             ChainRole {
                 role: AgentRole::Subagent,
                 name: "general-purpose",
@@ -474,8 +467,8 @@ mod tests {
 
     #[test]
     fn vision_models_get_view_image_before_coalescing() {
-        let mut vision = settings(false, false, false, None);
-        vision.vision = true;
+        let mut vision = plan(false, false, false, None);
+        vision.model.supports_vision = true;
         let chain = names(vision, LEAD);
         let image = chain.iter().position(|n| *n == "ViewImage").unwrap();
         let coalescing = chain

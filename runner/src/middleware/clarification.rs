@@ -3,7 +3,7 @@
 //! (a cluster Run, until `spec.responses` carries the answer). The tool body never runs here;
 //! validation and rendering are `AskClarification`'s.
 //!
-//! In a non-interactive context (`disabled`), the model is told to go on with its best
+//! Where nobody can answer (`can_ask` false), the model is told to go on with its best
 //! judgment instead, and the run continues.
 
 use async_trait::async_trait;
@@ -18,21 +18,22 @@ pub const TOOL: &str = "ask_clarification";
 pub const DISABLED_MESSAGE: &str = "Clarification is disabled in this context — proceed with \
 your best judgment and state your assumptions.";
 
-/// Turns `ask_clarification` into an interrupt, or declines it when disabled.
-#[derive(Debug, Default)]
-pub struct Clarification {
-    disabled: bool,
+/// Turns `ask_clarification` into an interrupt, or declines it where nobody can answer.
+#[derive(Debug)]
+pub struct ClarificationMiddleware {
+    can_ask: bool,
 }
 
-impl Clarification {
-    /// `disabled`: nobody can answer (a non-interactive run), so questions are declined.
-    pub fn new(disabled: bool) -> Self {
-        Clarification { disabled }
+impl ClarificationMiddleware {
+    /// `can_ask`: someone can answer the question (the run plan's `clarification`); without,
+    /// questions are declined.
+    pub fn new(can_ask: bool) -> Self {
+        ClarificationMiddleware { can_ask }
     }
 }
 
 #[async_trait]
-impl Middleware for Clarification {
+impl Middleware for ClarificationMiddleware {
     fn name(&self) -> &'static str {
         "Clarification"
     }
@@ -41,7 +42,7 @@ impl Middleware for Clarification {
         if request.call.name != TOOL {
             return next.run(request).await;
         }
-        if self.disabled {
+        if !self.can_ask {
             return ToolOutput::ok(DISABLED_MESSAGE);
         }
         let arguments = match request.call.parse_arguments() {
@@ -89,7 +90,7 @@ mod tests {
     async fn a_question_becomes_an_interrupt_without_running_the_tool() {
         let tool = Arc::new(FixedTool::ok(TOOL, "tool body ran"));
         let output = run_tool(
-            Arc::new(Clarification::new(false)),
+            Arc::new(ClarificationMiddleware::new(true)),
             tool.clone(),
             TOOL,
             question(),
@@ -106,7 +107,7 @@ mod tests {
     #[tokio::test]
     async fn invalid_questions_are_errors_for_the_model() {
         let tool = Arc::new(FixedTool::ok(TOOL, "x"));
-        let middleware = Arc::new(Clarification::new(false));
+        let middleware = Arc::new(ClarificationMiddleware::new(true));
         let empty = run_tool(
             middleware.clone(),
             tool.clone(),
@@ -128,7 +129,7 @@ mod tests {
     async fn other_tools_run_normally() {
         let tool = Arc::new(FixedTool::ok("bash", "ran"));
         let output = run_tool(
-            Arc::new(Clarification::new(false)),
+            Arc::new(ClarificationMiddleware::new(true)),
             tool.clone(),
             "bash",
             json!({}),
@@ -144,7 +145,7 @@ mod tests {
         let (agent, env) = testing::agent(
             QueuedModel::new(vec![calls(&[(TOOL, question())]), text("unreachable")]),
             vec![],
-            vec![Arc::new(Clarification::new(false))],
+            vec![Arc::new(ClarificationMiddleware::new(true))],
             control.clone(),
         );
         let outcome = agent
@@ -163,7 +164,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![],
-            vec![Arc::new(Clarification::new(true))],
+            vec![Arc::new(ClarificationMiddleware::new(false))],
             control.clone(),
         );
         let outcome = agent

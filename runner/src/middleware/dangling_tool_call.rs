@@ -15,7 +15,9 @@ use async_trait::async_trait;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::text::truncate_chars;
-use crate::thread::{AssistantMessage, Message, MessageMeta, ThreadState, ToolMessage, ToolStatus};
+use crate::thread::{
+    AssistantMessage, Message, MessageKind, MessageMeta, ThreadState, ToolMessage, ToolStatus,
+};
 
 /// The result given to a call that never got one.
 pub const INTERRUPTED: &str = "[Tool call was interrupted and did not return a result.]";
@@ -26,8 +28,6 @@ pub const MAX_ERROR_DETAIL_CHARS: usize = 500;
 pub const UNKNOWN_TOOL: &str = "unknown";
 /// Prefix of relabelled call ids: `herd_synthetic_<message index>_<position>`.
 pub const SYNTHETIC_ID_PREFIX: &str = "herd_synthetic";
-/// `meta.kind` of synthetic results.
-pub const SYNTHETIC_KIND: &str = "dangling_tool_call";
 
 /// Repairs the tool-call structure of every model request.
 #[derive(Debug, Default)]
@@ -286,7 +286,7 @@ fn synthetic(id: &str, name: &str, parse_error: Option<&str>) -> ToolMessage {
         status: ToolStatus::Error,
         meta: MessageMeta {
             hidden: true,
-            kind: Some(SYNTHETIC_KIND.to_owned()),
+            kind: Some(MessageKind::DanglingToolCall),
             extra: Default::default(),
         },
     }
@@ -396,7 +396,7 @@ mod tests {
             Message::user("u", "go"),
             assistant("a1", &[("c1", "view_image", "{}"), ("c2", "ls", "{}")]),
             result("c1", "r1"),
-            Message::hidden_user("v", "view_image", "image"),
+            Message::hidden_user("v", MessageKind::ViewImage, "image"),
             result("gone", "orphan"),
         ];
         assert_eq!(
@@ -548,7 +548,7 @@ mod tests {
             });
         prop_oneof![
             Just(Message::user("u", "hi")),
-            Just(Message::system("s", "date", "today")),
+            Just(Message::system("s", MessageKind::DynamicContext, "today")),
             prop::collection::vec(call, 0..4).prop_map(|tool_calls| {
                 Message::Assistant(AssistantMessage {
                     id: "a".into(),

@@ -21,10 +21,8 @@ use crate::model::{ModelError, ModelRequest};
 use crate::skills::parse_skill_md;
 use crate::text::{escape_tags, head_tail, truncate_chars};
 use crate::thread::state::{Delegation, DelegationStatus, SkillContext};
-use crate::thread::{AssistantMessage, Message, ThreadState, ToolMessage, ToolStatus};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolMessage, ToolStatus};
 
-/// `meta.kind` of both injected messages.
-pub const KIND: &str = "durable_context";
 /// Longest summary injected (DeerFlow's cap): two thirds from the start, the rest from the end.
 pub const SUMMARY_MAX_CHARS: usize = 6000;
 /// Longest result excerpt per delegation in the injected ledger.
@@ -78,8 +76,8 @@ impl Middleware for DurableContext {
                 .take_while(|message| matches!(message, Message::System(_)))
                 .count();
             let injected = [
-                Message::system("durable-context", KIND, CONTRACT),
-                Message::hidden_user("durable-context-data", KIND, data),
+                Message::system("durable-context", MessageKind::DurableContext, CONTRACT),
+                Message::hidden_user("durable-context-data", MessageKind::DurableContext, data),
             ];
             request.messages.splice(position..position, injected);
         }
@@ -449,7 +447,7 @@ mod tests {
         let mut state = ThreadState::new("go");
         state.messages.insert(
             0,
-            Message::system("date", "dynamic_context", "<system-reminder/>"),
+            Message::system("date", MessageKind::DynamicContext, "<system-reminder/>"),
         );
         state.summary = Some("Earlier we agreed on PDF.".into());
         agent.run(&mut state, &env).await.unwrap();
@@ -471,7 +469,7 @@ mod tests {
             state
                 .messages
                 .iter()
-                .all(|m| m.meta().kind.as_deref() != Some(KIND)),
+                .all(|m| m.meta().kind != Some(MessageKind::DurableContext)),
             "nothing injected is persisted"
         );
     }

@@ -15,16 +15,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::support::clock::{Clock, date_line};
-use super::uploads;
 use crate::agent::{Flow, Middleware};
 use crate::control::ControlPlane;
 use crate::memory::inject::{TokenCounter, format_memory_counted};
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the date reminder.
-pub const DATE_KIND: &str = "dynamic_context";
-/// `meta.kind` of the memory message.
-pub const MEMORY_KIND: &str = "memory";
 /// `meta.extra` flag on both: summarization keeps these messages.
 pub const REMINDER_FLAG: &str = "dynamic_context_reminder";
 /// `meta.extra` key holding the date a reminder announced (`YYYY-MM-DD`).
@@ -105,7 +100,7 @@ impl Middleware for DynamicContext {
                 if let Some(memory) = self.memory_text().await {
                     injected.push(flagged(Message::hidden_user(
                         format!("{anchor}__memory"),
-                        MEMORY_KIND,
+                        MessageKind::Memory,
                         format!("<memory>\n{memory}\n</memory>"),
                     )));
                 }
@@ -125,7 +120,7 @@ fn turn_start(state: &ThreadState) -> Option<usize> {
         .rposition(|message| matches!(message, Message::User(user) if !user.meta.hidden))?;
     while position > 0 {
         match &state.messages[position - 1] {
-            Message::User(user) if user.meta.kind.as_deref() == Some(uploads::KIND) => {
+            Message::User(user) if user.meta.kind == Some(MessageKind::Uploads) => {
                 position -= 1;
             }
             _ => break,
@@ -163,7 +158,7 @@ fn date_reminder(id: String, now: &jiff::Zoned) -> Message {
         "<system-reminder>\n<current_date>{}</current_date>\n</system-reminder>",
         date_line(now)
     );
-    let mut message = flagged(Message::system(id, DATE_KIND, content));
+    let mut message = flagged(Message::system(id, MessageKind::DynamicContext, content));
     if let Message::System(system) = &mut message {
         system
             .meta
@@ -230,17 +225,21 @@ mod tests {
         let mut state = ThreadState::new("hello");
         state.messages.insert(
             0,
-            Message::hidden_user("up", "uploads", "<current_uploads/>"),
+            Message::hidden_user("up", MessageKind::Uploads, "<current_uploads/>"),
         );
         lead(DAY_ONE, control_with_memory())
             .before_agent(&mut state)
             .await;
-        let kinds: Vec<_> = state
-            .messages
-            .iter()
-            .map(|m| m.meta().kind.clone().unwrap_or_default())
-            .collect();
-        assert_eq!(kinds, vec![DATE_KIND, MEMORY_KIND, "uploads", ""]);
+        let kinds: Vec<_> = state.messages.iter().map(|m| m.meta().kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Some(MessageKind::DynamicContext),
+                Some(MessageKind::Memory),
+                Some(MessageKind::Uploads),
+                None
+            ]
+        );
         assert!(matches!(state.messages[0], Message::System(_)));
         assert_eq!(
             state.messages[0].text(),
@@ -292,7 +291,7 @@ mod tests {
         let memories = state
             .messages
             .iter()
-            .filter(|m| m.meta().kind.as_deref() == Some(MEMORY_KIND))
+            .filter(|m| m.meta().kind == Some(MessageKind::Memory))
             .count();
         assert_eq!(memories, 1, "memory stays in the frozen prefix only");
     }
@@ -313,6 +312,9 @@ mod tests {
         let mut state = ThreadState::new("task");
         middleware.before_agent(&mut state).await;
         assert_eq!(state.messages.len(), 2);
-        assert_eq!(state.messages[0].meta().kind.as_deref(), Some(DATE_KIND));
+        assert_eq!(
+            state.messages[0].meta().kind,
+            Some(MessageKind::DynamicContext)
+        );
     }
 }

@@ -172,6 +172,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::thread::MessageKind;
 
     #[test]
     fn the_tag_pattern_compiles() {
@@ -229,7 +230,7 @@ mod tests {
             Message::user("u2", "second <memory>x</memory>"),
             Message::hidden_user(
                 "r",
-                "dynamic_context",
+                MessageKind::DynamicContext,
                 "<system-reminder>date</system-reminder>",
             ),
         ];

@@ -72,7 +72,8 @@ impl RetrySettings {
     }
 }
 
-/// The middleware.
+/// Retries one agent's failed model calls within its settings, reporting retries to the
+/// observer and sharing the run's circuit breaker.
 pub struct LlmErrorHandling {
     settings: RetrySettings,
     agent: String,
@@ -235,30 +236,7 @@ mod tests {
 
     use super::*;
     use crate::model::ChatModel;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
-
-    #[derive(Default)]
-    struct Events(Mutex<Vec<AgentEvent>>);
-
-    impl Observer for Events {
-        fn on_event(&self, event: AgentEvent) {
-            self.0.lock().unwrap().push(event);
-        }
-    }
-
-    impl Events {
-        fn warnings(&self) -> Vec<String> {
-            self.0
-                .lock()
-                .unwrap()
-                .iter()
-                .filter_map(|event| match event {
-                    AgentEvent::Warning { message, .. } => Some(message.clone()),
-                    _ => None,
-                })
-                .collect()
-        }
-    }
+    use crate::testing::{self, QueuedModel, RecordingControl, RecordingObserver, text};
 
     fn error(kind: ModelErrorKind, status: u16, message: &str) -> ModelError {
         ModelError {
@@ -276,8 +254,8 @@ mod tests {
         })
     }
 
-    fn middleware(settings: RetrySettings) -> (LlmErrorHandling, Arc<Events>) {
-        let events = Arc::new(Events::default());
+    fn middleware(settings: RetrySettings) -> (LlmErrorHandling, Arc<RecordingObserver>) {
+        let events = Arc::new(RecordingObserver::default());
         (
             LlmErrorHandling::new(settings, "lead", events.clone()),
             events,

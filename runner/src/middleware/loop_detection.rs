@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, ThreadState, ToolCall};
+use crate::thread::{AssistantMessage, MessageKind, ThreadState, ToolCall};
 
 use super::support::last_turn::{
     last_assistant, last_assistant_mut, settle_stop_reason, strip_tool_calls,
@@ -129,7 +129,7 @@ enum Verdict {
     Stop(String),
 }
 
-/// The middleware.
+/// Warns an agent that repeats its tool calls, then stops it.
 pub struct LoopDetection {
     settings: LoopSettings,
     tracker: Mutex<Tracker>,
@@ -142,7 +142,7 @@ impl LoopDetection {
         LoopDetection {
             settings,
             tracker: Mutex::new(Tracker::default()),
-            pending: PendingReminders::new("loop_warning", MAX_PENDING_WARNINGS),
+            pending: PendingReminders::new(MessageKind::LoopWarning, MAX_PENDING_WARNINGS),
         }
     }
 

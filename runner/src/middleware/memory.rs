@@ -22,10 +22,8 @@ use crate::memory::extract::{
 };
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
 use crate::text::{escape_tags, head_tail};
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the memory call's single message.
-const PROMPT_KIND: &str = "memory_update";
 /// Longest summary of compacted messages put into the memory call.
 const SUMMARY_CHARS: usize = 4000;
 
@@ -85,7 +83,7 @@ impl Memory {
         let answer = side_call(
             self.model.as_ref(),
             MEMORY_SYSTEM_PROMPT,
-            PROMPT_KIND,
+            MessageKind::MemoryUpdate,
             prompt,
             context,
         )

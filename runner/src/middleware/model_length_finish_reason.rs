@@ -15,12 +15,13 @@ use crate::thread::{FinishReason, ThreadState};
 
 use super::support::last_turn::{last_assistant, settle_stop_reason};
 
-/// The middleware; it has no settings.
+/// Ends the run as `ModelLengthLimit` when the final answer was cut at the model's output
+/// limit; it has no settings.
 #[derive(Default)]
 pub struct ModelLengthFinishReason;
 
 impl ModelLengthFinishReason {
-    /// The middleware.
+    /// The guard (the same as `default()`).
     pub fn new() -> Self {
         ModelLengthFinishReason
     }

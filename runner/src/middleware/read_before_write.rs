@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
+use crate::sandbox::client::{FileInfo, SandboxClient};
 use crate::sandbox::paths::WORKSPACE;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{Message, ThreadState, ToolStatus};
 use crate::tools::ToolOutput;
 
@@ -114,16 +114,9 @@ enum Current {
 }
 
 async fn current(request: &ToolRequest<'_>, path: &str) -> Current {
-    let answer = request
-        .ctx
-        .executor
-        .execute(SandboxRequest::FileInfo {
-            path: path.to_owned(),
-        })
-        .await;
-    match answer {
-        Ok(SandboxResponse::FileInfo { exists: false, .. }) => Current::Missing,
-        Ok(SandboxResponse::FileInfo {
+    match request.ctx.executor.file_info(path).await {
+        Ok(FileInfo { exists: false, .. }) => Current::Missing,
+        Ok(FileInfo {
             exists: true,
             size,
             sha256: Some(sha256),
@@ -206,6 +199,7 @@ mod tests {
         FnExecutor, SandboxTool, call, local_sandbox, run_call,
     };
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::AssistantMessage;
     use crate::tools::Tool;

@@ -34,12 +34,13 @@ pub const EXPLANATION: &str = "The model provider's safety system stopped this r
 /// Appended when calls were removed from an answer that had text.
 const STRIPPED_NOTE: &str = "[SAFETY STOP] The model provider's safety system stopped this response; its tool calls were not run.";
 
-/// The middleware; it has no settings.
+/// Ends the run as `SafetyStop` when the provider's safety system cut the answer; it has no
+/// settings.
 #[derive(Default)]
 pub struct SafetyFinishReason;
 
 impl SafetyFinishReason {
-    /// The middleware.
+    /// The guard (the same as `default()`).
     pub fn new() -> Self {
         SafetyFinishReason
     }

@@ -14,44 +14,39 @@ use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
 use crate::agent::{Flow, Middleware};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::thread::{AssistantMessage, FinishReason, Message, ThreadState};
+use crate::thread::{AssistantMessage, FinishReason, Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the message explaining why the run stopped.
-pub const KIND: &str = "sandbox_unavailable";
-/// The stop reason of a run whose sandbox does not answer. `StopReason` has no sandbox
-/// variant; a run that cannot use its tools has failed, like one whose model is down.
-pub const STOP_REASON: StopReason = StopReason::ModelError;
+/// The stop reason of a run whose sandbox does not answer (the Run fails `PodFailed`).
+pub const STOP_REASON: StopReason = StopReason::SandboxUnavailable;
 
 /// Ends the run before the first model call when the sandbox does not answer.
-pub struct Sandbox {
+pub struct SandboxMiddleware {
     executor: Arc<dyn ToolExecutor>,
 }
 
-impl Sandbox {
+impl SandboxMiddleware {
     /// Checks `executor` before each run.
     pub fn new(executor: Arc<dyn ToolExecutor>) -> Self {
-        Sandbox { executor }
+        SandboxMiddleware { executor }
     }
 }
 
 #[async_trait]
-impl Middleware for Sandbox {
+impl Middleware for SandboxMiddleware {
     fn name(&self) -> &'static str {
         "Sandbox"
     }
 
     async fn before_agent(&self, state: &mut ThreadState) -> Flow {
-        let problem = match self.executor.execute(SandboxRequest::Prepare).await {
-            Ok(SandboxResponse::Done { .. }) => return Flow::Continue,
-            Ok(SandboxResponse::Error { message }) => message,
-            Ok(other) => format!("unexpected answer {other:?}"),
+        let problem = match self.executor.prepare().await {
+            Ok(()) => return Flow::Continue,
             Err(error) => error.to_string(),
         };
         tracing::warn!(%problem, "the sandbox is unreachable; stopping the run");
         let text = format!(
-            "The run stopped before starting: the sandbox that runs its tools is unreachable \
+            "The run stopped before starting: the sandbox that runs its tools is unavailable \
              ({problem}). Nothing was done; retry once the sandbox is up."
         );
         let mut message = AssistantMessage {
@@ -60,7 +55,7 @@ impl Middleware for Sandbox {
             finish_reason: Some(FinishReason::Stop),
             ..AssistantMessage::default()
         };
-        message.meta.kind = Some(KIND.to_owned());
+        message.meta.kind = Some(MessageKind::SandboxUnavailable);
         state.messages.push(Message::Assistant(message));
         Flow::End(STOP_REASON)
     }
@@ -69,21 +64,12 @@ impl Middleware for Sandbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::executor::ExecutorError;
-    use crate::testing::{self, QueuedModel, RecordingControl, StaticExecutor, text};
-
-    struct Down;
-
-    #[async_trait]
-    impl ToolExecutor for Down {
-        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            Err(ExecutorError("connection refused".into()))
-        }
-    }
+    use crate::sandbox::protocol::SandboxResponse;
+    use crate::testing::{self, DownExecutor, QueuedModel, RecordingControl, StaticExecutor, text};
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
-        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Done {
+        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Done {
             path: None,
         })));
         let mut state = ThreadState::new("hi");
@@ -97,7 +83,9 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![],
-            vec![Arc::new(Sandbox::new(Arc::new(Down)))],
+            vec![Arc::new(SandboxMiddleware::new(Arc::new(DownExecutor(
+                "connection refused",
+            ))))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("hi");
@@ -113,7 +101,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusing_sandbox_ends_the_run_too() {
-        let middleware = Sandbox::new(Arc::new(StaticExecutor(SandboxResponse::Error {
+        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Error {
             message: "read-only file system".into(),
         })));
         let mut state = ThreadState::new("hi");
@@ -122,5 +110,44 @@ mod tests {
             Flow::End(STOP_REASON)
         );
         assert!(state.messages[1].text().contains("read-only file system"));
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_sandbox_speaks_another_version_stops_as_sandbox_unavailable()
+    -> anyhow::Result<()> {
+        use crate::sandbox::protocol::{PROTOCOL_VERSION, RUNNER_VERSION};
+        use crate::sandbox::socket::fake::{ConnectEachTime, fake_sandbox, hello};
+
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("custom-image.sock");
+        let server = tokio::spawn(fake_sandbox(
+            tokio::net::UnixListener::bind(&socket)?,
+            hello(PROTOCOL_VERSION + 1, "9.9.9"),
+        ));
+        let model = QueuedModel::new(vec![text("never")]);
+        let (agent, env) = testing::agent(
+            model.clone(),
+            vec![],
+            vec![Arc::new(SandboxMiddleware::new(Arc::new(ConnectEachTime(
+                socket,
+            ))))],
+            Arc::new(RecordingControl::default()),
+        );
+        let mut state = crate::thread::ThreadState::new("hi");
+        let outcome = agent.run(&mut state, &env).await?;
+        assert_eq!(
+            outcome.stop_reason,
+            herd_crds::report::StopReason::SandboxUnavailable
+        );
+        for version in [
+            "protocol 2 (herd-runner 9.9.9)".to_owned(),
+            format!("protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION})"),
+        ] {
+            assert!(outcome.answer.contains(&version), "{}", outcome.answer);
+        }
+        assert!(model.requests().is_empty(), "no model call is spent");
+        server.abort();
+        let _ = server.await;
+        Ok(())
     }
 }

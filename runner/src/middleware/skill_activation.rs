@@ -17,16 +17,14 @@ use super::input_sanitization::last_genuine_user_index;
 use super::support::active_skills::ActiveSkills;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::skills::{Skill, SkillCategory};
 use crate::text::escape_attribute;
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
 
 /// A SKILL.md larger than this is not loaded (the sandbox's own limit for skill files).
 pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
-/// `meta.kind` of the injected block.
-pub const KIND: &str = "slash_skill_activation";
 /// The request text used when the user typed only the command.
 pub const NO_TASK_TEXT: &str = "No additional task text was provided after the slash skill \
 command. Ask the user what they want to do with this skill if the next step is unclear.";
@@ -94,24 +92,15 @@ impl SkillActivation {
     }
 
     async fn read_skill(&self, skill: &Skill) -> Result<String, String> {
-        let answer = self
+        let file = self
             .executor
-            .execute(SandboxRequest::ReadFile {
-                path: skill.path.clone(),
-                max_bytes: MAX_SKILL_FILE_BYTES,
-            })
-            .await;
-        match answer {
-            Ok(SandboxResponse::File { data_base64, .. }) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(data_base64)
-                    .map_err(|e| e.to_string())?;
-                String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
-            }
-            Ok(SandboxResponse::Error { message }) => Err(message),
-            Ok(other) => Err(format!("unexpected sandbox answer {other:?}")),
-            Err(error) => Err(error.to_string()),
-        }
+            .read_file(&skill.path, MAX_SKILL_FILE_BYTES)
+            .await
+            .map_err(|error| error.to_string())?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(file.data_base64)
+            .map_err(|e| e.to_string())?;
+        String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
     }
 }
 
@@ -189,7 +178,7 @@ impl Middleware for SkillActivation {
                     position,
                     Message::hidden_user(
                         format!("{}__slash_activation", activation.target_id),
-                        KIND,
+                        MessageKind::SlashSkillActivation,
                         activation.block,
                     ),
                 );
@@ -206,6 +195,7 @@ mod tests {
     use super::*;
     use crate::middleware::support::test_support::FnExecutor;
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::SandboxResponse;
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 
@@ -254,7 +244,7 @@ mod tests {
         let requests = model.requests();
         for request in &requests {
             let first = &request.messages[0];
-            assert_eq!(first.meta().kind.as_deref(), Some(KIND));
+            assert_eq!(first.meta().kind, Some(MessageKind::SlashSkillActivation));
             assert!(first.meta().hidden);
             assert_eq!(request.messages[1].id(), "user-0");
         }
@@ -288,7 +278,7 @@ mod tests {
             state
                 .messages
                 .iter()
-                .all(|m| m.meta().kind.as_deref() != Some(KIND))
+                .all(|m| m.meta().kind != Some(MessageKind::SlashSkillActivation))
         );
     }
 
@@ -372,7 +362,10 @@ mod tests {
             .await
             .unwrap();
         let last = model.requests().pop().unwrap();
-        assert_eq!(last.messages[0].meta().kind.as_deref(), Some(KIND));
+        assert_eq!(
+            last.messages[0].meta().kind,
+            Some(MessageKind::SlashSkillActivation)
+        );
         assert!(last.messages[0].text().contains(NO_TASK_TEXT));
         assert!(last.messages[0].text().contains("editable=\"true\""));
         assert_eq!(last.messages.last().unwrap().text(), "PDF");

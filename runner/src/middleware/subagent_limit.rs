@@ -37,7 +37,7 @@ fn concurrency_note(cut: usize, max_concurrent: u32) -> String {
     )
 }
 
-/// The middleware.
+/// Cuts an answer's `task` calls to what `maxConcurrent` and the rest of `maxTotal` allow.
 pub struct SubagentLimit {
     max_concurrent: u32,
     max_total: u32,

@@ -29,7 +29,7 @@ use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
 use crate::text::{escape_tags, head_tail, truncate_chars};
-use crate::thread::{Message, ThreadState, ToolStatus};
+use crate::thread::{Message, MessageKind, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).
 pub const DEFAULT_KEEP_MESSAGES: usize = 10;
@@ -232,7 +232,7 @@ impl Summarization {
         let answer = side_call(
             self.model.as_ref(),
             SUMMARY_SYSTEM_PROMPT,
-            "summary_request",
+            MessageKind::SummaryRequest,
             summary_prompt(existing, old),
             self.context.clone(),
         )
@@ -525,7 +525,6 @@ fn strip_think(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use async_trait::async_trait;
     use proptest::prelude::*;
 
     use super::*;
@@ -617,7 +616,7 @@ mod tests {
         let mut state = ThreadState::new("build the report");
         state.messages.insert(
             0,
-            crate::thread::Message::system("d", "dynamic_context", "<system-reminder/>"),
+            crate::thread::Message::system("d", MessageKind::DynamicContext, "<system-reminder/>"),
         );
         if let Message::System(system) = &mut state.messages[0] {
             system
@@ -815,38 +814,11 @@ mod tests {
         }
     }
 
-    /// Echoes its arguments: a cheap tool for long scripted runs.
-    struct Echo;
-
-    #[async_trait]
-    impl crate::tools::Tool for Echo {
-        fn name(&self) -> &str {
-            "echo"
-        }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::Builtin
-        }
-        fn schema(&self) -> crate::model::ToolSchema {
-            crate::model::ToolSchema {
-                name: "echo".into(),
-                description: "echo".into(),
-                parameters: serde_json::json!({"type": "object"}),
-            }
-        }
-        async fn call(
-            &self,
-            arguments: serde_json::Value,
-            _ctx: &crate::tools::ToolContext,
-        ) -> crate::tools::ToolOutput {
-            crate::tools::ToolOutput::ok(arguments.to_string())
-        }
-    }
-
     #[tokio::test]
     async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
         use crate::middleware::durable_context::DurableContext;
-        use crate::middleware::todo::{REMINDER_KIND, Todo};
-        use crate::testing::{self, RecordingControl, calls};
+        use crate::middleware::todo::TodoMiddleware;
+        use crate::testing::{self, EchoTool, RecordingControl, calls};
         use serde_json::json;
 
         let echo = |n: u32| calls(&[("echo", json!({ "n": n }))]);
@@ -868,13 +840,13 @@ mod tests {
         let chain: Vec<Arc<dyn crate::agent::Middleware>> = vec![
             Arc::new(DurableContext::new()),
             Arc::new(middleware(model.clone(), config(9, 3))),
-            Arc::new(Todo::new()),
+            Arc::new(TodoMiddleware::new()),
         ];
         let (agent, env) = testing::agent(
             model.clone(),
             vec![
                 Arc::new(crate::tools::write_todos::WriteTodos),
-                Arc::new(Echo),
+                Arc::new(EchoTool),
             ],
             chain,
             Arc::new(RecordingControl::default()),
@@ -899,7 +871,7 @@ mod tests {
             "the user's message stays"
         );
         let reminder = after.last().unwrap();
-        assert_eq!(reminder.meta().kind.as_deref(), Some(REMINDER_KIND));
+        assert_eq!(reminder.meta().kind, Some(MessageKind::TodoReminder));
         assert!(reminder.text().contains("- [in_progress] collect"));
         assert_eq!(
             state.summary.as_deref(),
@@ -930,7 +902,11 @@ mod tests {
                     0 => messages.push(Message::user(format!("u{n}"), "q")),
                     1 => messages.push(assistant(&format!("a{n}"), &[])),
                     6 => messages.push(result(&format!("orphan{n}"))),
-                    7 => messages.push(Message::system(format!("s{n}"), "dynamic_context", "r")),
+                    7 => messages.push(Message::system(
+                        format!("s{n}"),
+                        MessageKind::DynamicContext,
+                        "r",
+                    )),
                     calls => {
                         let ids: Vec<String> =
                             (0..calls - 1).map(|i| format!("c{}_{i}", n % 3)).collect();
@@ -945,7 +921,7 @@ mod tests {
                             if flag && i == 0 {
                                 messages.push(Message::hidden_user(
                                     format!("img{n}"),
-                                    "view_image",
+                                    MessageKind::ViewImage,
                                     "image",
                                 ));
                             }

@@ -74,16 +74,25 @@ mod tests {
 
     use super::*;
     use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::thread::MessageKind;
 
     #[test]
     fn system_messages_join_the_prompt_in_order() {
         let mut request = ModelRequest {
             system: "You are Herd.".into(),
             messages: vec![
-                Message::system("s1", "date", "<system-reminder>Monday</system-reminder>"),
+                Message::system(
+                    "s1",
+                    MessageKind::DynamicContext,
+                    "<system-reminder>Monday</system-reminder>",
+                ),
                 Message::user("u1", "hi"),
-                Message::system("s2", "date", "  "),
-                Message::system("s3", "date", "<system-reminder>Tuesday</system-reminder>"),
+                Message::system("s2", MessageKind::DynamicContext, "  "),
+                Message::system(
+                    "s3",
+                    MessageKind::DynamicContext,
+                    "<system-reminder>Tuesday</system-reminder>",
+                ),
                 Message::user("u2", "again"),
             ],
             ..ModelRequest::default()
@@ -101,7 +110,10 @@ mod tests {
     #[test]
     fn an_empty_prompt_takes_the_first_message_as_is() {
         let mut request = ModelRequest {
-            messages: vec![Message::system("s", "k", "only"), Message::user("u", "x")],
+            messages: vec![
+                Message::system("s", MessageKind::DynamicContext, "only"),
+                Message::user("u", "x"),
+            ],
             ..ModelRequest::default()
         };
         coalesce(&mut request);
@@ -118,9 +130,10 @@ mod tests {
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("hi");
-        state
-            .messages
-            .insert(0, Message::system("s", "date", "Today is Monday."));
+        state.messages.insert(
+            0,
+            Message::system("s", MessageKind::DynamicContext, "Today is Monday."),
+        );
         agent.run(&mut state, &env).await.unwrap();
         let request = &model.requests()[0];
         assert_eq!(request.system, "You are a test agent.\n\nToday is Monday.");

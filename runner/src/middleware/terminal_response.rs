@@ -11,7 +11,7 @@
 //! ModelLengthFinishReason and SafetyFinishReason. `after_model` runs in reverse chain order,
 //! so the safety guard runs first (it backfills blocked answers, which are then not empty) and
 //! the length guard's case is skipped here; the empty message is removed before LoopDetection,
-//! SubagentLimit, Title and TokenUsage look at the thread, and those see a thread that ends in
+//! SubagentLimit, Title and UsageAndProgress look at the thread, and those see a thread that ends in
 //! tool results. Its `wrap_model_call` must be inside LLMErrorHandling so a retried request
 //! keeps the reminder.
 
@@ -21,7 +21,7 @@ use async_trait::async_trait;
 
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, FinishReason, ThreadState};
+use crate::thread::{AssistantMessage, FinishReason, MessageKind, ThreadState};
 
 use super::support::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
 use super::support::reminders::PendingReminders;
@@ -31,7 +31,7 @@ pub const REMINDER: &str = "<system_reminder>\nYour previous response after the 
 /// What an answer that stayed empty becomes.
 pub const FALLBACK: &str = "The model completed the tool run but returned no final response, including after one automatic retry. Please try again or use a different model.";
 
-/// The middleware.
+/// Asks the model once more when its answer after tool results is empty.
 pub struct TerminalResponse {
     /// A retry was spent on the current empty streak.
     retried: Mutex<bool>,
@@ -49,7 +49,7 @@ impl TerminalResponse {
     pub fn new() -> Self {
         TerminalResponse {
             retried: Mutex::new(false),
-            pending: PendingReminders::new("terminal_response_reminder", 1),
+            pending: PendingReminders::new(MessageKind::TerminalResponseReminder, 1),
         }
     }
 

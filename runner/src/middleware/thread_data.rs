@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use super::support::clock::Clock;
 use crate::agent::{Flow, Middleware};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{Message, ThreadState};
 
 /// `meta.extra` key: the Run attempt that first saw the message.
@@ -46,10 +46,8 @@ impl Middleware for ThreadData {
     async fn before_agent(&self, state: &mut ThreadState) -> Flow {
         // An unreachable sandbox is reported by the Sandbox middleware, which owns that
         // decision; here a failure only means the folders could not be made yet.
-        match self.executor.execute(SandboxRequest::Prepare).await {
-            Ok(SandboxResponse::Done { .. }) => {}
-            Ok(other) => tracing::warn!(?other, "sandbox did not prepare the thread's folders"),
-            Err(error) => tracing::warn!(%error, "could not prepare the thread's folders"),
+        if let Err(error) = self.executor.prepare().await {
+            tracing::warn!(%error, "could not prepare the thread's folders");
         }
         tag_last_user_message(state, self.attempt, &(self.clock)());
         Flow::Continue
@@ -85,6 +83,9 @@ mod tests {
     use super::*;
     use crate::middleware::support::clock::fixed;
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::testing::DownExecutor;
+    use crate::thread::MessageKind;
 
     #[derive(Default)]
     struct Recording(Mutex<Vec<SandboxRequest>>);
@@ -106,7 +107,7 @@ mod tests {
         state.messages.push(Message::user("user-1", "second"));
         state
             .messages
-            .push(Message::hidden_user("h", "uploads", "hidden"));
+            .push(Message::hidden_user("h", MessageKind::Uploads, "hidden"));
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
         assert_eq!(*executor.0.lock().unwrap(), vec![SandboxRequest::Prepare]);
         let tagged = &state.messages[1].meta().extra;
@@ -120,19 +121,13 @@ mod tests {
         assert_eq!(state.messages[1].meta().extra[RUN_ATTEMPT_KEY], 2);
     }
 
-    struct Down;
-
-    #[async_trait]
-    impl ToolExecutor for Down {
-        async fn execute(&self, _: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            Err(ExecutorError("socket closed".into()))
-        }
-    }
-
     #[tokio::test]
     async fn an_unreachable_sandbox_is_left_to_the_sandbox_middleware() {
-        let middleware =
-            ThreadData::new(Arc::new(Down), 1, fixed("2026-03-01T09:00:00+00:00[UTC]"));
+        let middleware = ThreadData::new(
+            Arc::new(DownExecutor("socket closed")),
+            1,
+            fixed("2026-03-01T09:00:00+00:00[UTC]"),
+        );
         let mut state = ThreadState::new("hi");
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
         assert_eq!(state.messages[0].meta().extra[RUN_ATTEMPT_KEY], 1);

@@ -14,7 +14,7 @@ use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::text::{take_chars, truncate_chars};
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Most words asked of the title model (DeerFlow's `max_words`).
 pub const MAX_WORDS: usize = 6;
@@ -57,7 +57,7 @@ impl Title {
             attempt: self.attempt,
             ..CallContext::default()
         };
-        match side_call(model, "", "title_request", prompt, context).await {
+        match side_call(model, "", MessageKind::TitleRequest, prompt, context).await {
             Ok(answer) => {
                 let title = clean_title(&answer.content);
                 (!title.is_empty()).then_some((title, answer.usage))
@@ -158,9 +158,10 @@ mod tests {
 
     fn first_exchange(user: &str) -> ThreadState {
         let mut state = ThreadState::new(user);
-        state
-            .messages
-            .insert(0, Message::hidden_user("m", "memory", "<memory/>"));
+        state.messages.insert(
+            0,
+            Message::hidden_user("m", MessageKind::Memory, "<memory/>"),
+        );
         state
             .messages
             .push(Message::Assistant(calls(&[("ls", serde_json::json!({}))])));

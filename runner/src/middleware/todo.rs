@@ -21,15 +21,11 @@ use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::model::{ModelError, ModelRequest};
 use crate::prompt::render_todo_system;
 use crate::text::escape_tags;
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
 use crate::tools::ToolOutput;
 
 /// Completion nudges per run (DeerFlow's `_MAX_COMPLETION_REMINDERS`).
 pub const MAX_COMPLETION_REMINDERS: u32 = 2;
-/// `meta.kind` of the persisted reminder of a list that scrolled out of view.
-pub const REMINDER_KIND: &str = "todo_reminder";
-/// `meta.kind` of the per-request completion nudge.
-pub const NUDGE_KIND: &str = "todo_completion_reminder";
 /// The tag that marks the plan-mode instructions in a system prompt.
 const SYSTEM_TAG: &str = "<todo_list_system>";
 /// The answer to a second `write_todos` in one model answer (LangChain's wording).
@@ -38,29 +34,29 @@ multiple times in parallel. Please call it only once per model invocation to upd
 list.";
 
 /// Plan-mode bookkeeping around `write_todos`.
-pub struct Todo {
+pub struct TodoMiddleware {
     nudges: Mutex<u32>,
     pending: PendingReminders,
 }
 
-impl Default for Todo {
+impl Default for TodoMiddleware {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Todo {
+impl TodoMiddleware {
     /// The middleware; it needs no services.
     pub fn new() -> Self {
-        Todo {
+        TodoMiddleware {
             nudges: Mutex::new(0),
-            pending: PendingReminders::new(NUDGE_KIND, 1),
+            pending: PendingReminders::new(MessageKind::TodoCompletionReminder, 1),
         }
     }
 }
 
 #[async_trait]
-impl Middleware for Todo {
+impl Middleware for TodoMiddleware {
     fn name(&self) -> &'static str {
         "Todo"
     }
@@ -80,7 +76,7 @@ impl Middleware for Todo {
                 .tool_calls
                 .iter()
                 .any(|call| call.name == "write_todos"),
-            other => other.meta().kind.as_deref() == Some(REMINDER_KIND),
+            other => other.meta().kind == Some(MessageKind::TodoReminder),
         });
         if !visible {
             let id = format!("todo-reminder-{}", state.usage.model_calls);
@@ -92,7 +88,7 @@ impl Middleware for Todo {
             );
             state
                 .messages
-                .push(Message::hidden_user(id, REMINDER_KIND, text));
+                .push(Message::hidden_user(id, MessageKind::TodoReminder, text));
         }
         Flow::Continue
     }
@@ -221,7 +217,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("plan it");
@@ -230,7 +226,7 @@ mod tests {
         let requests = model.requests();
         assert_eq!(requests.len(), 4, "two nudges, then the answer stands");
         let nudge = requests[2].messages.last().unwrap();
-        assert_eq!(nudge.meta().kind.as_deref(), Some(NUDGE_KIND));
+        assert_eq!(nudge.meta().kind, Some(MessageKind::TodoCompletionReminder));
         assert!(
             nudge.text().contains("- [in_progress] b &lt;x&gt;"),
             "{}",
@@ -241,7 +237,7 @@ mod tests {
             state
                 .messages
                 .iter()
-                .all(|m| m.meta().kind.as_deref() != Some(NUDGE_KIND)),
+                .all(|m| m.meta().kind != Some(MessageKind::TodoCompletionReminder)),
             "nudges are per request"
         );
         assert!(requests.iter().all(|r| r.system.contains(SYSTEM_TAG)));
@@ -254,7 +250,7 @@ mod tests {
         let (mut agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         agent.system_prompt = format!("Base.\n\n{}", render_todo_system());
@@ -276,7 +272,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model,
             vec![Arc::new(WriteTodos)],
-            vec![Arc::new(Todo::new())],
+            vec![Arc::new(TodoMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("t");
@@ -296,7 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_list_that_scrolled_away_is_recalled_once() {
-        let middleware = Todo::new();
+        let middleware = TodoMiddleware::new();
         let mut state = ThreadState::new("t");
         state.todos = todos(&[("x", TodoStatus::Pending)]);
         middleware.before_model(&mut state).await;
@@ -304,7 +300,7 @@ mod tests {
         let reminders: Vec<&Message> = state
             .messages
             .iter()
-            .filter(|m| m.meta().kind.as_deref() == Some(REMINDER_KIND))
+            .filter(|m| m.meta().kind == Some(MessageKind::TodoReminder))
             .collect();
         assert_eq!(reminders.len(), 1);
         assert!(reminders[0].meta().hidden);

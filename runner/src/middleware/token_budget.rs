@@ -10,7 +10,7 @@
 //! Chain position (DeerFlow #30): right after LoopDetection, before TerminalResponse and the
 //! finish-reason guards. `after_model` runs in reverse chain order, so this acts after
 //! SafetyFinishReason and before LoopDetection and SubagentLimit: a budget stop strips the
-//! calls first and those then see an answer without calls. TokenUsage sits earlier in the
+//! calls first and those then see an answer without calls. UsageAndProgress sits earlier in the
 //! chain, so its `after_model` runs after this one; usage it estimates in `wrap_model_call`
 //! (for providers that report none) is already in `state.usage` when this runs. Its
 //! `wrap_model_call` must be inside LLMErrorHandling so a retried request keeps the warning.
@@ -22,7 +22,7 @@ use herd_crds::report::StopReason;
 
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, ThreadState};
+use crate::thread::{AssistantMessage, MessageKind, ThreadState};
 
 use super::support::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
 use super::support::reminders::PendingReminders;
@@ -51,7 +51,7 @@ fn reached(used: u64, budget: u64, percent: u64) -> bool {
     u128::from(used) * 100 >= u128::from(budget) * u128::from(percent)
 }
 
-/// The middleware.
+/// Warns at 80 % of the run's token budget and stops the run at 100 %.
 pub struct TokenBudget {
     max_tokens: u64,
     warned: Mutex<bool>,
@@ -64,7 +64,7 @@ impl TokenBudget {
         TokenBudget {
             max_tokens: max_tokens.max(1),
             warned: Mutex::new(false),
-            pending: PendingReminders::new("budget_warning", 1),
+            pending: PendingReminders::new(MessageKind::BudgetWarning, 1),
         }
     }
 

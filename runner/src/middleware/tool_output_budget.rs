@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::client::SandboxClient;
 use crate::text::{last_chars, omission_marker, take_chars};
 use crate::tools::ToolOutput;
 
@@ -107,22 +107,16 @@ impl Middleware for ToolOutputBudget {
             return output;
         }
         let path = format!("{RESULTS_DIR}/{}", file_name(&tool, &call_id));
-        let saved = executor
-            .execute(SandboxRequest::WriteFramework {
-                path: path.clone(),
-                content: output.content.clone(),
-            })
-            .await;
+        let saved = executor.write_output(&path, output.content.clone()).await;
         match saved {
-            Ok(SandboxResponse::Done { path: written }) => {
-                let written = written.unwrap_or(path);
+            Ok(written) => {
                 output.content = synopsis(&output.content, chars, &written);
                 output
                     .meta
                     .insert("externalized_to".into(), serde_json::json!(written));
             }
-            failure => {
-                tracing::warn!(tool = %tool, chars, answer = ?failure, "could not save a long tool result");
+            Err(failure) => {
+                tracing::warn!(tool = %tool, chars, %failure, "could not save a long tool result");
                 if chars > FALLBACK_MAX_CHARS {
                     output.content = truncated(&output.content, chars);
                     output
@@ -146,6 +140,7 @@ mod tests {
         FixedTool, FnExecutor, call, local_sandbox, run_call,
     };
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::SandboxResponse;
     use crate::thread::ThreadState;
 
     fn big(lines: usize) -> String {

@@ -10,14 +10,12 @@ use async_trait::async_trait;
 use base64::Engine;
 
 use crate::agent::{Flow, Middleware};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::text::{escape_tags, truncate_chars};
 use crate::thread::state::UploadedFile;
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the hidden uploads message.
-pub const KIND: &str = "uploads";
 /// Most files listed (DeerFlow's limit); the rest are found with `ls`.
 pub const MAX_LISTED: usize = 10;
 /// Largest file read for a preview; bigger files get none.
@@ -43,14 +41,10 @@ impl Uploads {
     }
 
     async fn list(&self) -> Vec<UploadedFile> {
-        match self.executor.execute(SandboxRequest::ListUploads).await {
-            Ok(SandboxResponse::Uploads { mut files }) => {
+        match self.executor.list_uploads().await {
+            Ok(mut files) => {
                 files.sort_by(|a, b| a.filename.cmp(&b.filename));
                 files
-            }
-            Ok(other) => {
-                tracing::warn!(?other, "unexpected answer listing uploads");
-                Vec::new()
             }
             Err(error) => {
                 tracing::warn!(%error, "could not list uploads");
@@ -64,14 +58,12 @@ impl Uploads {
         if file.size == 0 || file.size > PREVIEW_MAX_BYTES {
             return None;
         }
-        let request = SandboxRequest::ReadFile {
-            path: file.path.clone(),
-            max_bytes: PREVIEW_MAX_BYTES,
-        };
-        let Ok(SandboxResponse::File { data_base64, .. }) = self.executor.execute(request).await
-        else {
-            return None;
-        };
+        let data_base64 = self
+            .executor
+            .read_file(&file.path, PREVIEW_MAX_BYTES)
+            .await
+            .ok()?
+            .data_base64;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(data_base64)
             .ok()?;
@@ -93,7 +85,7 @@ impl Middleware for Uploads {
         let already_listed = state
             .messages
             .iter()
-            .any(|message| message.meta().kind.as_deref() == Some(KIND));
+            .any(|message| message.meta().kind == Some(MessageKind::Uploads));
         if already_listed || !state.uploaded_files.is_empty() {
             return Flow::Continue;
         }
@@ -110,9 +102,10 @@ impl Middleware for Uploads {
         }
         let block = render_block(&entries, files.len());
         let id = format!("{}__uploads", state.messages[position].id());
-        state
-            .messages
-            .insert(position, Message::hidden_user(id, KIND, block));
+        state.messages.insert(
+            position,
+            Message::hidden_user(id, MessageKind::Uploads, block),
+        );
         state.uploaded_files = files;
         Flow::Continue
     }
@@ -198,6 +191,7 @@ mod tests {
 
     use super::*;
     use crate::sandbox::executor::ExecutorError;
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
     /// A sandbox holding `files` (name → content) in `uploads/`.
     #[derive(Default)]
@@ -263,7 +257,7 @@ mod tests {
 
         assert_eq!(state.messages.len(), 2);
         let block = state.messages[0].text();
-        assert_eq!(state.messages[0].meta().kind.as_deref(), Some(KIND));
+        assert_eq!(state.messages[0].meta().kind, Some(MessageKind::Uploads));
         assert!(state.messages[0].meta().hidden);
         assert_eq!(state.messages[1].text(), "summarize these");
         assert!(block.starts_with("<current_uploads>\n"));

@@ -10,27 +10,25 @@
 use async_trait::async_trait;
 
 use crate::agent::{Flow, Middleware};
-use crate::thread::{Message, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 
-/// `meta.kind` of the loop's image message.
-pub const KIND: &str = "view_image";
 /// Appended to an image message once its bytes are dropped.
 pub const SHOWN_NOTE: &str = "(The image was shown to you once and is no longer attached; \
 call view_image again to look at it again.)";
 
 /// Sends viewed images once.
 #[derive(Default)]
-pub struct ViewImage;
+pub struct ViewImageMiddleware;
 
-impl ViewImage {
+impl ViewImageMiddleware {
     /// The middleware; it needs no services.
     pub fn new() -> Self {
-        ViewImage
+        ViewImageMiddleware
     }
 }
 
 #[async_trait]
-impl Middleware for ViewImage {
+impl Middleware for ViewImageMiddleware {
     fn name(&self) -> &'static str {
         "ViewImage"
     }
@@ -49,7 +47,7 @@ impl Middleware for ViewImage {
     async fn after_model(&self, state: &mut ThreadState) -> Flow {
         for message in &mut state.messages {
             if let Message::User(user) = message
-                && user.meta.kind.as_deref() == Some(KIND)
+                && user.meta.kind == Some(MessageKind::ViewImage)
                 && !user.images.is_empty()
             {
                 user.images.clear();
@@ -62,7 +60,7 @@ impl Middleware for ViewImage {
 }
 
 fn is_image_message(message: &Message) -> bool {
-    matches!(message, Message::User(user) if user.meta.kind.as_deref() == Some(KIND))
+    matches!(message, Message::User(user) if user.meta.kind == Some(MessageKind::ViewImage))
 }
 
 /// The messages with every image message inside a run of tool results moved to its end.
@@ -98,7 +96,11 @@ mod tests {
     use crate::tools::write_todos::WriteTodos;
 
     fn image_message(id: &str) -> Message {
-        let mut message = Message::hidden_user(id, KIND, format!("Here is the image {id}."));
+        let mut message = Message::hidden_user(
+            id,
+            MessageKind::ViewImage,
+            format!("Here is the image {id}."),
+        );
         if let Message::User(user) = &mut message {
             user.images.push(ImagePart {
                 mime_type: "image/png".into(),
@@ -130,14 +132,14 @@ mod tests {
             result("c2"),
             image_message("img2"),
         ]);
-        ViewImage::new().before_model(&mut state).await;
+        ViewImageMiddleware::new().before_model(&mut state).await;
         let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();
         assert_eq!(
             ids,
             vec!["user-0", "", "tool:c1", "tool:c2", "img1", "img2"]
         );
         let unchanged = state.clone();
-        ViewImage::new().before_model(&mut state).await;
+        ViewImageMiddleware::new().before_model(&mut state).await;
         assert_eq!(state, unchanged);
     }
 
@@ -149,8 +151,8 @@ mod tests {
         fn name(&self) -> &str {
             "view_image"
         }
-        fn group(&self) -> crate::tools::ToolGroup {
-            crate::tools::ToolGroup::FileRead
+        fn group(&self) -> Option<crate::tools::ToolGroup> {
+            Some(crate::tools::ToolGroup::FileRead)
         }
         fn schema(&self) -> crate::model::ToolSchema {
             crate::model::ToolSchema {
@@ -190,7 +192,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![Arc::new(FakeViewImage), Arc::new(WriteTodos)],
-            vec![Arc::new(ViewImage::new())],
+            vec![Arc::new(ViewImageMiddleware::new())],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("what does the chart show?");
@@ -214,7 +216,7 @@ mod tests {
         let kept = state
             .messages
             .iter()
-            .find(|m| m.meta().kind.as_deref() == Some(KIND))
+            .find(|m| m.meta().kind == Some(MessageKind::ViewImage))
             .unwrap();
         assert!(kept.text().ends_with(SHOWN_NOTE));
         assert!(kept.text().contains("/mnt/user-data/uploads/chart.png"));

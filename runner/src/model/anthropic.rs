@@ -20,17 +20,16 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::endpoint::{Endpoint, EndpointClient};
 use super::error::{ModelError, ModelErrorKind};
-use super::http::{build_client, join_url, post_json, server_label, with_deadline};
+use super::http::join_url;
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::sse::EventReader;
-use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
-use crate::text::take_chars;
+use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
 
 /// The API version this client speaks.
@@ -42,18 +41,14 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// An Anthropic Messages endpoint.
 pub struct AnthropicModel {
-    config: HttpModelConfig,
+    endpoint: Endpoint,
     defaults: CallOptions,
-    client: reqwest::Client,
-    server: String,
-    url: String,
 }
 
 impl AnthropicModel {
     /// A client for `config` (`base_url` like `https://api.anthropic.com`; a trailing `/v1`
     /// is accepted too). Fails only when the HTTP client cannot be set up.
     pub fn new(config: HttpModelConfig) -> Result<Self, ModelError> {
-        let client = build_client(&config)?;
         let base = config.base_url.trim_end_matches('/');
         let url = if base.ends_with("/v1") {
             join_url(base, "messages")
@@ -61,11 +56,8 @@ impl AnthropicModel {
             join_url(base, "v1/messages")
         };
         Ok(AnthropicModel {
-            server: server_label(&config),
-            url,
-            config,
+            endpoint: Endpoint::new(config, url)?,
             defaults: CallOptions::default(),
-            client,
         })
     }
 
@@ -74,13 +66,19 @@ impl AnthropicModel {
         self.defaults = defaults;
         self
     }
+}
 
-    /// The JSON body sent for `request`.
-    pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+#[async_trait]
+impl EndpointClient for AnthropicModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let (max_tokens, budget) = token_limits(&options);
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(self.endpoint.config.model));
         body.insert("max_tokens".into(), json!(max_tokens));
         let (system, messages) = wire_messages(&request.system, &request.messages);
         if !system.is_empty() {
@@ -119,77 +117,34 @@ impl AnthropicModel {
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut headers = self
+            .endpoint
+            .stream_headers(HeaderName::from_static("x-api-key"), str::to_owned);
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
         );
-        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty())
-            && let Ok(value) = HeaderValue::from_str(key)
-        {
-            headers.insert(HeaderName::from_static("x-api-key"), value);
-        }
         headers
     }
 
-    async fn call(
+    async fn read_answer(
         &self,
-        request: &ModelRequest,
+        response: reqwest::Response,
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError> {
-        let body = self.request_body(request);
-        let response = post_json(
-            &self.client,
-            &self.url,
-            self.headers(),
-            &body,
-            &self.server,
-            self.config.stream_chunk_timeout,
-        )
-        .await?;
-        let mut events = EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
+        let endpoint = &self.endpoint;
+        let server = &endpoint.server;
         let mut answer = Answer::default();
-        while let Some(data) = events.next().await? {
-            let data = data.trim();
-            if data.is_empty() {
-                continue;
-            }
-            let event: StreamEvent = serde_json::from_str(data).map_err(|e| {
-                let excerpt = take_chars(data, 200);
-                ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "{} sent an event that is not a message event ({e}): {excerpt}",
-                        self.server
-                    ),
-                )
-            })?;
-            if answer.apply(event, &self.server, on_delta)? {
-                break;
-            }
-        }
-        answer.finish(&self.server)
-    }
-}
-
-#[async_trait]
-impl ChatModel for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.config.model
-    }
-
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        with_deadline(
-            self.config.request_timeout,
-            &self.server,
-            self.call(request, on_delta),
-        )
-        .await
+        let apply = |event: StreamEvent| answer.apply(event, server, on_delta);
+        endpoint
+            .read_events(
+                response,
+                "an event that is not a message event",
+                None,
+                apply,
+            )
+            .await?;
+        answer.finish(server)
     }
 }
 
@@ -656,7 +611,6 @@ fn kind_for_error_type(kind: &str) -> ModelErrorKind {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
     use std::time::Duration;
 
     use pretty_assertions::assert_eq;
@@ -665,16 +619,11 @@ mod tests {
 
     use super::*;
     use crate::model::ToolSchema;
-    use crate::thread::{ImagePart, UserMessage};
+    use crate::model::test_support::{http_config, run, sse};
+    use crate::thread::{ImagePart, MessageKind, UserMessage};
 
     fn config(base_url: &str) -> HttpModelConfig {
-        HttpModelConfig {
-            model: "claude-sonnet-4-5".into(),
-            base_url: base_url.into(),
-            api_key: Some("sk-ant-test".into()),
-            request_timeout: Duration::from_secs(20),
-            stream_chunk_timeout: Duration::from_secs(10),
-        }
+        http_config("claude-sonnet-4-5", base_url, Some("sk-ant-test"))
     }
 
     fn model(base_url: &str) -> AnthropicModel {
@@ -786,12 +735,6 @@ mod tests {
         stream_of(&events)
     }
 
-    fn sse(body: impl Into<String>) -> ResponseTemplate {
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/event-stream")
-            .set_body_string(body.into())
-    }
-
     async fn server(response: ResponseTemplate) -> MockServer {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
@@ -802,16 +745,6 @@ mod tests {
             .mount(&server)
             .await;
         server
-    }
-
-    async fn run(
-        model: &AnthropicModel,
-        request: &ModelRequest,
-    ) -> (Result<AssistantMessage, ModelError>, Vec<StreamDelta>) {
-        let deltas = Mutex::new(Vec::new());
-        let sink = |delta: StreamDelta| deltas.lock().unwrap().push(delta);
-        let result = model.complete(request, &sink).await;
-        (result, deltas.into_inner().unwrap())
     }
 
     async fn answer(response: ResponseTemplate) -> Result<AssistantMessage, ModelError> {
@@ -837,17 +770,17 @@ mod tests {
             Message::user("u1", "Weather in Paris and Rome?"),
             Message::system(
                 "s1",
-                "date",
+                MessageKind::DynamicContext,
                 "<system-reminder>2025-01-01</system-reminder>",
             ),
-            Message::hidden_user("u2", "memory", "<memory>likes rain</memory>"),
+            Message::hidden_user("u2", MessageKind::Memory, "<memory>likes rain</memory>"),
             assistant,
             Message::tool(
                 &call("toolu_1", "get_weather", ""),
                 ToolStatus::Success,
                 "Sunny",
             ),
-            Message::hidden_user("u3", "todo_reminder", "remember the todos"),
+            Message::hidden_user("u3", MessageKind::TodoReminder, "remember the todos"),
             Message::tool(
                 &call("toolu_2", "get_weather", ""),
                 ToolStatus::Error,
@@ -962,10 +895,13 @@ mod tests {
     #[test]
     fn a_base_url_with_v1_is_accepted() {
         assert_eq!(
-            model("https://api.anthropic.com").url,
+            model("https://api.anthropic.com").endpoint.url,
             "https://api.anthropic.com/v1/messages"
         );
-        assert_eq!(model("http://proxy/v1/").url, "http://proxy/v1/messages");
+        assert_eq!(
+            model("http://proxy/v1/").endpoint.url,
+            "http://proxy/v1/messages"
+        );
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::thread::{AssistantMessage, Message};
 
 pub(crate) mod anthropic;
+mod endpoint;
 pub(crate) mod error;
 mod http;
 mod http_error;
@@ -17,6 +18,8 @@ pub mod openai;
 pub(crate) mod resolve;
 pub mod scripted;
 mod sse;
+#[cfg(test)]
+mod test_support;
 
 pub use error::{ModelError, ModelErrorKind};
 pub use sse::MAX_EVENT_BYTES;

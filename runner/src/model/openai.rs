@@ -18,28 +18,22 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::endpoint::{Endpoint, EndpointClient};
 use super::error::{ModelError, ModelErrorKind};
-use super::http::{
-    build_client, join_url, post_json, server_label, transport_error, with_deadline,
-};
+use super::http::{join_url, transport_error};
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::sse::EventReader;
-use super::{CallOptions, ChatModel, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
-use crate::text::take_chars;
+use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// A Chat Completions endpoint (`<base_url>/chat/completions`).
 pub struct OpenAiModel {
-    config: HttpModelConfig,
+    endpoint: Endpoint,
     defaults: CallOptions,
-    client: reqwest::Client,
-    server: String,
-    url: String,
     /// Whether the token limit is sent as `max_completion_tokens` (OpenAI itself).
     max_completion_tokens: bool,
 }
@@ -47,7 +41,6 @@ pub struct OpenAiModel {
 impl OpenAiModel {
     /// A client for `config`; fails only when the HTTP client cannot be set up.
     pub fn new(config: HttpModelConfig) -> Result<Self, ModelError> {
-        let client = build_client(&config)?;
         let max_completion_tokens = reqwest::Url::parse(&config.base_url)
             .ok()
             .and_then(|url| {
@@ -55,12 +48,10 @@ impl OpenAiModel {
                     .map(|h| h.eq_ignore_ascii_case("api.openai.com"))
             })
             .unwrap_or(false);
+        let url = join_url(&config.base_url, "chat/completions");
         Ok(OpenAiModel {
-            server: server_label(&config),
-            url: join_url(&config.base_url, "chat/completions"),
-            config,
+            endpoint: Endpoint::new(config, url)?,
             defaults: CallOptions::default(),
-            client,
             max_completion_tokens,
         })
     }
@@ -70,12 +61,18 @@ impl OpenAiModel {
         self.defaults = defaults;
         self
     }
+}
 
-    /// The JSON body sent for `request`.
-    pub(crate) fn request_body(&self, request: &ModelRequest) -> Value {
+#[async_trait]
+impl EndpointClient for OpenAiModel {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(self.endpoint.config.model));
         body.insert(
             "messages".into(),
             Value::Array(wire_messages(&request.system, &request.messages)),
@@ -114,31 +111,17 @@ impl OpenAiModel {
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty())
-            && let Ok(value) = HeaderValue::from_str(&format!("Bearer {key}"))
-        {
-            headers.insert(AUTHORIZATION, value);
-        }
-        headers
+        self.endpoint
+            .stream_headers(AUTHORIZATION, |key| format!("Bearer {key}"))
     }
 
-    async fn call(
+    async fn read_answer(
         &self,
-        request: &ModelRequest,
+        response: reqwest::Response,
         on_delta: DeltaSink<'_>,
     ) -> Result<AssistantMessage, ModelError> {
-        let body = self.request_body(request);
-        let response = post_json(
-            &self.client,
-            &self.url,
-            self.headers(),
-            &body,
-            &self.server,
-            self.config.stream_chunk_timeout,
-        )
-        .await?;
+        let endpoint = &self.endpoint;
+        let server = &endpoint.server;
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
@@ -149,62 +132,24 @@ impl OpenAiModel {
             let text = response
                 .text()
                 .await
-                .map_err(|e| transport_error(&self.server, &e))?;
-            let chunk: Chunk =
-                serde_json::from_str(&text).map_err(|e| self.malformed(&e, &text))?;
-            answer.apply(chunk, &self.server, on_delta)?;
+                .map_err(|e| transport_error(server, &e))?;
+            let chunk: Chunk = serde_json::from_str(&text)
+                .map_err(|e| endpoint.malformed(NOT_A_CHUNK, &e, &text))?;
+            answer.apply(chunk, server, on_delta)?;
             answer.done = true;
         } else {
-            let mut events =
-                EventReader::new(response, self.config.stream_chunk_timeout, &self.server);
-            while let Some(data) = events.next().await? {
-                let data = data.trim();
-                if data == "[DONE]" {
-                    answer.done = true;
-                    break;
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                let chunk: Chunk =
-                    serde_json::from_str(data).map_err(|e| self.malformed(&e, data))?;
-                answer.apply(chunk, &self.server, on_delta)?;
-            }
+            let apply = |chunk: Chunk| answer.apply(chunk, server, on_delta).map(|()| false);
+            let done = endpoint
+                .read_events(response, NOT_A_CHUNK, Some("[DONE]"), apply)
+                .await?;
+            answer.done = done;
         }
-        answer.finish(&self.server)
-    }
-
-    fn malformed(&self, error: &serde_json::Error, data: &str) -> ModelError {
-        let excerpt = take_chars(data, 200);
-        ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            format!(
-                "{} sent a chunk that is not a chat completion ({error}): {excerpt}",
-                self.server
-            ),
-        )
+        answer.finish(server)
     }
 }
 
-#[async_trait]
-impl ChatModel for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.config.model
-    }
-
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        with_deadline(
-            self.config.request_timeout,
-            &self.server,
-            self.call(request, on_delta),
-        )
-        .await
-    }
-}
+/// What a chunk that does not parse is, for its error.
+const NOT_A_CHUNK: &str = "a chunk that is not a chat completion";
 
 /// The thread as Chat Completions messages, the system prompt first.
 fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
@@ -514,7 +459,6 @@ fn finish_reason(reason: &str) -> FinishReason {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
     use std::time::Duration;
 
     use pretty_assertions::assert_eq;
@@ -524,7 +468,8 @@ mod tests {
 
     use super::*;
     use crate::model::ToolSchema;
-    use crate::thread::{ImagePart, ToolStatus, UserMessage};
+    use crate::model::test_support::{http_config, run, sse};
+    use crate::thread::{ImagePart, MessageKind, ToolStatus, UserMessage};
 
     const PLAIN_REQUEST: &str =
         include_str!("../../tests/fixtures/openai-chat/llama-server/plain-stream-request.json");
@@ -540,13 +485,7 @@ mod tests {
         include_str!("../../tests/fixtures/openai-chat/llama-server/tools.json");
 
     fn config(base_url: &str) -> HttpModelConfig {
-        HttpModelConfig {
-            model: "smollm2".into(),
-            base_url: base_url.into(),
-            api_key: None,
-            request_timeout: Duration::from_secs(20),
-            stream_chunk_timeout: Duration::from_secs(10),
-        }
+        http_config("smollm2", base_url, None)
     }
 
     fn model(base_url: &str) -> OpenAiModel {
@@ -683,7 +622,7 @@ mod tests {
                     meta: Default::default(),
                 }),
                 Message::tool(&call, ToolStatus::Error, "no such dir"),
-                Message::system("s", "date", "<system-reminder/>"),
+                Message::system("s", MessageKind::DynamicContext, "<system-reminder/>"),
             ],
         );
         assert_eq!(messages[0], json!({"role": "system", "content": "prompt"}));
@@ -741,23 +680,6 @@ mod tests {
         assert!(body.get("max_tokens").is_none());
         let body = model("http://localhost:8080/v1").request_body(&request);
         assert_eq!(body["max_tokens"], 50);
-    }
-
-    /// Calls `model` and returns the result with the deltas it streamed.
-    async fn run(
-        model: &OpenAiModel,
-        request: &ModelRequest,
-    ) -> (Result<AssistantMessage, ModelError>, Vec<StreamDelta>) {
-        let deltas = Mutex::new(Vec::new());
-        let sink = |delta: StreamDelta| deltas.lock().unwrap().push(delta);
-        let result = model.complete(request, &sink).await;
-        (result, deltas.into_inner().unwrap())
-    }
-
-    fn sse(body: impl Into<String>) -> ResponseTemplate {
-        ResponseTemplate::new(200)
-            .insert_header("content-type", "text/event-stream")
-            .set_body_string(body.into())
     }
 
     /// A server answering every chat completion with `response`.

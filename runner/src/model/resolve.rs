@@ -9,7 +9,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+/// Which API a model speaks: the Agent's `model.provider`.
+pub use herd_crds::agent::Provider;
 
 use super::anthropic::AnthropicModel;
 use super::error::ModelError;
@@ -27,18 +28,6 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Longest silence allowed inside a stream (capped by the request timeout). Local servers
 /// send nothing while they read a long prompt, so this is generous.
 pub const STREAM_CHUNK_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Which API a model speaks.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// Any OpenAI-compatible Chat Completions server.
-    OpenAi,
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// A script, for tests and offline demos.
-    Scripted,
-}
 
 /// A model as configured (the Agent's `model`, or the default), with its API key already
 /// read from its Secret or environment variable and its script from its ConfigMap or file.
@@ -91,7 +80,7 @@ impl ModelSpec {
     pub fn effective_base_url(&self) -> Option<&str> {
         match (self.provider, self.base_url.as_deref()) {
             (_, Some(url)) => Some(url),
-            (Provider::OpenAi, None) => Some(OPENAI_BASE_URL),
+            (Provider::Openai, None) => Some(OPENAI_BASE_URL),
             (Provider::Anthropic, None) => Some(ANTHROPIC_BASE_URL),
             (Provider::Scripted, None) => None,
         }
@@ -135,8 +124,8 @@ pub struct ModelOverride {
 pub struct Resolved {
     /// The chosen spec with the Run's override applied; build it with [`build_model`].
     pub spec: ModelSpec,
-    /// The options for the run's model calls (`thinking` already turned off when the model
-    /// does not support it).
+    /// The options for the run's model calls; `thinking` is off here, the run plan decides it
+    /// (`plan::thinking`).
     pub options: CallOptions,
     /// Settings that were dropped, for the user to see.
     pub warnings: Vec<String>,
@@ -175,7 +164,6 @@ pub fn resolve(
     default: Option<&ModelSpec>,
     agent: Option<&ModelSpec>,
     run: Option<&ModelOverride>,
-    thinking_requested: bool,
 ) -> Result<Resolved, ResolveError> {
     let mut spec = agent.or(default).ok_or(ResolveError::NoModel)?.clone();
     if let Some(run) = run {
@@ -187,23 +175,14 @@ pub fn resolve(
     }
     validate(&spec)?;
     let mut warnings = Vec::new();
-    let mut thinking = thinking_requested;
-    if !spec.supports_thinking {
-        if thinking {
-            warnings.push(format!(
-                "thinking was asked for, but model `{}` does not declare `supportsThinking`: \
-                 running without thinking",
-                spec.name
-            ));
-            thinking = false;
-        }
-        if let Some(effort) = spec.reasoning_effort.take() {
-            warnings.push(format!(
-                "model `{}` sets `reasoningEffort: {effort}` but does not declare \
-                 `supportsThinking`: the effort is not sent",
-                spec.name
-            ));
-        }
+    if !spec.supports_thinking
+        && let Some(effort) = spec.reasoning_effort.take()
+    {
+        warnings.push(format!(
+            "model `{}` sets `reasoningEffort: {effort}` but does not declare \
+             `supportsThinking`: the effort is not sent",
+            spec.name
+        ));
     }
     if spec.provider != Provider::Scripted
         && spec.base_url.is_none()
@@ -220,7 +199,7 @@ pub fn resolve(
         options: CallOptions {
             temperature: spec.temperature,
             max_tokens: spec.max_tokens,
-            thinking,
+            thinking: false,
             reasoning_effort: spec.reasoning_effort.clone(),
         },
         spec,
@@ -286,7 +265,7 @@ pub fn build_model(spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ResolveError>
         stream_chunk_timeout: STREAM_CHUNK_TIMEOUT.min(request_timeout),
     };
     Ok(match spec.provider {
-        Provider::OpenAi => Arc::new(OpenAiModel::new(config())?.with_defaults(defaults)),
+        Provider::Openai => Arc::new(OpenAiModel::new(config())?.with_defaults(defaults)),
         Provider::Anthropic => Arc::new(AnthropicModel::new(config())?.with_defaults(defaults)),
         Provider::Scripted => {
             let script = spec.script.as_deref().ok_or(ResolveError::MissingScript)?;
@@ -311,7 +290,7 @@ mod tests {
             base_url: Some("http://localhost:8080/v1".into()),
             temperature: Some(0.3),
             max_tokens: Some(1000),
-            ..ModelSpec::new(Provider::OpenAi, name)
+            ..ModelSpec::new(Provider::Openai, name)
         }
     }
 
@@ -323,15 +302,15 @@ mod tests {
         };
         let agent = ModelSpec {
             base_url: Some("http://agent:8000/v1".into()),
-            ..ModelSpec::new(Provider::OpenAi, "agent-model")
+            ..ModelSpec::new(Provider::Openai, "agent-model")
         };
-        let resolved = resolve(Some(&default), Some(&agent), None, false).unwrap();
+        let resolved = resolve(Some(&default), Some(&agent), None).unwrap();
         assert_eq!(resolved.spec, agent);
         assert_eq!(resolved.spec.api_key, None, "the default's key never leaks");
         assert_eq!(resolved.options, CallOptions::default());
         assert!(resolved.warnings.is_empty());
 
-        let resolved = resolve(Some(&default), None, None, false).unwrap();
+        let resolved = resolve(Some(&default), None, None).unwrap();
         assert_eq!(resolved.spec.name, "default");
         assert_eq!(resolved.options.temperature, Some(0.3));
         assert_eq!(resolved.options.max_tokens, Some(1000));
@@ -345,7 +324,7 @@ mod tests {
             temperature: Some(0.9),
             max_tokens: None,
         };
-        let resolved = resolve(None, Some(&agent), Some(&run), false).unwrap();
+        let resolved = resolve(None, Some(&agent), Some(&run)).unwrap();
         assert_eq!(resolved.spec.name, "bigger-model");
         assert_eq!(resolved.spec.base_url, agent.base_url);
         assert_eq!(resolved.options.temperature, Some(0.9));
@@ -354,30 +333,30 @@ mod tests {
             name: Some(" ".into()),
             ..ModelOverride::default()
         };
-        let resolved = resolve(None, Some(&agent), Some(&blank), false).unwrap();
+        let resolved = resolve(None, Some(&agent), Some(&blank)).unwrap();
         assert_eq!(resolved.spec.name, "agent-model");
     }
 
     #[test]
     fn no_model_at_all_is_an_error() {
-        let error = resolve(None, None, None, false).unwrap_err();
+        let error = resolve(None, None, None).unwrap_err();
         assert!(matches!(error, ResolveError::NoModel));
         assert!(error.to_string().contains("no default model"));
     }
 
     #[test]
-    fn thinking_is_turned_off_with_a_warning_when_unsupported() {
+    fn the_reasoning_effort_is_dropped_with_a_warning_when_thinking_is_unsupported() {
         let plain = ModelSpec {
             reasoning_effort: Some("high".into()),
             ..openai("small")
         };
-        let resolved = resolve(None, Some(&plain), None, true).unwrap();
+        let resolved = resolve(None, Some(&plain), None).unwrap();
         assert!(!resolved.options.thinking);
         assert_eq!(resolved.options.reasoning_effort, None);
         assert_eq!(resolved.spec.reasoning_effort, None);
-        assert_eq!(resolved.warnings.len(), 2);
+        assert_eq!(resolved.warnings.len(), 1);
         assert!(
-            resolved.warnings[0].contains("supportsThinking"),
+            resolved.warnings[0].contains("reasoningEffort: high"),
             "{:?}",
             resolved.warnings
         );
@@ -387,19 +366,16 @@ mod tests {
             supports_thinking: true,
             ..plain.clone()
         };
-        let resolved = resolve(None, Some(&thinker), None, true).unwrap();
-        assert!(resolved.options.thinking);
+        let resolved = resolve(None, Some(&thinker), None).unwrap();
+        assert!(!resolved.options.thinking, "the plan decides thinking");
         assert_eq!(resolved.options.reasoning_effort.as_deref(), Some("high"));
-        assert!(resolved.warnings.is_empty());
-        let resolved = resolve(None, Some(&thinker), None, false).unwrap();
-        assert!(!resolved.options.thinking);
         assert!(resolved.warnings.is_empty());
     }
 
     #[test]
     fn the_public_apis_without_a_key_get_a_warning() {
         let spec = ModelSpec::new(Provider::Anthropic, "claude-sonnet-4-5");
-        let resolved = resolve(Some(&spec), None, None, false).unwrap();
+        let resolved = resolve(Some(&spec), None, None).unwrap();
         assert_eq!(resolved.warnings.len(), 1);
         assert!(resolved.warnings[0].contains(ANTHROPIC_BASE_URL));
         let keyed = ModelSpec {
@@ -407,7 +383,7 @@ mod tests {
             ..spec
         };
         assert!(
-            resolve(Some(&keyed), None, None, false)
+            resolve(Some(&keyed), None, None)
                 .unwrap()
                 .warnings
                 .is_empty()
@@ -417,7 +393,7 @@ mod tests {
     #[test]
     fn invalid_settings_name_the_field() {
         let cases = [
-            (ModelSpec::new(Provider::OpenAi, " "), "`name`"),
+            (ModelSpec::new(Provider::Openai, " "), "`name`"),
             (
                 ModelSpec {
                     temperature: Some(3.0),
@@ -456,9 +432,7 @@ mod tests {
             (ModelSpec::new(Provider::Scripted, ""), "no script"),
         ];
         for (spec, expected) in cases {
-            let message = resolve(None, Some(&spec), None, false)
-                .unwrap_err()
-                .to_string();
+            let message = resolve(None, Some(&spec), None).unwrap_err().to_string();
             assert!(message.contains(expected), "{spec:?}: {message}");
             assert!(build_model(&spec).is_err());
         }
@@ -480,7 +454,7 @@ mod tests {
     #[test]
     fn default_base_urls() {
         assert_eq!(
-            ModelSpec::new(Provider::OpenAi, "gpt").effective_base_url(),
+            ModelSpec::new(Provider::Openai, "gpt").effective_base_url(),
             Some(OPENAI_BASE_URL)
         );
         assert_eq!(

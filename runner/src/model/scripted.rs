@@ -656,7 +656,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::thread::ToolStatus;
+    use crate::thread::{MessageKind, ToolStatus};
 
     fn model(yaml: &str) -> ScriptedModel {
         ScriptedModel::from_yaml(yaml).unwrap()
@@ -852,7 +852,7 @@ rules:
 "#,
         );
         let with_memory = vec![
-            Message::hidden_user("m", "memory", "<memory>likes tea</memory>"),
+            Message::hidden_user("m", MessageKind::Memory, "<memory>likes tea</memory>"),
             Message::user("u", "hi"),
         ];
         assert_eq!(content(&model, &lead(with_memory)).await, "remembered");

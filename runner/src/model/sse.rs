@@ -56,7 +56,8 @@ impl SseParser {
         mut chunk: &[u8],
         events: &mut VecDeque<String>,
     ) -> Result<(), SseError> {
-        if self.after_cr {
+        // An empty chunk says nothing about what follows a `\r`.
+        if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
                 chunk = rest;
@@ -229,6 +230,9 @@ mod tests {
         );
         let chunks: [&[u8]; 4] = [b"data: a\r", b"\n\r", b"\ndata: b\r", b"\r"];
         assert_eq!(parse_chunks(&chunks).unwrap(), vec!["a", "b"]);
+        // An empty chunk between the `\r` and the `\n` of one line end (proptest found it).
+        let chunks: [&[u8]; 3] = [b"data: a\r", b"", b"\ndata: b\n\n"];
+        assert_eq!(parse_chunks(&chunks).unwrap(), vec!["a\nb"]);
     }
 
     #[test]

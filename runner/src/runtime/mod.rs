@@ -1,7 +1,13 @@
-//! Putting a run together: manifests and settings in, a configured lead agent out.
+//! Putting a run together: each shell reads its sources, plans the run (`crate::plan`) and
+//! runs the plan's agents. `local` is `herd-runner run`; `pod_plan` is the plan of a Run's
+//! pod.
 
-pub(crate) mod blueprint;
+pub(crate) mod agents;
+pub(crate) mod in_process_subagents;
 pub mod local;
+pub mod local_plan;
+pub(crate) mod local_sandbox;
 pub(crate) mod manifests;
-pub mod settings;
+pub mod pod_plan;
+pub(crate) mod run_record;
 pub mod workdir;

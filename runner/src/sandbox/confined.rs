@@ -34,8 +34,8 @@ impl ConfinedSandbox {
         use std::process::Stdio;
         use std::time::Duration;
 
+        use super::client::SandboxClient;
         use super::confine::{self, Confinement};
-        use super::protocol::{SandboxRequest, SandboxResponse};
 
         let probe_exe = exe.to_path_buf();
         tokio::task::spawn_blocking(move || confine::probe(&probe_exe))
@@ -74,11 +74,9 @@ impl ConfinedSandbox {
             .map_err(|e| failed("connecting", &e))?;
         let first_answer = async {
             tokio::select! {
-                answer = executor.execute(SandboxRequest::Prepare) => match answer {
-                    Ok(SandboxResponse::Done { .. }) => Ok(()),
-                    Ok(other) => Err(failed("preparing the work folder", &format!("{other:?}"))),
-                    Err(error) => Err(failed("preparing the work folder", &error)),
-                },
+                answer = executor.prepare() => {
+                    answer.map_err(|error| failed("preparing the work folder", &error))
+                }
                 status = child.wait() => Err(match status {
                     Ok(status) => failed("the sandbox exited", &status),
                     Err(error) => failed("the sandbox exited", &error),

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::executor::{ExecutorError, ToolExecutor};
-use super::local::Sandbox;
+use super::host::SandboxHost;
 use super::protocol::{SandboxRequest, SandboxResponse};
 
-/// Runs requests on a `Sandbox` in this process; it never fails as an executor.
+/// Runs requests on a `SandboxHost` in this process; it never fails as an executor.
 #[derive(Clone, Debug)]
-pub struct InProcessExecutor(pub Arc<Sandbox>);
+pub struct InProcessExecutor(pub Arc<SandboxHost>);
 
 #[async_trait]
 impl ToolExecutor for InProcessExecutor {

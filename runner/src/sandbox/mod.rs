@@ -1,13 +1,14 @@
 //! The sandbox: virtual paths, the sandbox tools, and the executors that reach them.
 
 pub(crate) mod args;
+pub(crate) mod client;
 #[cfg(target_os = "linux")]
 pub mod confine;
 pub(crate) mod confined;
 pub(crate) mod executor;
-mod framework;
+mod file_services;
+pub(crate) mod host;
 pub mod in_process;
-pub(crate) mod local;
 mod mask;
 pub(crate) mod paths;
 pub(crate) mod protocol;
@@ -16,7 +17,7 @@ pub(crate) mod socket;
 pub(crate) mod tools;
 mod walk;
 
+pub use host::SandboxHost;
 pub use in_process::InProcessExecutor;
-pub use local::Sandbox;
 pub use paths::SandboxRoots;
 pub use socket::{UnixSocketExecutor, serve};

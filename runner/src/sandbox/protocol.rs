@@ -7,10 +7,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::thread::state::UploadedFile;
 
+/// The version of these requests and answers. A custom `sandbox.image` carries its own
+/// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
+/// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// This build's version, named when the protocols differ.
+pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// A request to the sandbox.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum SandboxRequest {
+    /// The handshake: the versions the agent side speaks; answered with the sandbox's.
+    Hello { protocol: u32, runner: String },
     /// Creates `workspace/`, `uploads/` and `outputs/` if missing.
     Prepare,
     /// Runs one sandbox tool (`bash`, `ls`, `read_file`, `write_file`, `str_replace`, `glob`,
@@ -29,7 +39,7 @@ pub enum SandboxRequest {
     FileInfo { path: String },
     /// Writes a file the framework produced (e.g. an externalized tool result) under
     /// `outputs/`, creating folders; returns its virtual path.
-    WriteFramework { path: String, content: String },
+    WriteOutput { path: String, content: String },
 }
 
 /// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
@@ -48,7 +58,12 @@ pub struct SkillFile {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SandboxResponse {
-    /// `Prepare` and `WriteFramework` done; `path` is the virtual path written, if any.
+    /// The versions the sandbox speaks.
+    Hello {
+        protocol: u32,
+        runner: String,
+    },
+    /// `Prepare` and `WriteOutput` done; `path` is the virtual path written, if any.
     Done {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use herd_crds::report::Usage;
 use serde::{Deserialize, Serialize};
 
+use super::message_kind::MessageKind;
+
 /// One message of a thread.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -25,9 +27,9 @@ pub struct MessageMeta {
     /// Hidden from progress displays (reminders, injected context).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
-    /// What added the message, e.g. `dynamic_context`, `todo_reminder`, `summary`.
+    /// What added the message; `None` for the user's and the model's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<MessageKind>,
     /// Further annotations (read marks, subagent status...).
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
@@ -218,27 +220,31 @@ impl Message {
     }
 
     /// A user-side message hidden from displays, tagged with what added it.
-    pub fn hidden_user(id: impl Into<String>, kind: &str, content: impl Into<String>) -> Self {
+    pub fn hidden_user(
+        id: impl Into<String>,
+        kind: MessageKind,
+        content: impl Into<String>,
+    ) -> Self {
         Message::User(UserMessage {
             id: id.into(),
             content: content.into(),
             images: Vec::new(),
             meta: MessageMeta {
                 hidden: true,
-                kind: Some(kind.to_owned()),
+                kind: Some(kind),
                 extra: Extra::default(),
             },
         })
     }
 
     /// A system message tagged with what added it.
-    pub fn system(id: impl Into<String>, kind: &str, content: impl Into<String>) -> Self {
+    pub fn system(id: impl Into<String>, kind: MessageKind, content: impl Into<String>) -> Self {
         Message::System(SystemMessage {
             id: id.into(),
             content: content.into(),
             meta: MessageMeta {
                 hidden: true,
-                kind: Some(kind.to_owned()),
+                kind: Some(kind),
                 extra: Extra::default(),
             },
         })
@@ -293,7 +299,7 @@ mod tests {
                 ToolStatus::Error,
                 "boom",
             ),
-            Message::system("s1", "date", "<system-reminder/>"),
+            Message::system("s1", MessageKind::DynamicContext, "<system-reminder/>"),
         ];
         let json = serde_json::to_string(&messages).unwrap();
         let back: Vec<Message> = serde_json::from_str(&json).unwrap();

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use herd_crds::report::{StopReason, Todo, Usage};
+use herd_crds::wire::ChildStatus;
 use serde::{Deserialize, Serialize};
 
 use super::message::Message;
@@ -24,7 +25,8 @@ pub struct ViewedImage {
     pub size: u64,
 }
 
-/// Where a delegated subagent task stands.
+/// Where a delegated subagent task stands: running, or finished as its child ended
+/// (`wire::ChildStatus`, converted by `From`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DelegationStatus {
@@ -33,6 +35,17 @@ pub enum DelegationStatus {
     Failed,
     Cancelled,
     TimedOut,
+}
+
+impl From<ChildStatus> for DelegationStatus {
+    fn from(status: ChildStatus) -> Self {
+        match status {
+            ChildStatus::Completed => DelegationStatus::Completed,
+            ChildStatus::Failed => DelegationStatus::Failed,
+            ChildStatus::Cancelled => DelegationStatus::Cancelled,
+            ChildStatus::TimedOut => DelegationStatus::TimedOut,
+        }
+    }
 }
 
 impl DelegationStatus {

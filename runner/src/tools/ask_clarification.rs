@@ -109,8 +109,8 @@ impl Tool for AskClarification {
         "ask_clarification"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
 
     fn schema(&self) -> ToolSchema {

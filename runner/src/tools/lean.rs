@@ -19,7 +19,7 @@ impl Tool for Lean {
         self.0.name()
     }
 
-    fn group(&self) -> ToolGroup {
+    fn group(&self) -> Option<ToolGroup> {
         self.0.group()
     }
 

@@ -19,28 +19,15 @@ use async_trait::async_trait;
 use herd_crds::report::{Clarification, Todo};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
-use crate::control::ControlPlane;
+use crate::control::{Budget, ControlPlane};
 use crate::model::ToolSchema;
+use crate::sandbox::client::SandboxError;
 use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::tools::ToolReply;
 use crate::thread::state::{Delegation, ViewedImage};
 use crate::thread::{ImagePart, ToolStatus};
-
-/// The Agent `toolGroups` a tool belongs to; `Builtin` tools are always available.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ToolGroup {
-    #[serde(rename = "web")]
-    Web,
-    #[serde(rename = "file:read")]
-    FileRead,
-    #[serde(rename = "file:write")]
-    FileWrite,
-    #[serde(rename = "bash")]
-    Bash,
-    #[serde(rename = "builtin")]
-    Builtin,
-}
+pub use herd_crds::agent::ToolGroup;
 
 /// What a tool needs from the run.
 #[derive(Clone)]
@@ -53,14 +40,6 @@ pub struct ToolContext {
     pub attempt: u32,
     /// What the calling agent has left; a subagent never gets more.
     pub budget: Budget,
-}
-
-/// What an agent has left when it calls a tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
-    pub model_calls_left: u32,
-    /// When the run must end, if it has a deadline.
-    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// A change a tool makes to the thread besides its result message.
@@ -89,6 +68,30 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// What the model reads of the sandbox tool `tool`'s reply (the one place a sandbox
+    /// answer becomes a tool result).
+    pub fn from_sandbox(tool: &str, reply: Result<ToolReply, SandboxError>) -> Self {
+        match reply {
+            Ok(reply) => ToolOutput {
+                content: reply.content,
+                status: if reply.is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Success
+                },
+                meta: reply.meta,
+                ..ToolOutput::default()
+            },
+            Err(SandboxError::Refused(message)) => ToolOutput::error(message),
+            Err(odd @ SandboxError::Unexpected { .. }) => {
+                ToolOutput::error(format!("Error: {odd}"))
+            }
+            Err(SandboxError::Unavailable(error)) => ToolOutput::error(format!(
+                "Error: {error}. The sandbox could not run {tool}; try again shortly."
+            )),
+        }
+    }
+
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
         ToolOutput {
@@ -112,8 +115,9 @@ impl ToolOutput {
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &str;
-    /// The Agent `toolGroups` entry that enables it.
-    fn group(&self) -> ToolGroup;
+    /// The Agent `toolGroups` entry that enables it; `None` for the built-in tools, which
+    /// every agent has.
+    fn group(&self) -> Option<ToolGroup>;
     /// Description and argument schema, as sent to the model.
     fn schema(&self) -> ToolSchema;
     /// Runs the call. Bad arguments and failures come back as error results, never panics.

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::client::SandboxClient;
 
 /// Where deliverables live.
 pub const OUTPUTS: &str = "/mnt/user-data/outputs/";
@@ -53,8 +53,8 @@ impl Tool for PresentFiles {
         "present_files"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
 
     fn schema(&self) -> ToolSchema {
@@ -79,17 +79,9 @@ impl Tool for PresentFiles {
                     continue;
                 }
             };
-            let info = ctx
-                .executor
-                .execute(SandboxRequest::FileInfo { path: path.clone() })
-                .await;
-            match info {
-                Ok(SandboxResponse::FileInfo { exists: true, .. }) => presented.push(path),
-                Ok(SandboxResponse::FileInfo { exists: false, .. }) => {
-                    problems.push(format!("'{path}' does not exist"));
-                }
-                Ok(SandboxResponse::Error { message }) => problems.push(message),
-                Ok(_) => problems.push(format!("'{path}': unexpected sandbox answer")),
+            match ctx.executor.file_info(&path).await {
+                Ok(info) if info.exists => presented.push(path),
+                Ok(_) => problems.push(format!("'{path}' does not exist")),
                 Err(error) => problems.push(error.to_string()),
             }
         }

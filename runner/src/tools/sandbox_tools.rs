@@ -15,9 +15,8 @@ use crate::model::ToolSchema;
 use crate::sandbox::args::{
     BashArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, StrReplaceArgs, WriteFileArgs,
 };
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::tools as names;
-use crate::thread::ToolStatus;
 
 /// The seven sandbox tools, in the order their schemas are sent.
 pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
@@ -83,8 +82,8 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
         self.name
     }
 
-    fn group(&self) -> ToolGroup {
-        self.group
+    fn group(&self) -> Option<ToolGroup> {
+        Some(self.group)
     }
 
     fn schema(&self) -> ToolSchema {
@@ -102,35 +101,7 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
             Ok(arguments) => arguments,
             Err(error) => return ToolOutput::error(format!("Error: {error}")),
         };
-        let request = SandboxRequest::Tool {
-            name: self.name.to_owned(),
-            arguments,
-        };
-        match ctx.executor.execute(request).await {
-            Ok(SandboxResponse::ToolResult {
-                content,
-                is_error,
-                meta,
-            }) => ToolOutput {
-                content,
-                status: if is_error {
-                    ToolStatus::Error
-                } else {
-                    ToolStatus::Success
-                },
-                meta,
-                ..ToolOutput::default()
-            },
-            Ok(SandboxResponse::Error { message }) => ToolOutput::error(message),
-            Ok(other) => ToolOutput::error(format!(
-                "Error: the sandbox gave an unexpected answer to {}: {other:?}",
-                self.name
-            )),
-            Err(error) => ToolOutput::error(format!(
-                "Error: {error}. The sandbox could not run {}; try again shortly.",
-                self.name
-            )),
-        }
+        ToolOutput::from_sandbox(self.name, ctx.executor.run_tool(self.name, arguments).await)
     }
 }
 
@@ -142,7 +113,9 @@ mod tests {
 
     use super::*;
     use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-    use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
+    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
+    use crate::thread::ToolStatus;
     use crate::tools::web::test_context::context;
 
     fn find(name: &str) -> anyhow::Result<Arc<dyn Tool>> {
@@ -155,17 +128,18 @@ mod tests {
     #[test]
     fn names_groups_and_compact_schemas() -> anyhow::Result<()> {
         let tools = sandbox_tools();
-        let groups: Vec<(&str, ToolGroup)> = tools.iter().map(|t| (t.name(), t.group())).collect();
+        let groups: Vec<(&str, Option<ToolGroup>)> =
+            tools.iter().map(|t| (t.name(), t.group())).collect();
         assert_eq!(
             groups,
             vec![
-                ("bash", ToolGroup::Bash),
-                ("ls", ToolGroup::FileRead),
-                ("read_file", ToolGroup::FileRead),
-                ("write_file", ToolGroup::FileWrite),
-                ("str_replace", ToolGroup::FileWrite),
-                ("glob", ToolGroup::FileRead),
-                ("grep", ToolGroup::FileRead),
+                ("bash", Some(ToolGroup::Bash)),
+                ("ls", Some(ToolGroup::FileRead)),
+                ("read_file", Some(ToolGroup::FileRead)),
+                ("write_file", Some(ToolGroup::FileWrite)),
+                ("str_replace", Some(ToolGroup::FileWrite)),
+                ("glob", Some(ToolGroup::FileRead)),
+                ("grep", Some(ToolGroup::FileRead)),
             ]
         );
         let schemas: Vec<ToolSchema> = tools.iter().map(|t| t.schema()).collect();
@@ -192,7 +166,7 @@ mod tests {
     #[tokio::test]
     async fn calls_run_in_the_sandbox_with_meta_and_status() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let sandbox = Sandbox::new(&SandboxRoots::under(dir.path()))?;
+        let sandbox = SandboxHost::new(&SandboxRoots::under(dir.path()))?;
         let ctx = ToolContext {
             executor: Arc::new(InProcessExecutor(Arc::new(sandbox))),
             ..context()

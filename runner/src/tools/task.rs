@@ -23,6 +23,15 @@ pub enum SubagentType {
 }
 
 impl SubagentType {
+    /// The type a child Run's `subagentType` or a `task` request names.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "general-purpose" => Some(SubagentType::GeneralPurpose),
+            "bash" => Some(SubagentType::Bash),
+            _ => None,
+        }
+    }
+
     /// The name used in manifests and child Runs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -87,13 +96,9 @@ fn error_sentence(outcome: &ChildOutcome) -> String {
         .unwrap_or_default()
 }
 
+/// A child without a status (the wait ended before it did) counts as failed here.
 fn delegation_status(status: Option<ChildStatus>) -> DelegationStatus {
-    match status {
-        Some(ChildStatus::Completed) => DelegationStatus::Completed,
-        Some(ChildStatus::Failed) | None => DelegationStatus::Failed,
-        Some(ChildStatus::Cancelled) => DelegationStatus::Cancelled,
-        Some(ChildStatus::TimedOut) => DelegationStatus::TimedOut,
-    }
+    status.map_or(DelegationStatus::Failed, DelegationStatus::from)
 }
 
 /// Head and tail of a long text.
@@ -107,8 +112,8 @@ impl Tool for Task {
         "task"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
 
     fn schema(&self) -> ToolSchema {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::client::{FileContent, SandboxClient};
 use crate::thread::ImagePart;
 use crate::thread::state::ViewedImage;
 
@@ -43,8 +43,8 @@ impl Tool for ViewImage {
         "view_image"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::FileRead
+    fn group(&self) -> Option<ToolGroup> {
+        Some(ToolGroup::FileRead)
     }
 
     fn schema(&self) -> ToolSchema {
@@ -62,12 +62,12 @@ impl Tool for ViewImage {
                 args.image_path
             ));
         };
-        let request = SandboxRequest::ReadFile {
-            path: args.image_path.clone(),
-            max_bytes: MAX_IMAGE_BYTES,
-        };
-        match ctx.executor.execute(request).await {
-            Ok(SandboxResponse::File { data_base64, size }) => {
+        match ctx
+            .executor
+            .read_file(&args.image_path, MAX_IMAGE_BYTES)
+            .await
+        {
+            Ok(FileContent { data_base64, size }) => {
                 let mut output = ToolOutput::ok(format!(
                     "Loaded {} ({size} bytes); it follows as an image.",
                     args.image_path
@@ -85,10 +85,6 @@ impl Tool for ViewImage {
                 ));
                 output
             }
-            Ok(SandboxResponse::Error { message }) => {
-                ToolOutput::error(format!("Error: {message}"))
-            }
-            Ok(_) => ToolOutput::error("Error: unexpected sandbox answer."),
             Err(error) => ToolOutput::error(format!("Error: {error}")),
         }
     }

@@ -374,8 +374,8 @@ impl Tool for WebFetch {
         "web_fetch"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Web
+    fn group(&self) -> Option<ToolGroup> {
+        Some(ToolGroup::Web)
     }
 
     fn schema(&self) -> ToolSchema {

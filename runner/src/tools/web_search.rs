@@ -83,8 +83,8 @@ impl Tool for WebSearch {
         "web_search"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Web
+    fn group(&self) -> Option<ToolGroup> {
+        Some(ToolGroup::Web)
     }
 
     fn schema(&self) -> ToolSchema {
@@ -239,7 +239,7 @@ mod tests {
             .mount(&server)
             .await;
         let settings = WebSearchSettings {
-            provider: "tavily".into(),
+            provider: herd_crds::agent::WebSearchProvider::Tavily,
             base_url: Some(server.uri()),
             api_key: Some(key.into()),
         };

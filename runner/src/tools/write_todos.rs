@@ -29,8 +29,8 @@ impl Tool for WriteTodos {
         "write_todos"
     }
 
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
 
     fn schema(&self) -> ToolSchema {

@@ -66,6 +66,7 @@ pub fn turn_used_tools(state: &ThreadState) -> bool {
 mod tests {
     use super::*;
     use crate::testing::{calls, text};
+    use crate::thread::MessageKind;
 
     #[test]
     fn stripping_clears_calls_and_notes_why() {
@@ -114,9 +115,11 @@ mod tests {
             "x",
         ));
         assert!(turn_used_tools(&state));
-        state
-            .messages
-            .push(Message::hidden_user("r", "reminder", "hidden"));
+        state.messages.push(Message::hidden_user(
+            "r",
+            MessageKind::LoopWarning,
+            "hidden",
+        ));
         assert!(
             turn_used_tools(&state),
             "hidden context does not start a turn"

@@ -9,12 +9,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::agent::ModelNext;
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
 
 /// A bounded queue of reminder texts for the next model request.
 pub struct PendingReminders {
-    /// The hidden message's `meta.kind`, e.g. `loop_warning`.
-    kind: &'static str,
+    /// The hidden message's `meta.kind`.
+    kind: MessageKind,
     /// Most reminders kept; the oldest are dropped first.
     cap: usize,
     queue: Mutex<Vec<String>>,
@@ -22,7 +22,7 @@ pub struct PendingReminders {
 
 impl PendingReminders {
     /// An empty queue whose messages are tagged `kind`, holding at most `cap` texts.
-    pub fn new(kind: &'static str, cap: usize) -> Self {
+    pub fn new(kind: MessageKind, cap: usize) -> Self {
         PendingReminders {
             kind,
             cap: cap.max(1),
@@ -78,7 +78,7 @@ impl PendingReminders {
         }
         let id = format!(
             "{}:{}",
-            self.kind,
+            self.kind.as_str(),
             state.usage.model_calls.saturating_add(1)
         );
         request
@@ -105,6 +105,7 @@ mod tests {
     use super::*;
     use crate::model::{ChatModel, ModelErrorKind};
     use crate::testing::{QueuedModel, text};
+    use crate::thread::MessageKind;
 
     async fn send(reminders: &PendingReminders, model: &dyn ChatModel) -> bool {
         let state = ThreadState::new("t");
@@ -135,7 +136,7 @@ mod tests {
             ),
             requests: Mutex::new(Vec::new()),
         };
-        let reminders = PendingReminders::new("budget_warning", 4);
+        let reminders = PendingReminders::new(MessageKind::BudgetWarning, 4);
         reminders.push("first".into());
         assert!(!send(&reminders, &model).await);
         assert_eq!(reminders.len(), 1, "requeued for the retry");
@@ -149,13 +150,13 @@ mod tests {
             .collect();
         assert_eq!(last_texts, ["first", "first\n\nsecond", "t"]);
         let reminder = requests[1].messages.last().unwrap();
-        assert_eq!(reminder.meta().kind.as_deref(), Some("budget_warning"));
+        assert_eq!(reminder.meta().kind, Some(MessageKind::BudgetWarning));
         assert!(reminder.meta().hidden);
     }
 
     #[test]
     fn the_queue_is_deduplicated_and_capped() {
-        let reminders = PendingReminders::new("test", 2);
+        let reminders = PendingReminders::new(MessageKind::BudgetWarning, 2);
         reminders.push("a".into());
         reminders.push("a".into());
         assert_eq!(reminders.len(), 1);

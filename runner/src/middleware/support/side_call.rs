@@ -2,20 +2,20 @@
 //! one hidden prompt, no tools, nothing streamed to the display.
 
 use crate::model::{CallContext, CallOptions, ChatModel, ModelError, ModelRequest, StreamDelta};
-use crate::thread::{AssistantMessage, Message};
+use crate::thread::{AssistantMessage, Message, MessageKind};
 
 /// Sends `prompt` (a hidden user message tagged `kind`) under `system` for `context`.
 pub async fn side_call(
     model: &dyn ChatModel,
     system: &str,
-    kind: &str,
+    kind: MessageKind,
     prompt: String,
     context: CallContext,
 ) -> Result<AssistantMessage, ModelError> {
     let request = ModelRequest {
         system: system.to_owned(),
         messages: vec![Message::hidden_user(
-            format!("{kind}:request"),
+            format!("{}:request", kind.as_str()),
             kind,
             prompt,
         )],

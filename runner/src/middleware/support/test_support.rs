@@ -2,65 +2,21 @@
 //! the sandbox, a real sandbox in a temporary directory, and a way to push one tool call
 //! through one middleware.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
+use crate::control::Budget;
 use crate::model::ToolSchema;
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::sandbox::{InProcessExecutor, Sandbox, SandboxRoots};
+use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
+pub use crate::testing::FixedTool;
 use crate::testing::{RecordingControl, StaticExecutor};
-use crate::thread::{ThreadState, ToolCall, ToolStatus};
-use crate::tools::{Budget, Tool, ToolContext, ToolGroup, ToolOutput};
-
-/// A tool that always answers the same and counts its calls.
-pub struct FixedTool {
-    pub name: String,
-    pub output: ToolOutput,
-    pub calls: AtomicUsize,
-}
-
-impl FixedTool {
-    pub fn new(name: &str, output: ToolOutput) -> Self {
-        FixedTool {
-            name: name.into(),
-            output,
-            calls: AtomicUsize::new(0),
-        }
-    }
-
-    pub fn ok(name: &str, content: &str) -> Self {
-        Self::new(name, ToolOutput::ok(content))
-    }
-
-    pub fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl Tool for FixedTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
-    }
-    fn schema(&self) -> ToolSchema {
-        ToolSchema {
-            name: self.name.clone(),
-            description: "test".into(),
-            parameters: serde_json::json!({"type": "object"}),
-        }
-    }
-    async fn call(&self, _arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.output.clone()
-    }
-}
+use crate::thread::{ThreadState, ToolCall};
+use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 
 /// A sandbox tool as the agent side sees it: forwards the call to the executor.
 pub struct SandboxTool(pub &'static str);
@@ -70,8 +26,8 @@ impl Tool for SandboxTool {
     fn name(&self) -> &str {
         self.0
     }
-    fn group(&self) -> ToolGroup {
-        ToolGroup::Builtin
+    fn group(&self) -> Option<ToolGroup> {
+        None
     }
     fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -81,28 +37,7 @@ impl Tool for SandboxTool {
         }
     }
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let request = SandboxRequest::Tool {
-            name: self.0.into(),
-            arguments,
-        };
-        match ctx.executor.execute(request).await {
-            Ok(SandboxResponse::ToolResult {
-                content,
-                is_error,
-                meta,
-            }) => ToolOutput {
-                content,
-                status: if is_error {
-                    ToolStatus::Error
-                } else {
-                    ToolStatus::Success
-                },
-                meta,
-                ..ToolOutput::default()
-            },
-            Ok(other) => ToolOutput::error(format!("Error: {other:?}")),
-            Err(error) => ToolOutput::error(format!("Error: {error}")),
-        }
+        ToolOutput::from_sandbox(self.0, ctx.executor.run_tool(self.0, arguments).await)
     }
 }
 
@@ -149,7 +84,7 @@ pub fn local_sandbox() -> (tempfile::TempDir, Arc<dyn ToolExecutor>) {
     for root in [&roots.user_data, &roots.skills_public, &roots.skills_custom] {
         std::fs::create_dir_all(root).unwrap();
     }
-    let sandbox = Sandbox::new(&roots).unwrap();
+    let sandbox = SandboxHost::new(&roots).unwrap();
     (dir, Arc::new(InProcessExecutor(Arc::new(sandbox))))
 }
 

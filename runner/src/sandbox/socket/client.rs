@@ -1,6 +1,7 @@
 //! The `agent` container's executor: sends requests to `herd-runner sandbox` over the unix
 //! socket, many at once on one connection (matched by id), reconnecting when the sandbox
-//! restarts.
+//! restarts. Every connection opens with a handshake: a sandbox that speaks another protocol
+//! version (a custom image with another `herd-runner`) is refused, naming both versions.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,8 +21,8 @@ use super::wire::{
     read_line, to_line,
 };
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-use crate::sandbox::local::DEFAULT_BASH_TIMEOUT;
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::host::DEFAULT_BASH_TIMEOUT;
+use crate::sandbox::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
 
 /// How the client connects and waits.
 #[derive(Clone, Debug)]
@@ -50,6 +51,8 @@ impl Default for SocketOptions {
 
 /// Pause between connection attempts while waiting for the socket.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
+/// Longest wait for the handshake's answer (the sandbox answers it at once).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<SandboxResponse>>>>;
 
@@ -92,8 +95,43 @@ impl UnixSocketExecutor {
             return Ok(connection.clone());
         }
         let connection = Arc::new(Connection::open(&self.path, &self.options).await?);
+        self.handshake(&connection).await?;
         *slot = Some(connection.clone());
         Ok(connection)
+    }
+
+    /// Tells the sandbox which protocol this side speaks and checks the one it answers with.
+    async fn handshake(&self, connection: &Connection) -> Result<(), ExecutorError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let hello = RequestEnvelope {
+            id,
+            request: SandboxRequest::Hello {
+                protocol: PROTOCOL_VERSION,
+                runner: RUNNER_VERSION.to_owned(),
+            },
+        };
+        let line = to_line(&hello)
+            .map_err(|e| ExecutorError(format!("could not encode the handshake: {e}")))?;
+        let receiver = connection.register(id);
+        connection.write(&line).await.map_err(|failure| {
+            ExecutorError(format!(
+                "could not greet the sandbox at {}: {failure}",
+                self.path.display()
+            ))
+        })?;
+        let wait = self.options.request_timeout.min(HANDSHAKE_TIMEOUT);
+        match tokio::time::timeout(wait, receiver).await {
+            Ok(Ok(answer)) => check_versions(&self.path, answer),
+            Ok(Err(_)) => Err(ExecutorError(format!(
+                "the sandbox at {} closed the connection during the handshake",
+                self.path.display()
+            ))),
+            Err(_) => Err(ExecutorError(format!(
+                "the sandbox at {} did not answer the handshake within {}",
+                self.path.display(),
+                humantime::format_duration(wait)
+            ))),
+        }
     }
 
     /// Sends a request line on a live connection; a broken pipe gets one retry on a fresh
@@ -160,6 +198,28 @@ impl ToolExecutor for UnixSocketExecutor {
                 )))
             }
         }
+    }
+}
+
+/// Whether the sandbox's answer to the handshake names this side's protocol.
+fn check_versions(path: &Path, answer: SandboxResponse) -> Result<(), ExecutorError> {
+    let fix = format!(
+        "use a sandbox image whose herd-runner is version {RUNNER_VERSION} (the Agent's \
+         sandbox.image)"
+    );
+    match answer {
+        SandboxResponse::Hello { protocol, .. } if protocol == PROTOCOL_VERSION => Ok(()),
+        SandboxResponse::Hello { protocol, runner } => Err(ExecutorError(format!(
+            "the sandbox at {} speaks protocol {protocol} (herd-runner {runner}), this runner \
+             protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION}): {fix}",
+            path.display()
+        ))),
+        other => Err(ExecutorError(format!(
+            "the sandbox at {} does not know the handshake of protocol {PROTOCOL_VERSION} \
+             (herd-runner {RUNNER_VERSION}); its herd-runner is older (it answered {other:?}): \
+             {fix}",
+            path.display()
+        ))),
     }
 }
 

@@ -2,6 +2,8 @@
 //! requests with ids, answered concurrently and in any order.
 
 mod client;
+#[cfg(test)]
+pub(crate) mod fake;
 mod server;
 mod wire;
 
@@ -18,18 +20,21 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::client::SocketOptions;
+    use super::fake::{fake_sandbox, hello};
     use super::server::SandboxServer;
     use super::*;
     use crate::sandbox::executor::ToolExecutor;
+    use crate::sandbox::host::SandboxHost;
     use crate::sandbox::in_process::InProcessExecutor;
-    use crate::sandbox::local::Sandbox;
     use crate::sandbox::paths::SandboxRoots;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::sandbox::protocol::{
+        PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse,
+    };
 
     type TestResult = anyhow::Result<()>;
 
     /// A sandbox over a fresh work dir holding the same files every time.
-    fn sandbox(base: &Path) -> anyhow::Result<Sandbox> {
+    fn sandbox(base: &Path) -> anyhow::Result<SandboxHost> {
         let roots = SandboxRoots::under(base);
         std::fs::create_dir_all(roots.skills_public.join("research"))?;
         std::fs::write(
@@ -40,7 +45,7 @@ mod tests {
         std::fs::write(roots.user_data.join("uploads/data.csv"), "a,b\n1,2\n")?;
         let home = base.join("home");
         std::fs::create_dir_all(&home)?;
-        Ok(Sandbox::new(&roots)?.with_home(home))
+        Ok(SandboxHost::new(&roots)?.with_home(home))
     }
 
     fn tool(name: &str, arguments: serde_json::Value) -> SandboxRequest {
@@ -58,7 +63,10 @@ mod tests {
         }
     }
 
-    async fn start(socket: &Path, sandbox: Sandbox) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    async fn start(
+        socket: &Path,
+        sandbox: SandboxHost,
+    ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
         let server = SandboxServer::bind(socket, sandbox).await?;
         Ok(tokio::spawn(async move {
             let _ = server.run().await;
@@ -76,6 +84,10 @@ mod tests {
 
         let d = "test";
         let requests = vec![
+            SandboxRequest::Hello {
+                protocol: PROTOCOL_VERSION,
+                runner: RUNNER_VERSION.to_owned(),
+            },
             SandboxRequest::Prepare,
             tool(
                 "bash",
@@ -128,11 +140,11 @@ mod tests {
             SandboxRequest::FileInfo {
                 path: "nope".into(),
             },
-            SandboxRequest::WriteFramework {
+            SandboxRequest::WriteOutput {
                 path: "results/r.txt".into(),
                 content: "r".into(),
             },
-            SandboxRequest::WriteFramework {
+            SandboxRequest::WriteOutput {
                 path: "/mnt/skills/public/x".into(),
                 content: "r".into(),
             },
@@ -242,7 +254,7 @@ mod tests {
         let (read_half, mut write_half) = stream.into_split();
         let mut lines = BufReader::new(read_half).lines();
         let big = format!(
-            "{{\"id\":41,\"request\":{{\"op\":\"write_framework\",\"path\":\"x\",\"content\":\"{}\"}}}}\n",
+            "{{\"id\":41,\"request\":{{\"op\":\"write_output\",\"path\":\"x\",\"content\":\"{}\"}}}}\n",
             "x".repeat(4096)
         );
         write_half.write_all(big.as_bytes()).await?;
@@ -287,7 +299,7 @@ mod tests {
         let restarted = start(&socket, sandbox(dir.path())?).await?;
         let executor = UnixSocketExecutor::connect_with(&socket, limited).await?;
         let response = executor
-            .execute(SandboxRequest::WriteFramework {
+            .execute(SandboxRequest::WriteOutput {
                 path: "x".into(),
                 content: "y".repeat(200),
             })
@@ -306,12 +318,10 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let socket = dir.path().join("silent.sock");
         let listener = tokio::net::UnixListener::bind(&socket)?;
-        let silent = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                held.push(stream);
-            }
-        });
+        let silent = tokio::spawn(fake_sandbox(
+            listener,
+            hello(PROTOCOL_VERSION, RUNNER_VERSION),
+        ));
         let quick = SocketOptions {
             request_timeout: Duration::from_millis(200),
             ..options()
@@ -331,6 +341,49 @@ mod tests {
             .await
             .err();
         assert!(error.is_some_and(|e| e.to_string().contains("cannot connect to the sandbox")));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_of_another_protocol_version_is_refused_naming_both_versions() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let cases = [
+            (
+                hello(PROTOCOL_VERSION + 1, "9.9.9"),
+                "protocol 2 (herd-runner 9.9.9)",
+            ),
+            (
+                Some(SandboxResponse::Error {
+                    message: "Error: malformed sandbox request: unknown variant `hello`".into(),
+                }),
+                "its herd-runner is older",
+            ),
+            (None, "did not answer the handshake within 200ms"),
+        ];
+        for (index, (answer, expected)) in cases.into_iter().enumerate() {
+            let socket = dir.path().join(format!("other-{index}.sock"));
+            let server = tokio::spawn(fake_sandbox(
+                tokio::net::UnixListener::bind(&socket)?,
+                answer,
+            ));
+            let quick = SocketOptions {
+                request_timeout: Duration::from_millis(200),
+                ..options()
+            };
+            let error = UnixSocketExecutor::connect_with(&socket, quick)
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(expected), "{error}");
+            if index < 2 {
+                let ours = format!("protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION})");
+                assert!(error.contains(&ours), "{error}");
+                assert!(error.contains("sandbox.image"), "{error}");
+            }
+            server.abort();
+            let _ = server.await;
+        }
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! `herd-runner sandbox`: serves a `Sandbox` on a unix socket. Every request runs in its own
+//! `herd-runner sandbox`: serves a `SandboxHost` on a unix socket. Every request runs in its own
 //! task, so a long `bash` does not hold up a `read_file` sent after it, on the same
 //! connection or another.
 
@@ -16,22 +16,22 @@ use tokio::task::JoinSet;
 use super::wire::{
     Line, MAX_REQUEST_BYTES, RequestEnvelope, ResponseEnvelope, leading_id, read_line, to_line,
 };
-use crate::sandbox::local::Sandbox;
-use crate::sandbox::protocol::SandboxResponse;
+use crate::sandbox::host::SandboxHost;
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
 /// Requests handled at once across all connections; more wait their turn.
 const MAX_CONCURRENT_REQUESTS: usize = 64;
 
 /// Serves `sandbox` on `socket` until the task is dropped or accepting fails. A stale socket
 /// file is replaced; a live server on the same path is an error.
-pub async fn serve(socket: &Path, sandbox: Sandbox) -> anyhow::Result<()> {
+pub async fn serve(socket: &Path, sandbox: SandboxHost) -> anyhow::Result<()> {
     SandboxServer::bind(socket, sandbox).await?.run().await
 }
 
 /// Serves `sandbox` on the listening socket that is this process's standard input (inetd
 /// style): how `herd-runner run` hands its confined sandbox a socket on the host, where the
 /// sandbox itself cannot create one.
-pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
+pub async fn serve_stdin(sandbox: SandboxHost) -> anyhow::Result<()> {
     let listener = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
@@ -57,13 +57,13 @@ pub async fn serve_stdin(sandbox: Sandbox) -> anyhow::Result<()> {
 #[derive(Debug)]
 pub struct SandboxServer {
     listener: UnixListener,
-    sandbox: Sandbox,
+    sandbox: SandboxHost,
     max_request_bytes: usize,
 }
 
 impl SandboxServer {
     /// Binds `socket`, creating its folder and replacing a stale socket file.
-    pub async fn bind(socket: &Path, sandbox: Sandbox) -> anyhow::Result<Self> {
+    pub async fn bind(socket: &Path, sandbox: SandboxHost) -> anyhow::Result<Self> {
         if let Some(parent) = socket.parent()
             && !parent.as_os_str().is_empty()
         {
@@ -127,7 +127,7 @@ impl SandboxServer {
 /// Serves one connection: reads requests, answers each from its own task, in any order.
 async fn connection(
     stream: UnixStream,
-    sandbox: Sandbox,
+    sandbox: SandboxHost,
     max_request_bytes: usize,
     permits: Arc<Semaphore>,
 ) {
@@ -166,6 +166,12 @@ async fn connection(
                 continue;
             }
         };
+        if let SandboxRequest::Hello { .. } = envelope.request {
+            // At once, never behind busy requests: the client waits for it before all else.
+            let response = sandbox.handle(envelope.request).await;
+            reply(&replies, Some(envelope.id), response).await;
+            continue;
+        }
         let sandbox = sandbox.clone();
         let replies = replies.clone();
         let permits = permits.clone();

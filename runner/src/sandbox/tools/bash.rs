@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::{ToolReply, invalid_args};
 use crate::sandbox::args::BashArgs;
-use crate::sandbox::local::Sandbox;
+use crate::sandbox::host::SandboxHost;
 use crate::sandbox::paths::{Access, WORKSPACE};
 use crate::text::truncate_middle;
 
@@ -34,14 +34,14 @@ const KEPT_VARS: [&str; 6] = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDI
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Runs a `bash` tool call.
-pub async fn run(sandbox: &Sandbox, arguments: serde_json::Value) -> ToolReply {
+pub async fn run(sandbox: &SandboxHost, arguments: serde_json::Value) -> ToolReply {
     match serde_json::from_value::<BashArgs>(arguments) {
         Ok(args) => execute(sandbox, &args.command).await,
         Err(error) => invalid_args(super::BASH, &error),
     }
 }
 
-async fn execute(sandbox: &Sandbox, command: &str) -> ToolReply {
+async fn execute(sandbox: &SandboxHost, command: &str) -> ToolReply {
     if command.trim().is_empty() {
         return ToolReply::error("Error: the command is empty");
     }
@@ -156,7 +156,7 @@ async fn collect(
     }
 }
 
-fn render(outcome: Outcome, output: &Capture, sandbox: &Sandbox) -> ToolReply {
+fn render(outcome: Outcome, output: &Capture, sandbox: &SandboxHost) -> ToolReply {
     let text = output.render(|text| sandbox.paths().mask(text));
     let body = if text.is_empty() {
         "(no output)".to_owned()
@@ -191,7 +191,7 @@ fn with_status(body: String, status: ExitStatus) -> String {
 
 /// The environment of a command: the allowlist plus a writable `HOME` and settings that keep
 /// tools from waiting on a terminal.
-fn environment(sandbox: &Sandbox) -> Vec<(String, String)> {
+fn environment(sandbox: &SandboxHost) -> Vec<(String, String)> {
     let mut vars: Vec<(String, String)> = KEPT_VARS
         .iter()
         .filter_map(|name| {
@@ -294,16 +294,16 @@ mod tests {
     use super::*;
     use crate::sandbox::paths::SandboxRoots;
 
-    fn sandbox() -> std::io::Result<(tempfile::TempDir, Sandbox)> {
+    fn sandbox() -> std::io::Result<(tempfile::TempDir, SandboxHost)> {
         let dir = tempfile::tempdir()?;
         let base = dir.path().canonicalize()?;
         let home = base.join("home");
         std::fs::create_dir_all(&home)?;
-        let sandbox = Sandbox::new(&SandboxRoots::under(&base.join("root")))?.with_home(home);
+        let sandbox = SandboxHost::new(&SandboxRoots::under(&base.join("root")))?.with_home(home);
         Ok((dir, sandbox))
     }
 
-    async fn bash(sandbox: &Sandbox, command: &str) -> ToolReply {
+    async fn bash(sandbox: &SandboxHost, command: &str) -> ToolReply {
         run(
             sandbox,
             serde_json::json!({"description": "test", "command": command}),

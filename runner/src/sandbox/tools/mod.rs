@@ -14,7 +14,7 @@ use std::io;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use super::local::Sandbox;
+use super::host::SandboxHost;
 use super::protocol::SandboxResponse;
 
 /// Tool names, as the model calls them.
@@ -26,7 +26,8 @@ pub const STR_REPLACE: &str = "str_replace";
 pub const GLOB: &str = "glob";
 pub const GREP: &str = "grep";
 
-/// What a tool produced, before host paths are masked.
+/// What a tool produced: made by the sandbox side (host paths masked before it leaves), and
+/// handed back by the typed client (`SandboxClient::run_tool`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolReply {
     pub content: String,
@@ -62,7 +63,7 @@ impl ToolReply {
     }
 
     /// The response, with any host path in the text turned into its virtual path.
-    pub fn into_response(self, sandbox: &Sandbox) -> SandboxResponse {
+    pub fn into_response(self, sandbox: &SandboxHost) -> SandboxResponse {
         SandboxResponse::ToolResult {
             content: sandbox.paths().mask(&self.content),
             is_error: self.is_error,
@@ -73,7 +74,7 @@ impl ToolReply {
 
 /// Runs one of the file tools (everything but `bash`, which is async). Blocking: call it off
 /// the async runtime.
-pub fn run_file_tool(sandbox: &Sandbox, name: &str, arguments: serde_json::Value) -> ToolReply {
+pub fn run_file_tool(sandbox: &SandboxHost, name: &str, arguments: serde_json::Value) -> ToolReply {
     let paths = sandbox.paths();
     match name {
         LS => with_args(name, arguments, |args| ls::run(paths, &args)),

@@ -3,6 +3,7 @@
 
 pub(crate) mod address;
 pub(crate) mod allowed_ranges;
+pub(crate) mod engine;
 pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod resolver;

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use herd_crds::agent::WebSearchProvider;
+
 use super::search::SearchProvider;
 use super::searxng::Searxng;
 use super::tavily::Tavily;
@@ -10,14 +12,10 @@ use super::tavily::Tavily;
 /// How long one search may take.
 pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The providers `build_search_provider` knows.
-pub const SUPPORTED_PROVIDERS: &[&str] = &["searxng", "tavily"];
-
 /// The Agent's `tools.webSearch`, with the key already read from its Secret.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct WebSearchSettings {
-    /// `searxng` or `tavily`.
-    pub provider: String,
+    pub provider: WebSearchProvider,
     pub base_url: Option<String>,
     pub api_key: Option<String>,
 }
@@ -47,23 +45,19 @@ pub fn build_search_provider(
         .map(str::trim)
         .filter(|key| !key.is_empty())
         .map(str::to_owned);
-    match settings.provider.trim().to_ascii_lowercase().as_str() {
-        "searxng" => {
+    match settings.provider {
+        WebSearchProvider::Searxng => {
             let base_url = base_url.ok_or(
                 "tools.webSearch: provider searxng needs baseURL (the instance's URL, e.g. \
                  http://searxng:8080)",
             )?;
             Ok(Arc::new(Searxng::new(base_url, api_key, SEARCH_TIMEOUT)?))
         }
-        "tavily" => {
+        WebSearchProvider::Tavily => {
             let api_key = api_key
                 .ok_or("tools.webSearch: provider tavily needs an API key (apiKeySecretRef)")?;
             Ok(Arc::new(Tavily::new(base_url, api_key, SEARCH_TIMEOUT)?))
         }
-        other => Err(format!(
-            "tools.webSearch: unknown provider {other:?}; supported: {}",
-            SUPPORTED_PROVIDERS.join(", ")
-        )),
     }
 }
 
@@ -72,12 +66,12 @@ mod tests {
     use super::*;
 
     fn settings(
-        provider: &str,
+        provider: WebSearchProvider,
         base_url: Option<&str>,
         api_key: Option<&str>,
     ) -> WebSearchSettings {
         WebSearchSettings {
-            provider: provider.to_owned(),
+            provider,
             base_url: base_url.map(str::to_owned),
             api_key: api_key.map(str::to_owned),
         }
@@ -92,27 +86,32 @@ mod tests {
 
     #[test]
     fn builds_the_named_provider() {
-        let searxng = build_search_provider(&settings("SearXNG", Some("http://sx:8080"), None));
+        let searxng = build_search_provider(&settings(
+            WebSearchProvider::Searxng,
+            Some("http://sx:8080"),
+            None,
+        ));
         assert_eq!(searxng.map(|p| p.name()), Ok("searxng"));
-        let tavily = build_search_provider(&settings("tavily", None, Some("tvly-key")));
+        let tavily =
+            build_search_provider(&settings(WebSearchProvider::Tavily, None, Some("tvly-key")));
         assert_eq!(tavily.map(|p| p.name()), Ok("tavily"));
     }
 
     #[test]
     fn explains_bad_settings() {
-        assert_eq!(
-            error(&settings("bing", None, None)),
-            "tools.webSearch: unknown provider \"bing\"; supported: searxng, tavily"
-        );
-        assert!(error(&settings("searxng", None, None)).contains("needs baseURL"));
-        assert!(error(&settings("searxng", Some("  "), None)).contains("needs baseURL"));
-        assert!(error(&settings("tavily", None, Some(""))).contains("needs an API key"));
-        assert!(error(&settings("searxng", Some("not a url"), None)).contains("invalid SearXNG"));
+        use WebSearchProvider::{Searxng, Tavily};
+        assert!(error(&settings(Searxng, None, None)).contains("needs baseURL"));
+        assert!(error(&settings(Searxng, Some("  "), None)).contains("needs baseURL"));
+        assert!(error(&settings(Tavily, None, Some(""))).contains("needs an API key"));
+        assert!(error(&settings(Searxng, Some("not a url"), None)).contains("invalid SearXNG"));
     }
 
     #[test]
     fn debug_hides_the_key() {
-        let text = format!("{:?}", settings("tavily", None, Some("tvly-secret")));
+        let text = format!(
+            "{:?}",
+            settings(WebSearchProvider::Tavily, None, Some("tvly-secret"))
+        );
         assert!(!text.contains("tvly-secret"), "{text}");
     }
 }

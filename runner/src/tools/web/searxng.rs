@@ -3,28 +3,22 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::Url;
 use reqwest::header::AUTHORIZATION;
-use serde::Deserialize;
 
-use super::http::client_builder;
-use super::search::{SearchError, SearchProvider, SearchResult, status_error};
-
-const NAME: &str = "searxng";
+use super::engine::Engine;
+use super::search::{SearchError, SearchProvider, SearchResult};
 
 /// A SearXNG instance.
 pub struct Searxng {
-    endpoint: Url,
+    engine: Engine,
     /// Sent as a bearer token, for instances behind an authenticating proxy.
     api_key: Option<String>,
-    timeout: Duration,
-    client: reqwest::Client,
 }
 
 impl std::fmt::Debug for Searxng {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Searxng")
-            .field("endpoint", &self.endpoint.as_str())
+            .field("endpoint", &self.engine.endpoint.as_str())
             .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
             .finish_non_exhaustive()
     }
@@ -33,83 +27,36 @@ impl std::fmt::Debug for Searxng {
 impl Searxng {
     /// A client of the instance at `base_url` (e.g. `http://searxng:8080`).
     pub fn new(base_url: &str, api_key: Option<String>, timeout: Duration) -> Result<Self, String> {
-        let endpoint = Url::parse(&format!("{}/search", base_url.trim_end_matches('/')))
-            .map_err(|error| format!("invalid SearXNG baseURL {base_url:?}: {error}"))?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(format!(
-                "invalid SearXNG baseURL {base_url:?}: it must be an http(s) URL"
-            ));
-        }
-        let client = client_builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|error| format!("cannot build the SearXNG HTTP client: {error}"))?;
         Ok(Searxng {
-            endpoint,
+            engine: Engine::new("searxng", "SearXNG", base_url, timeout)?,
             api_key,
-            timeout,
-            client,
         })
     }
+}
 
-    async fn request(&self, query: &str) -> Result<Response, SearchError> {
-        let mut url = self.endpoint.clone();
-        url.query_pairs_mut()
-            .append_pair("q", query)
-            .append_pair("format", "json");
-        let mut request = self.client.get(url);
-        if let Some(key) = &self.api_key {
-            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| SearchError::from_reqwest(NAME, self.timeout, error))?;
-        if !response.status().is_success() {
-            return Err(match status_error(NAME, self.timeout, response).await {
-                // SearXNG answers 403 to format=json unless the instance enables it.
-                SearchError::Status {
-                    provider,
-                    status,
-                    message,
-                } if status == reqwest::StatusCode::FORBIDDEN => SearchError::Status {
-                    provider,
-                    status,
-                    message: format!(
-                        "{message} (is `json` listed in the instance's search.formats setting?)"
-                    ),
-                },
-                other => other,
-            });
-        }
-        response
-            .json::<Response>()
-            .await
-            .map_err(|error| SearchError::from_reqwest(NAME, self.timeout, error))
+/// SearXNG answers 403 to `format=json` unless the instance enables it.
+fn explain_forbidden(error: SearchError) -> SearchError {
+    match error {
+        SearchError::Status {
+            provider,
+            status,
+            message,
+        } if status == reqwest::StatusCode::FORBIDDEN => SearchError::Status {
+            provider,
+            status,
+            message: format!(
+                "{message} (is `json` listed in the instance's search.formats setting?)"
+            ),
+        },
+        other => other,
     }
-}
-
-/// The parts of SearXNG's JSON answer used here.
-#[derive(Deserialize)]
-struct Response {
-    #[serde(default)]
-    results: Vec<Hit>,
-}
-
-#[derive(Deserialize)]
-struct Hit {
-    #[serde(default)]
-    title: String,
-    url: String,
-    #[serde(default)]
-    content: Option<String>,
 }
 
 #[async_trait]
 impl SearchProvider for Searxng {
     #[cfg(test)]
     fn name(&self) -> &'static str {
-        NAME
+        self.engine.name
     }
 
     async fn search(
@@ -117,21 +64,19 @@ impl SearchProvider for Searxng {
         query: &str,
         max_results: usize,
     ) -> Result<Vec<SearchResult>, SearchError> {
-        let response = self
-            .request(query)
-            .await
-            .map_err(|error| error.redact(self.api_key.as_deref()))?;
+        let mut url = self.engine.endpoint.clone();
+        url.query_pairs_mut()
+            .append_pair("q", query)
+            .append_pair("format", "json");
+        let mut request = self.engine.client.get(url);
+        if let Some(key) = &self.api_key {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
         // SearXNG has no result-count parameter; it returns a page of ~10-30 hits.
-        Ok(response
-            .results
-            .into_iter()
-            .take(max_results)
-            .map(|hit| SearchResult {
-                title: hit.title,
-                url: hit.url,
-                snippet: hit.content.unwrap_or_default(),
-            })
-            .collect())
+        self.engine
+            .hits(request, max_results)
+            .await
+            .map_err(|error| explain_forbidden(error).redact(self.api_key.as_deref()))
     }
 }
 

@@ -3,29 +3,23 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::Url;
-use serde::Deserialize;
 
-use super::http::client_builder;
-use super::search::{SearchError, SearchProvider, SearchResult, status_error};
-
-const NAME: &str = "tavily";
+use super::engine::Engine;
+use super::search::{SearchError, SearchProvider, SearchResult};
 
 /// Tavily's public endpoint, used when no baseURL is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.tavily.com";
 
 /// A Tavily client. Its key never appears in its errors or its `Debug` output.
 pub struct Tavily {
-    endpoint: Url,
+    engine: Engine,
     api_key: String,
-    timeout: Duration,
-    client: reqwest::Client,
 }
 
 impl std::fmt::Debug for Tavily {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tavily")
-            .field("endpoint", &self.endpoint.as_str())
+            .field("endpoint", &self.engine.endpoint.as_str())
             .field("api_key", &"[REDACTED]")
             .finish_non_exhaustive()
     }
@@ -34,69 +28,24 @@ impl std::fmt::Debug for Tavily {
 impl Tavily {
     /// A client of `base_url` (default [`DEFAULT_BASE_URL`]) with `api_key`.
     pub fn new(base_url: Option<&str>, api_key: String, timeout: Duration) -> Result<Self, String> {
-        let base_url = base_url.unwrap_or(DEFAULT_BASE_URL);
-        let endpoint = Url::parse(&format!("{}/search", base_url.trim_end_matches('/')))
-            .map_err(|error| format!("invalid Tavily baseURL {base_url:?}: {error}"))?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(format!(
-                "invalid Tavily baseURL {base_url:?}: it must be an http(s) URL"
-            ));
-        }
+        let engine = Engine::new(
+            "tavily",
+            "Tavily",
+            base_url.unwrap_or(DEFAULT_BASE_URL),
+            timeout,
+        )?;
         if api_key.trim().is_empty() {
             return Err("tavily needs an API key (tools.webSearch.apiKeySecretRef)".to_owned());
         }
-        let client = client_builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|error| format!("cannot build the Tavily HTTP client: {error}"))?;
-        Ok(Tavily {
-            endpoint,
-            api_key,
-            timeout,
-            client,
-        })
+        Ok(Tavily { engine, api_key })
     }
-
-    async fn request(&self, query: &str, max_results: usize) -> Result<Response, SearchError> {
-        let response = self
-            .client
-            .post(self.endpoint.clone())
-            .bearer_auth(&self.api_key)
-            .json(&serde_json::json!({"query": query, "max_results": max_results}))
-            .send()
-            .await
-            .map_err(|error| SearchError::from_reqwest(NAME, self.timeout, error))?;
-        if !response.status().is_success() {
-            return Err(status_error(NAME, self.timeout, response).await);
-        }
-        response
-            .json::<Response>()
-            .await
-            .map_err(|error| SearchError::from_reqwest(NAME, self.timeout, error))
-    }
-}
-
-/// The parts of Tavily's JSON answer used here.
-#[derive(Deserialize)]
-struct Response {
-    #[serde(default)]
-    results: Vec<Hit>,
-}
-
-#[derive(Deserialize)]
-struct Hit {
-    #[serde(default)]
-    title: String,
-    url: String,
-    #[serde(default)]
-    content: String,
 }
 
 #[async_trait]
 impl SearchProvider for Tavily {
     #[cfg(test)]
     fn name(&self) -> &'static str {
-        NAME
+        self.engine.name
     }
 
     async fn search(
@@ -104,20 +53,16 @@ impl SearchProvider for Tavily {
         query: &str,
         max_results: usize,
     ) -> Result<Vec<SearchResult>, SearchError> {
-        let response = self
-            .request(query, max_results)
+        let request = self
+            .engine
+            .client
+            .post(self.engine.endpoint.clone())
+            .bearer_auth(&self.api_key)
+            .json(&serde_json::json!({"query": query, "max_results": max_results}));
+        self.engine
+            .hits(request, max_results)
             .await
-            .map_err(|error| error.redact(Some(&self.api_key)))?;
-        Ok(response
-            .results
-            .into_iter()
-            .take(max_results)
-            .map(|hit| SearchResult {
-                title: hit.title,
-                url: hit.url,
-                snippet: hit.content,
-            })
-            .collect())
+            .map_err(|error| error.redact(Some(&self.api_key)))
     }
 }
 

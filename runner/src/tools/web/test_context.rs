@@ -9,11 +9,11 @@ use herd_crds::wire::{
     ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
 };
 
-use crate::control::{AskOutcome, ControlError, ControlPlane};
+use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::ThreadState;
-use crate::tools::{Budget, ToolContext};
+use crate::tools::ToolContext;
 
 struct NoSandbox;
 

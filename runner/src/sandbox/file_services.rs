@@ -198,7 +198,7 @@ fn hash_file(path: &Path) -> io::Result<String> {
 }
 
 /// Writes a framework-produced file under `outputs/` (relative paths are taken from there).
-pub fn write_framework(paths: &SandboxPaths, path: &str, content: &str) -> SandboxResponse {
+pub fn write_output(paths: &SandboxPaths, path: &str, content: &str) -> SandboxResponse {
     let trimmed = path.trim();
     let full = if trimmed.starts_with('/') {
         trimmed.to_owned()
@@ -376,7 +376,7 @@ mod tests {
     fn framework_writes_only_go_under_outputs() -> io::Result<()> {
         let (_dir, roots, paths) = setup()?;
         assert_eq!(
-            write_framework(&paths, "tool-results/call_1.txt", "big result"),
+            write_output(&paths, "tool-results/call_1.txt", "big result"),
             SandboxResponse::Done {
                 path: Some("/mnt/user-data/outputs/tool-results/call_1.txt".into())
             }
@@ -386,11 +386,11 @@ mod tests {
             "big result"
         );
         assert!(matches!(
-            write_framework(&paths, "/mnt/user-data/workspace/x", "x"),
+            write_output(&paths, "/mnt/user-data/workspace/x", "x"),
             SandboxResponse::Error { .. }
         ));
         assert!(matches!(
-            write_framework(&paths, "/mnt/user-data/outputs", "x"),
+            write_output(&paths, "/mnt/user-data/outputs", "x"),
             SandboxResponse::Error { .. }
         ));
         Ok(())

@@ -1,5 +1,6 @@
-//! TokenUsage (wrap_model_call, after_model, after_agent): logs every model call's usage and
-//! reports the run's progress (title, todos, usage) to the control plane.
+//! UsageAndProgress (DeerFlow's `TokenUsageMiddleware`, plus progress reports;
+//! wrap_model_call, after_model, after_agent): logs every model call's usage and reports the
+//! run's progress (title, todos, usage) to the control plane.
 //!
 //! Usage comes from the provider. When a provider reports none (some streaming endpoints,
 //! DeerFlow #1602), it is estimated at four characters per token from the request and the
@@ -50,17 +51,17 @@ struct Reporting {
     unsent: Option<(Option<String>, Vec<Todo>, Usage)>,
 }
 
-/// The middleware.
-pub struct TokenUsage {
+/// Logs each model call's usage and reports the lead's progress, at most once a second.
+pub struct UsageAndProgress {
     agent: String,
     progress: Option<Progress>,
     reporting: Mutex<Reporting>,
 }
 
-impl TokenUsage {
+impl UsageAndProgress {
     /// Logs usage for `agent` and reports progress for the Run's `attempt` to `control`.
     pub fn new(agent: impl Into<String>, control: Arc<dyn ControlPlane>, attempt: u32) -> Self {
-        TokenUsage {
+        UsageAndProgress {
             agent: agent.into(),
             progress: Some(Progress { control, attempt }),
             reporting: Mutex::new(Reporting::default()),
@@ -69,7 +70,7 @@ impl TokenUsage {
 
     /// Logs usage only (for subagents, whose progress is their parent's business).
     pub fn log_only(agent: impl Into<String>) -> Self {
-        TokenUsage {
+        UsageAndProgress {
             agent: agent.into(),
             progress: None,
             reporting: Mutex::new(Reporting::default()),
@@ -196,9 +197,9 @@ fn estimate_from_input(input: u64, answer: &AssistantMessage) -> Usage {
 }
 
 #[async_trait]
-impl Middleware for TokenUsage {
+impl Middleware for UsageAndProgress {
     fn name(&self) -> &'static str {
-        "TokenUsage"
+        "UsageAndProgress"
     }
 
     async fn wrap_model_call(
@@ -260,9 +261,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::control::Budget;
     use crate::control::{AskOutcome, ControlError};
     use crate::testing::{self, QueuedModel, RecordingControl, text};
-    use crate::tools::Budget;
 
     /// Records progress reports; everything else is the shared recording double.
     #[derive(Default)]
@@ -313,7 +314,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model,
             vec![],
-            vec![Arc::new(TokenUsage::log_only("lead"))],
+            vec![Arc::new(UsageAndProgress::log_only("lead"))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("abcd");
@@ -331,7 +332,7 @@ mod tests {
         let (agent, env) = testing::agent(
             model,
             vec![],
-            vec![Arc::new(TokenUsage::log_only("lead"))],
+            vec![Arc::new(UsageAndProgress::log_only("lead"))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("t");
@@ -346,7 +347,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn progress_is_coalesced_to_one_report_per_second_and_flushed_at_the_end() {
         let log = Arc::new(ProgressLog::default());
-        let middleware = TokenUsage::new("lead", log.clone(), 2);
+        let middleware = UsageAndProgress::new("lead", log.clone(), 2);
         let mut state = ThreadState::new("t");
         for calls in 1..=3 {
             state.usage.model_calls = calls;
@@ -391,7 +392,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn unchanged_progress_is_not_reported_again() {
         let log = Arc::new(ProgressLog::default());
-        let middleware = TokenUsage::new("lead", log.clone(), 1);
+        let middleware = UsageAndProgress::new("lead", log.clone(), 1);
         let mut state = ThreadState::new("t");
         middleware.after_model(&mut state).await;
         tokio::time::advance(REPORT_INTERVAL).await;

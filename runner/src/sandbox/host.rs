@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::framework;
+use super::file_services;
 use super::paths::{SandboxPaths, SandboxRoots};
-use super::protocol::{SandboxRequest, SandboxResponse};
+use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
 use super::tools::{self, BASH};
 
 /// DeerFlow's `bash_command_timeout`.
@@ -17,17 +17,17 @@ pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Executes sandbox requests. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Sandbox {
+pub struct SandboxHost {
     paths: Arc<SandboxPaths>,
     bash_timeout: Duration,
     home: PathBuf,
 }
 
-impl Sandbox {
+impl SandboxHost {
     /// A sandbox over `roots`, with DeerFlow's bash timeout and `HOME` in the temp directory
     /// (in a pod `/tmp`, an emptyDir: git and pip need a writable home).
     pub fn new(roots: &SandboxRoots) -> io::Result<Self> {
-        Ok(Sandbox {
+        Ok(SandboxHost {
             paths: Arc::new(SandboxPaths::new(roots)?),
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             home: std::env::temp_dir(),
@@ -82,18 +82,22 @@ impl Sandbox {
 
     fn handle_blocking(&self, request: SandboxRequest) -> SandboxResponse {
         match request {
-            SandboxRequest::Prepare => framework::prepare(self.paths()),
+            SandboxRequest::Hello { .. } => SandboxResponse::Hello {
+                protocol: PROTOCOL_VERSION,
+                runner: RUNNER_VERSION.to_owned(),
+            },
+            SandboxRequest::Prepare => file_services::prepare(self.paths()),
             SandboxRequest::Tool { name, arguments } => {
                 tools::run_file_tool(self, &name, arguments).into_response(self)
             }
-            SandboxRequest::ListSkills => framework::list_skills(self.paths()),
-            SandboxRequest::ListUploads => framework::list_uploads(self.paths()),
+            SandboxRequest::ListSkills => file_services::list_skills(self.paths()),
+            SandboxRequest::ListUploads => file_services::list_uploads(self.paths()),
             SandboxRequest::ReadFile { path, max_bytes } => {
-                framework::read_file(self.paths(), &path, max_bytes)
+                file_services::read_file(self.paths(), &path, max_bytes)
             }
-            SandboxRequest::FileInfo { path } => framework::file_info(self.paths(), &path),
-            SandboxRequest::WriteFramework { path, content } => {
-                framework::write_framework(self.paths(), &path, &content)
+            SandboxRequest::FileInfo { path } => file_services::file_info(self.paths(), &path),
+            SandboxRequest::WriteOutput { path, content } => {
+                file_services::write_output(self.paths(), &path, &content)
             }
         }
     }

@@ -1,0 +1,69 @@
+//! A stand-in sandbox for tests: answers the handshake as told and nothing else.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::UnixSocketExecutor;
+use super::client::SocketOptions;
+use super::wire;
+use crate::sandbox::executor::{ExecutorError, ToolExecutor};
+use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+
+/// A sandbox that answers the handshake with `hello` (if any) and nothing else, holding
+/// every connection open.
+pub(crate) async fn fake_sandbox(
+    listener: tokio::net::UnixListener,
+    hello: Option<SandboxResponse>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    while let Ok((stream, _)) = listener.accept().await {
+        let hello = hello.clone();
+        connections.spawn(async move {
+            let (read_half, mut write_half) = stream.into_split();
+            let mut lines = BufReader::new(read_half).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(envelope) = serde_json::from_str::<wire::RequestEnvelope>(&line) else {
+                    continue;
+                };
+                let (SandboxRequest::Hello { .. }, Some(answer)) = (&envelope.request, &hello)
+                else {
+                    continue;
+                };
+                let reply = wire::ResponseEnvelope {
+                    id: Some(envelope.id),
+                    response: answer.clone(),
+                };
+                if let Ok(line) = wire::to_line(&reply) {
+                    let _ = write_half.write_all(&line).await;
+                }
+            }
+        });
+    }
+}
+
+pub(crate) fn hello(protocol: u32, runner: &str) -> Option<SandboxResponse> {
+    Some(SandboxResponse::Hello {
+        protocol,
+        runner: runner.to_owned(),
+    })
+}
+
+/// Connects on every request, as a pod's runner does when its sandbox comes up late.
+pub(crate) struct ConnectEachTime(pub PathBuf);
+
+#[async_trait::async_trait]
+impl ToolExecutor for ConnectEachTime {
+    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        let quick = SocketOptions {
+            connect_wait: Duration::from_secs(5),
+            request_timeout: Duration::from_millis(500),
+            ..SocketOptions::default()
+        };
+        UnixSocketExecutor::connect_with(&self.0, quick)
+            .await?
+            .execute(request)
+            .await
+    }
+}
