@@ -11,7 +11,7 @@ use herd_crds::agent::{Agent, ResolvedSkill};
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
-use herd_crds::run::{Run, RunStatus, phase_of};
+use herd_crds::run::{Run, RunReport, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::WatchStreamExt;
@@ -38,7 +38,8 @@ use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, next_status, snapshot_name,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, is_terminal, next_status,
+    snapshot_name,
 };
 use crate::decide::run_workspace::desired_workspace_claim;
 use crate::decide::skill_version::config_map_name;
@@ -47,6 +48,7 @@ use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
+use crate::slim::{slim_pod, slim_run, strip_managed_fields};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "run";
@@ -127,22 +129,32 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (run_store, run_stream) =
-        cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
+    let (run_store, run_stream) = cached_watch(
+        scope.api::<Run>(client),
+        watch_config(),
+        runs_synced,
+        slim_run,
+    );
     let run_stream = run_stream.applied_objects();
-    let (agents, agent_stream) =
-        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let (agents, agent_stream) = cached_watch(
+        scope.api::<Agent>(client),
+        watch_config(),
+        agents_synced,
+        strip_managed_fields,
+    );
     let agent_stream = agent_stream.touched_objects();
     let (pods, pod_stream) = cached_watch(
         scope.api::<Pod>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         pods_synced,
+        slim_pod,
     );
     let pod_stream = pod_stream.touched_objects();
     let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         cms_synced,
+        strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
     let pod_config = PodConfig {
@@ -281,6 +293,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         None if previous.pod_name.as_deref() == Some(this_pod.as_str()) => PodState::Gone,
         None => PodState::NotCreated,
     };
+    let report = terminal_report(api, ids.name, previous, attempt).await?;
     let mut facts = RunFacts {
         name: ids.name,
         generation: run.metadata.generation,
@@ -291,7 +304,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         timeout: limits.timeout,
         input_timeout: limits.input_timeout,
         retries: snap.as_ref().map_or(0, |s| s.run.retries),
-        report: previous.report.as_ref(),
+        report: report.as_ref().or(previous.report.as_ref()),
         pod: pod_state,
         pod_name: pod.as_ref().map(|_| this_pod.clone()),
         blocked: None,
@@ -346,6 +359,28 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     Ok(Action::requeue(
         next_requeue(&decision.status, &created, limits, now).max(Duration::from_secs(1)),
     ))
+}
+
+/// The current attempt's report read live when it ends the attempt: the cache keeps no result,
+/// and the Run's message carries its text.
+async fn terminal_report(
+    api: &Api<Run>,
+    name: &str,
+    previous: &RunStatus,
+    attempt: u32,
+) -> Result<Option<RunReport>, Error> {
+    let ends = previous
+        .report
+        .as_ref()
+        .is_some_and(|r| r.attempt == attempt && r.stop_reason.is_some_and(is_terminal));
+    if !ends {
+        return Ok(None);
+    }
+    Ok(api
+        .get_opt(name)
+        .await?
+        .and_then(|run| run.status)
+        .and_then(|status| status.report))
 }
 
 /// The Run pods of the scope that have not ended.

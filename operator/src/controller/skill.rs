@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
+use crate::slim::{slim_run, strip_managed_fields};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "skill";
@@ -71,19 +72,33 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (skills, skill_stream) =
-        cached_watch(scope.api::<Skill>(client), watch_config(), skills_synced);
+    let (skills, skill_stream) = cached_watch(
+        scope.api::<Skill>(client),
+        watch_config(),
+        skills_synced,
+        strip_managed_fields,
+    );
     let skill_stream = skill_stream.applied_objects();
     let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         cms_synced,
+        strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
-    let (runs, run_stream) = cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
+    let (runs, run_stream) = cached_watch(
+        scope.api::<Run>(client),
+        watch_config(),
+        runs_synced,
+        slim_run,
+    );
     let run_stream = run_stream.touched_objects();
-    let (agents, agent_stream) =
-        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let (agents, agent_stream) = cached_watch(
+        scope.api::<Agent>(client),
+        watch_config(),
+        agents_synced,
+        strip_managed_fields,
+    );
     let agent_stream = agent_stream.touched_objects();
     let context = Arc::new(Context {
         shared,
