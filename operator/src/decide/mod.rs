@@ -1,5 +1,6 @@
 //! Pure decisions, tested without a cluster: controllers read, call these, and apply.
 
+pub mod admission;
 pub mod agent_refs;
 pub mod agent_status;
 pub mod backoff;
