@@ -39,6 +39,14 @@ impl Scope {
         }
     }
 
+    /// Whether `namespace` is in this scope.
+    pub fn contains(&self, namespace: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Namespace(own) => own == namespace,
+        }
+    }
+
     /// An API for `K` in this scope.
     pub fn api<K>(&self, client: &Client) -> Api<K>
     where
@@ -122,6 +130,13 @@ mod tests {
             Scope::from_list(&["b".into(), "a".into(), "b".into()]),
             vec![Scope::Namespace("a".into()), Scope::Namespace("b".into())]
         );
+    }
+
+    #[test]
+    fn a_scope_contains_its_namespaces() {
+        assert!(Scope::All.contains("any"));
+        assert!(Scope::Namespace("a".into()).contains("a"));
+        assert!(!Scope::Namespace("a".into()).contains("b"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! reads its caches, calls the pure decisions of [`crate::decide`], and applies the result.
 //! Every replica runs them to keep its caches warm; only the leader's reconciles act.
 
+pub mod admission;
 pub mod agent;
 pub mod prologue;
 pub mod run;

@@ -20,6 +20,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::admission::Admission;
 use super::prologue::{Reconcile, begin};
 use super::run_api_tls::RunApiTls;
 use super::run_objects::{
@@ -28,6 +29,8 @@ use super::run_objects::{
 };
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
+use crate::decide::admission::RunKey;
+use crate::decide::admission_ledger::{Answer, Ready};
 use crate::decide::pod_outcome::pod_outcome;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
@@ -73,6 +76,8 @@ pub struct Context {
     pub tls: Arc<RunApiTls>,
     /// The namespaces whose per-namespace objects are in place.
     pub prepared: PreparedNamespaces,
+    /// Admission under the caps.
+    pub admission: Arc<Admission>,
 }
 
 /// The caches of a Run controller other tasks read.
@@ -108,15 +113,25 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
     }
 }
 
-/// Builds the controller for `scope`, the operator running in `operator_namespace`; the
-/// returned stream runs it until `shutdown` resolves.
-#[allow(clippy::too_many_arguments)]
+/// What the Run controllers of an operator share besides [`Shared`].
+#[derive(Clone)]
+pub struct RunSetup {
+    /// How Run pods are made.
+    pub runs: RunPodConfig,
+    /// The operator's namespace (the run API's TLS Secret, its pods).
+    pub operator_namespace: String,
+    /// The run API's TLS.
+    pub tls: Arc<RunApiTls>,
+    /// Admission under the caps.
+    pub admission: Arc<Admission>,
+}
+
+/// Builds the controller for `scope` and registers its caches with admission; the returned
+/// stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    runs: RunPodConfig,
-    operator_namespace: String,
-    tls: Arc<RunApiTls>,
+    setup: RunSetup,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -129,13 +144,17 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
+    let admission = setup.admission.clone();
     let (run_store, run_stream) = cached_watch(
         scope.api::<Run>(client),
         watch_config(),
         runs_synced,
         slim_run,
     );
-    let run_stream = run_stream.applied_objects();
+    let notify = admission.clone();
+    let run_stream = run_stream
+        .inspect(move |_| notify.notify())
+        .applied_objects();
     let (agents, agent_stream) = cached_watch(
         scope.api::<Agent>(client),
         watch_config(),
@@ -149,7 +168,10 @@ pub fn controller(
         pods_synced,
         slim_pod,
     );
-    let pod_stream = pod_stream.touched_objects();
+    let notify = admission.clone();
+    let pod_stream = pod_stream
+        .inspect(move |_| notify.notify())
+        .touched_objects();
     let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
@@ -157,6 +179,15 @@ pub fn controller(
         strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
+    let (wake, woken) = futures::channel::mpsc::unbounded();
+    admission.register(
+        scope,
+        run_store.clone(),
+        pods.clone(),
+        vec![synced[0].clone(), synced[2].clone()],
+        wake,
+    );
+    let runs = setup.runs;
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),
@@ -172,9 +203,10 @@ pub fn controller(
         pods,
         config_maps,
         pod_config,
-        network: network_config(&runs, &operator_namespace),
-        tls,
+        network: network_config(&runs, &setup.operator_namespace),
+        tls: setup.tls,
         prepared: PreparedNamespaces::default(),
+        admission,
         runs,
     });
     let waiting = run_store.clone();
@@ -184,6 +216,7 @@ pub fn controller(
         .watches_stream(agent_stream, move |agent: Agent| {
             runs_waiting_for(&waiting, &agent)
         })
+        .reconcile_on(woken)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .reconcile_all_on(leader_gained)
         .graceful_shutdown_on(shutdown)
@@ -313,6 +346,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let mut decision = next_status(previous, &facts);
     let going = decision.status.completion_time.is_none();
+    let mut back_off = false;
     if going
         && decision.retried.is_none()
         && facts.pod == PodState::NotCreated
@@ -325,7 +359,11 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
                 facts.pod_name = Some(this_pod.clone());
             }
-            Started::Blocked(why) => facts.blocked = Some(why),
+            Started::Blocked(why) => {
+                facts.blocked = Some(why);
+                back_off = true;
+            }
+            Started::Queued(why) => facts.blocked = Some(why),
             Started::Refused(why) => facts.invalid = Some(why),
         }
         decision = next_status(previous, &facts);
@@ -351,7 +389,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         )
         .await;
     }
-    if facts.blocked.is_some() {
+    if back_off {
         // A quota or a missing input: nothing is watched that would wake us, so back off.
         return Ok(shared.failed(NAME, key(NAME, run.as_ref())));
     }
@@ -552,14 +590,23 @@ async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<
         .filter(|pod| owned_by(pod, &ids.uid)))
 }
 
+/// Said to a Run admission has not decided on yet (it wakes the Run when it has).
+const UNDECIDED: &str = "waiting for admission";
+
+/// How far the start of a Pod came.
 enum Started {
+    /// The Pod was created.
     Created,
+    /// A prerequisite is missing or a quota refused an object: retried with backoff.
     Blocked(String),
+    /// Admission keeps the Run waiting, for this reason; it wakes the Run.
+    Queued(String),
+    /// The API server refused an object for good.
     Refused(String),
 }
 
-/// The per-namespace objects, the inputs' check, the NetworkPolicy, the workspace claim, then
-/// the Pod.
+/// The inputs' and skill versions' check, admission, the per-namespace objects, the
+/// NetworkPolicy, the workspace claim, then the Pod.
 async fn start_pod(
     ctx: &Context,
     run: &Run,
@@ -569,6 +616,43 @@ async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
+    let key = RunKey::new(ids.namespace, ids.name);
+    let inputs = run
+        .spec
+        .inputs
+        .iter()
+        .map(|i| i.config_map_ref.name.clone());
+    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
+    let missing = match missing_input(client, ids.namespace, inputs).await? {
+        Some(why) => Err(why),
+        None => {
+            let found = version_keys(ctx, ids.namespace, versions()).await?;
+            skill_mounts(versions(), &found)
+        }
+    };
+    let skills = match missing {
+        Ok(skills) => skills,
+        Err(why) => {
+            ctx.admission.withdraw(&key);
+            return Ok(Started::Blocked(why));
+        }
+    };
+    let ready = Ready {
+        key,
+        uid: ids.uid.clone(),
+        attempt,
+        created: run
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or_else(jiff::Timestamp::now, |t| t.0),
+        parent: None,
+    };
+    match ctx.admission.ask(ready).await {
+        Answer::Admitted => {}
+        Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
+        Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
+    }
     let bundle = ctx.tls.bundle().await?;
     ensure_namespace(
         client,
@@ -578,20 +662,6 @@ async fn start_pod(
         &bundle,
     )
     .await?;
-    let inputs = run
-        .spec
-        .inputs
-        .iter()
-        .map(|i| i.config_map_ref.name.clone());
-    if let Some(why) = missing_input(client, ids.namespace, inputs).await? {
-        return Ok(Started::Blocked(why));
-    }
-    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
-    let found = version_keys(ctx, ids.namespace, versions()).await?;
-    let skills = match skill_mounts(versions(), &found) {
-        Ok(skills) => skills,
-        Err(why) => return Ok(Started::Blocked(why)),
-    };
     let owner = run
         .controller_owner_ref(&())
         .ok_or(Error::MissingField("metadata.uid"))?;

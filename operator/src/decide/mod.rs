@@ -1,6 +1,7 @@
 //! Pure decisions, tested without a cluster: controllers read, call these, and apply.
 
 pub mod admission;
+pub mod admission_ledger;
 pub mod agent_refs;
 pub mod agent_status;
 pub mod backoff;

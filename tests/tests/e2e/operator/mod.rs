@@ -2,6 +2,7 @@
 //! own in-process operator running as a ServiceAccount under exactly the chart's RBAC, scoped
 //! to the test's namespace with its own Lease (the cluster-wide variant runs alone).
 
+mod admission;
 mod agents;
 mod leader;
 mod run_fixtures;
@@ -140,6 +141,13 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
                 runs::namespace_deleted_while_a_run_is_active(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::namespace_cap_queues_top_level_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                admission::namespace_cap_queues_top_level_runs(operator, admin, ns).await
             },
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
