@@ -4,8 +4,12 @@
 
 pub mod admission;
 pub mod agent;
+pub mod create_child;
 pub mod prologue;
 pub mod run;
+pub mod run_accept;
 pub mod run_api_tls;
+pub mod run_children;
 pub mod run_objects;
+pub mod run_start;
 pub mod skill;

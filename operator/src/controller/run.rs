@@ -2,50 +2,40 @@
 //! creates its NetworkPolicy and then its Pod, follows the Pod and the runner's report to the
 //! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use herd_crds::agent::{Agent, ResolvedSkill};
+use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunReport, RunStatus, phase_of};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
 use super::admission::Admission;
 use super::prologue::{Reconcile, begin};
+use super::run_accept::{accept, load_snapshot};
 use super::run_api_tls::RunApiTls;
-use super::run_objects::{
-    Created, PreparedNamespaces, create_owned, delete_pod, ensure_namespace, missing_input,
-    owned_by,
-};
+use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
+use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
+use super::run_start::{Started, start_pod};
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
-use crate::decide::admission::RunKey;
-use crate::decide::admission_ledger::{Answer, Ready};
 use crate::decide::pod_outcome::pod_outcome;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
-use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{
-    PodConfig, PodInputs, custom_versions, desired_pod, pod_name, skill_mounts,
-};
-use crate::decide::run_snapshot::{
-    Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
-};
+use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
+use crate::decide::run_pod::{PodConfig, pod_name};
+use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
     AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, is_terminal, next_status,
     snapshot_name,
 };
-use crate::decide::run_workspace::desired_workspace_claim;
-use crate::decide::skill_version::config_map_name;
 use crate::error::Error;
 use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
@@ -60,6 +50,8 @@ pub const NAME: &str = "run";
 pub struct Context {
     /// Shared operator state.
     pub shared: Arc<Shared>,
+    /// The Runs of the scope (parents and children).
+    pub runs: Store<Run>,
     /// The Agents of the scope.
     pub agents: Store<Agent>,
     /// The operator's Pods of the scope.
@@ -71,7 +63,7 @@ pub struct Context {
     /// What Run pods may reach.
     pub network: NetworkConfig,
     /// Images of Run pods.
-    pub runs: RunPodConfig,
+    pub images: RunPodConfig,
     /// The run API's TLS Secret and CA bundle.
     pub tls: Arc<RunApiTls>,
     /// The namespaces whose per-namespace objects are in place.
@@ -151,9 +143,14 @@ pub fn controller(
         runs_synced,
         slim_run,
     );
+    let (wake, woken) = futures::channel::mpsc::unbounded();
     let notify = admission.clone();
+    let parents = wake.clone();
     let run_stream = run_stream
-        .inspect(move |_| notify.notify())
+        .inspect(move |event| {
+            notify.notify();
+            wake_parents(&parents, event);
+        })
         .applied_objects();
     let (agents, agent_stream) = cached_watch(
         scope.api::<Agent>(client),
@@ -179,7 +176,6 @@ pub fn controller(
         strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
-    let (wake, woken) = futures::channel::mpsc::unbounded();
     admission.register(
         scope,
         run_store.clone(),
@@ -199,6 +195,7 @@ pub fn controller(
     };
     let context = Arc::new(Context {
         shared,
+        runs: run_store.clone(),
         agents,
         pods,
         config_maps,
@@ -207,7 +204,7 @@ pub fn controller(
         tls: setup.tls,
         prepared: PreparedNamespaces::default(),
         admission,
-        runs,
+        images: runs,
     });
     let waiting = run_store.clone();
     let stream = Controller::for_stream(run_stream, run_store)
@@ -242,10 +239,13 @@ fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
 }
 
 /// The Run's identity, read once.
-struct Ids<'a> {
-    name: &'a str,
-    namespace: &'a str,
-    uid: String,
+pub(super) struct Ids<'a> {
+    /// `metadata.name`.
+    pub(super) name: &'a str,
+    /// `metadata.namespace`.
+    pub(super) namespace: &'a str,
+    /// `metadata.uid`.
+    pub(super) uid: String,
 }
 
 /// Reads, decides, creates what is missing, and applies the Run's status.
@@ -287,8 +287,9 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let limits = limits(&run, snap.as_ref(), &ctx, &ids);
 
+    let children = children_of(&ctx, &ids, previous);
     if phase_of(&previous.conditions).is_finished() {
-        if ttl_expired(previous, limits.ttl_after_finished, now) {
+        if ttl_expired(previous, limits.ttl_after_finished, now) && !parent_alive(&ctx, &run) {
             info!(
                 run = ids.name,
                 namespace = ids.namespace,
@@ -311,6 +312,14 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             if cached.is_some_and(|pod| owned_by(pod.as_ref(), &ids.uid)) {
                 delete_pod(&shared.client, ids.namespace, &this_pod).await?;
             }
+        }
+        // Any end of a parent ends its children; its status keeps following them.
+        cancel_children(&shared.client, ids.namespace, &children).await?;
+        let before = controller_part(previous);
+        let mut status = before.clone();
+        set_children(&mut status, previous, &children);
+        if status != before {
+            apply_status(api, run.as_ref(), &status).await?;
         }
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::requeue(next_requeue(
@@ -368,16 +377,13 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         }
         decision = next_status(previous, &facts);
     }
+    set_children(&mut decision.status, previous, &children);
     if operator_stopped(&decision.status)
         && let Some(pod) = &pod
     {
         delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
     }
-    let controller_part = RunStatus {
-        report: None,
-        ..previous.clone()
-    };
-    if decision.status != controller_part {
+    if decision.status != controller_part(previous) {
         apply_status(api, run.as_ref(), &decision.status).await?;
         record_finish(shared, &run, previous, &decision.status);
         announce(
@@ -419,6 +425,14 @@ async fn terminal_report(
         .await?
         .and_then(|run| run.status)
         .and_then(|status| status.report))
+}
+
+/// The part of a status the controller writes: all but `report`.
+fn controller_part(status: &RunStatus) -> RunStatus {
+    RunStatus {
+        report: None,
+        ..status.clone()
+    }
 }
 
 /// The Run pods of the scope that have not ended.
@@ -478,105 +492,6 @@ fn limits(run: &Run, snap: Option<&Snapshot>, ctx: &Context, ids: &Ids<'_>) -> L
     }
 }
 
-/// Resolves the Agent; when it is ready, takes and stores the snapshot.
-async fn accept(
-    ctx: &Context,
-    run: &Run,
-    ids: &Ids<'_>,
-    invalid: &mut Option<String>,
-) -> Result<(AgentState, Option<Snapshot>), Error> {
-    let agent_name = &run.spec.agent_ref.name;
-    let Some(agent) = ctx
-        .agents
-        .get(&ObjectRef::new(agent_name).within(ids.namespace))
-    else {
-        return Ok((AgentState::NotFound, None));
-    };
-    let status = agent.status.clone().unwrap_or_default();
-    let ready = find_condition(&status.conditions, condition_type::READY);
-    if status.observed_generation != agent.metadata.generation
-        || ready.is_none_or(|c| c.status != ConditionStatus::True)
-    {
-        let why = ready.map_or_else(|| "not reconciled yet".to_owned(), |c| c.message.clone());
-        return Ok((AgentState::NotReady(why), None));
-    }
-    let client = &ctx.shared.client;
-    let texts: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
-    let text = |from: Option<&herd_crds::refs::ValueFrom>| {
-        let texts = texts.clone();
-        let from = from.cloned();
-        async move {
-            let Some(from) = from else {
-                return Ok::<_, Error>(None);
-            };
-            let key = from.config_map_key_ref;
-            let cm = texts.get_opt(&key.name).await?;
-            Ok(cm.and_then(|cm| cm.data?.get(&key.key).cloned()))
-        }
-    };
-    let soul = text(agent.spec.soul_from.as_ref()).await?;
-    let script = text(
-        agent
-            .spec
-            .model
-            .as_ref()
-            .and_then(|m| m.script_from.as_ref()),
-    )
-    .await?;
-    let taken = snapshot(
-        &run.spec,
-        &agent.spec,
-        SnapshotSources {
-            agent_name,
-            skills: &status.resolved_skills,
-            soul,
-            script,
-            default_model: &ctx.shared.default_model,
-            runner_image: &ctx.runs.runner_image,
-            sandbox_image: &ctx.runs.sandbox_image,
-        },
-    );
-    let snap = match taken {
-        Ok(snap) => snap,
-        Err(error) => {
-            *invalid = Some(error.to_string());
-            return Ok((AgentState::Ready, None));
-        }
-    };
-    let owner = run
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingField("metadata.uid"))?;
-    let cm = snapshot_config_map(ids.name, ids.namespace, owner, &snap)
-        .map_err(|e| Error::Config(e.to_string()))?;
-    match create_owned(&texts, &cm, &ids.uid).await? {
-        Created::Done => Ok((AgentState::Ready, Some(snap))),
-        Created::Foreign(why) | Created::Quota(why) | Created::Refused(why) => {
-            *invalid = Some(why);
-            Ok((AgentState::Ready, None))
-        }
-    }
-}
-
-/// The accepted Run's snapshot, from the cache or the API server.
-async fn load_snapshot(ctx: &Context, ids: &Ids<'_>) -> Result<Option<Snapshot>, Error> {
-    let name = snapshot_name(ids.name);
-    let cached = ctx
-        .config_maps
-        .get(&ObjectRef::new(&name).within(ids.namespace))
-        .map(|cm| cm.as_ref().clone());
-    let cm = match cached {
-        Some(cm) => Some(cm),
-        None => {
-            let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
-            api.get_opt(&name).await?
-        }
-    };
-    Ok(cm
-        .filter(|cm| owned_by(cm, &ids.uid))
-        .as_ref()
-        .and_then(read_snapshot))
-}
-
 /// The Pod of the current attempt, when it is the Run's: from the cache, else live (a Pod
 /// created a moment ago may not be cached yet, and must not count as deleted).
 async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<Pod>, Error> {
@@ -588,168 +503,6 @@ async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<
         .get_opt(name)
         .await?
         .filter(|pod| owned_by(pod, &ids.uid)))
-}
-
-/// Said to a Run admission has not decided on yet (it wakes the Run when it has).
-const UNDECIDED: &str = "waiting for admission";
-
-/// How far the start of a Pod came.
-enum Started {
-    /// The Pod was created.
-    Created,
-    /// A prerequisite is missing or a quota refused an object: retried with backoff.
-    Blocked(String),
-    /// Admission keeps the Run waiting, for this reason; it wakes the Run.
-    Queued(String),
-    /// The API server refused an object for good.
-    Refused(String),
-}
-
-/// The inputs' and skill versions' check, admission, the per-namespace objects, the
-/// NetworkPolicy, the workspace claim, then the Pod.
-async fn start_pod(
-    ctx: &Context,
-    run: &Run,
-    ids: &Ids<'_>,
-    snap: &Snapshot,
-    attempt: u32,
-    time_left: Duration,
-) -> Result<Started, Error> {
-    let client = &ctx.shared.client;
-    let key = RunKey::new(ids.namespace, ids.name);
-    let inputs = run
-        .spec
-        .inputs
-        .iter()
-        .map(|i| i.config_map_ref.name.clone());
-    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
-    let missing = match missing_input(client, ids.namespace, inputs).await? {
-        Some(why) => Err(why),
-        None => {
-            let found = version_keys(ctx, ids.namespace, versions()).await?;
-            skill_mounts(versions(), &found)
-        }
-    };
-    let skills = match missing {
-        Ok(skills) => skills,
-        Err(why) => {
-            ctx.admission.withdraw(&key);
-            return Ok(Started::Blocked(why));
-        }
-    };
-    let ready = Ready {
-        key,
-        uid: ids.uid.clone(),
-        attempt,
-        created: run
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or_else(jiff::Timestamp::now, |t| t.0),
-        parent: None,
-    };
-    match ctx.admission.ask(ready).await {
-        Answer::Admitted => {}
-        Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
-        Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
-    }
-    let bundle = ctx.tls.bundle().await?;
-    ensure_namespace(
-        client,
-        &ctx.prepared,
-        &ctx.config_maps,
-        ids.namespace,
-        &bundle,
-    )
-    .await?;
-    let owner = run
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingField("metadata.uid"))?;
-    let policy = desired_network_policy(ids.name, ids.namespace, owner.clone(), snap, &ctx.network);
-    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
-    match create_owned(&policies, &policy, &ids.uid).await? {
-        Created::Done => {}
-        Created::Quota(why) => return Ok(Started::Blocked(why)),
-        Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
-    }
-    if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
-        match create_owned(&claims, &claim, &ids.uid).await? {
-            Created::Done => {}
-            Created::Quota(why) => return Ok(Started::Blocked(why)),
-            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
-        }
-    }
-    // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
-    // for a Run whose snapshot is gone.
-    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
-    let name = snapshot_name(ids.name);
-    if !snapshots
-        .get_metadata_opt(&name)
-        .await?
-        .is_some_and(|cm| owned_by(&cm, &ids.uid))
-    {
-        return Ok(Started::Refused(format!(
-            "snapshot ConfigMap {name} is missing or not this Run's"
-        )));
-    }
-    let pod = desired_pod(
-        &PodInputs {
-            run: ids.name,
-            namespace: ids.namespace,
-            owner,
-            attempt,
-            snapshot: snap,
-            inputs: &run.spec.inputs,
-            skills: &skills,
-            time_left,
-        },
-        &ctx.pod_config,
-    );
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
-    Ok(match create_owned(&pods, &pod, &ids.uid).await? {
-        Created::Done => {
-            ctx.shared
-                .event(
-                    run,
-                    false,
-                    "PodCreated",
-                    format!("created pod {}", pod.name_any()),
-                )
-                .await;
-            Started::Created
-        }
-        Created::Quota(why) => Started::Blocked(why),
-        Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
-    })
-}
-
-/// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else
-/// live (the Skill controller may have created it before this cache saw it).
-async fn version_keys(
-    ctx: &Context,
-    namespace: &str,
-    versions: impl Iterator<Item = &ResolvedSkill>,
-) -> Result<BTreeMap<String, Vec<String>>, Error> {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
-    let mut found = BTreeMap::new();
-    for skill in versions {
-        let name = config_map_name(&skill.name, &skill.digest);
-        let keys = |cm: &ConfigMap| -> Vec<String> {
-            cm.data.iter().flatten().map(|(k, _)| k.clone()).collect()
-        };
-        let cached = ctx
-            .config_maps
-            .get(&ObjectRef::new(&name).within(namespace));
-        let keys = match cached {
-            Some(cm) => Some(keys(&cm)),
-            None => api.get_opt(&name).await?.as_ref().map(keys),
-        };
-        if let Some(keys) = keys {
-            found.insert(name, keys);
-        }
-    }
-    Ok(found)
 }
 
 /// Metrics of a Run that just finished.

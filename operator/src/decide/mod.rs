@@ -5,6 +5,7 @@ pub mod admission_ledger;
 pub mod agent_refs;
 pub mod agent_status;
 pub mod backoff;
+pub mod child_run;
 pub mod conditions;
 pub mod file_keys;
 pub mod per_namespace;

@@ -4,6 +4,7 @@
 
 mod admission;
 mod agents;
+mod children;
 mod leader;
 mod run_fixtures;
 mod runs;
@@ -148,6 +149,41 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
                 admission::namespace_cap_queues_top_level_runs(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_under_max_concurrent",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_under_max_concurrent(operator, admin, ns, 0).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_under_max_concurrent_across_operator_restarts",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_under_max_concurrent(operator, admin, ns, 3).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::namespace_cap_with_nested_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::caps_with_nested_runs(operator, admin, ns, children::Cap::Namespace).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::operator_cap_with_nested_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::caps_with_nested_runs(operator, admin, ns, children::Cap::Operator).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_never_exceed_their_parent",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_never_exceed_their_parent(operator, admin, ns).await
             },
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
