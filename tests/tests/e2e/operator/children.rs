@@ -9,21 +9,21 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
 use futures::StreamExt;
-use herd_crds::agent::Agent;
 use herd_crds::condition::ConditionStatus;
 use herd_crds::run::{Run, RunPhase};
 use herd_crds::wire::ChildRequest;
 use herd_operator::Running;
 use herd_operator::controller::create_child::{ChildError, create_child};
 use herd_operator::decide::child_run::Refusal;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
 use super::run_fixtures::{
-    WAIT, create_run, message, run_until, start_agent, succeeded, terminate_agent,
+    WAIT, create_agent_spec, create_run, message, run_until, start_agent, succeeded,
+    terminate_agent,
 };
 use super::support::{start_leader, test_config};
 use herd_e2e::wait::wait_for;
@@ -36,26 +36,11 @@ async fn create_delegating_agent(
     run_defaults: Value,
     tool_groups: Option<Value>,
 ) -> anyhow::Result<()> {
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "k"},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
-    let mut spec = json!({"model": {"provider": "openai", "name": "m",
-        "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
-        "subagents": subagents, "runDefaults": run_defaults});
+    let mut spec = json!({"subagents": subagents, "runDefaults": run_defaults});
     if let Some(groups) = tool_groups {
         spec["toolGroups"] = groups;
     }
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"}, "spec": spec,
-    }))?;
-    Api::<Agent>::namespaced(admin.clone(), namespace)
-        .create(&PostParams::default(), &agent)
-        .await?;
-    Ok(())
+    create_agent_spec(admin, namespace, spec).await
 }
 
 /// A top-level Run whose agent container runs.
