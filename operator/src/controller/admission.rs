@@ -26,7 +26,7 @@ use crate::scope::{Scope, Synced};
 /// How long an ask waits for a look that decides it before the Run is told to wait.
 const DECIDE_WAIT: Duration = Duration::from_secs(2);
 /// How long admission lets a burst of events gather before it looks.
-const GATHER: Duration = Duration::from_millis(20);
+const GATHER: Duration = Duration::from_millis(10);
 /// How often admission looks without an event (grants linger and expire).
 const TICK: Duration = Duration::from_secs(5);
 
@@ -87,7 +87,7 @@ impl Admission {
     }
 
     /// A Run whose prerequisites are met asks to create its Pod; an undecided ask waits a
-    /// moment for the look that decides it.
+    /// moment for the look that decides it (and is not woken by it).
     pub async fn ask(&self, ready: Ready) -> Answer {
         let mut looked = self.looked.subscribe();
         let answer = lock(&self.ledger).ask(ready.clone());
@@ -95,19 +95,17 @@ impl Admission {
             return answer;
         }
         self.notify();
-        let deadline = tokio::time::Instant::now() + DECIDE_WAIT;
-        loop {
-            if tokio::time::timeout_at(deadline, looked.changed())
-                .await
-                .is_err()
-            {
-                return Answer::Undecided;
+        let decided = async {
+            while looked.changed().await.is_ok() {
+                if lock(&self.ledger).peek(&ready) != Answer::Undecided {
+                    return;
+                }
             }
-            let answer = lock(&self.ledger).ask(ready.clone());
-            if answer != Answer::Undecided {
-                return answer;
-            }
-        }
+        };
+        let _ = tokio::time::timeout(DECIDE_WAIT, decided).await;
+        // Read under the lock that ends the wait: a look before this wakes nobody (the answer
+        // is read here), a look after it wakes the Run.
+        lock(&self.ledger).stop_asking(&ready)
     }
 
     /// A Run's prerequisites went missing: it leaves the line and frees any slot it held.
@@ -144,7 +142,8 @@ impl Admission {
         let (runs, pods) = self.observe();
         let (changed, waiting) = {
             let mut ledger = lock(&self.ledger);
-            let changed = ledger.step(&runs, &pods, &self.caps, jiff::Timestamp::now());
+            let mut changed = ledger.step(&runs, &pods, &self.caps, jiff::Timestamp::now());
+            changed.retain(|(key, _)| !ledger.is_asking(key));
             (changed, ledger.waiting())
         };
         self.metrics.set_queued_runs(waiting);

@@ -161,7 +161,7 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
     let status = next_status(previous, agent.metadata.generation, &findings, &start.now);
     if status != *previous {
         apply_status(&start.api, current.as_ref(), &status).await?;
-        announce(shared, &agent, previous, &status).await;
+        announce(shared, &agent, previous, &status);
     }
     shared.succeeded(&key(NAME, agent.as_ref()));
     let resolved = find_condition(&status.conditions, condition_type::RESOLVED_REFS)
@@ -256,7 +256,7 @@ fn labelled_state(labels: &std::collections::BTreeMap<String, String>) -> Secret
 }
 
 /// An Event and a log line when `Ready` changes.
-async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
+fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
     let old = find_condition(&before.conditions, condition_type::READY);
     let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
         return;
@@ -277,7 +277,7 @@ async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &
         find_condition(&after.conditions, condition_type::STALLED)
             .map_or_else(|| new.reason.clone(), |c| c.reason.clone())
     };
-    shared.event(agent, !ready, &reason, note).await;
+    shared.event(agent, !ready, &reason, note);
 }
 
 /// Backs off per Agent: 1 s doubling to 5 min.

@@ -329,10 +329,11 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
 
     let attempt = previous.attempt.unwrap_or(1);
     let this_pod = pod_name(ids.name, attempt);
-    let pod = current_pod(&ctx, &ids, &this_pod).await?;
+    let named = previous.pod_name.as_deref() == Some(this_pod.as_str());
+    let pod = current_pod(&ctx, &ids, &this_pod, named).await?;
     let pod_state = match &pod {
         Some(pod) => PodState::Observed(pod_outcome(pod)),
-        None if previous.pod_name.as_deref() == Some(this_pod.as_str()) => PodState::Gone,
+        None if named => PodState::Gone,
         None => PodState::NotCreated,
     };
     let report = terminal_report(api, ids.name, previous, attempt).await?;
@@ -363,7 +364,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     {
         let start = decision.status.start_time.clone().unwrap_or(now.clone());
         let time_left = limits.timeout.saturating_sub(elapsed(&start, now));
-        match start_pod(&ctx, &run, &ids, snap, attempt, time_left).await? {
+        match start_pod(&ctx, &run, &ids, snap, !accepted, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
                 facts.pod_name = Some(this_pod.clone());
@@ -392,8 +393,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             previous,
             &decision.status,
             decision.retried.as_deref(),
-        )
-        .await;
+        );
     }
     if back_off {
         // A quota or a missing input: nothing is watched that would wake us, so back off.
@@ -492,11 +492,21 @@ fn limits(run: &Run, snap: Option<&Snapshot>, ctx: &Context, ids: &Ids<'_>) -> L
     }
 }
 
-/// The Pod of the current attempt, when it is the Run's: from the cache, else live (a Pod
-/// created a moment ago may not be cached yet, and must not count as deleted).
-async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<Pod>, Error> {
+/// The Pod of the current attempt, when it is the Run's: from the cache, else live when the
+/// status names it (created a moment ago, it may not be cached yet, and must not count as
+/// deleted). One the status does not name and the cache lacks is taken as not created: creating
+/// it finds it if it exists.
+async fn current_pod(
+    ctx: &Context,
+    ids: &Ids<'_>,
+    name: &str,
+    named: bool,
+) -> Result<Option<Pod>, Error> {
     if let Some(pod) = ctx.pods.get(&ObjectRef::new(name).within(ids.namespace)) {
         return Ok(owned_by(pod.as_ref(), &ids.uid).then(|| pod.as_ref().clone()));
+    }
+    if !named {
+        return Ok(None);
     }
     let api: Api<Pod> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
     Ok(api
@@ -534,7 +544,7 @@ fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStat
 }
 
 /// An Event and a log line on every change of `Succeeded`'s reason, and on each retry.
-async fn announce(
+fn announce(
     shared: &Shared,
     run: &Run,
     before: &RunStatus,
@@ -542,7 +552,7 @@ async fn announce(
     retried: Option<&str>,
 ) {
     if let Some(why) = retried {
-        shared.event(run, true, "Retrying", why.to_owned()).await;
+        shared.event(run, true, "Retrying", why.to_owned());
     }
     let old = find_condition(&before.conditions, condition_type::SUCCEEDED);
     let Some(new) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
@@ -553,9 +563,7 @@ async fn announce(
     }
     info!(run = %run.name_any(), namespace = ?run.namespace(), reason = %new.reason, "run status changed");
     let warning = new.status == ConditionStatus::False;
-    shared
-        .event(run, warning, &new.reason, new.message.clone())
-        .await;
+    shared.event(run, warning, &new.reason, new.message.clone());
 }
 
 /// Backs off per Run: 1 s doubling to 5 min.

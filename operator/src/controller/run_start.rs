@@ -46,6 +46,7 @@ pub(super) async fn start_pod(
     run: &Run,
     ids: &Ids<'_>,
     snap: &Snapshot,
+    written_now: bool,
     attempt: u32,
     time_left: Duration,
 ) -> Result<Started, Error> {
@@ -117,14 +118,15 @@ pub(super) async fn start_pod(
             Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
         }
     }
-    // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
-    // for a Run whose snapshot is gone.
+    // A snapshot from the cache may have been deleted since (the cache may not show it yet):
+    // never start a Pod for a Run whose snapshot is gone. One written by this reconcile is there.
     let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
     let name = snapshot_name(ids.name);
-    if !snapshots
-        .get_metadata_opt(&name)
-        .await?
-        .is_some_and(|cm| owned_by(&cm, &ids.uid))
+    if !written_now
+        && !snapshots
+            .get_metadata_opt(&name)
+            .await?
+            .is_some_and(|cm| owned_by(&cm, &ids.uid))
     {
         return Ok(Started::Refused(format!(
             "snapshot ConfigMap {name} is missing or not this Run's"
@@ -146,14 +148,12 @@ pub(super) async fn start_pod(
     let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
     Ok(match create_owned(&pods, &pod, &ids.uid).await? {
         Created::Done => {
-            ctx.shared
-                .event(
-                    run,
-                    false,
-                    "PodCreated",
-                    format!("created pod {}", pod.name_any()),
-                )
-                .await;
+            ctx.shared.event(
+                run,
+                false,
+                "PodCreated",
+                format!("created pod {}", pod.name_any()),
+            );
             Started::Created
         }
         Created::Quota(why) => Started::Blocked(why),

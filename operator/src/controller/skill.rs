@@ -160,7 +160,7 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
     );
     if status != *previous {
         apply_status(&start.api, current.as_ref(), &status).await?;
-        announce(shared, &skill, previous, &status).await;
+        announce(shared, &skill, previous, &status);
     }
     let old_in_use = match &outcome {
         Ok((version, Rendered::Ready)) => {
@@ -247,14 +247,12 @@ async fn delete_unused_versions(
         match api.delete(name, &Default::default()).await {
             Ok(_) => {
                 info!(skill = %skill_name, namespace, config_map = %name, "deleted an unused skill version");
-                ctx.shared
-                    .event(
-                        skill,
-                        false,
-                        "VersionDeleted",
-                        format!("deleted unused ConfigMap {name}"),
-                    )
-                    .await;
+                ctx.shared.event(
+                    skill,
+                    false,
+                    "VersionDeleted",
+                    format!("deleted unused ConfigMap {name}"),
+                );
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),
@@ -307,14 +305,12 @@ async fn ensure_config_map(
     let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
     match api.create(&PostParams::default(), &desired).await {
         Ok(_) => {
-            ctx.shared
-                .event(
-                    skill,
-                    false,
-                    "VersionRendered",
-                    format!("rendered ConfigMap {cm_name}"),
-                )
-                .await;
+            ctx.shared.event(
+                skill,
+                false,
+                "VersionRendered",
+                format!("rendered ConfigMap {cm_name}"),
+            );
             Ok(Rendered::Ready)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -329,7 +325,7 @@ async fn ensure_config_map(
 }
 
 /// An Event and a log line when `Ready` changes.
-async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
+fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
     let old = find_condition(&before.conditions, condition_type::READY);
     let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
         return;
@@ -341,9 +337,7 @@ async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &
     info!(skill = %skill.name_any(), namespace = ?skill.namespace(), ready, reason = %new.reason, "skill status changed");
     let reason = find_condition(&after.conditions, condition_type::STALLED)
         .map_or_else(|| new.reason.clone(), |c| c.reason.clone());
-    shared
-        .event(skill, !ready, &reason, new.message.clone())
-        .await;
+    shared.event(skill, !ready, &reason, new.message.clone());
 }
 
 /// Backs off per Skill: 1 s doubling to 5 min.

@@ -85,12 +85,27 @@ pub struct Ledger {
     ready: HashMap<RunKey, Ready>,
     grants: HashMap<RunKey, Grant>,
     told: HashMap<RunKey, Full>,
+    asking: HashSet<RunKey>,
 }
 
 impl Ledger {
     /// A Run asks to start the Pod of `ready.attempt`: admitted if granted, else waiting with
-    /// the last verdict, or undecided until the next step.
+    /// the last verdict, or undecided until the next step. An undecided asker waits for its
+    /// answer itself until [`Ledger::stop_asking`], so it needs no wake meanwhile.
     pub fn ask(&mut self, ready: Ready) -> Answer {
+        let answer = self.peek(&ready);
+        if answer == Answer::Admitted {
+            return answer;
+        }
+        if answer == Answer::Undecided {
+            self.asking.insert(ready.key.clone());
+        }
+        self.ready.insert(ready.key.clone(), ready);
+        answer
+    }
+
+    /// The answer `ready` would get now, changing nothing.
+    pub fn peek(&self, ready: &Ready) -> Answer {
         if self
             .grants
             .get(&ready.key)
@@ -98,12 +113,20 @@ impl Ledger {
         {
             return Answer::Admitted;
         }
-        let answer = self
-            .told
+        self.told
             .get(&ready.key)
-            .map_or(Answer::Undecided, |full| Answer::Waiting(*full));
-        self.ready.insert(ready.key.clone(), ready);
-        answer
+            .map_or(Answer::Undecided, |full| Answer::Waiting(*full))
+    }
+
+    /// The asker stops waiting: its answer now; later changes wake it.
+    pub fn stop_asking(&mut self, ready: &Ready) -> Answer {
+        self.asking.remove(&ready.key);
+        self.peek(ready)
+    }
+
+    /// Whether a Run waits inside its ask for its answer (it needs no wake).
+    pub fn is_asking(&self, key: &RunKey) -> bool {
+        self.asking.contains(key)
     }
 
     /// A Run no longer asks (a prerequisite went missing): its place in line and any grant go.
@@ -111,6 +134,7 @@ impl Ledger {
         self.ready.remove(key);
         self.grants.remove(key);
         self.told.remove(key);
+        self.asking.remove(key);
     }
 
     /// How many Runs wait for admission (the queue's depth).
@@ -221,7 +245,8 @@ impl Ledger {
                     }
                 }
                 Verdict::Waiting(full) => {
-                    if self.told.insert(key.clone(), full) != Some(full) {
+                    if self.told.get(key) != Some(&full) {
+                        self.told.insert(key.clone(), full);
                         changed.push((key.clone(), verdict));
                     }
                 }
@@ -325,6 +350,22 @@ mod tests {
             names(&ledger.step(&runs, &pods, &TWO, at(13))),
             [("c".into(), Verdict::Admitted)]
         );
+    }
+
+    #[test]
+    fn an_asker_waiting_for_its_answer_is_not_woken() {
+        let mut ledger = Ledger::default();
+        let runs = [seen("a"), seen("b")];
+        assert_eq!(ledger.ask(ready("a", 0)), Answer::Undecided);
+        ledger.ask(ready("b", 1));
+        assert!(ledger.is_asking(&key("a")));
+        ledger.step(&runs, &[], &TWO, at(10));
+        assert_eq!(ledger.peek(&ready("a", 0)), Answer::Admitted);
+        assert_eq!(ledger.stop_asking(&ready("a", 0)), Answer::Admitted);
+        assert!(!ledger.is_asking(&key("a")));
+        assert!(ledger.is_asking(&key("b")));
+        ledger.withdraw(&key("b"));
+        assert!(!ledger.is_asking(&key("b")));
     }
 
     #[test]
