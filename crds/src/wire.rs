@@ -75,6 +75,16 @@ pub struct ChildRequest {
     pub prompt: String,
     /// `general-purpose` or `bash`.
     pub subagent_type: String,
+    /// Model calls the parent has left; the child gets at most this many (and never more than
+    /// the parent's snapshot allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls_left: Option<u32>,
+    /// Tokens the parent has left, when it has a budget; the child's budget is at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_left: Option<u64>,
+    /// Seconds the parent has left; the child's deadline is at most this far away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_left: Option<u64>,
 }
 
 /// How a child Run ended.
@@ -288,6 +298,41 @@ mod tests {
         let json = serde_json::to_value(&op).unwrap();
         assert_eq!(json["op"], "add");
         assert_eq!(serde_json::from_value::<MemoryOperation>(json).unwrap(), op);
+    }
+
+    #[test]
+    fn a_child_request_without_claims_reads_and_writes_none() {
+        let json = serde_json::json!({"attempt": 1, "toolCallId": "call_1", "description": "d",
+            "prompt": "p", "subagentType": "bash"});
+        let request: ChildRequest = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(
+            (
+                request.model_calls_left,
+                request.tokens_left,
+                request.seconds_left
+            ),
+            (None, None, None)
+        );
+        assert_eq!(serde_json::to_value(&request).unwrap(), json);
+        let claimed = ChildRequest {
+            model_calls_left: Some(7),
+            tokens_left: Some(1000),
+            seconds_left: Some(60),
+            ..request
+        };
+        let out = serde_json::to_value(&claimed).unwrap();
+        assert_eq!(
+            (
+                &out["modelCallsLeft"],
+                &out["tokensLeft"],
+                &out["secondsLeft"]
+            ),
+            (
+                &serde_json::json!(7),
+                &serde_json::json!(1000),
+                &serde_json::json!(60)
+            )
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use clap::{Args, Parser};
 use herd_crds::agent::Provider;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 
+use crate::decide::admission::Caps;
 use crate::decide::runner_resources::{DEFAULT_RUNNER_RESOURCES, parse_resources};
 
 /// How the operator runs: which namespaces it watches, its Lease, its HTTP listener, its
@@ -42,6 +43,10 @@ pub struct Config {
     /// How Run pods are made and what they reach.
     #[command(flatten)]
     pub runs: RunPodConfig,
+
+    /// How many Runs may be active at once.
+    #[command(flatten)]
+    pub admission: AdmissionConfig,
 
     /// Log lines as JSON (`json`) or for people (`text`).
     #[arg(long, env = "HERD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
@@ -87,6 +92,29 @@ pub struct RunPodConfig {
     /// `requests.<resource>=<quantity>,limits.<resource>=<quantity>`.
     #[arg(long, env = "HERD_RUNNER_RESOURCES", default_value = DEFAULT_RUNNER_RESOURCES, value_parser = parse_resources)]
     pub runner_resources: ResourceRequirements,
+}
+
+/// The caps on active top-level Runs (a child Run counts against its parent's
+/// `subagents.maxConcurrent` only).
+#[derive(Args, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// Most top-level Runs active at once in one namespace; 0: unlimited.
+    #[arg(long, env = "HERD_MAX_ACTIVE_PER_NAMESPACE", default_value_t = 100)]
+    pub max_active_per_namespace: u32,
+    /// Most top-level Runs active at once in all watched namespaces; 0: unlimited.
+    #[arg(long, env = "HERD_MAX_ACTIVE", default_value_t = 500)]
+    pub max_active: u32,
+}
+
+impl AdmissionConfig {
+    /// The caps, 0 read as unlimited.
+    pub fn caps(&self) -> Caps {
+        let cap = |n: u32| (n > 0).then_some(n);
+        Caps {
+            per_namespace: cap(self.max_active_per_namespace),
+            total: cap(self.max_active),
+        }
+    }
 }
 
 /// Log output format.
@@ -248,6 +276,27 @@ mod tests {
             config.runs.runner_resources.limits.unwrap()["memory"].0,
             "1Gi"
         );
+    }
+
+    #[test]
+    fn admission_caps() {
+        let caps = parse(&[]).unwrap().admission.caps();
+        assert_eq!(
+            caps,
+            Caps {
+                per_namespace: Some(100),
+                total: Some(500)
+            }
+        );
+        let unlimited = parse(&["--max-active=0", "--max-active-per-namespace=7"]).unwrap();
+        assert_eq!(
+            unlimited.admission.caps(),
+            Caps {
+                per_namespace: Some(7),
+                total: None
+            }
+        );
+        assert!(parse(&["--max-active=-1"]).is_err());
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub async fn check(shared: &Shared) {
                 have.as_deref().unwrap_or("(none)"),
             );
             warn!(crd = %name, command = UPGRADE_COMMAND, "{note}");
-            shared.event(&served, true, "CRDOutdated", note).await;
+            shared.event(&served, true, "CRDOutdated", note);
         }
     }
 }

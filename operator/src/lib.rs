@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod operator;
 pub mod scope;
 pub mod shared;
+pub mod slim;
 
 pub use config::Config;
 pub use error::Error;

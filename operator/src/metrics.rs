@@ -58,6 +58,7 @@ pub struct Metrics {
     run_durations: Family<OutcomeLabels, Histogram, fn() -> Histogram>,
     tokens: Family<AgentLabels, Counter>,
     active_pods: Gauge<i64, AtomicI64>,
+    queued_runs: Gauge<i64, AtomicI64>,
 }
 
 impl Default for Metrics {
@@ -123,9 +124,16 @@ impl Default for Metrics {
             "Run pods neither Succeeded nor Failed, as the leader last saw them",
             active_pods.clone(),
         );
+        let queued_runs = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "runs_queued",
+            "Runs ready for their Pod and waiting for admission under a cap",
+            queued_runs.clone(),
+        );
         Metrics {
             registry,
             active_pods,
+            queued_runs,
             reconciles,
             failures,
             durations,
@@ -200,6 +208,12 @@ impl Metrics {
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
+    /// Records how many Runs wait for admission.
+    pub fn set_queued_runs(&self, count: usize) {
+        self.queued_runs
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -259,6 +273,7 @@ mod tests {
         metrics.run_finished(outcome.clone(), 3.0, agent.clone(), 120);
         metrics.run_finished(outcome, 5.0, agent, 30);
         metrics.set_active_pods(3);
+        metrics.set_queued_runs(5);
         let text = metrics.encode().unwrap();
         assert!(
             text.contains("herd_runs_finished_total{succeeded=\"False\",reason=\"TimedOut\"} 2"),
@@ -275,5 +290,6 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("herd_run_active_pods 3"), "{text}");
+        assert!(text.contains("herd_runs_queued 5"), "{text}");
     }
 }

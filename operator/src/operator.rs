@@ -12,6 +12,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::info;
 
 use crate::config::Config;
+use crate::controller::admission::Admission;
+use crate::controller::run::RunSetup;
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::{agent, run, skill};
 use crate::decide::run_api_tls::leaf_names;
@@ -124,6 +126,13 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         config.lease.namespace.clone(),
         leaf_names(&config.runs.run_api_dns_names, &config.runs.run_api_url),
     ));
+    let admission = Arc::new(Admission::new(config.admission.caps(), metrics.clone()));
+    let run_setup = RunSetup {
+        runs: config.runs.clone(),
+        operator_namespace: config.lease.namespace.clone(),
+        tls: tls.clone(),
+        admission: admission.clone(),
+    };
     let mut ca_copies = Vec::new();
     let mut readiness = Vec::new();
     let mut controllers = JoinSet::new();
@@ -146,9 +155,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         let (runs, run_synced, run_caches) = run::controller(
             scope.clone(),
             shared.clone(),
-            config.runs.clone(),
-            config.lease.namespace.clone(),
-            tls.clone(),
+            run_setup.clone(),
             config.concurrency,
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
@@ -163,6 +170,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     }
     ready.set(readiness);
     tasks.spawn(keep_renewed(tls, ca_copies, leader_rx.clone()));
+    tasks.spawn(admission.run(leader_rx.clone()));
     let leader_metrics = metrics.clone();
     let mut leader_watch = leader_rx.clone();
     tasks.spawn(async move {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::{Stream, StreamExt};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 /// All namespaces, or one.
@@ -36,6 +36,14 @@ impl Scope {
                 .into_iter()
                 .map(|n| Scope::Namespace(n.clone()))
                 .collect()
+        }
+    }
+
+    /// Whether `namespace` is in this scope.
+    pub fn contains(&self, namespace: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Namespace(own) => own == namespace,
         }
     }
 
@@ -86,12 +94,13 @@ impl Synced {
 }
 
 /// A cache of what `api` lists under `config`: the store, and the watch events that keep it
-/// current (with backoff, `managedFields` stripped, `synced` marked after the first full list)
-/// for the controller to map to the objects it reconciles.
+/// current (with backoff, `slim` applied before the store, `synced` marked after the first full
+/// list) for the controller to map to the objects it reconciles.
 pub fn cached_watch<K>(
     api: Api<K>,
     config: watcher::Config,
     synced: Synced,
+    slim: fn(&mut K),
 ) -> (
     Store<K>,
     impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
@@ -103,16 +112,10 @@ where
     let (store, writer) = reflector::store::<K>();
     let events = watcher(api, config)
         .default_backoff()
-        .modify(strip_managed_fields)
+        .modify(slim)
         .reflect(writer)
         .inspect(move |event| synced.observe(event));
     (store, events)
-}
-
-/// Drops `managedFields` before an object enters a cache: they are large and no decision
-/// reads them.
-pub fn strip_managed_fields<K: ResourceExt>(object: &mut K) {
-    object.managed_fields_mut().clear();
 }
 
 #[cfg(test)]
@@ -130,21 +133,18 @@ mod tests {
     }
 
     #[test]
+    fn a_scope_contains_its_namespaces() {
+        assert!(Scope::All.contains("any"));
+        assert!(Scope::Namespace("a".into()).contains("a"));
+        assert!(!Scope::Namespace("a".into()).contains("b"));
+    }
+
+    #[test]
     fn synced_after_the_first_full_list() {
         let synced = Synced::default();
         synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::Init));
         assert!(!synced.is_synced());
         synced.observe::<k8s_openapi::api::core::v1::ConfigMap>(&Ok(watcher::Event::InitDone));
         assert!(synced.clone().is_synced());
-    }
-
-    #[test]
-    fn managed_fields_are_stripped() {
-        use k8s_openapi::api::core::v1::ConfigMap;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-        let mut cm = ConfigMap::default();
-        cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-        strip_managed_fields(&mut cm);
-        assert!(cm.managed_fields().is_empty());
     }
 }

@@ -107,8 +107,9 @@ impl Shared {
         failures.remove(key);
     }
 
-    /// Publishes an Event about `object`; a failure is logged, never fails the reconcile.
-    pub async fn event<K: Resource<DynamicType = ()>>(
+    /// Publishes an Event about `object` in the background (a reconcile never waits for it);
+    /// a failure is logged, never fails the reconcile.
+    pub fn event<K: Resource<DynamicType = ()>>(
         &self,
         object: &K,
         warning: bool,
@@ -127,9 +128,12 @@ impl Shared {
             secondary: None,
         };
         let reference = object.object_ref(&());
-        if let Err(error) = self.recorder.publish(&event, &reference).await {
-            warn!(%error, reason, "could not publish an Event");
-        }
+        let recorder = self.recorder.clone();
+        tokio::spawn(async move {
+            if let Err(error) = recorder.publish(&event, &reference).await {
+                warn!(%error, reason = %event.reason, "could not publish an Event");
+            }
+        });
     }
 }
 

@@ -9,6 +9,7 @@
 //! - [`requests`]: creates and patches as `kubectl` makes them, refusals kept as values.
 //! - [`wait`]: waits with a deadline of at most a minute; [`dump`]: what a failure prints.
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
+//! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC.
 //!
 //! An operator run in-process by a test binds its HTTP listeners to port 0, so tests running
 //! side by side never collide.
@@ -20,6 +21,7 @@ pub mod dump;
 pub mod fixtures;
 pub mod harness;
 pub mod namespace;
+pub mod operator_rbac;
 pub mod pki;
 pub mod process;
 pub mod requests;

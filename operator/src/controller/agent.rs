@@ -28,6 +28,7 @@ use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
+use crate::slim::strip_managed_fields;
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "agent";
@@ -58,12 +59,20 @@ pub fn controller(
     let (agents_synced, skills_synced, secrets_synced) =
         (synced[0].clone(), synced[1].clone(), synced[2].clone());
     let client = &shared.client;
-    let (agents, agent_stream) =
-        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let (agents, agent_stream) = cached_watch(
+        scope.api::<Agent>(client),
+        watch_config(),
+        agents_synced,
+        strip_managed_fields,
+    );
     let agent_stream = agent_stream.applied_objects();
 
-    let (skills, skill_stream) =
-        cached_watch(scope.api::<Skill>(client), watch_config(), skills_synced);
+    let (skills, skill_stream) = cached_watch(
+        scope.api::<Skill>(client),
+        watch_config(),
+        skills_synced,
+        strip_managed_fields,
+    );
     let skill_stream = skill_stream.touched_objects();
 
     // An `Api` of `PartialObjectMeta` watches metadata only: Secret data never reaches us.
@@ -71,6 +80,7 @@ pub fn controller(
         scope.api::<PartialObjectMeta<Secret>>(client),
         watch_config().labels(labels::MODEL_CREDENTIALS_SELECTOR),
         secrets_synced,
+        strip_managed_fields,
     );
     let secret_stream = secret_stream.touched_objects();
 
@@ -151,7 +161,7 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
     let status = next_status(previous, agent.metadata.generation, &findings, &start.now);
     if status != *previous {
         apply_status(&start.api, current.as_ref(), &status).await?;
-        announce(shared, &agent, previous, &status).await;
+        announce(shared, &agent, previous, &status);
     }
     shared.succeeded(&key(NAME, agent.as_ref()));
     let resolved = find_condition(&status.conditions, condition_type::RESOLVED_REFS)
@@ -246,7 +256,7 @@ fn labelled_state(labels: &std::collections::BTreeMap<String, String>) -> Secret
 }
 
 /// An Event and a log line when `Ready` changes.
-async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
+fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
     let old = find_condition(&before.conditions, condition_type::READY);
     let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
         return;
@@ -267,7 +277,7 @@ async fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &
         find_condition(&after.conditions, condition_type::STALLED)
             .map_or_else(|| new.reason.clone(), |c| c.reason.clone())
     };
-    shared.event(agent, !ready, &reason, note).await;
+    shared.event(agent, !ready, &reason, note);
 }
 
 /// Backs off per Agent: 1 s doubling to 5 min.

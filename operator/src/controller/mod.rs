@@ -2,9 +2,14 @@
 //! reads its caches, calls the pure decisions of [`crate::decide`], and applies the result.
 //! Every replica runs them to keep its caches warm; only the leader's reconciles act.
 
+pub mod admission;
 pub mod agent;
+pub mod create_child;
 pub mod prologue;
 pub mod run;
+pub mod run_accept;
 pub mod run_api_tls;
+pub mod run_children;
 pub mod run_objects;
+pub mod run_start;
 pub mod skill;

@@ -2,51 +2,46 @@
 //! creates its NetworkPolicy and then its Pod, follows the Pod and the runner's report to the
 //! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use herd_crds::agent::{Agent, ResolvedSkill};
+use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
-use herd_crds::run::{Run, RunStatus, phase_of};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use herd_crds::run::{Run, RunReport, RunStatus, phase_of};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
+use super::admission::Admission;
 use super::prologue::{Reconcile, begin};
+use super::run_accept::{accept, load_snapshot};
 use super::run_api_tls::RunApiTls;
-use super::run_objects::{
-    Created, PreparedNamespaces, create_owned, delete_pod, ensure_namespace, missing_input,
-    owned_by,
-};
+use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
+use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
+use super::run_start::{Started, start_pod};
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
-use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer, desired_network_policy};
-use crate::decide::run_pod::{
-    PodConfig, PodInputs, custom_versions, desired_pod, pod_name, skill_mounts,
-};
-use crate::decide::run_snapshot::{
-    Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
-};
+use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
+use crate::decide::run_pod::{PodConfig, pod_name};
+use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, next_status, snapshot_name,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, is_terminal, next_status,
+    snapshot_name,
 };
-use crate::decide::run_workspace::desired_workspace_claim;
-use crate::decide::skill_version::config_map_name;
 use crate::error::Error;
 use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
+use crate::slim::{slim_pod, slim_run, strip_managed_fields};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "run";
@@ -55,6 +50,8 @@ pub const NAME: &str = "run";
 pub struct Context {
     /// Shared operator state.
     pub shared: Arc<Shared>,
+    /// The Runs of the scope (parents and children).
+    pub runs: Store<Run>,
     /// The Agents of the scope.
     pub agents: Store<Agent>,
     /// The operator's Pods of the scope.
@@ -66,11 +63,13 @@ pub struct Context {
     /// What Run pods may reach.
     pub network: NetworkConfig,
     /// Images of Run pods.
-    pub runs: RunPodConfig,
+    pub images: RunPodConfig,
     /// The run API's TLS Secret and CA bundle.
     pub tls: Arc<RunApiTls>,
     /// The namespaces whose per-namespace objects are in place.
     pub prepared: PreparedNamespaces,
+    /// Admission under the caps.
+    pub admission: Arc<Admission>,
 }
 
 /// The caches of a Run controller other tasks read.
@@ -106,15 +105,25 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
     }
 }
 
-/// Builds the controller for `scope`, the operator running in `operator_namespace`; the
-/// returned stream runs it until `shutdown` resolves.
-#[allow(clippy::too_many_arguments)]
+/// What the Run controllers of an operator share besides [`Shared`].
+#[derive(Clone)]
+pub struct RunSetup {
+    /// How Run pods are made.
+    pub runs: RunPodConfig,
+    /// The operator's namespace (the run API's TLS Secret, its pods).
+    pub operator_namespace: String,
+    /// The run API's TLS.
+    pub tls: Arc<RunApiTls>,
+    /// Admission under the caps.
+    pub admission: Arc<Admission>,
+}
+
+/// Builds the controller for `scope` and registers its caches with admission; the returned
+/// stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    runs: RunPodConfig,
-    operator_namespace: String,
-    tls: Arc<RunApiTls>,
+    setup: RunSetup,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -127,24 +136,54 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (run_store, run_stream) =
-        cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
-    let run_stream = run_stream.applied_objects();
-    let (agents, agent_stream) =
-        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let admission = setup.admission.clone();
+    let (run_store, run_stream) = cached_watch(
+        scope.api::<Run>(client),
+        watch_config(),
+        runs_synced,
+        slim_run,
+    );
+    let (wake, woken) = futures::channel::mpsc::unbounded();
+    let notify = admission.clone();
+    let parents = wake.clone();
+    let run_stream = run_stream
+        .inspect(move |event| {
+            notify.notify();
+            wake_parents(&parents, event);
+        })
+        .applied_objects();
+    let (agents, agent_stream) = cached_watch(
+        scope.api::<Agent>(client),
+        watch_config(),
+        agents_synced,
+        strip_managed_fields,
+    );
     let agent_stream = agent_stream.touched_objects();
     let (pods, pod_stream) = cached_watch(
         scope.api::<Pod>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         pods_synced,
+        slim_pod,
     );
-    let pod_stream = pod_stream.touched_objects();
+    let notify = admission.clone();
+    let pod_stream = pod_stream
+        .inspect(move |_| notify.notify())
+        .touched_objects();
     let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         cms_synced,
+        strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
+    admission.register(
+        scope,
+        run_store.clone(),
+        pods.clone(),
+        vec![synced[0].clone(), synced[2].clone()],
+        wake,
+    );
+    let runs = setup.runs;
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),
@@ -156,14 +195,16 @@ pub fn controller(
     };
     let context = Arc::new(Context {
         shared,
+        runs: run_store.clone(),
         agents,
         pods,
         config_maps,
         pod_config,
-        network: network_config(&runs, &operator_namespace),
-        tls,
+        network: network_config(&runs, &setup.operator_namespace),
+        tls: setup.tls,
         prepared: PreparedNamespaces::default(),
-        runs,
+        admission,
+        images: runs,
     });
     let waiting = run_store.clone();
     let stream = Controller::for_stream(run_stream, run_store)
@@ -172,6 +213,7 @@ pub fn controller(
         .watches_stream(agent_stream, move |agent: Agent| {
             runs_waiting_for(&waiting, &agent)
         })
+        .reconcile_on(woken)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .reconcile_all_on(leader_gained)
         .graceful_shutdown_on(shutdown)
@@ -197,10 +239,13 @@ fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
 }
 
 /// The Run's identity, read once.
-struct Ids<'a> {
-    name: &'a str,
-    namespace: &'a str,
-    uid: String,
+pub(super) struct Ids<'a> {
+    /// `metadata.name`.
+    pub(super) name: &'a str,
+    /// `metadata.namespace`.
+    pub(super) namespace: &'a str,
+    /// `metadata.uid`.
+    pub(super) uid: String,
 }
 
 /// Reads, decides, creates what is missing, and applies the Run's status.
@@ -242,8 +287,9 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let limits = limits(&run, snap.as_ref(), &ctx, &ids);
 
+    let children = children_of(&ctx, &ids, previous);
     if phase_of(&previous.conditions).is_finished() {
-        if ttl_expired(previous, limits.ttl_after_finished, now) {
+        if ttl_expired(previous, limits.ttl_after_finished, now) && !parent_alive(&ctx, &run) {
             info!(
                 run = ids.name,
                 namespace = ids.namespace,
@@ -267,6 +313,14 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
                 delete_pod(&shared.client, ids.namespace, &this_pod).await?;
             }
         }
+        // Any end of a parent ends its children; its status keeps following them.
+        cancel_children(&shared.client, ids.namespace, &children).await?;
+        let before = controller_part(previous);
+        let mut status = before.clone();
+        set_children(&mut status, previous, &children);
+        if status != before {
+            apply_status(api, run.as_ref(), &status).await?;
+        }
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::requeue(next_requeue(
             previous, &created, limits, now,
@@ -275,12 +329,14 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
 
     let attempt = previous.attempt.unwrap_or(1);
     let this_pod = pod_name(ids.name, attempt);
-    let pod = current_pod(&ctx, &ids, &this_pod).await?;
+    let named = previous.pod_name.as_deref() == Some(this_pod.as_str());
+    let pod = current_pod(&ctx, &ids, &this_pod, named).await?;
     let pod_state = match &pod {
         Some(pod) => PodState::Observed(pod_outcome(pod)),
-        None if previous.pod_name.as_deref() == Some(this_pod.as_str()) => PodState::Gone,
+        None if named => PodState::Gone,
         None => PodState::NotCreated,
     };
+    let report = terminal_report(api, ids.name, previous, attempt).await?;
     let mut facts = RunFacts {
         name: ids.name,
         generation: run.metadata.generation,
@@ -291,7 +347,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         timeout: limits.timeout,
         input_timeout: limits.input_timeout,
         retries: snap.as_ref().map_or(0, |s| s.run.retries),
-        report: previous.report.as_ref(),
+        report: report.as_ref().or(previous.report.as_ref()),
         pod: pod_state,
         pod_name: pod.as_ref().map(|_| this_pod.clone()),
         blocked: None,
@@ -300,6 +356,7 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let mut decision = next_status(previous, &facts);
     let going = decision.status.completion_time.is_none();
+    let mut back_off = false;
     if going
         && decision.retried.is_none()
         && facts.pod == PodState::NotCreated
@@ -307,26 +364,27 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     {
         let start = decision.status.start_time.clone().unwrap_or(now.clone());
         let time_left = limits.timeout.saturating_sub(elapsed(&start, now));
-        match start_pod(&ctx, &run, &ids, snap, attempt, time_left).await? {
+        match start_pod(&ctx, &run, &ids, snap, !accepted, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
                 facts.pod_name = Some(this_pod.clone());
             }
-            Started::Blocked(why) => facts.blocked = Some(why),
+            Started::Blocked(why) => {
+                facts.blocked = Some(why);
+                back_off = true;
+            }
+            Started::Queued(why) => facts.blocked = Some(why),
             Started::Refused(why) => facts.invalid = Some(why),
         }
         decision = next_status(previous, &facts);
     }
+    set_children(&mut decision.status, previous, &children);
     if operator_stopped(&decision.status)
         && let Some(pod) = &pod
     {
         delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
     }
-    let controller_part = RunStatus {
-        report: None,
-        ..previous.clone()
-    };
-    if decision.status != controller_part {
+    if decision.status != controller_part(previous) {
         apply_status(api, run.as_ref(), &decision.status).await?;
         record_finish(shared, &run, previous, &decision.status);
         announce(
@@ -335,10 +393,9 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             previous,
             &decision.status,
             decision.retried.as_deref(),
-        )
-        .await;
+        );
     }
-    if facts.blocked.is_some() {
+    if back_off {
         // A quota or a missing input: nothing is watched that would wake us, so back off.
         return Ok(shared.failed(NAME, key(NAME, run.as_ref())));
     }
@@ -346,6 +403,36 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     Ok(Action::requeue(
         next_requeue(&decision.status, &created, limits, now).max(Duration::from_secs(1)),
     ))
+}
+
+/// The current attempt's report read live when it ends the attempt: the cache keeps no result,
+/// and the Run's message carries its text.
+async fn terminal_report(
+    api: &Api<Run>,
+    name: &str,
+    previous: &RunStatus,
+    attempt: u32,
+) -> Result<Option<RunReport>, Error> {
+    let ends = previous
+        .report
+        .as_ref()
+        .is_some_and(|r| r.attempt == attempt && r.stop_reason.is_some_and(is_terminal));
+    if !ends {
+        return Ok(None);
+    }
+    Ok(api
+        .get_opt(name)
+        .await?
+        .and_then(|run| run.status)
+        .and_then(|status| status.report))
+}
+
+/// The part of a status the controller writes: all but `report`.
+fn controller_part(status: &RunStatus) -> RunStatus {
+    RunStatus {
+        report: None,
+        ..status.clone()
+    }
 }
 
 /// The Run pods of the scope that have not ended.
@@ -405,246 +492,27 @@ fn limits(run: &Run, snap: Option<&Snapshot>, ctx: &Context, ids: &Ids<'_>) -> L
     }
 }
 
-/// Resolves the Agent; when it is ready, takes and stores the snapshot.
-async fn accept(
+/// The Pod of the current attempt, when it is the Run's: from the cache, else live when the
+/// status names it (created a moment ago, it may not be cached yet, and must not count as
+/// deleted). One the status does not name and the cache lacks is taken as not created: creating
+/// it finds it if it exists.
+async fn current_pod(
     ctx: &Context,
-    run: &Run,
     ids: &Ids<'_>,
-    invalid: &mut Option<String>,
-) -> Result<(AgentState, Option<Snapshot>), Error> {
-    let agent_name = &run.spec.agent_ref.name;
-    let Some(agent) = ctx
-        .agents
-        .get(&ObjectRef::new(agent_name).within(ids.namespace))
-    else {
-        return Ok((AgentState::NotFound, None));
-    };
-    let status = agent.status.clone().unwrap_or_default();
-    let ready = find_condition(&status.conditions, condition_type::READY);
-    if status.observed_generation != agent.metadata.generation
-        || ready.is_none_or(|c| c.status != ConditionStatus::True)
-    {
-        let why = ready.map_or_else(|| "not reconciled yet".to_owned(), |c| c.message.clone());
-        return Ok((AgentState::NotReady(why), None));
-    }
-    let client = &ctx.shared.client;
-    let texts: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
-    let text = |from: Option<&herd_crds::refs::ValueFrom>| {
-        let texts = texts.clone();
-        let from = from.cloned();
-        async move {
-            let Some(from) = from else {
-                return Ok::<_, Error>(None);
-            };
-            let key = from.config_map_key_ref;
-            let cm = texts.get_opt(&key.name).await?;
-            Ok(cm.and_then(|cm| cm.data?.get(&key.key).cloned()))
-        }
-    };
-    let soul = text(agent.spec.soul_from.as_ref()).await?;
-    let script = text(
-        agent
-            .spec
-            .model
-            .as_ref()
-            .and_then(|m| m.script_from.as_ref()),
-    )
-    .await?;
-    let taken = snapshot(
-        &run.spec,
-        &agent.spec,
-        SnapshotSources {
-            agent_name,
-            skills: &status.resolved_skills,
-            soul,
-            script,
-            default_model: &ctx.shared.default_model,
-            runner_image: &ctx.runs.runner_image,
-            sandbox_image: &ctx.runs.sandbox_image,
-        },
-    );
-    let snap = match taken {
-        Ok(snap) => snap,
-        Err(error) => {
-            *invalid = Some(error.to_string());
-            return Ok((AgentState::Ready, None));
-        }
-    };
-    let owner = run
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingField("metadata.uid"))?;
-    let cm = snapshot_config_map(ids.name, ids.namespace, owner, &snap)
-        .map_err(|e| Error::Config(e.to_string()))?;
-    match create_owned(&texts, &cm, &ids.uid).await? {
-        Created::Done => Ok((AgentState::Ready, Some(snap))),
-        Created::Foreign(why) | Created::Quota(why) | Created::Refused(why) => {
-            *invalid = Some(why);
-            Ok((AgentState::Ready, None))
-        }
-    }
-}
-
-/// The accepted Run's snapshot, from the cache or the API server.
-async fn load_snapshot(ctx: &Context, ids: &Ids<'_>) -> Result<Option<Snapshot>, Error> {
-    let name = snapshot_name(ids.name);
-    let cached = ctx
-        .config_maps
-        .get(&ObjectRef::new(&name).within(ids.namespace))
-        .map(|cm| cm.as_ref().clone());
-    let cm = match cached {
-        Some(cm) => Some(cm),
-        None => {
-            let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
-            api.get_opt(&name).await?
-        }
-    };
-    Ok(cm
-        .filter(|cm| owned_by(cm, &ids.uid))
-        .as_ref()
-        .and_then(read_snapshot))
-}
-
-/// The Pod of the current attempt, when it is the Run's: from the cache, else live (a Pod
-/// created a moment ago may not be cached yet, and must not count as deleted).
-async fn current_pod(ctx: &Context, ids: &Ids<'_>, name: &str) -> Result<Option<Pod>, Error> {
+    name: &str,
+    named: bool,
+) -> Result<Option<Pod>, Error> {
     if let Some(pod) = ctx.pods.get(&ObjectRef::new(name).within(ids.namespace)) {
         return Ok(owned_by(pod.as_ref(), &ids.uid).then(|| pod.as_ref().clone()));
+    }
+    if !named {
+        return Ok(None);
     }
     let api: Api<Pod> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
     Ok(api
         .get_opt(name)
         .await?
         .filter(|pod| owned_by(pod, &ids.uid)))
-}
-
-enum Started {
-    Created,
-    Blocked(String),
-    Refused(String),
-}
-
-/// The per-namespace objects, the inputs' check, the NetworkPolicy, the workspace claim, then
-/// the Pod.
-async fn start_pod(
-    ctx: &Context,
-    run: &Run,
-    ids: &Ids<'_>,
-    snap: &Snapshot,
-    attempt: u32,
-    time_left: Duration,
-) -> Result<Started, Error> {
-    let client = &ctx.shared.client;
-    let bundle = ctx.tls.bundle().await?;
-    ensure_namespace(
-        client,
-        &ctx.prepared,
-        &ctx.config_maps,
-        ids.namespace,
-        &bundle,
-    )
-    .await?;
-    let inputs = run
-        .spec
-        .inputs
-        .iter()
-        .map(|i| i.config_map_ref.name.clone());
-    if let Some(why) = missing_input(client, ids.namespace, inputs).await? {
-        return Ok(Started::Blocked(why));
-    }
-    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
-    let found = version_keys(ctx, ids.namespace, versions()).await?;
-    let skills = match skill_mounts(versions(), &found) {
-        Ok(skills) => skills,
-        Err(why) => return Ok(Started::Blocked(why)),
-    };
-    let owner = run
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingField("metadata.uid"))?;
-    let policy = desired_network_policy(ids.name, ids.namespace, owner.clone(), snap, &ctx.network);
-    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
-    match create_owned(&policies, &policy, &ids.uid).await? {
-        Created::Done => {}
-        Created::Quota(why) => return Ok(Started::Blocked(why)),
-        Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
-    }
-    if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
-        match create_owned(&claims, &claim, &ids.uid).await? {
-            Created::Done => {}
-            Created::Quota(why) => return Ok(Started::Blocked(why)),
-            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
-        }
-    }
-    // The snapshot came from the cache, which may not show a deletion yet: never start a Pod
-    // for a Run whose snapshot is gone.
-    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
-    let name = snapshot_name(ids.name);
-    if !snapshots
-        .get_metadata_opt(&name)
-        .await?
-        .is_some_and(|cm| owned_by(&cm, &ids.uid))
-    {
-        return Ok(Started::Refused(format!(
-            "snapshot ConfigMap {name} is missing or not this Run's"
-        )));
-    }
-    let pod = desired_pod(
-        &PodInputs {
-            run: ids.name,
-            namespace: ids.namespace,
-            owner,
-            attempt,
-            snapshot: snap,
-            inputs: &run.spec.inputs,
-            skills: &skills,
-            time_left,
-        },
-        &ctx.pod_config,
-    );
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
-    Ok(match create_owned(&pods, &pod, &ids.uid).await? {
-        Created::Done => {
-            ctx.shared
-                .event(
-                    run,
-                    false,
-                    "PodCreated",
-                    format!("created pod {}", pod.name_any()),
-                )
-                .await;
-            Started::Created
-        }
-        Created::Quota(why) => Started::Blocked(why),
-        Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
-    })
-}
-
-/// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else
-/// live (the Skill controller may have created it before this cache saw it).
-async fn version_keys(
-    ctx: &Context,
-    namespace: &str,
-    versions: impl Iterator<Item = &ResolvedSkill>,
-) -> Result<BTreeMap<String, Vec<String>>, Error> {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
-    let mut found = BTreeMap::new();
-    for skill in versions {
-        let name = config_map_name(&skill.name, &skill.digest);
-        let keys = |cm: &ConfigMap| -> Vec<String> {
-            cm.data.iter().flatten().map(|(k, _)| k.clone()).collect()
-        };
-        let cached = ctx
-            .config_maps
-            .get(&ObjectRef::new(&name).within(namespace));
-        let keys = match cached {
-            Some(cm) => Some(keys(&cm)),
-            None => api.get_opt(&name).await?.as_ref().map(keys),
-        };
-        if let Some(keys) = keys {
-            found.insert(name, keys);
-        }
-    }
-    Ok(found)
 }
 
 /// Metrics of a Run that just finished.
@@ -676,7 +544,7 @@ fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStat
 }
 
 /// An Event and a log line on every change of `Succeeded`'s reason, and on each retry.
-async fn announce(
+fn announce(
     shared: &Shared,
     run: &Run,
     before: &RunStatus,
@@ -684,7 +552,7 @@ async fn announce(
     retried: Option<&str>,
 ) {
     if let Some(why) = retried {
-        shared.event(run, true, "Retrying", why.to_owned()).await;
+        shared.event(run, true, "Retrying", why.to_owned());
     }
     let old = find_condition(&before.conditions, condition_type::SUCCEEDED);
     let Some(new) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
@@ -695,9 +563,7 @@ async fn announce(
     }
     info!(run = %run.name_any(), namespace = ?run.namespace(), reason = %new.reason, "run status changed");
     let warning = new.status == ConditionStatus::False;
-    shared
-        .event(run, warning, &new.reason, new.message.clone())
-        .await;
+    shared.event(run, warning, &new.reason, new.message.clone());
 }
 
 /// Backs off per Run: 1 s doubling to 5 min.

@@ -37,12 +37,18 @@ pub enum Created {
 
 /// Whether `object`'s controller owner is `uid`.
 pub fn owned_by<K: Resource>(object: &K, uid: &str) -> bool {
+    controller_uid(object) == Some(uid)
+}
+
+/// The uid of `object`'s controller owner.
+pub fn controller_uid<K: Resource>(object: &K) -> Option<&str> {
     object
         .meta()
         .owner_references
         .iter()
         .flatten()
-        .any(|o| o.controller == Some(true) && o.uid == uid)
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
 }
 
 /// Classifies a refusal of the API server (a 4xx): a quota is retried, the rest is final.

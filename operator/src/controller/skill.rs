@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
+use crate::slim::{slim_run, strip_managed_fields};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "skill";
@@ -71,19 +72,33 @@ pub fn controller(
         synced[3].clone(),
     );
     let client = &shared.client;
-    let (skills, skill_stream) =
-        cached_watch(scope.api::<Skill>(client), watch_config(), skills_synced);
+    let (skills, skill_stream) = cached_watch(
+        scope.api::<Skill>(client),
+        watch_config(),
+        skills_synced,
+        strip_managed_fields,
+    );
     let skill_stream = skill_stream.applied_objects();
     let (config_maps, cm_stream) = cached_watch(
         scope.api::<ConfigMap>(client),
         watch_config().labels(labels::MANAGED_SELECTOR),
         cms_synced,
+        strip_managed_fields,
     );
     let cm_stream = cm_stream.touched_objects();
-    let (runs, run_stream) = cached_watch(scope.api::<Run>(client), watch_config(), runs_synced);
+    let (runs, run_stream) = cached_watch(
+        scope.api::<Run>(client),
+        watch_config(),
+        runs_synced,
+        slim_run,
+    );
     let run_stream = run_stream.touched_objects();
-    let (agents, agent_stream) =
-        cached_watch(scope.api::<Agent>(client), watch_config(), agents_synced);
+    let (agents, agent_stream) = cached_watch(
+        scope.api::<Agent>(client),
+        watch_config(),
+        agents_synced,
+        strip_managed_fields,
+    );
     let agent_stream = agent_stream.touched_objects();
     let context = Arc::new(Context {
         shared,
@@ -145,7 +160,7 @@ pub async fn reconcile(skill: Arc<Skill>, ctx: Arc<Context>) -> Result<Action, E
     );
     if status != *previous {
         apply_status(&start.api, current.as_ref(), &status).await?;
-        announce(shared, &skill, previous, &status).await;
+        announce(shared, &skill, previous, &status);
     }
     let old_in_use = match &outcome {
         Ok((version, Rendered::Ready)) => {
@@ -232,14 +247,12 @@ async fn delete_unused_versions(
         match api.delete(name, &Default::default()).await {
             Ok(_) => {
                 info!(skill = %skill_name, namespace, config_map = %name, "deleted an unused skill version");
-                ctx.shared
-                    .event(
-                        skill,
-                        false,
-                        "VersionDeleted",
-                        format!("deleted unused ConfigMap {name}"),
-                    )
-                    .await;
+                ctx.shared.event(
+                    skill,
+                    false,
+                    "VersionDeleted",
+                    format!("deleted unused ConfigMap {name}"),
+                );
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error.into()),
@@ -292,14 +305,12 @@ async fn ensure_config_map(
     let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
     match api.create(&PostParams::default(), &desired).await {
         Ok(_) => {
-            ctx.shared
-                .event(
-                    skill,
-                    false,
-                    "VersionRendered",
-                    format!("rendered ConfigMap {cm_name}"),
-                )
-                .await;
+            ctx.shared.event(
+                skill,
+                false,
+                "VersionRendered",
+                format!("rendered ConfigMap {cm_name}"),
+            );
             Ok(Rendered::Ready)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -314,7 +325,7 @@ async fn ensure_config_map(
 }
 
 /// An Event and a log line when `Ready` changes.
-async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
+fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
     let old = find_condition(&before.conditions, condition_type::READY);
     let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
         return;
@@ -326,9 +337,7 @@ async fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &
     info!(skill = %skill.name_any(), namespace = ?skill.namespace(), ready, reason = %new.reason, "skill status changed");
     let reason = find_condition(&after.conditions, condition_type::STALLED)
         .map_or_else(|| new.reason.clone(), |c| c.reason.clone());
-    shared
-        .event(skill, !ready, &reason, new.message.clone())
-        .await;
+    shared.event(skill, !ready, &reason, new.message.clone());
 }
 
 /// Backs off per Skill: 1 s doubling to 5 min.

@@ -1,8 +1,11 @@
 //! Pure decisions, tested without a cluster: controllers read, call these, and apply.
 
+pub mod admission;
+pub mod admission_ledger;
 pub mod agent_refs;
 pub mod agent_status;
 pub mod backoff;
+pub mod child_run;
 pub mod conditions;
 pub mod file_keys;
 pub mod per_namespace;

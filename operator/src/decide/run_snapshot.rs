@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::{Deserialize, Serialize};
 
+use super::child_run::Delegation;
 use super::run_status::snapshot_name;
 use crate::config::DefaultModelConfig;
 use crate::labels;
@@ -43,6 +44,9 @@ pub struct Snapshot {
     pub sandbox_image: String,
     /// 0 for a top-level Run, the parent's depth + 1 for a child.
     pub depth: u32,
+    /// For a child Run: its parent and the parent's cap on active children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<Delegation>,
 }
 
 /// A Run's effective settings.
@@ -185,6 +189,7 @@ pub fn snapshot(
         runner_image: sources.runner_image.to_owned(),
         sandbox_image,
         depth: 0,
+        delegation: None,
     })
 }
 

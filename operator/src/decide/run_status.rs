@@ -312,7 +312,7 @@ fn not_accepted(facts: &RunFacts<'_>) -> Outcome {
 }
 
 /// Whether a report with this stop reason ends the attempt.
-fn is_terminal(stop: StopReason) -> bool {
+pub fn is_terminal(stop: StopReason) -> bool {
     stop != StopReason::InputRequired
 }
 

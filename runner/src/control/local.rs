@@ -255,6 +255,9 @@ mod tests {
             description: "d".into(),
             prompt: "p".into(),
             subagent_type: "general-purpose".into(),
+            model_calls_left: None,
+            tokens_left: None,
+            seconds_left: None,
         }
     }
 

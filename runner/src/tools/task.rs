@@ -131,6 +131,9 @@ impl Tool for Task {
             description: args.description.clone(),
             prompt: args.prompt,
             subagent_type: args.subagent_type.as_str().to_owned(),
+            model_calls_left: None,
+            tokens_left: None,
+            seconds_left: None,
         };
         let (content, status, ok) = match ctx.control.run_child(request, ctx.budget).await {
             Ok(outcome) => {

@@ -2,7 +2,9 @@
 //! own in-process operator running as a ServiceAccount under exactly the chart's RBAC, scoped
 //! to the test's namespace with its own Lease (the cluster-wide variant runs alone).
 
+mod admission;
 mod agents;
+mod children;
 mod leader;
 mod run_fixtures;
 mod runs;
@@ -140,6 +142,48 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
                 runs::namespace_deleted_while_a_run_is_active(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::namespace_cap_queues_top_level_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                admission::namespace_cap_queues_top_level_runs(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_under_max_concurrent",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_under_max_concurrent(operator, admin, ns, 0).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_under_max_concurrent_across_operator_restarts",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_under_max_concurrent(operator, admin, ns, 3).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::namespace_cap_with_nested_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::caps_with_nested_runs(operator, admin, ns, children::Cap::Namespace).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::operator_cap_with_nested_runs",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::caps_with_nested_runs(operator, admin, ns, children::Cap::Operator).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::children_never_exceed_their_parent",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::children_never_exceed_their_parent(operator, admin, ns).await
             },
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {

@@ -34,29 +34,19 @@ pub(super) async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Res
     create_agent_with(admin, namespace, json!({}), json!({})).await
 }
 
-/// A ready Agent with these `runDefaults`.
+/// A ready Agent with these `runDefaults` and `sandbox`.
 pub(super) async fn create_agent_with(
     admin: &Client,
     namespace: &str,
     run_defaults: Value,
     sandbox: Value,
 ) -> anyhow::Result<()> {
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "sk-e2e-secret-value"},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m", "egressCIDRs": ["10.20.0.0/16"],
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": [],
-            "soul": "Be brief.", "runDefaults": run_defaults, "sandbox": sandbox},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
-    Ok(())
+    create_agent_spec(
+        admin,
+        namespace,
+        json!({"runDefaults": run_defaults, "sandbox": sandbox}),
+    )
+    .await
 }
 
 /// A ready Agent using these skills.
@@ -65,21 +55,36 @@ pub(super) async fn create_agent_with_skills(
     namespace: &str,
     skills: &[&str],
 ) -> anyhow::Result<()> {
+    create_agent_spec(admin, namespace, json!({"skills": skills})).await
+}
+
+/// A ready Agent `helper` whose model key is a labelled Secret; `spec`'s fields replace those
+/// of a plain spec (no skills, a short SOUL, the model's CIDR).
+pub(super) async fn create_agent_spec(
+    admin: &Client,
+    namespace: &str,
+    spec: Value,
+) -> anyhow::Result<()> {
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "k"},
+        "stringData": {"api-key": "sk-e2e-secret-value"},
     }))?;
     secrets.create(&PostParams::default(), &secret).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    let mut full = json!({"model": {"provider": "openai", "name": "m",
+        "egressCIDRs": ["10.20.0.0/16"],
+        "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+        "skills": [], "soul": "Be brief."});
+    if let (Some(full), Some(spec)) = (full.as_object_mut(), spec.as_object()) {
+        full.extend(spec.clone());
+    }
     let agent: Agent = serde_json::from_value(json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
-            "skills": skills},
+        "metadata": {"name": "helper"}, "spec": full,
     }))?;
-    agents.create(&PostParams::default(), &agent).await?;
+    Api::<Agent>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &agent)
+        .await?;
     Ok(())
 }
 

@@ -168,8 +168,9 @@ pub async fn run_waits_for_its_agent(
     Ok(())
 }
 
-/// A terminal report of the current attempt decides (`completed` → `Succeeded`), written as the
-/// run API writes it; the controller's status writes never take `report` over.
+/// A terminal report of the current attempt decides (`completed` → `Succeeded`; `modelError` →
+/// `ModelError` with the result's text), written as the run API writes it; the controller's
+/// status writes never take `report` over.
 pub async fn a_terminal_report_decides(
     operator: Client,
     admin: Client,
@@ -232,6 +233,31 @@ pub async fn a_terminal_report_decides(
         "{body}"
     );
     ensure!(!body.contains("answered"), "no Run names in metrics");
+
+    // The operator's caches keep no result: its text reaches the message from a live read.
+    create_run(&admin, &namespace, "refused").await?;
+    run_until(&runs, "refused", "PodPending", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "modelError",
+            "result": {"text": "the endpoint refused the key"}}}});
+    runs.patch_status(
+        "refused",
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&report),
+    )
+    .await?;
+    let failed = run_until(&runs, "refused", "ModelError", |r| {
+        succeeded(r, ConditionStatus::False, "ModelError")
+    })
+    .await?;
+    ensure!(
+        message(&failed) == "model error: the endpoint refused the key",
+        "{}",
+        message(&failed)
+    );
     running.shutdown().await?;
     Ok(())
 }

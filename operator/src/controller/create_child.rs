@@ -1,0 +1,148 @@
+//! `create_child`: the one way a child Run comes to be (the run API calls it for a runner's
+//! `task` call). It reads the parent live, checks the request against the parent's snapshot,
+//! reserves the child in the parent's `status.children` (a write conditional on the parent's
+//! version, so concurrent requests never pass `maxTotal`), then creates the child Run owned by
+//! the parent. Asking again for the same `toolCallId` returns the same child.
+
+use std::time::Duration;
+
+use herd_crds::run::{Run, RunStatus, phase_of};
+use herd_crds::wire::ChildRequest;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::PostParams;
+use kube::{Api, Client, Resource, ResourceExt};
+
+use super::run_objects::owned_by;
+use crate::apply::apply_status;
+use crate::decide::child_run::{Refusal, children_status, desired_child, reserve};
+use crate::decide::run_snapshot::read_snapshot;
+use crate::decide::run_status::{elapsed, snapshot_name};
+use crate::error::Error;
+
+/// How often a reservation is tried again when the parent changed under it.
+const RESERVE_TRIES: usize = 8;
+
+/// Why no child was created.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// The request is refused for good: limits, depth, an invalid request.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The parent cannot delegate now: gone, ended, replaced, without a snapshot, or the
+    /// request comes from an earlier attempt.
+    #[error("{0}")]
+    Parent(String),
+    /// Try again later: a Run of the child's name is being deleted, or the parent kept
+    /// changing.
+    #[error("{0}")]
+    Retry(String),
+    /// The API server failed.
+    #[error(transparent)]
+    Api(#[from] Error),
+}
+
+impl From<kube::Error> for ChildError {
+    fn from(error: kube::Error) -> Self {
+        ChildError::Api(Error::Kube(error))
+    }
+}
+
+/// Creates (or finds) the child Run of `parent` for `request`; returns its name.
+pub async fn create_child(
+    client: &Client,
+    parent: &Run,
+    request: &ChildRequest,
+) -> Result<String, ChildError> {
+    let name = parent.name_any();
+    let namespace = parent
+        .namespace()
+        .ok_or(Error::MissingField("metadata.namespace"))?;
+    let runs: Api<Run> = Api::namespaced(client.clone(), &namespace);
+    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    for _ in 0..RESERVE_TRIES {
+        let live = runs
+            .get_opt(&name)
+            .await?
+            .ok_or_else(|| ChildError::Parent(format!("the parent Run {name} is gone")))?;
+        let uid = live.uid().unwrap_or_default();
+        if parent.uid().is_some_and(|u| u != uid) {
+            return Err(ChildError::Parent(format!(
+                "the parent Run {name} was replaced"
+            )));
+        }
+        let status = live.status.clone().unwrap_or_default();
+        if phase_of(&status.conditions).is_finished() {
+            return Err(ChildError::Parent(format!(
+                "the parent Run {name} has ended"
+            )));
+        }
+        let attempt = status.attempt.unwrap_or(1);
+        if request.attempt < attempt {
+            return Err(ChildError::Parent(format!(
+                "attempt {} of {name} is over; attempt {attempt} runs now",
+                request.attempt
+            )));
+        }
+        let snapshot = snapshots
+            .get_opt(&snapshot_name(&name))
+            .await?
+            .filter(|cm| owned_by(cm, &uid))
+            .as_ref()
+            .and_then(read_snapshot)
+            .ok_or_else(|| ChildError::Parent(format!("the parent Run {name} has no snapshot")))?;
+        let now = Time(jiff::Timestamp::now());
+        let time_left = status.start_time.as_ref().map_or(Duration::ZERO, |start| {
+            snapshot.run.timeout().saturating_sub(elapsed(start, &now))
+        });
+        let owner = live
+            .controller_owner_ref(&())
+            .ok_or(Error::MissingField("metadata.uid"))?;
+        let child = desired_child(&live, owner, &snapshot, request, time_left)?;
+        let child_name = child.name_any();
+        let max_total = snapshot.agent.subagents.max_total;
+        if let Some(children) = reserve(&status.children, &child_name, max_total)? {
+            let (children, child_counts) = children_status(&children, &Default::default());
+            let reserved = RunStatus {
+                report: None,
+                children,
+                child_counts,
+                ..status
+            };
+            match apply_status(&runs, &live, &reserved).await {
+                Ok(_) => {}
+                // The parent changed since it was read: read it again.
+                Err(kube::Error::Api(refused)) if refused.is_conflict() => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        return create(&runs, &child, &uid).await.map(|()| child_name);
+    }
+    Err(ChildError::Retry(format!(
+        "the parent Run {name} kept changing; try again"
+    )))
+}
+
+/// Creates the reserved child; one that exists counts only when it is this parent's.
+async fn create(runs: &Api<Run>, child: &Run, parent_uid: &str) -> Result<(), ChildError> {
+    let name = child.name_any();
+    match runs.create(&PostParams::default(), child).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => match runs.get_opt(&name).await? {
+            Some(existing) if owned_by(&existing, parent_uid) => Ok(()),
+            Some(existing) if existing.metadata.deletion_timestamp.is_some() => Err(
+                ChildError::Retry(format!("a Run named {name} is being deleted; try again")),
+            ),
+            Some(_) => Err(ChildError::Refused(Refusal::Invalid(format!(
+                "a Run named {name} exists and is not this Run's child"
+            )))),
+            None => Err(ChildError::Retry(format!(
+                "a Run named {name} was deleted meanwhile; try again"
+            ))),
+        },
+        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
+            Err(ChildError::Refused(Refusal::Invalid(status.message)))
+        }
+        Err(error) => Err(error.into()),
+    }
+}

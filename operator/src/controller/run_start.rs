@@ -1,0 +1,190 @@
+//! Starting an accepted Run's Pod: its inputs and skill versions must exist, admission must let
+//! it, then the per-namespace objects, its NetworkPolicy, its workspace claim and the Pod, each
+//! created, never re-applied.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use herd_crds::agent::ResolvedSkill;
+use herd_crds::run::Run;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+
+use super::run::{Context, Ids};
+use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
+use crate::decide::admission::{ParentCap, RunKey};
+use crate::decide::admission_ledger::{Answer, Ready};
+use crate::decide::run_network_policy::desired_network_policy;
+use crate::decide::run_pod::{PodInputs, custom_versions, desired_pod, skill_mounts};
+use crate::decide::run_snapshot::Snapshot;
+use crate::decide::run_status::snapshot_name;
+use crate::decide::run_workspace::desired_workspace_claim;
+use crate::decide::skill_version::config_map_name;
+use crate::error::Error;
+
+/// Said to a Run admission has not decided on yet (it wakes the Run when it has).
+const UNDECIDED: &str = "waiting for admission";
+
+/// How far the start of a Pod came.
+pub(super) enum Started {
+    /// The Pod was created.
+    Created,
+    /// A prerequisite is missing or a quota refused an object: retried with backoff.
+    Blocked(String),
+    /// Admission keeps the Run waiting, for this reason; it wakes the Run.
+    Queued(String),
+    /// The API server refused an object for good.
+    Refused(String),
+}
+
+/// The inputs' and skill versions' check, admission, the per-namespace objects, the
+/// NetworkPolicy, the workspace claim, then the Pod.
+pub(super) async fn start_pod(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    snap: &Snapshot,
+    written_now: bool,
+    attempt: u32,
+    time_left: Duration,
+) -> Result<Started, Error> {
+    let client = &ctx.shared.client;
+    let key = RunKey::new(ids.namespace, ids.name);
+    let inputs = run
+        .spec
+        .inputs
+        .iter()
+        .map(|i| i.config_map_ref.name.clone());
+    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
+    let missing = match missing_input(client, ids.namespace, inputs).await? {
+        Some(why) => Err(why),
+        None => {
+            let found = version_keys(ctx, ids.namespace, versions()).await?;
+            skill_mounts(versions(), &found)
+        }
+    };
+    let skills = match missing {
+        Ok(skills) => skills,
+        Err(why) => {
+            ctx.admission.withdraw(&key);
+            return Ok(Started::Blocked(why));
+        }
+    };
+    let ready = Ready {
+        key,
+        uid: ids.uid.clone(),
+        attempt,
+        created: run
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or_else(jiff::Timestamp::now, |t| t.0),
+        parent: snap.delegation.as_ref().map(|d| ParentCap {
+            key: RunKey::new(ids.namespace, &d.parent),
+            max_concurrent: d.max_concurrent,
+        }),
+    };
+    match ctx.admission.ask(ready).await {
+        Answer::Admitted => {}
+        Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
+        Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
+    }
+    let bundle = ctx.tls.bundle().await?;
+    ensure_namespace(
+        client,
+        &ctx.prepared,
+        &ctx.config_maps,
+        ids.namespace,
+        &bundle,
+    )
+    .await?;
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingField("metadata.uid"))?;
+    let policy = desired_network_policy(ids.name, ids.namespace, owner.clone(), snap, &ctx.network);
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
+    match create_owned(&policies, &policy, &ids.uid).await? {
+        Created::Done => {}
+        Created::Quota(why) => return Ok(Started::Blocked(why)),
+        Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+    }
+    if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
+        match create_owned(&claims, &claim, &ids.uid).await? {
+            Created::Done => {}
+            Created::Quota(why) => return Ok(Started::Blocked(why)),
+            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        }
+    }
+    // A snapshot from the cache may have been deleted since (the cache may not show it yet):
+    // never start a Pod for a Run whose snapshot is gone. One written by this reconcile is there.
+    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
+    let name = snapshot_name(ids.name);
+    if !written_now
+        && !snapshots
+            .get_metadata_opt(&name)
+            .await?
+            .is_some_and(|cm| owned_by(&cm, &ids.uid))
+    {
+        return Ok(Started::Refused(format!(
+            "snapshot ConfigMap {name} is missing or not this Run's"
+        )));
+    }
+    let pod = desired_pod(
+        &PodInputs {
+            run: ids.name,
+            namespace: ids.namespace,
+            owner,
+            attempt,
+            snapshot: snap,
+            inputs: &run.spec.inputs,
+            skills: &skills,
+            time_left,
+        },
+        &ctx.pod_config,
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
+    Ok(match create_owned(&pods, &pod, &ids.uid).await? {
+        Created::Done => {
+            ctx.shared.event(
+                run,
+                false,
+                "PodCreated",
+                format!("created pod {}", pod.name_any()),
+            );
+            Started::Created
+        }
+        Created::Quota(why) => Started::Blocked(why),
+        Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
+    })
+}
+
+/// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else
+/// live (the Skill controller may have created it before this cache saw it).
+async fn version_keys(
+    ctx: &Context,
+    namespace: &str,
+    versions: impl Iterator<Item = &ResolvedSkill>,
+) -> Result<BTreeMap<String, Vec<String>>, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    let mut found = BTreeMap::new();
+    for skill in versions {
+        let name = config_map_name(&skill.name, &skill.digest);
+        let keys = |cm: &ConfigMap| -> Vec<String> {
+            cm.data.iter().flatten().map(|(k, _)| k.clone()).collect()
+        };
+        let cached = ctx
+            .config_maps
+            .get(&ObjectRef::new(&name).within(namespace));
+        let keys = match cached {
+            Some(cm) => Some(keys(&cm)),
+            None => api.get_opt(&name).await?.as_ref().map(keys),
+        };
+        if let Some(keys) = keys {
+            found.insert(name, keys);
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,478 @@
+//! The operator at scale on the real API server: `cargo bench -p herd-e2e --bench
+//! operator_scale`, with `KUBEBUILDER_ASSETS` set as for the end-to-end tests (it starts its
+//! own control plane). The operator runs in a process of its own (this binary, started again)
+//! as the ServiceAccount of `charts/herd/files/rbac/` (a Role in the namespace), so its memory
+//! is its own and the API server treats it as in a cluster (API Priority and Fairness included;
+//! admin is exempt).
+//!
+//! 1. Burst: 1,000 Runs created at once (100 requests in flight) with `--max-active=0` and
+//!    `--max-active-per-namespace=0`: the time until 1,000 Pods exist. Target ≤ 10 s.
+//! 2. Memory: the operator's resident memory once its caches hold 10,000 realistic finished
+//!    Runs (2 KiB task, 4 KiB result, 10 todos, status from both field managers), target
+//!    ≤ 64 MiB; then again with each Run's snapshot ConfigMap; and with none, for reference.
+//!
+//! Not part of CI: it takes minutes and needs a quiet machine and a release build.
+
+// A benchmark that cannot set itself up should stop loudly.
+#![allow(clippy::expect_used)]
+
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures::{StreamExt, TryStreamExt};
+use herd_crds::agent::Agent;
+use herd_crds::run::Run;
+use herd_e2e::cluster::{Cluster, Source};
+use herd_e2e::namespace::create_namespace;
+use herd_e2e::operator_rbac::{Rbac, operator_token};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+const BURST: usize = 1_000;
+const CACHED: usize = 10_000;
+const IN_FLIGHT: usize = 100;
+const TOKEN_ENV: &str = "HERD_BENCH_TOKEN";
+const KUBECONFIG_ENV: &str = "HERD_BENCH_KUBECONFIG";
+
+fn main() -> ExitCode {
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let args: Vec<String> = std::env::args().collect();
+    let result = if args.get(1).map(String::as_str) == Some("operator") {
+        runtime.block_on(operator())
+    } else {
+        runtime.block_on(bench())
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("operator_scale: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The child process: one operator, its settings from the `HERD_*` environment, as the token
+/// in the environment, until killed (or orphaned: it never outlives the benchmark).
+async fn operator() -> anyhow::Result<()> {
+    let parent = std::os::unix::process::parent_id();
+    tokio::spawn(async move {
+        while std::os::unix::process::parent_id() == parent {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        std::process::exit(1);
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = herd_operator::Config::for_namespaces(&[])?;
+    let kubeconfig = std::env::var(KUBECONFIG_ENV)?;
+    let file = Kubeconfig::read_from(&kubeconfig)?;
+    let mut kube_config =
+        kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?;
+    kube_config.auth_info = AuthInfo {
+        token: Some(std::env::var(TOKEN_ENV)?.into()),
+        ..AuthInfo::default()
+    };
+    let client = Client::try_from(kube_config)?;
+    herd_operator::run(config, client, std::future::pending()).await?;
+    Ok(())
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let source = Source::from_env().context("set KUBEBUILDER_ASSETS (or HERD_E2E_KUBECONFIG)")?;
+    let cluster = Cluster::connect(&source).await?;
+    herd_e2e::crds::apply_crds(&cluster.client()).await?;
+    burst(&cluster).await?;
+    memory(&cluster).await?;
+    Ok(())
+}
+
+/// An operator process watching `namespace`, as its ServiceAccount there.
+struct Operator {
+    child: Child,
+    http: String,
+}
+
+impl Operator {
+    async fn start(
+        cluster: &Cluster,
+        namespace: &str,
+        settings: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        let token = match operator_token(&cluster.client(), namespace, Rbac::Namespaced, 7200).await
+        {
+            Ok(token) => token,
+            // The ServiceAccount exists from an earlier start: only ask for a token.
+            Err(_) => token_again(&cluster.client(), namespace).await?,
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let http = format!("127.0.0.1:{port}");
+        let child = Command::new(std::env::current_exe()?)
+            .arg("operator")
+            .env("HERD_WATCH_NAMESPACES", namespace)
+            .env("HERD_LEASE_NAMESPACE", namespace)
+            .env("HERD_HTTP_ADDR", &http)
+            .envs(settings.iter().copied())
+            .env(TOKEN_ENV, token)
+            .env(KUBECONFIG_ENV, cluster.kubeconfig())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let operator = Operator { child, http };
+        operator
+            .wait_for("leading and ready", |m| m.contains("herd_leader 1"))
+            .await?;
+        Ok(operator)
+    }
+
+    async fn metrics(&self) -> anyhow::Result<String> {
+        Ok(reqwest::get(format!("http://{}/metrics", self.http))
+            .await?
+            .text()
+            .await?)
+    }
+
+    async fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let ready = reqwest::get(format!("http://{}/readyz", self.http))
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ready && self.metrics().await.is_ok_and(|m| check(&m)) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        bail!("the operator was not {what} within 120 s")
+    }
+
+    /// Waits until the Run controller has been idle for 3 s (every Run reconciled).
+    async fn settle(&self) -> anyhow::Result<()> {
+        let reconciles = |m: &str| {
+            m.lines()
+                .find(|l| l.starts_with(r#"herd_reconciles_total{controller="run"}"#))
+                .map(str::to_owned)
+        };
+        let mut last = None;
+        let mut quiet = 0;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while quiet < 3 {
+            if Instant::now() > deadline {
+                bail!("the operator never settled");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = reconciles(&self.metrics().await?);
+            quiet = if now.is_some() && now == last {
+                quiet + 1
+            } else {
+                0
+            };
+            last = now;
+        }
+        Ok(())
+    }
+
+    /// Resident and peak resident memory, in MiB.
+    fn memory(&self) -> anyhow::Result<(f64, f64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let field = |name: &str| -> anyhow::Result<f64> {
+            let line = status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .with_context(|| format!("no {name} in /proc status"))?;
+            let kib: f64 = line
+                .split_whitespace()
+                .nth(1)
+                .context("no value")?
+                .parse()?;
+            Ok(kib / 1024.0)
+        };
+        Ok((field("VmRSS:")?, field("VmHWM:")?))
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn token_again(admin: &Client, namespace: &str) -> anyhow::Result<String> {
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(admin.clone(), namespace);
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
+    let token = accounts
+        .create_token_request(
+            herd_e2e::operator_rbac::SERVICE_ACCOUNT,
+            &PostParams::default(),
+            &request,
+        )
+        .await?;
+    Ok(token.status.context("no token")?.token)
+}
+
+async fn ready_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
+        "stringData": {"api-key": "k"},
+    }))?;
+    Api::<Secret>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent", "metadata": {"name": "helper"},
+        "spec": {"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []},
+    }))?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
+    agents.create(&PostParams::default(), &agent).await?;
+    herd_e2e::wait::wait_for("the Agent ready", Duration::from_secs(60), || async {
+        let agent = agents.get("helper").await?;
+        let ready = agent.status.is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "Ready" && c.status == herd_crds::condition::ConditionStatus::True
+            })
+        });
+        Ok(ready.then_some(()))
+    })
+    .await
+}
+
+fn run(name: &str, task: &str) -> anyhow::Result<Run> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Run", "metadata": {"name": name},
+        "spec": {"agentRef": {"name": "helper"}, "task": task},
+    }))?)
+}
+
+/// 1,000 Runs at once; the time until their 1,000 Pods exist.
+async fn burst(cluster: &Cluster) -> anyhow::Result<()> {
+    let admin = cluster.client();
+    let namespace = create_namespace(&admin, "bench::burst").await?;
+    let operator = Operator::start(
+        cluster,
+        &namespace,
+        &[
+            ("HERD_MAX_ACTIVE", "0"),
+            ("HERD_MAX_ACTIVE_PER_NAMESPACE", "0"),
+        ],
+    )
+    .await?;
+    ready_agent(&admin, &namespace).await?;
+
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0usize);
+    let watch = tokio::spawn(async move {
+        let mut seen = std::collections::HashSet::new();
+        let mut events = watcher(pods, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(pod)) = events.next().await {
+            seen.insert(pod.name_any());
+            count_tx.send_replace(seen.len());
+        }
+    });
+
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let start = Instant::now();
+    futures::stream::iter(0..BURST)
+        .map(|i| {
+            let runs = runs.clone();
+            async move {
+                let run = run(&format!("burst-{i:04}"), "Say hello.")?;
+                runs.create(&PostParams::default(), &run).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = start.elapsed();
+    tokio::time::timeout(Duration::from_secs(300), count_rx.wait_for(|n| *n >= BURST))
+        .await
+        .context("1,000 Pods within 300 s")??;
+    let all = start.elapsed();
+    watch.abort();
+    let metrics = operator.metrics().await?;
+    let errors = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"herd_reconcile_errors_total{controller="run"}"#))
+        .unwrap_or("no run errors");
+    println!(
+        "burst: {BURST} Runs created in {:.2} s; {BURST} Pods after {:.2} s (target <= 10 s); {errors}",
+        created.as_secs_f64(),
+        all.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A realistic finished Run's status, in its two parts: the run API's report and the
+/// controller's.
+fn statuses(name: &str) -> (Value, Value) {
+    let todos: Vec<Value> = (0..10)
+        .map(|i| json!({"content": format!("Step {i}: look into part {i} of the question and note what was found"), "status": "completed"}))
+        .collect();
+    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run", "status": {"report": {
+        "attempt": 1, "seq": 42, "title": "A realistic title of a finished research run",
+        "todos": todos,
+        "usage": {"inputTokens": 123_456, "outputTokens": 7_890, "modelCalls": 31, "toolCalls": 57},
+        "result": {"text": "r".repeat(4096), "artifacts": [{"path": "report.md", "size": 4096}]},
+        "stopReason": "completed"}}});
+    let at = "2026-06-01T12:00:00Z";
+    let controller = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run", "status": {
+        "observedGeneration": 1, "phase": "Succeeded", "attempt": 1,
+        "podName": format!("{name}-1"), "snapshot": format!("{name}-snapshot"),
+        "startTime": at, "completionTime": at,
+        "conditions": [
+            {"type": "Succeeded", "status": "True", "reason": "Succeeded", "message": "",
+             "lastTransitionTime": at, "observedGeneration": 1},
+            {"type": "InputRequired", "status": "False", "reason": "NoQuestion", "message": "",
+             "lastTransitionTime": at, "observedGeneration": 1}]}});
+    (report, controller)
+}
+
+/// The operator's memory with no Run, with 10,000 finished Runs, and with their snapshots.
+async fn memory(cluster: &Cluster) -> anyhow::Result<()> {
+    let admin = cluster.client();
+    let namespace = create_namespace(&admin, "bench::memory").await?;
+    let empty = {
+        let operator = Operator::start(cluster, &namespace, &[]).await?;
+        operator.settle().await?;
+        operator.memory()?
+    };
+    println!(
+        "memory: no Run cached: RSS {:.1} MiB (peak {:.1})",
+        empty.0, empty.1
+    );
+
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let task = "t".repeat(2048);
+    let start = Instant::now();
+    futures::stream::iter(0..CACHED)
+        .map(|i| {
+            let runs = runs.clone();
+            let task = task.clone();
+            async move {
+                let name = format!("run-{i:05}");
+                runs.create(&PostParams::default(), &run(&name, &task)?)
+                    .await?;
+                let (report, controller) = statuses(&name);
+                runs.patch_status(
+                    &name,
+                    &PatchParams::apply("herd-runapi").force(),
+                    &Patch::Apply(&report),
+                )
+                .await?;
+                runs.patch_status(
+                    &name,
+                    &PatchParams::apply("herd-controller").force(),
+                    &Patch::Apply(&controller),
+                )
+                .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    println!(
+        "memory: {CACHED} Runs written in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let sample = runs.get("run-00000").await?;
+    println!(
+        "memory: one Run as stored: {} bytes of JSON",
+        serde_json::to_vec(&sample)?.len()
+    );
+    let with_runs = {
+        let operator = Operator::start(cluster, &namespace, &[]).await?;
+        operator.settle().await?;
+        operator.memory()?
+    };
+    println!(
+        "memory: {CACHED} Runs cached: RSS {:.1} MiB (peak {:.1}) (target <= 64 MiB)",
+        with_runs.0, with_runs.1
+    );
+
+    snapshots(&admin, &namespace).await?;
+    let with_snapshots = {
+        let operator = Operator::start(cluster, &namespace, &[]).await?;
+        operator.settle().await?;
+        operator.memory()?
+    };
+    println!(
+        "memory: {CACHED} Runs and their snapshot ConfigMaps cached: RSS {:.1} MiB (peak {:.1})",
+        with_snapshots.0, with_snapshots.1
+    );
+    Ok(())
+}
+
+/// A snapshot as the operator takes it of a plain Agent with a 2 KiB SOUL.
+fn snapshot_text() -> anyhow::Result<String> {
+    use herd_operator::decide::run_snapshot::{SnapshotSources, snapshot};
+    let agent = serde_json::from_value(json!({
+        "model": {"provider": "openai", "name": "qwen2.5-7b-instruct",
+                  "baseURL": "http://llm.models.svc:8080/v1",
+                  "apiKeySecretRef": {"name": "model-key", "key": "api-key"}},
+        "soul": "s".repeat(2048), "toolGroups": ["web", "file:read", "file:write", "bash"],
+        "subagents": {"enabled": true}}))?;
+    let run = serde_json::from_value(json!({"agentRef": {"name": "helper"}, "task": "t"}))?;
+    let skills = [herd_crds::agent::ResolvedSkill {
+        name: "deep-research".into(),
+        digest: "0".repeat(64),
+    }];
+    let taken = snapshot(
+        &run,
+        &agent,
+        SnapshotSources {
+            agent_name: "helper",
+            skills: &skills,
+            soul: None,
+            script: None,
+            default_model: &Default::default(),
+            runner_image: "ghcr.io/herd-dev/herd-runner:latest",
+            sandbox_image: "ghcr.io/herd-dev/herd-sandbox:latest",
+        },
+    )?;
+    Ok(serde_json::to_string(&taken)?)
+}
+
+/// A snapshot ConfigMap owned by each Run.
+async fn snapshots(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), namespace);
+    let all = runs.list(&Default::default()).await?;
+    let snapshot = snapshot_text()?;
+    println!("memory: one snapshot: {} bytes of JSON", snapshot.len());
+    futures::stream::iter(all.items)
+        .map(|run| {
+            let cms = cms.clone();
+            let snapshot = snapshot.clone();
+            async move {
+                let name = run.name_any();
+                let cm: ConfigMap = serde_json::from_value(json!({
+                    "metadata": {"name": format!("{name}-snapshot"),
+                        "labels": {"app.kubernetes.io/managed-by": "herd-operator",
+                                   "herd.dev/run": name},
+                        "ownerReferences": [{"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+                            "name": name, "uid": run.uid().unwrap_or_default(),
+                            "controller": true}]},
+                    "data": {"snapshot.json": snapshot}, "immutable": true,
+                }))?;
+                cms.create(&PostParams::default(), &cm).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
