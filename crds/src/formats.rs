@@ -41,6 +41,9 @@ static QUANTITY: Pattern = LazyLock::new(|| {
     )
 });
 static DOT_DOT_SEGMENT: Pattern = LazyLock::new(|| regex("(^|/)[.][.](/|$)"));
+static HYPHENATED_LOWERCASE: Pattern = LazyLock::new(|| regex("^[a-z0-9]+(-[a-z0-9]+)*$"));
+static HEADER_NAME: Pattern = LazyLock::new(|| regex("^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$"));
+static ENV_NAME: Pattern = LazyLock::new(|| regex("^[A-Za-z_][A-Za-z0-9_]*$"));
 
 /// A DNS-1123 subdomain: what `runtimeClassName`, `storageClassName` and most object names are.
 /// (Lengths are the schema's `maxLength`.)
@@ -57,6 +60,21 @@ pub fn is_image(text: &str) -> bool {
 /// a value of at most 63 characters.
 pub fn is_label(key: &str, value: &str) -> bool {
     key.len() <= 317 && matches(&LABEL_KEY, key) && matches(&LABEL_VALUE, value)
+}
+
+/// An MCP server name: lowercase letters and digits in groups joined by single hyphens.
+pub fn is_mcp_server_name(text: &str) -> bool {
+    matches(&HYPHENATED_LOWERCASE, text)
+}
+
+/// An HTTP header name: letters and digits in groups joined by single hyphens.
+pub fn is_header_name(text: &str) -> bool {
+    matches(&HEADER_NAME, text)
+}
+
+/// An environment variable name.
+pub fn is_env_name(text: &str) -> bool {
+    matches(&ENV_NAME, text)
 }
 
 /// A key of a Secret's or ConfigMap's `data`.
@@ -128,6 +146,9 @@ mod tests {
             &DATE_TIME,
             &QUANTITY,
             &DOT_DOT_SEGMENT,
+            &HYPHENATED_LOWERCASE,
+            &HEADER_NAME,
+            &ENV_NAME,
         ] {
             assert!(pattern.is_some());
         }

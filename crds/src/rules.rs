@@ -272,3 +272,45 @@ pub const REPORT_NOT_STALE: &str = "self.attempt > oldSelf.attempt || (self.atte
 /// Message of [`REPORT_NOT_STALE`].
 pub const REPORT_NOT_STALE_MESSAGE: &str =
     "stale report: attempt must not decrease, and seq must not decrease within an attempt";
+
+/// Agent `mcp.servers[].name`: the prefix of its tools' names (`<server>__<tool>`), so
+/// lowercase letters, digits and single hyphens, which every model API accepts in a tool name.
+pub const MCP_SERVER_NAME: &str = "self.matches('^[a-z0-9]+(-[a-z0-9]+)*$')";
+/// messageExpression of [`MCP_SERVER_NAME`].
+pub const MCP_SERVER_NAME_MESSAGE: &str = "'\"' + self + '\" is not an MCP server name: lowercase letters and digits in groups joined by single hyphens'";
+/// What [`MCP_SERVER_NAME_MESSAGE`] says after the quoted value.
+pub const MCP_SERVER_NAME_SUFFIX: &str =
+    " is not an MCP server name: lowercase letters and digits in groups joined by single hyphens";
+
+/// Agent `mcp.servers[]`: a server is reached over streamable HTTP (`url`) or started as a
+/// stdio process (`command`), never both.
+pub const MCP_TRANSPORT: &str = "has(self.url) != has(self.command)";
+/// Message of [`MCP_TRANSPORT`].
+pub const MCP_TRANSPORT_MESSAGE: &str =
+    "set exactly one of url (a streamable HTTP server) and command (a stdio server)";
+
+/// Agent `mcp.servers[]`: headers (secrets) and egress belong to HTTP servers only; a stdio
+/// server runs in the sandbox, which holds no secret.
+pub const MCP_HTTP_ONLY: &str = "has(self.url) || (!has(self.headers) && !has(self.egressCIDRs))";
+/// Message of [`MCP_HTTP_ONLY`].
+pub const MCP_HTTP_ONLY_MESSAGE: &str = "headers and egressCIDRs belong to HTTP servers (url): a stdio server runs in the sandbox, which holds no secret";
+
+/// Agent `mcp.servers[]`: `env` belongs to stdio servers only.
+pub const MCP_STDIO_ONLY: &str = "has(self.command) || !has(self.env)";
+/// Message of [`MCP_STDIO_ONLY`].
+pub const MCP_STDIO_ONLY_MESSAGE: &str = "env belongs to stdio servers (command)";
+
+/// Agent `mcp.servers[].headers[].name`: an HTTP header name as servers expect them.
+pub const HEADER_NAME: &str = "self.matches('^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$')";
+/// messageExpression of [`HEADER_NAME`].
+pub const HEADER_NAME_MESSAGE: &str = "'\"' + self + '\" is not an HTTP header name: letters and digits in groups joined by single hyphens, such as Authorization or X-Api-Key'";
+/// What [`HEADER_NAME_MESSAGE`] says after the quoted value.
+pub const HEADER_NAME_SUFFIX: &str = " is not an HTTP header name: letters and digits in groups joined by single hyphens, such as Authorization or X-Api-Key";
+
+/// Agent `mcp.servers[].env[].name`: an environment variable name.
+pub const ENV_NAME: &str = "self.matches('^[A-Za-z_][A-Za-z0-9_]*$')";
+/// messageExpression of [`ENV_NAME`].
+pub const ENV_NAME_MESSAGE: &str = "'\"' + self + '\" is not an environment variable name: letters, digits and _, not starting with a digit'";
+/// What [`ENV_NAME_MESSAGE`] says after the quoted value.
+pub const ENV_NAME_SUFFIX: &str =
+    " is not an environment variable name: letters, digits and _, not starting with a digit";

@@ -207,16 +207,7 @@ fn durations_match_the_pattern_everywhere() {
 /// Asserts the object is rejected with exactly one error, at `path`, quoting `value`.
 /// The pure-Rust `validate()` (through `parse_manifests`) reports the same message.
 fn assert_quoted(object: &Value, path: &str, value: &str, suffix: &str) {
-    let message = rules::quoted(value, suffix);
-    assert_rejected(cel_create(object), path, &message);
-    let offline = match parse_manifests(&object.to_string()) {
-        Ok(_) => panic!("validate() accepted {object}"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        offline.contains(&format!("{path}: {message}")),
-        "validate() said {offline:?}, CEL said {path}: {message}"
-    );
+    assert_refused(object, path, &rules::quoted(value, suffix));
 }
 
 /// Both CEL and the pure-Rust `validate()` accept the object.
@@ -706,4 +697,109 @@ proptest::proptest! {
             "{}", path
         );
     }
+}
+
+fn mcp(server: Value) -> Value {
+    agent(json!({"mcp": {"servers": [server]}}))
+}
+
+/// Both CEL and `validate()` reject the object with `message` at `path`.
+fn assert_refused(object: &Value, path: &str, message: &str) {
+    assert_rejected(cel_create(object), path, message);
+    let offline = match parse_manifests(&object.to_string()) {
+        Ok(_) => panic!("validate() accepted {object}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        offline.contains(&format!("{path}: {message}")),
+        "validate() said {offline:?}, CEL said {path}: {message}"
+    );
+}
+
+#[test]
+fn mcp_servers_are_http_or_stdio_and_secrets_stay_with_http() {
+    let http = json!({"name": "docs", "url": "https://mcp.example.com/mcp",
+        "headers": [{"name": "X-Api-Key", "secretKeyRef": {"name": "k", "key": "key"}}],
+        "egressCIDRs": ["10.0.0.0/8"], "tools": ["search"], "timeout": "2m"});
+    let stdio = json!({"name": "time-2", "command": ["python3", "-m", "mcp_server_time"],
+        "env": [{"name": "TZ_NAME", "value": "UTC"}]});
+    assert_valid(&agent(
+        json!({"mcp": {"servers": [http, stdio], "deferred": true}}),
+    ));
+    let path = "spec.mcp.servers[0]";
+    assert_refused(
+        &mcp(json!({"name": "x", "url": "http://h/mcp", "command": ["x"]})),
+        path,
+        rules::MCP_TRANSPORT_MESSAGE,
+    );
+    assert_refused(
+        &mcp(json!({"name": "x"})),
+        path,
+        rules::MCP_TRANSPORT_MESSAGE,
+    );
+    let stdio_with_secret = json!({"name": "x", "command": ["x"],
+        "headers": [{"name": "A", "secretKeyRef": {"name": "k", "key": "v"}}]});
+    assert_refused(&mcp(stdio_with_secret), path, rules::MCP_HTTP_ONLY_MESSAGE);
+    assert_refused(
+        &mcp(json!({"name": "x", "command": ["x"], "egressCIDRs": ["10.0.0.0/8"]})),
+        path,
+        rules::MCP_HTTP_ONLY_MESSAGE,
+    );
+    assert_refused(
+        &mcp(json!({"name": "x", "url": "http://h/mcp", "env": [{"name": "A", "value": "b"}]})),
+        path,
+        rules::MCP_STDIO_ONLY_MESSAGE,
+    );
+}
+
+#[test]
+fn mcp_names_headers_env_and_urls_are_checked() {
+    for good in ["time", "a1-b2", "x"] {
+        assert_valid(&mcp(json!({"name": good, "command": ["x"]})));
+    }
+    for bad in ["Time", "a__b", "a_b", "-a", "a--b"] {
+        assert_quoted(
+            &mcp(json!({"name": bad, "command": ["x"]})),
+            "spec.mcp.servers[0].name",
+            bad,
+            rules::MCP_SERVER_NAME_SUFFIX,
+        );
+    }
+    let header = |name: &str| {
+        mcp(json!({"name": "d", "url": "http://h/mcp",
+            "headers": [{"name": name, "secretKeyRef": {"name": "k", "key": "v"}}]}))
+    };
+    assert_valid(&header("Authorization"));
+    for bad in ["X Api", "X_Api", "-X", "X:"] {
+        assert_quoted(
+            &header(bad),
+            "spec.mcp.servers[0].headers[0].name",
+            bad,
+            rules::HEADER_NAME_SUFFIX,
+        );
+    }
+    let env = |name: &str| {
+        mcp(json!({"name": "t", "command": ["x"], "env": [{"name": name, "value": "v"}]}))
+    };
+    assert_valid(&env("_A1"));
+    for bad in ["1A", "A-B", "A B"] {
+        assert_quoted(
+            &env(bad),
+            "spec.mcp.servers[0].env[0].name",
+            bad,
+            rules::ENV_NAME_SUFFIX,
+        );
+    }
+    assert_quoted(
+        &mcp(json!({"name": "d", "url": "mcp.example.com"})),
+        "spec.mcp.servers[0].url",
+        "mcp.example.com",
+        rules::HTTP_URL_SUFFIX,
+    );
+    assert_quoted(
+        &mcp(json!({"name": "d", "url": "http://h/mcp", "egressCIDRs": ["h"]})),
+        "spec.mcp.servers[0].egressCIDRs",
+        "h",
+        rules::CIDRS_SUFFIX,
+    );
 }

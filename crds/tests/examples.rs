@@ -12,7 +12,7 @@ use herd_crds::rules;
 use serde_json::Value;
 
 /// Every message of a CEL rule in the CRDs.
-const CEL_MESSAGES: [&str; 29] = [
+const CEL_MESSAGES: [&str; 35] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -42,10 +42,16 @@ const CEL_MESSAGES: [&str; 29] = [
     rules::CONFIG_KEY_SUFFIX,
     rules::HTTP_URL_SUFFIX,
     rules::DATE_TIME_SUFFIX,
+    rules::MCP_SERVER_NAME_SUFFIX,
+    rules::MCP_TRANSPORT_MESSAGE,
+    rules::MCP_HTTP_ONLY_MESSAGE,
+    rules::MCP_STDIO_ONLY_MESSAGE,
+    rules::HEADER_NAME_SUFFIX,
+    rules::ENV_NAME_SUFFIX,
 ];
 
 /// The create-time CEL messages: an `examples/invalid/` file per message.
-const CREATE_TIME_MESSAGES: [&str; 23] = [
+const CREATE_TIME_MESSAGES: [&str; 29] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -69,6 +75,12 @@ const CREATE_TIME_MESSAGES: [&str; 23] = [
     rules::NODE_SELECTOR_SUFFIX,
     rules::CONFIG_KEY_SUFFIX,
     rules::HTTP_URL_SUFFIX,
+    rules::MCP_SERVER_NAME_SUFFIX,
+    rules::MCP_TRANSPORT_MESSAGE,
+    rules::MCP_HTTP_ONLY_MESSAGE,
+    rules::MCP_STDIO_ONLY_MESSAGE,
+    rules::HEADER_NAME_SUFFIX,
+    rules::ENV_NAME_SUFFIX,
 ];
 
 fn examples() -> PathBuf {
@@ -121,7 +133,7 @@ fn examples_cover_what_the_issue_asks_for() {
     let agent = all
         .iter()
         .find_map(|m| match m {
-            Manifest::Agent(a) => Some(a),
+            Manifest::Agent(a) if a.metadata.name.as_deref() == Some("researcher") => Some(a),
             _ => None,
         })
         .unwrap();
@@ -133,6 +145,19 @@ fn examples_cover_what_the_issue_asks_for() {
         .filter(|m| matches!(m, Manifest::Skill(_)))
         .count();
     assert!(skills >= 2);
+    let mcp = all
+        .iter()
+        .find_map(|m| match m {
+            Manifest::Agent(a) => a.spec.mcp.as_ref(),
+            _ => None,
+        })
+        .expect("an Agent with MCP servers");
+    assert!(
+        mcp.servers
+            .iter()
+            .any(|s| s.url.is_some() && !s.headers.is_empty())
+    );
+    assert!(mcp.servers.iter().any(|s| s.command.is_some()));
     let plan_mode = all
         .iter()
         .any(|m| matches!(m, Manifest::Run(r) if r.spec.plan_mode == Some(true)));

@@ -1,6 +1,7 @@
 //! The `Agent` resource: a configured lead agent (model, SOUL, skills, tools, limits) that Runs
 //! refer to.
 
+mod mcp;
 mod model;
 mod sandbox;
 mod settings;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::condition::Condition;
 use crate::refs::ValueFrom;
 
+pub use mcp::{McpEnvVar, McpHeader, McpServerSpec, McpSpec, header_env_var};
 pub use model::{ModelSpec, Provider, ReasoningEffort};
 pub use sandbox::{
     AccessMode, EgressMode, EgressSpec, SandboxResources, SandboxSpec, WorkspaceClaimSpec,
@@ -72,6 +74,9 @@ pub struct AgentSpec {
     /// Settings of individual tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ToolsSpec>,
+    /// Model Context Protocol servers whose tools the agent gets, named `<server>__<tool>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpSpec>,
     /// Delegation to subagents, each task a child Run.
     #[serde(default)]
     #[schemars(extend("default" = {}))]

@@ -1,6 +1,6 @@
 //! The Agent's create-time rules in plain Rust, with the CRD's messages.
 
-use super::{Agent, AgentSpec, EgressMode, SandboxSpec};
+use super::{Agent, AgentSpec, EgressMode, McpSpec, SandboxSpec};
 use crate::duration::{MAX_INPUT_TIMEOUT, MAX_TIMEOUT};
 use crate::formats;
 use crate::refs::{ConfigMapKeyRef, SecretKeyRef};
@@ -76,6 +76,9 @@ impl AgentSpec {
             if let Some(secret) = &search.api_key_secret_ref {
                 secret_key(c, "spec.tools.webSearch.apiKeySecretRef", secret);
             }
+        }
+        if let Some(mcp) = &self.mcp {
+            mcp.check(c);
         }
         let subagents = &self.subagents;
         c.check(
@@ -198,6 +201,94 @@ impl SandboxSpec {
             );
             c.max_items("spec.sandbox.egress.cidrs", egress.cidrs.len(), 32);
             cidrs_rule(c, "spec.sandbox.egress.cidrs", &egress.cidrs);
+        }
+    }
+}
+
+impl McpSpec {
+    fn check(&self, c: &mut Checker) {
+        c.max_items(
+            "spec.mcp.servers",
+            self.servers.len(),
+            super::mcp::MAX_SERVERS,
+        );
+        let names: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
+        c.unique("spec.mcp.servers", &names);
+        for (i, server) in self.servers.iter().enumerate() {
+            let path = format!("spec.mcp.servers[{i}]");
+            c.max_length(&format!("{path}.name"), &server.name, 32);
+            c.quoted(
+                formats::is_mcp_server_name(&server.name),
+                &format!("{path}.name"),
+                &server.name,
+                rules::MCP_SERVER_NAME_SUFFIX,
+            );
+            c.check(
+                server.url.is_some() != server.command.is_some(),
+                path.clone(),
+                rules::MCP_TRANSPORT_MESSAGE,
+            );
+            c.check(
+                server.url.is_some()
+                    || (server.headers.is_empty() && server.egress_cidrs.is_none()),
+                path.clone(),
+                rules::MCP_HTTP_ONLY_MESSAGE,
+            );
+            c.check(
+                server.command.is_some() || server.env.is_empty(),
+                path.clone(),
+                rules::MCP_STDIO_ONLY_MESSAGE,
+            );
+            http_url(c, &format!("{path}.url"), server.url.as_deref());
+            c.max_items(&format!("{path}.headers"), server.headers.len(), 8);
+            for (j, header) in server.headers.iter().enumerate() {
+                let header_path = format!("{path}.headers[{j}]");
+                c.quoted(
+                    formats::is_header_name(&header.name),
+                    &format!("{header_path}.name"),
+                    &header.name,
+                    rules::HEADER_NAME_SUFFIX,
+                );
+                secret_key(
+                    c,
+                    &format!("{header_path}.secretKeyRef"),
+                    &header.secret_key_ref,
+                );
+            }
+            let header_names: Vec<String> = server.headers.iter().map(|h| h.name.clone()).collect();
+            c.unique(&format!("{path}.headers"), &header_names);
+            if let Some(command) = &server.command {
+                c.check(
+                    !command.is_empty(),
+                    format!("{path}.command"),
+                    "Too few: must have at least 1 items",
+                );
+                c.max_items(&format!("{path}.command"), command.len(), 32);
+            }
+            c.max_items(&format!("{path}.env"), server.env.len(), 32);
+            for (j, var) in server.env.iter().enumerate() {
+                c.quoted(
+                    formats::is_env_name(&var.name),
+                    &format!("{path}.env[{j}].name"),
+                    &var.name,
+                    rules::ENV_NAME_SUFFIX,
+                );
+            }
+            let env_names: Vec<String> = server.env.iter().map(|v| v.name.clone()).collect();
+            c.unique(&format!("{path}.env"), &env_names);
+            if let Some(tools) = &server.tools {
+                c.max_items(&format!("{path}.tools"), tools.len(), 128);
+                c.unique(&format!("{path}.tools"), tools);
+            }
+            if let Some(cidrs) = &server.egress_cidrs {
+                c.max_items(&format!("{path}.egressCIDRs"), cidrs.len(), 16);
+                cidrs_rule(c, &format!("{path}.egressCIDRs"), cidrs);
+            }
+            c.duration(
+                &format!("{path}.timeout"),
+                server.timeout.as_deref(),
+                MAX_TIMEOUT,
+            );
         }
     }
 }

@@ -50,7 +50,8 @@ pub fn spec_error(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Optio
 }
 
 /// Every Secret the Agent's pods would need: the model's key (the operator's default model's,
-/// looked up in the Agent's namespace, when `spec.model` is absent) and the web search key.
+/// looked up in the Agent's namespace, when `spec.model` is absent), the web search key and
+/// the MCP servers' headers.
 pub fn secret_refs(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Vec<SecretRef> {
     let mut refs = Vec::new();
     match &spec.model {
@@ -86,6 +87,15 @@ pub fn secret_refs(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Vec<
             field: "spec.tools.webSearch.apiKeySecretRef".into(),
             name: secret.name.clone(),
         });
+    }
+    let servers = spec.mcp.iter().flat_map(|mcp| mcp.servers.iter());
+    for (i, server) in servers.enumerate() {
+        for (j, header) in server.headers.iter().enumerate() {
+            refs.push(SecretRef {
+                field: format!("spec.mcp.servers[{i}].headers[{j}].secretKeyRef"),
+                name: header.secret_key_ref.name.clone(),
+            });
+        }
     }
     refs
 }
@@ -184,6 +194,32 @@ mod tests {
         );
         assert!(secret_refs(&bare, &default_model(Some("d"), None)).is_empty());
         assert!(secret_refs(&bare, &default_model(None, Some("k"))).is_empty());
+    }
+
+    #[test]
+    fn secrets_of_mcp_headers_name_their_field() {
+        let agent = spec(serde_json::json!({
+            "model": {"provider": "openai", "name": "m"},
+            "mcp": {"servers": [
+                {"name": "time", "command": ["t"]},
+                {"name": "docs", "url": "http://d/mcp", "headers": [
+                    {"name": "Authorization", "secretKeyRef": {"name": "docs-token", "key": "t"}},
+                    {"name": "X-Team", "secretKeyRef": {"name": "team", "key": "id"}}]}]}
+        }));
+        let refs = secret_refs(&agent, &DefaultModelConfig::default());
+        assert_eq!(
+            refs,
+            vec![
+                SecretRef {
+                    field: "spec.mcp.servers[1].headers[0].secretKeyRef".into(),
+                    name: "docs-token".into()
+                },
+                SecretRef {
+                    field: "spec.mcp.servers[1].headers[1].secretKeyRef".into(),
+                    name: "team".into()
+                },
+            ]
+        );
     }
 
     #[test]

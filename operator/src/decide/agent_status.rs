@@ -420,6 +420,36 @@ mod tests {
     }
 
     #[test]
+    fn an_mcp_header_secret_is_reported_as_the_models_is() {
+        let header = |state| SecretFinding {
+            field: "spec.mcp.servers[0].headers[0].secretKeyRef".into(),
+            name: "docs-token".into(),
+            state,
+        };
+        for (state, reason) in [
+            (SecretState::NotFound, "SecretNotFound"),
+            (SecretState::NotAllowed, "SecretNotAllowed"),
+        ] {
+            let findings = AgentFindings {
+                secrets: vec![secret("k", SecretState::Allowed), header(state)],
+                ..Default::default()
+            };
+            let status = next_status(&AgentStatus::default(), Some(1), &findings, &at(1));
+            let refs = get(&status, "ResolvedRefs").unwrap();
+            assert_eq!(
+                (refs.status, refs.reason.as_str()),
+                (ConditionStatus::False, reason)
+            );
+            assert!(
+                refs.message
+                    .starts_with("spec.mcp.servers[0].headers[0].secretKeyRef: Secret docs-token"),
+                "{}",
+                refs.message
+            );
+        }
+    }
+
+    #[test]
     fn disabled_skills_are_noted_not_failed() {
         let findings = AgentFindings {
             skills: SkillResolution {

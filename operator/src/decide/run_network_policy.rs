@@ -1,6 +1,6 @@
 //! The NetworkPolicies of Run pods: a namespace default-deny for every pod labelled
 //! `herd.dev/run`, and one policy per Run, built from its snapshot, opening exactly kube-dns,
-//! the run API, the model endpoint and `sandbox.egress`. Policies add up, so the per-Run one
+//! the run API, the model endpoint, the HTTP MCP servers and `sandbox.egress`. Policies add up, so the per-Run one
 //! only ever widens the default-deny for its own pod.
 
 use std::collections::BTreeMap;
@@ -207,6 +207,16 @@ pub fn desired_network_policy(
             egress.push(to(peers, None));
         }
     }
+    let mcp_servers = snapshot.agent.mcp.iter().flat_map(|mcp| mcp.servers.iter());
+    for server in mcp_servers.filter(|server| server.url.is_some()) {
+        let peers = match &server.egress_cidrs {
+            Some(list) => cidrs(list),
+            None => internet(),
+        };
+        if !peers.is_empty() {
+            egress.push(to(peers, None));
+        }
+    }
     let sandbox = sandbox_egress(snapshot);
     if !sandbox.is_empty() {
         egress.push(to(sandbox, None));
@@ -374,6 +384,30 @@ mod tests {
             ));
             assert_eq!(e.get(2).cloned(), sandbox, "{agent}");
         }
+    }
+
+    #[test]
+    fn each_http_mcp_server_gets_its_cidrs_or_the_internet_and_stdio_ones_nothing() {
+        let s = snapshot(json!({"model": {"provider": "scripted", "name": "s"},
+            "toolGroups": [],
+            "mcp": {"servers": [
+                {"name": "docs", "url": "http://docs.tools:8000/mcp",
+                 "egressCIDRs": ["10.30.0.0/16", "fd00:30::/64"]},
+                {"name": "time", "command": ["python3", "-m", "mcp_server_time"]},
+                {"name": "public", "url": "https://mcp.example.com/mcp"},
+                {"name": "closed", "url": "http://x/mcp", "egressCIDRs": []}]}}));
+        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        assert_eq!(
+            e.as_array().unwrap().len(),
+            4,
+            "DNS, the run API, docs, public: {e}"
+        );
+        assert_eq!(
+            e[2],
+            json!({"to": [{"ipBlock": {"cidr": "10.30.0.0/16"}},
+                          {"ipBlock": {"cidr": "fd00:30::/64"}}]})
+        );
+        assert_eq!(e[3], internet_rule());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use herd_crds::agent::ResolvedSkill;
+use herd_crds::agent::{ResolvedSkill, header_env_var};
 use herd_crds::run::RunInput;
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, EmptyDirVolumeSource,
@@ -331,6 +331,13 @@ fn agent_container(inputs: &PodInputs<'_>, config: &PodConfig) -> Container {
     {
         vars.push(secret_env("HERD_WEB_SEARCH_API_KEY", &key.name, &key.key));
     }
+    let mcp_servers = snapshot.agent.mcp.iter().flat_map(|mcp| mcp.servers.iter());
+    for (i, server) in mcp_servers.enumerate() {
+        for (j, header) in server.headers.iter().enumerate() {
+            let key = &header.secret_key_ref;
+            vars.push(secret_env(&header_env_var(i, j), &key.name, &key.key));
+        }
+    }
     Container {
         name: AGENT_CONTAINER.to_owned(),
         image: Some(snapshot.runner_image.clone()),
@@ -497,6 +504,10 @@ mod tests {
                       "apiKeySecretRef": {"name": "llm", "key": "api-key"}},
             "tools": {"webSearch": {"provider": "tavily",
                                     "apiKeySecretRef": {"name": "search", "key": "k"}}},
+            "mcp": {"servers": [
+                {"name": "time", "command": ["python3", "-m", "mcp_server_time"]},
+                {"name": "docs", "url": "http://docs/mcp", "headers": [
+                    {"name": "Authorization", "secretKeyRef": {"name": "docs-token", "key": "t"}}]}]},
             "sandbox": {"resources": {"limits": {"memory": "2Gi", "ephemeral-storage": "3Gi"}},
                         "runtimeClassName": "gvisor", "nodeSelector": {"pool": "agents"},
                         "tolerations": [{"key": "agents", "operator": "Exists"}]}
@@ -639,9 +650,29 @@ mod tests {
             &json!({"name": "HERD_MODEL_API_KEY", "valueFrom": {"secretKeyRef":
                 {"name": "llm", "key": "api-key", "optional": false}}})
         );
+        let header = agent["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "HERD_MCP_1_HEADER_0")
+            .unwrap();
+        assert_eq!(
+            header,
+            &json!({"name": "HERD_MCP_1_HEADER_0", "valueFrom": {"secretKeyRef":
+                {"name": "docs-token", "key": "t", "optional": false}}}),
+            "the second server's first header"
+        );
         let sandbox = container(&p, "initContainers", "sandbox");
         let text = sandbox.to_string();
-        for secret in ["secretKeyRef", "herd-api", "llm", "search", "TOKEN"] {
+        for secret in [
+            "secretKeyRef",
+            "herd-api",
+            "llm",
+            "search",
+            "TOKEN",
+            "docs-token",
+            "HERD_MCP",
+        ] {
             assert!(!text.contains(secret), "{secret} in sandbox: {text}");
         }
         assert!(sandbox["envFrom"].is_null());

@@ -302,6 +302,18 @@ impl Agent {
                 }
                 images.push(message);
             }
+            if !effect.images.is_empty() {
+                let mut message = Message::hidden_user(
+                    format!("tool-images:{}", call.id),
+                    MessageKind::ViewImage,
+                    format!("Here are the images {} returned.", call.name),
+                );
+                if let Message::User(user) = &mut message {
+                    user.images = effect.images;
+                }
+                images.push(message);
+            }
+            state.promoted_tools.extend(effect.promoted);
             if question.is_none() {
                 question = effect.interrupt;
             }

@@ -27,8 +27,9 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Manifest files: one Agent, any Skills, ConfigMaps referenced by `soulFrom` or
-    /// `model.scriptFrom`, and optionally a Run (whose task, planMode, thinking and model
-    /// override apply). Multi-document YAML is fine.
+    /// `model.scriptFrom`, Secrets referenced by MCP `headers` (labelled
+    /// `herd.dev/model-credentials: "true"`), and optionally a Run (whose task, planMode,
+    /// thinking and model override apply). Multi-document YAML is fine.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub files: Vec<PathBuf>,
 

@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use super::clarification::ClarificationMiddleware;
 use super::dangling_tool_call::DanglingToolCall;
+use super::deferred_tool_filter::DeferredToolFilter;
 use super::durable_context::DurableContext;
 use super::dynamic_context::{DynamicContext, MemorySource};
 use super::input_sanitization::InputSanitization;
 use super::llm_error_handling::{LlmErrorHandling, RetrySettings};
 use super::loop_detection::{LoopDetection, LoopSettings};
+use super::mcp_routing::McpRouting;
 use super::memory::Memory;
 use super::model_length_finish_reason::ModelLengthFinishReason;
 use super::read_before_write::ReadBeforeWrite;
@@ -40,6 +42,7 @@ use super::usage_and_progress::UsageAndProgress;
 use super::view_image::ViewImageMiddleware;
 use crate::agent::{Middleware, RunResources};
 use crate::control::ControlPlane;
+use crate::mcp::catalog::DeferredCatalog;
 use crate::memory::inject::{TokenCounter, max_injected_tokens};
 use crate::model::{AgentRole, CallContext, Purpose};
 use crate::plan::RunPlan;
@@ -71,6 +74,8 @@ pub struct StandardChain {
     resources: RunResources,
     breaker: Arc<CircuitBreaker>,
     clock: Clock,
+    /// The deferred MCP tools, when there are any.
+    deferred: Option<Arc<DeferredCatalog>>,
 }
 
 impl StandardChain {
@@ -81,7 +86,13 @@ impl StandardChain {
             resources,
             breaker: Arc::new(CircuitBreaker::default()),
             clock: system_clock(),
+            deferred: None,
         }
+    }
+
+    /// Routes and filters the deferred tools of `catalog` (none: nothing is deferred).
+    pub fn set_deferred(&mut self, catalog: Option<Arc<DeferredCatalog>>) {
+        self.deferred = catalog;
     }
 
     /// The middlewares of one agent of the run, in order.
@@ -256,6 +267,17 @@ fn build_chain(
         )
     );
     push_if!(list, plan.model.supports_vision, ViewImageMiddleware::new());
+    // Deferred tools: routing promotes before the model runs, and the filter, inside every
+    // middleware that edits the request's tools but SystemMessageCoalescing, keeps the
+    // unpromoted ones out of it and refuses their calls.
+    if let Some(catalog) = &chain.deferred {
+        push_if!(list, true, McpRouting::new(catalog.clone()));
+        push_if!(
+            list,
+            true,
+            DeferredToolFilter::new(catalog.names().map(str::to_owned))
+        );
+    }
     // Inside every middleware that adds system text (DurableContext, Todo), so the provider
     // sees exactly one leading system message.
     push_if!(list, true, SystemMessageCoalescing::new());

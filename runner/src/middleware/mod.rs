@@ -8,11 +8,13 @@
 pub(crate) mod chain;
 pub(crate) mod clarification;
 pub(crate) mod dangling_tool_call;
+pub(crate) mod deferred_tool_filter;
 pub(crate) mod durable_context;
 pub(crate) mod dynamic_context;
 pub(crate) mod input_sanitization;
 pub(crate) mod llm_error_handling;
 pub(crate) mod loop_detection;
+pub(crate) mod mcp_routing;
 pub(crate) mod memory;
 pub(crate) mod model_length_finish_reason;
 pub(crate) mod read_before_write;

@@ -140,7 +140,7 @@ mod tests {
             herd_crds::report::StopReason::SandboxUnavailable
         );
         for version in [
-            "protocol 2 (herd-runner 9.9.9)".to_owned(),
+            format!("protocol {} (herd-runner 9.9.9)", PROTOCOL_VERSION + 1),
             format!("protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION})"),
         ] {
             assert!(outcome.answer.contains(&version), "{}", outcome.answer);

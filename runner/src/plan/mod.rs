@@ -8,6 +8,7 @@
 //! make the same plan on a laptop and in a cluster, and every decision is tested without IO.
 
 mod facts;
+pub mod mcp;
 mod thinking;
 
 use std::time::Duration;
@@ -21,6 +22,7 @@ use herd_crds::wire::Answer;
 pub use facts::EnvFacts;
 #[cfg(test)]
 pub(crate) use facts::facts;
+pub use mcp::{McpPlan, McpServerPlan, McpTransport};
 
 use crate::control::SubagentCaps;
 use crate::model::resolve::{ModelOverride, ModelSpec, resolve};
@@ -77,6 +79,8 @@ pub struct RunPlan {
     pub memory: MemorySpec,
     /// Answers given ahead of the questions (the Run's `responses`).
     pub answers: Vec<Answer>,
+    /// The Agent's MCP servers.
+    pub mcp: McpPlan,
 }
 
 /// The Agent's `subagents` settings.
@@ -133,6 +137,8 @@ pub struct Standing {
 pub struct ApiKeys {
     pub model: Option<String>,
     pub web_search: Option<String>,
+    /// MCP header values by (server, header) index into `spec.mcp.servers`.
+    pub mcp_headers: std::collections::BTreeMap<(usize, usize), String>,
 }
 
 /// Keys are never printed (plans end up in logs and error reports).
@@ -142,6 +148,7 @@ impl std::fmt::Debug for ApiKeys {
         f.debug_struct("ApiKeys")
             .field("model", &shown(&self.model))
             .field("web_search", &shown(&self.web_search))
+            .field("mcp_headers", &self.mcp_headers.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -218,6 +225,7 @@ pub fn plan_run(inputs: PlanInputs<'_>) -> Result<RunPlan, PlanError> {
         summarization: agent.summarization.clone(),
         memory: agent.memory.clone(),
         answers: choices.answers,
+        mcp: mcp::plan_mcp(agent.mcp.as_ref(), &keys.mcp_headers)?,
     })
 }
 
@@ -519,6 +527,7 @@ mod tests {
         with_keys.keys = ApiKeys {
             model: Some("sk-model-secret".into()),
             web_search: Some("tvly-secret".into()),
+            ..ApiKeys::default()
         };
         let printed_inputs = format!("{with_keys:?}");
         let plan = plan_run(with_keys).unwrap();

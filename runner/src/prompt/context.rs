@@ -27,7 +27,7 @@ pub struct PromptContext {
     pub clarification_enabled: bool,
     /// Names of the agent's tools: the prompt mentions no other tool.
     pub tools: Vec<String>,
-    /// Names of tools whose schemas are loaded on demand; none exist yet.
+    /// Names of tools whose schemas are loaded on demand (`tool_search`): deferred MCP tools.
     pub deferred_tools: Vec<String>,
     /// The model's context window in tokens: optional sections shrink until the prompt,
     /// with `reserved_tokens`, fits half of it (`budget::ContextBudget`).
@@ -80,6 +80,8 @@ pub struct SubagentPromptContext {
     pub has_web: bool,
     /// Names of the subagent's tools: the prompt mentions no other tool.
     pub tools: Vec<String>,
+    /// Names of its deferred tools (`tool_search`).
+    pub deferred_tools: Vec<String>,
     pub context_window: Option<u32>,
     /// Tokens of the prompt half taken by the tool schemas.
     pub reserved_tokens: usize,

@@ -31,7 +31,7 @@ fn render_at(
         agent_name: kind,
         soul: None,
         skills: skill_views(&ctx.skills, detail),
-        deferred_tools: &[],
+        deferred_tools: &ctx.deferred_tools,
         subagents: subagents_view(ctx.delegation.as_ref()),
         thinking: false,
         has_bash: ctx.has_bash || kind == "bash",
@@ -47,6 +47,7 @@ fn render_at(
         role,
         "sections/subagents.j2",
         "sections/skills.j2",
+        "sections/deferred_tools.j2",
         "sections/working_directory.j2",
         "subagent/output_format.j2",
     ];
@@ -67,6 +68,7 @@ mod tests {
 
     fn context() -> SubagentPromptContext {
         SubagentPromptContext {
+            deferred_tools: Vec::new(),
             skills: builtin_skills(),
             delegation: None,
             has_bash: true,

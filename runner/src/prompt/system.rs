@@ -86,6 +86,19 @@ mod tests {
     }
 
     #[test]
+    fn deferred_mcp_tools_golden() {
+        let mut ctx = default_agent();
+        ctx.tools.push("tool_search".into());
+        ctx.deferred_tools = vec![
+            "time__get_current_time".into(),
+            "time__convert_time".into(),
+            "catalog__lookup_release".into(),
+        ];
+        ctx.tools.extend(ctx.deferred_tools.clone());
+        insta::assert_snapshot!("deferred_mcp_tools", render_system_prompt(&ctx).unwrap());
+    }
+
+    #[test]
     fn full_agent_golden() {
         insta::assert_snapshot!("full_agent", render_system_prompt(&full_agent()).unwrap());
     }

@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::agent::{Agent, Limits, Observer, RunResources, ToolRegistry};
+use crate::agent::{Agent, AgentEvent, Limits, Observer, RunResources, ToolRegistry};
 use crate::control::{ControlPlane, SubagentCaps};
+use crate::mcp::catalog::DeferredCatalog;
+use crate::mcp::tool_search::ToolSearch;
+use crate::mcp::{McpToolset, deferral};
 use crate::middleware::chain::{ChainRole, StandardChain};
 use crate::model::resolve::{ResolveError, build_model};
 use crate::model::{AgentRole, CallContext};
@@ -48,6 +51,9 @@ pub struct RunAgents {
     resources: RunResources,
     web_search: Option<Arc<dyn SearchProvider>>,
     chain: StandardChain,
+    mcp: Arc<McpToolset>,
+    /// The MCP tools' schemas when they are deferred (behind `tool_search`).
+    deferred: Option<Arc<DeferredCatalog>>,
 }
 
 impl RunAgents {
@@ -73,6 +79,53 @@ impl RunAgents {
         Ok(Self::with_clients(plan, resources, web_search))
     }
 
+    /// The agents of `plan`, with its MCP servers started (those that fail are warnings to
+    /// `observer`). What both shells call.
+    pub async fn start(
+        plan: Arc<RunPlan>,
+        executor: Arc<dyn ToolExecutor>,
+        skills: Vec<Skill>,
+        observer: Arc<dyn Observer>,
+    ) -> Result<Self, AgentsError> {
+        let warn = |message: String| {
+            observer.on_event(AgentEvent::Warning {
+                agent: "lead".into(),
+                message,
+            });
+        };
+        let vision = plan.model.supports_vision;
+        let mcp = McpToolset::start(&plan.mcp, executor.as_ref(), vision, &warn).await;
+        Ok(Self::new(plan, executor, skills, observer.clone())?.with_mcp(mcp))
+    }
+
+    /// These agents with the MCP tools of `mcp`, deferred as the plan and the tools' size say.
+    pub fn with_mcp(mut self, mcp: McpToolset) -> Self {
+        self.deferred = self
+            .defers(&mcp)
+            .then(|| Arc::new(DeferredCatalog::new(mcp.schemas())));
+        self.chain.set_deferred(self.deferred.clone());
+        self.mcp = Arc::new(mcp);
+        self
+    }
+
+    /// Whether `mcp`'s tools are deferred: as `spec.mcp.deferred` says; absent, when there are
+    /// more than ten, or when their schemas would take over a quarter of a small context
+    /// window's prompt half.
+    fn defers(&self, mcp: &McpToolset) -> bool {
+        if mcp.is_empty() {
+            return false;
+        }
+        let count = mcp.names().count();
+        let setting = self.plan.mcp.deferred;
+        let too_large = || {
+            self.plan.context_window().is_some_and(|window| {
+                let schemas = serde_json::to_string(&mcp.schemas()).unwrap_or_default();
+                count_tokens(&schemas) > ContextBudget::new(window).prompt() / 4
+            })
+        };
+        deferral(setting, count) || (setting.is_none() && too_large())
+    }
+
     /// The agents of `plan` over clients already built.
     pub fn with_clients(
         plan: Arc<RunPlan>,
@@ -85,6 +138,8 @@ impl RunAgents {
             resources,
             web_search,
             chain,
+            mcp: Arc::default(),
+            deferred: None,
         }
     }
 
@@ -117,6 +172,10 @@ impl RunAgents {
         }
         if delegates {
             tools.push(Arc::new(Task));
+        }
+        tools.extend(self.mcp.tools());
+        if let Some(catalog) = &self.deferred {
+            tools.push(Arc::new(ToolSearch::new(catalog.clone())));
         }
         if lead {
             if self.plan.plan_mode {
@@ -174,7 +233,7 @@ impl RunAgents {
             has_web: tools.contains("web_fetch") || tools.contains("web_search"),
             clarification_enabled: tools.contains("ask_clarification"),
             tools: tools.names().map(str::to_owned).collect(),
-            deferred_tools: Vec::new(),
+            deferred_tools: self.deferred_names(&tools),
             context_window: self.plan.context_window(),
             reserved_tokens: schema_tokens + self.chain.min_injected_tokens(role),
         };
@@ -204,15 +263,36 @@ impl RunAgents {
         })
     }
 
-    /// What the tool schemas, with the chat template's wrapping, take of a small context
-    /// window's prompt half; nothing to count without a window (nor a tokenizer to load).
+    /// What the tool schemas sent with every request (deferred ones are not), with the chat
+    /// template's wrapping, take of a small context window's prompt half; nothing to count
+    /// without a window (nor a tokenizer to load).
     fn schema_tokens(&self, tools: &ToolRegistry) -> usize {
-        if self.plan.context_window().is_none() || tools.schemas().is_empty() {
+        let sent: Vec<_> = tools
+            .schemas()
+            .iter()
+            .filter(|schema| !self.is_deferred(&schema.name))
+            .collect();
+        if self.plan.context_window().is_none() || sent.is_empty() {
             return 0;
         }
-        serde_json::to_string(tools.schemas())
+        serde_json::to_string(&sent)
             .map(|json| count_tokens(&json) + CHAT_TEMPLATE_TOKENS)
             .unwrap_or(0)
+    }
+
+    fn is_deferred(&self, name: &str) -> bool {
+        self.deferred
+            .as_ref()
+            .is_some_and(|catalog| catalog.contains(name))
+    }
+
+    /// The deferred tools among `tools`, for the prompt's deferred-tools section.
+    fn deferred_names(&self, tools: &ToolRegistry) -> Vec<String> {
+        tools
+            .names()
+            .filter(|name| self.is_deferred(name))
+            .map(str::to_owned)
+            .collect()
     }
 
     fn subagent_prompt(&self, caps: SubagentCaps) -> SubagentPrompt {
@@ -247,6 +327,7 @@ impl RunAgents {
             has_bash: tools.contains("bash"),
             has_web: tools.contains("web_fetch") || tools.contains("web_search"),
             tools: tools.names().map(str::to_owned).collect(),
+            deferred_tools: self.deferred_names(&tools),
             context_window: self.plan.context_window(),
             reserved_tokens: self.schema_tokens(&tools),
         };
@@ -467,6 +548,162 @@ mod tests {
             "lean: required only"
         );
         assert!(small.system_prompt.len() < roomy.system_prompt.len());
+    }
+
+    /// A tool as an MCP server would offer it.
+    struct FakeMcpTool(crate::model::ToolSchema);
+
+    #[async_trait::async_trait]
+    impl Tool for FakeMcpTool {
+        fn name(&self) -> &str {
+            &self.0.name
+        }
+        fn group(&self) -> Option<ToolGroup> {
+            None
+        }
+        fn schema(&self) -> crate::model::ToolSchema {
+            self.0.clone()
+        }
+        async fn call(
+            &self,
+            _arguments: serde_json::Value,
+            _ctx: &crate::tools::ToolContext,
+        ) -> crate::tools::ToolOutput {
+            crate::tools::ToolOutput::ok("7 units")
+        }
+    }
+
+    fn inventory(count: usize) -> McpToolset {
+        let tools = (0..count)
+            .map(|i| {
+                Arc::new(FakeMcpTool(crate::model::ToolSchema {
+                    name: format!("inventory__stock_in_warehouse_{i:02}"),
+                    description: format!(
+                        "Stock of an item in warehouse {i}, with reserved and incoming units."
+                    ),
+                    parameters: serde_json::json!({"type": "object", "properties": {
+                        "sku": {"type": "string", "description": "The item's stock keeping unit."},
+                        "include_reserved": {"type": "boolean", "description": "Count reserved units too."}},
+                        "required": ["sku"]}),
+                })) as Arc<dyn Tool>
+            })
+            .collect();
+        McpToolset::of_tools(tools)
+    }
+
+    #[test]
+    fn many_mcp_tools_are_deferred_behind_tool_search_and_named_in_the_prompt() {
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let agents = default_agents(None, false).with_mcp(inventory(12));
+        let lead = agents.lead(&control, None).unwrap();
+        assert!(lead.tools.contains("tool_search"));
+        assert!(lead.tools.contains("inventory__stock_in_warehouse_11"));
+        assert!(
+            lead.system_prompt
+                .contains("<available-deferred-tools>\ninventory__stock_in_warehouse_00\n"),
+            "{}",
+            lead.system_prompt
+        );
+        let chain: Vec<&str> = lead.chain.iter().map(|m| m.name()).collect();
+        for name in ["McpRouting", "DeferredToolFilter"] {
+            assert!(chain.contains(&name), "{name} missing from {chain:?}");
+        }
+        let general = agents
+            .subagent(
+                SubagentType::GeneralPurpose,
+                "gp".into(),
+                false,
+                &control,
+                Limits::default(),
+            )
+            .unwrap();
+        assert!(general.tools.contains("tool_search"));
+        assert!(general.system_prompt.contains("<available-deferred-tools>"));
+        let bash = agents
+            .subagent(
+                SubagentType::Bash,
+                "b".into(),
+                false,
+                &control,
+                Limits::default(),
+            )
+            .unwrap();
+        assert!(!bash.tools.contains("inventory__stock_in_warehouse_00"));
+
+        let few = default_agents(None, false).with_mcp(inventory(3));
+        let lead = few.lead(&control, None).unwrap();
+        assert!(
+            !lead.tools.contains("tool_search"),
+            "ten or fewer are not deferred"
+        );
+        assert!(!lead.system_prompt.contains("<available-deferred-tools>"));
+        let forced = agents_of(None, false, |plan| plan.mcp.deferred = Some(true))
+            .with_mcp(inventory(3))
+            .lead(&control, None)
+            .unwrap();
+        assert!(forced.tools.contains("tool_search"));
+        let refused = agents_of(None, false, |plan| plan.mcp.deferred = Some(false))
+            .with_mcp(inventory(12))
+            .lead(&control, None)
+            .unwrap();
+        assert!(!refused.tools.contains("tool_search"));
+    }
+
+    /// The system prompt plus the schemas a request carries before any promotion.
+    fn first_request_tokens(agent: &Agent) -> usize {
+        let bpe = tiktoken_rs::cl100k_base().unwrap();
+        let sent: Vec<_> = agent
+            .tools
+            .schemas()
+            .iter()
+            .filter(|s| !s.name.starts_with("inventory__") || !agent.tools.contains("tool_search"))
+            .collect();
+        bpe.encode_ordinary(&agent.system_prompt).len()
+            + bpe
+                .encode_ordinary(&serde_json::to_string(&sent).unwrap())
+                .len()
+    }
+
+    #[test]
+    fn deferral_keeps_the_first_request_small_and_a_small_window_fits() {
+        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let eager = agents_of(None, false, |plan| plan.mcp.deferred = Some(false))
+            .with_mcp(inventory(40))
+            .lead(&control, None)
+            .unwrap();
+        let deferred = default_agents(None, false)
+            .with_mcp(inventory(40))
+            .lead(&control, None)
+            .unwrap();
+        let (eager, deferred) = (
+            first_request_tokens(&eager),
+            first_request_tokens(&deferred),
+        );
+        println!("40 MCP tools: {eager} tokens eager, {deferred} deferred");
+        assert!(
+            eager > deferred + 2000,
+            "deferred {deferred}, eager {eager}"
+        );
+        // With a 4k window, a handful of tools that would fill a quarter of the prompt half
+        // are deferred although there are fewer than eleven.
+        let small = agents_of(None, false, |plan| plan.model.context_window = Some(4096))
+            .with_mcp(inventory(8))
+            .lead(&control, None)
+            .unwrap();
+        assert!(small.tools.contains("tool_search"));
+        let schemas: Vec<_> = small
+            .tools
+            .schemas()
+            .iter()
+            .filter(|s| !s.name.starts_with("inventory__"))
+            .collect();
+        let used = count_tokens(&small.system_prompt)
+            + count_tokens(&serde_json::to_string(&schemas).unwrap())
+            + CHAT_TEMPLATE_TOKENS;
+        assert!(
+            used <= 2048,
+            "system prompt and schemas take {used} of 2048 tokens"
+        );
     }
 
     #[test]

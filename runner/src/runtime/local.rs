@@ -121,12 +121,8 @@ pub async fn run_local(
             message: warning.clone(),
         });
     }
-    let agents = Arc::new(RunAgents::new(
-        plan.clone(),
-        executor.clone(),
-        skills,
-        observer.clone(),
-    )?);
+    let agents =
+        Arc::new(RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone()).await?);
     let control = Arc::new(local_control(&agents, &request, &workdir, &facts));
     let dyn_control: Arc<dyn ControlPlane> = control.clone();
     let deadline = tokio::time::Instant::now() + plan.time_left;

@@ -38,7 +38,8 @@ pub fn local_plan(
     let run = manifests.run.as_ref().map(|r| &r.spec);
     // In the order a user fixes them: the task, the model's key, the texts, the limits.
     let task = task(run, overrides)?;
-    let keys = keys(agent, api_key_env, facts)?;
+    let mut keys = keys(agent, api_key_env, facts)?;
+    keys.mcp_headers = mcp_headers(manifests)?;
     let (soul, script) = texts(manifests)?;
     let time_left = timeout(agent, run)?;
     plan_run(PlanInputs {
@@ -136,7 +137,27 @@ fn keys(
     Ok(ApiKeys {
         model: model_key,
         web_search: search_key,
+        ..ApiKeys::default()
     })
+}
+
+/// The MCP headers' values, from the Secrets given with -f.
+fn mcp_headers(
+    manifests: &LocalManifests,
+) -> Result<std::collections::BTreeMap<(usize, usize), String>, PlanError> {
+    let mut values = std::collections::BTreeMap::new();
+    let spec = &manifests.agent.spec;
+    let servers = spec.mcp.iter().flat_map(|mcp| mcp.servers.iter());
+    for (i, server) in servers.enumerate() {
+        for (j, header) in server.headers.iter().enumerate() {
+            let field = format!("spec.mcp.servers[{i}].headers[{j}].secretKeyRef");
+            let value = manifests
+                .secret_value(&field, &header.secret_key_ref)
+                .map_err(|error| PlanError(error.0))?;
+            values.insert((i, j), value);
+        }
+    }
+    Ok(values)
 }
 
 /// The Run's `timeout`, else the Agent's `runDefaults.timeout`: the whole run is ahead.

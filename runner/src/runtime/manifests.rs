@@ -1,5 +1,5 @@
 //! Reads the manifests given to `herd-runner run -f`: one Agent, any Skills, an optional Run,
-//! and the ConfigMaps they reference — the same YAML users apply to a cluster.
+//! and the ConfigMaps and Secrets they reference — the same YAML users apply to a cluster.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use herd_crds::agent::Agent;
 use herd_crds::manifest::{Manifest, parse_document};
-use herd_crds::refs::ValueFrom;
+use herd_crds::refs::{SecretKeyRef, ValueFrom};
 use herd_crds::run::Run;
 use herd_crds::skill::Skill;
 use serde_json::Value;
@@ -25,8 +25,41 @@ pub struct LocalManifests {
     pub run: Option<Run>,
     /// ConfigMap data by ConfigMap name, then key.
     pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// Secrets by name (MCP header values).
+    pub secrets: BTreeMap<String, LocalSecret>,
     /// The raw texts, kept so a suspended run can be resumed from exactly these.
     pub sources: Vec<(PathBuf, String)>,
+}
+
+/// The label a Secret needs before an Agent may use it, as in a cluster.
+pub const CREDENTIALS_LABEL: &str = "herd.dev/model-credentials";
+
+/// A Secret given with -f: whether it carries [`CREDENTIALS_LABEL`], and its values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LocalSecret {
+    pub allowed: bool,
+    data: BTreeMap<String, String>,
+}
+
+/// Values are secrets: only the keys are printed.
+impl std::fmt::Debug for LocalSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSecret")
+            .field("allowed", &self.allowed)
+            .field("keys", &self.data.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Whether a file's text holds a Secret (such files are not copied into a run's record).
+pub fn holds_a_secret(text: &str) -> bool {
+    serde_saphyr::from_multiple::<Value>(text)
+        .map(|documents| documents.iter().any(is_secret))
+        .unwrap_or(false)
+}
+
+fn is_secret(document: &Value) -> bool {
+    document.get("kind").and_then(Value::as_str) == Some("Secret")
 }
 
 impl LocalManifests {
@@ -53,6 +86,7 @@ impl LocalManifests {
         let mut skills = Vec::new();
         let mut runs = Vec::new();
         let mut config_maps = BTreeMap::new();
+        let mut secrets = BTreeMap::new();
         for (path, text) in &sources {
             let fail = |message: String| ManifestsError(format!("{}: {message}", path.display()));
             let documents: Vec<Value> = serde_saphyr::from_multiple(text)
@@ -65,6 +99,12 @@ impl LocalManifests {
                     let (name, data) = config_map(&document)
                         .map_err(|m| fail(format!("document {}: {m}", index + 1)))?;
                     config_maps.insert(name, data);
+                    continue;
+                }
+                if is_secret(&document) {
+                    let (name, secret) = secret(&document)
+                        .map_err(|m| fail(format!("document {}: {m}", index + 1)))?;
+                    secrets.insert(name, secret);
                     continue;
                 }
                 match parse_document(index + 1, document) {
@@ -112,6 +152,7 @@ impl LocalManifests {
             skills,
             run,
             config_maps,
+            secrets,
             sources,
         })
     }
@@ -137,6 +178,75 @@ impl LocalManifests {
             ))
         })
     }
+}
+
+impl LocalManifests {
+    /// The value a `SecretKeyRef` points at, from a Secret given with -f that carries
+    /// [`CREDENTIALS_LABEL`] (as the operator requires); `field` names the referring field.
+    pub fn secret_value(
+        &self,
+        field: &str,
+        reference: &SecretKeyRef,
+    ) -> Result<String, ManifestsError> {
+        let secret = self.secrets.get(&reference.name).ok_or_else(|| {
+            ManifestsError(format!(
+                "{field}: Secret '{}' is not among the files given (add it with -f)",
+                reference.name
+            ))
+        })?;
+        if !secret.allowed {
+            return Err(ManifestsError(format!(
+                "{field}: Secret '{}' lacks the label {CREDENTIALS_LABEL}: \"true\" (a \
+                 cluster refuses it too)",
+                reference.name
+            )));
+        }
+        secret.data.get(&reference.key).cloned().ok_or_else(|| {
+            ManifestsError(format!(
+                "{field}: Secret '{}' has no key '{}'",
+                reference.name, reference.key
+            ))
+        })
+    }
+}
+
+/// A Secret document: `stringData` as is, `data` base64-decoded (`stringData` wins, as in a
+/// cluster).
+fn secret(document: &Value) -> Result<(String, LocalSecret), String> {
+    use base64::Engine as _;
+    let name = document
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .ok_or("Secret: metadata.name is required")?
+        .to_owned();
+    let allowed = document
+        .pointer("/metadata/labels")
+        .and_then(|labels| labels.get(CREDENTIALS_LABEL))
+        .and_then(Value::as_str)
+        == Some("true");
+    let mut data = BTreeMap::new();
+    if let Some(entries) = document.get("data").and_then(Value::as_object) {
+        for (key, value) in entries {
+            let decoded = value
+                .as_str()
+                .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    format!("Secret/{name}: data.{key}: must be base64 of UTF-8 text")
+                })?;
+            data.insert(key.clone(), decoded);
+        }
+    }
+    if let Some(entries) = document.get("stringData").and_then(Value::as_object) {
+        for (key, value) in entries {
+            let text = value
+                .as_str()
+                .ok_or_else(|| format!("Secret/{name}: stringData.{key}: must be a string"))?;
+            data.insert(key.clone(), text.to_owned());
+        }
+    }
+    Ok((name, LocalSecret { allowed, data }))
 }
 
 fn name_of_agent(agent: &Agent) -> String {
@@ -259,6 +369,56 @@ data:
             "{error}"
         );
         assert!(error.0.contains("provider"), "{error}");
+    }
+
+    #[test]
+    fn secrets_are_read_labelled_decoded_and_never_printed() {
+        let secrets = "apiVersion: v1
+kind: Secret
+metadata:
+  name: docs
+  labels: {herd.dev/model-credentials: \"true\"}
+data:
+  token: czNjcmV0
+stringData:
+  plain: open-s3same
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: bare}
+stringData: {token: x}
+";
+        let manifests = load(&[AGENT, secrets]).unwrap();
+        let key = |name: &str, key: &str| SecretKeyRef {
+            name: name.into(),
+            key: key.into(),
+        };
+        assert_eq!(
+            manifests.secret_value("f", &key("docs", "token")).unwrap(),
+            "s3cret"
+        );
+        assert_eq!(
+            manifests.secret_value("f", &key("docs", "plain")).unwrap(),
+            "open-s3same"
+        );
+        let unlabelled = manifests
+            .secret_value("f", &key("bare", "token"))
+            .unwrap_err();
+        assert!(unlabelled.0.contains("lacks the label"), "{unlabelled}");
+        let missing = manifests
+            .secret_value("f", &key("none", "token"))
+            .unwrap_err();
+        assert!(missing.0.contains("add it with -f"), "{missing}");
+        let no_key = manifests
+            .secret_value("f", &key("docs", "nope"))
+            .unwrap_err();
+        assert!(no_key.0.contains("has no key 'nope'"), "{no_key}");
+        let printed = format!("{:?}", manifests.secrets);
+        assert!(
+            !printed.contains("s3cret") && !printed.contains("s3same"),
+            "{printed}"
+        );
+        assert!(holds_a_secret(secrets) && !holds_a_secret(AGENT));
     }
 
     #[test]

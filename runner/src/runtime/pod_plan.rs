@@ -2,8 +2,10 @@
 //! admission) and the `agent` container's environment. Pure, like `local_plan`, so the same
 //! manifests plan the same run in a pod and on a laptop.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use herd_crds::agent::{AgentSpec, header_env_var};
 use herd_crds::wire::RunConfig;
 
 use crate::model::resolve::ModelOverride;
@@ -19,6 +21,7 @@ pub const WEB_SEARCH_KEY_VAR: &str = "HERD_WEB_SEARCH_API_KEY";
 /// The plan of the Run `config` describes.
 pub fn pod_plan(config: &RunConfig, facts: &EnvFacts) -> Result<RunPlan, PlanError> {
     let run = &config.run;
+    let mcp_headers = mcp_headers(&config.agent, facts)?;
     plan_run(PlanInputs {
         agent_name: config.agent_name.clone(),
         agent: &config.agent,
@@ -47,8 +50,32 @@ pub fn pod_plan(config: &RunConfig, facts: &EnvFacts) -> Result<RunPlan, PlanErr
         keys: ApiKeys {
             model: facts.var(MODEL_KEY_VAR).map(str::to_owned),
             web_search: facts.var(WEB_SEARCH_KEY_VAR).map(str::to_owned),
+            mcp_headers,
         },
     })
+}
+
+/// The MCP headers' values, from the variables the operator fed from their Secrets.
+fn mcp_headers(
+    agent: &AgentSpec,
+    facts: &EnvFacts,
+) -> Result<BTreeMap<(usize, usize), String>, PlanError> {
+    let mut values = BTreeMap::new();
+    let servers = agent.mcp.iter().flat_map(|mcp| mcp.servers.iter());
+    for (i, server) in servers.enumerate() {
+        for (j, header) in server.headers.iter().enumerate() {
+            let var = header_env_var(i, j);
+            let value = facts.var(&var).ok_or_else(|| {
+                PlanError(format!(
+                    "spec.mcp.servers[{i}].headers[{j}]: {var} is unset or empty (Secret {} key \
+                     {} holds the value of header {})",
+                    header.secret_key_ref.name, header.secret_key_ref.key, header.name
+                ))
+            })?;
+            values.insert((i, j), value.to_owned());
+        }
+    }
+    Ok(values)
 }
 
 #[cfg(test)]
@@ -107,6 +134,30 @@ mod tests {
         assert_eq!(pod.model.api_key.as_deref(), Some("sk-test"));
         assert_eq!(pod.context_window(), Some(4096));
         assert!(pod.web_search.is_some() && pod.tool_groups.is_some());
+    }
+
+    #[test]
+    fn mcp_header_values_come_from_their_variables() {
+        let mut config = fixture("researcher.run-config.json");
+        config.agent.mcp = Some(
+            serde_saphyr::from_str(
+                "servers:\n- {name: time, command: [t]}\n- {name: docs, url: 'http://d/mcp', \
+                 headers: [{name: X-Api-Key, secretKeyRef: {name: k, key: v}}]}",
+            )
+            .unwrap(),
+        );
+        let error = pod_plan(&config, &facts(&[])).unwrap_err();
+        assert!(
+            error
+                .0
+                .starts_with("spec.mcp.servers[1].headers[0]: HERD_MCP_1_HEADER_0 is unset"),
+            "{error}"
+        );
+        let plan = pod_plan(&config, &facts(&[("HERD_MCP_1_HEADER_0", "s3cret")])).unwrap();
+        let crate::plan::McpTransport::Http { headers, .. } = &plan.mcp.servers[1].transport else {
+            panic!("docs is an HTTP server");
+        };
+        assert_eq!(headers[0].value, "s3cret");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! `.herd/run.json`: what a local run was started with, so `--resume` plans exactly the same
-//! run (the same manifest texts, task and command-line choices) in a later process.
+//! run (the same manifest texts, task and command-line choices) in a later process. Files that
+//! hold a Secret are kept by path only and read again on resume: no secret is copied here.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::local_plan::Overrides;
-use super::manifests::{LocalManifests, ManifestsError};
+use super::manifests::{LocalManifests, ManifestsError, holds_a_secret};
 
 /// The record's file name in the work folder's `.herd/`.
 pub const RUN_RECORD: &str = "run.json";
@@ -15,6 +16,9 @@ pub const RUN_RECORD: &str = "run.json";
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunRecord {
     sources: Vec<(PathBuf, String)>,
+    /// Files holding Secrets, read again on resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    secret_files: Vec<PathBuf>,
     /// The task as planned (from the command line or the Run).
     task: String,
     model: Option<String>,
@@ -37,8 +41,14 @@ impl RunRecord {
         overrides: &Overrides,
         api_key_env: Option<&str>,
     ) -> Self {
+        let (secret, plain): (Vec<_>, Vec<_>) = manifests
+            .sources
+            .iter()
+            .cloned()
+            .partition(|(_, text)| holds_a_secret(text));
         RunRecord {
-            sources: manifests.sources.clone(),
+            sources: plain,
+            secret_files: secret.into_iter().map(|(path, _)| path).collect(),
             task: task.to_owned(),
             model: overrides.model.clone(),
             base_url: overrides.base_url.clone(),
@@ -48,9 +58,19 @@ impl RunRecord {
         }
     }
 
-    /// The manifests, parsed again from the texts kept.
+    /// The manifests, parsed again from the texts kept and the Secret files read anew.
     pub fn manifests(&self) -> Result<LocalManifests, ManifestsError> {
-        LocalManifests::from_sources(self.sources.clone())
+        let mut sources = self.sources.clone();
+        for path in &self.secret_files {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                ManifestsError(format!(
+                    "cannot resume: {} (a Secret the run was started with): {error}",
+                    path.display()
+                ))
+            })?;
+            sources.push((path.clone(), text));
+        }
+        LocalManifests::from_sources(sources)
     }
 
     /// The command-line choices, with the task as planned.
@@ -126,6 +146,46 @@ mod tests {
             &facts,
         )?;
         assert_eq!(resumed, first);
+        Ok(())
+    }
+
+    #[test]
+    fn secret_files_are_kept_by_path_and_read_again_on_resume() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let agent = dir.path().join("agent.yaml");
+        std::fs::write(
+            &agent,
+            "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata: {name: a}\nspec:\n  \
+             model: {provider: openai, name: q, baseURL: 'http://h:1/v1'}\n  \
+             mcp: {servers: [{name: docs, url: 'http://d/mcp', headers: [{name: X-Key, \
+             secretKeyRef: {name: docs, key: token}}]}]}\n",
+        )?;
+        let secret = dir.path().join("secret.yaml");
+        std::fs::write(
+            &secret,
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: docs, labels: \
+             {herd.dev/model-credentials: 'true'}}\nstringData: {token: s3cret-value}\n",
+        )?;
+        let manifests = LocalManifests::load(&[agent, secret.clone()])?;
+        let overrides = Overrides {
+            task: Some("t".into()),
+            ..Overrides::default()
+        };
+        let first = local_plan(&manifests, &overrides, None, &facts(&[]))?;
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state)?;
+        RunRecord::new(&manifests, &first.task, &overrides, None).write(&state)?;
+        let written = std::fs::read_to_string(state.join(RUN_RECORD))?;
+        assert!(!written.contains("s3cret-value"), "{written}");
+        let record = RunRecord::read(&state)?;
+        let resumed = local_plan(&record.manifests()?, &record.overrides(), None, &facts(&[]))?;
+        assert_eq!(resumed, first);
+        std::fs::remove_file(&secret)?;
+        let error = record.manifests().unwrap_err();
+        assert!(
+            error.0.contains("a Secret the run was started with"),
+            "{error}"
+        );
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use super::protocol::{SandboxRequest, SandboxResponse};
+use super::stdio::{StdioCommand, StdioError, StdioPipe};
 
 /// The executor itself failed (socket gone, sandbox crashed) — not a tool error.
 #[derive(Debug, thiserror::Error)]
@@ -13,4 +14,13 @@ pub struct ExecutorError(pub String);
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
     async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError>;
+
+    /// Starts a stdio program (an MCP server) in the sandbox and connects to its standard
+    /// input and output; it stops when the pipe is dropped. Executors that cannot say so.
+    async fn open_stdio(&self, command: StdioCommand) -> Result<StdioPipe, StdioError> {
+        Err(StdioError(format!(
+            "this sandbox cannot start {}",
+            command.program()
+        )))
+    }
 }

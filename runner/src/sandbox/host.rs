@@ -99,6 +99,11 @@ impl SandboxHost {
             SandboxRequest::WriteOutput { path, content } => {
                 file_services::write_output(self.paths(), &path, &content)
             }
+            // Only a connection can be handed over to a program (`socket::server`).
+            SandboxRequest::SpawnStdio { .. } => SandboxResponse::Error {
+                message: "Error: SpawnStdio must be the first request on its own connection"
+                    .to_owned(),
+            },
         }
     }
 }

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use super::executor::{ExecutorError, ToolExecutor};
 use super::host::SandboxHost;
 use super::protocol::{SandboxRequest, SandboxResponse};
+use super::stdio::{StdioCommand, StdioError, StdioPipe};
 
 /// Runs requests on a `SandboxHost` in this process; it never fails as an executor.
 #[derive(Clone, Debug)]
@@ -16,5 +17,9 @@ pub struct InProcessExecutor(pub Arc<SandboxHost>);
 impl ToolExecutor for InProcessExecutor {
     async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
         Ok(self.0.handle(request).await)
+    }
+
+    async fn open_stdio(&self, command: StdioCommand) -> Result<StdioPipe, StdioError> {
+        Ok(self.0.spawn_stdio(&command)?.into_pipe())
     }
 }

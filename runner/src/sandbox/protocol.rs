@@ -5,12 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::stdio::StdioCommand;
 use crate::thread::state::UploadedFile;
 
 /// The version of these requests and answers. A custom `sandbox.image` carries its own
 /// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
 /// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// This build's version, named when the protocols differ.
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -40,6 +41,10 @@ pub enum SandboxRequest {
     /// Writes a file the framework produced (e.g. an externalized tool result) under
     /// `outputs/`, creating folders; returns its virtual path.
     WriteOutput { path: String, content: String },
+    /// Starts a stdio program (an MCP server). Only as the first request after `Hello` on a
+    /// connection: answered with `StdioStarted`, after which the connection carries the
+    /// program's standard input and output, byte for byte, until either side closes it.
+    SpawnStdio { command: StdioCommand },
 }
 
 /// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
@@ -94,6 +99,8 @@ pub enum SandboxResponse {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sha256: Option<String>,
     },
+    /// `SpawnStdio` started the program; the connection is its pipe from now on.
+    StdioStarted,
     /// The request was refused or failed (bad path, file too large...): a message for the model.
     Error {
         message: String,

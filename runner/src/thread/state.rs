@@ -109,6 +109,10 @@ pub struct ThreadState {
     /// Why the loop stopped, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
+    /// Deferred tools whose schemas the model gets for the rest of the run (`tool_search`,
+    /// keyword routing).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub promoted_tools: std::collections::BTreeSet<String>,
 }
 
 /// Most delegations kept in the ledger (DeerFlow's cap).

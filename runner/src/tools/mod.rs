@@ -55,6 +55,10 @@ pub struct ToolEffect {
     pub delegation: Option<Delegation>,
     /// `ask_clarification`: the question; the loop stops for an answer.
     pub interrupt: Option<Clarification>,
+    /// Images of an MCP tool's result, shown to the model once after the turn's results.
+    pub images: Vec<ImagePart>,
+    /// `tool_search`: deferred tools whose schemas the model gets from now on.
+    pub promoted: Vec<String>,
 }
 
 /// The result of one tool call.

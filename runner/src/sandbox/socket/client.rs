@@ -23,6 +23,7 @@ use super::wire::{
 use crate::sandbox::executor::{ExecutorError, ToolExecutor};
 use crate::sandbox::host::DEFAULT_BASH_TIMEOUT;
 use crate::sandbox::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
+use crate::sandbox::stdio::{StdioCommand, StdioError, StdioPipe};
 
 /// How the client connects and waits.
 #[derive(Clone, Debug)]
@@ -169,6 +170,10 @@ impl UnixSocketExecutor {
 
 #[async_trait]
 impl ToolExecutor for UnixSocketExecutor {
+    async fn open_stdio(&self, command: StdioCommand) -> Result<StdioPipe, StdioError> {
+        self.stdio_connection(command).await
+    }
+
     async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = to_line(&RequestEnvelope { id, request })
@@ -198,6 +203,86 @@ impl ToolExecutor for UnixSocketExecutor {
                 )))
             }
         }
+    }
+}
+
+impl UnixSocketExecutor {
+    /// A connection of its own for a stdio program: the handshake, `SpawnStdio`, and then the
+    /// connection is the program's pipe.
+    async fn stdio_connection(&self, command: StdioCommand) -> Result<StdioPipe, StdioError> {
+        let fail = |e: ExecutorError| StdioError(e.to_string());
+        let stream = connect_waiting(&self.path, self.options.connect_wait)
+            .await
+            .map_err(fail)?;
+        let (read_half, mut write_half) = stream.into_split();
+        let mut reader = BufReader::new(read_half);
+        let hello = SandboxRequest::Hello {
+            protocol: PROTOCOL_VERSION,
+            runner: RUNNER_VERSION.to_owned(),
+        };
+        let answer = self
+            .exchange(&mut reader, &mut write_half, hello)
+            .await
+            .map_err(fail)?;
+        check_versions(&self.path, answer).map_err(fail)?;
+        let spawn = SandboxRequest::SpawnStdio { command };
+        match self
+            .exchange(&mut reader, &mut write_half, spawn)
+            .await
+            .map_err(fail)?
+        {
+            SandboxResponse::StdioStarted => Ok(StdioPipe {
+                reader: Box::pin(reader),
+                writer: Box::pin(write_half),
+            }),
+            SandboxResponse::Error { message } => Err(StdioError(
+                message
+                    .strip_prefix("Error: ")
+                    .unwrap_or(&message)
+                    .to_owned(),
+            )),
+            other => Err(StdioError(format!(
+                "the sandbox gave an unexpected answer to spawn_stdio: {other:?}"
+            ))),
+        }
+    }
+
+    /// Sends one request on a connection of its own and reads the one answer.
+    async fn exchange(
+        &self,
+        reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+        writer: &mut OwnedWriteHalf,
+        request: SandboxRequest,
+    ) -> Result<SandboxResponse, ExecutorError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let line = to_line(&RequestEnvelope { id, request })
+            .map_err(|e| ExecutorError(format!("could not encode the request: {e}")))?;
+        let io = |e: std::io::Error| {
+            ExecutorError(format!("the sandbox at {}: {e}", self.path.display()))
+        };
+        writer.write_all(&line).await.map_err(io)?;
+        writer.flush().await.map_err(io)?;
+        let read = read_line(reader, self.options.max_response_bytes);
+        let line = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read).await {
+            Ok(Ok(Line::Complete(line))) => line,
+            Ok(Ok(_)) => {
+                return Err(ExecutorError(format!(
+                    "the sandbox at {} closed the connection",
+                    self.path.display()
+                )));
+            }
+            Ok(Err(failure)) => return Err(io(failure)),
+            Err(_) => {
+                return Err(ExecutorError(format!(
+                    "the sandbox at {} did not answer within {}",
+                    self.path.display(),
+                    humantime::format_duration(HANDSHAKE_TIMEOUT)
+                )));
+            }
+        };
+        serde_json::from_slice::<ResponseEnvelope>(&line)
+            .map(|envelope| envelope.response)
+            .map_err(|e| ExecutorError(format!("malformed answer from the sandbox: {e}")))
     }
 }
 

@@ -347,11 +347,9 @@ mod tests {
     #[tokio::test]
     async fn a_sandbox_of_another_protocol_version_is_refused_naming_both_versions() -> TestResult {
         let dir = tempfile::tempdir()?;
+        let newer = format!("protocol {} (herd-runner 9.9.9)", PROTOCOL_VERSION + 1);
         let cases = [
-            (
-                hello(PROTOCOL_VERSION + 1, "9.9.9"),
-                "protocol 2 (herd-runner 9.9.9)",
-            ),
+            (hello(PROTOCOL_VERSION + 1, "9.9.9"), newer.as_str()),
             (
                 Some(SandboxResponse::Error {
                     message: "Error: malformed sandbox request: unknown variant `hello`".into(),
@@ -384,6 +382,88 @@ mod tests {
             server.abort();
             let _ = server.await;
         }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_stdio_program_gets_a_connection_of_its_own_and_dies_with_it() -> TestResult {
+        use crate::sandbox::stdio::StdioCommand;
+        use tokio::io::AsyncReadExt;
+
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("s.sock");
+        let server = start(&socket, sandbox(dir.path())?).await?;
+        let executor = UnixSocketExecutor::connect_with(&socket, options()).await?;
+        let echo = StdioCommand {
+            label: "echo".into(),
+            argv: vec![
+                "bash".into(),
+                "-c".into(),
+                "echo $$ > /mnt/user-data/workspace/pid; while read l; do echo \"got $l\"; done"
+                    .into(),
+            ],
+            env: vec![],
+        };
+        let mut pipe = executor.open_stdio(echo.clone()).await?;
+        // Ordinary requests still work on the executor's own connection meanwhile.
+        assert!(matches!(
+            executor.execute(SandboxRequest::ListUploads).await?,
+            SandboxResponse::Uploads { .. }
+        ));
+        pipe.writer.write_all(b"one\ntwo\n").await?;
+        pipe.writer.flush().await?;
+        let mut reply = vec![0u8; 16];
+        pipe.reader.read_exact(&mut reply).await?;
+        assert_eq!(reply, b"got one\ngot two\n");
+        let pid_file = dir.path().join("user-data/workspace/pid");
+        let pid: i32 = std::fs::read_to_string(&pid_file)?.trim().parse()?;
+        drop(pipe);
+        let gone = async {
+            while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), gone).await?;
+
+        let missing = StdioCommand {
+            argv: vec!["no-such-mcp-server".into()],
+            ..echo
+        };
+        let error = executor
+            .open_stdio(missing)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("cannot start no-such-mcp-server")),
+            "{error:?}"
+        );
+        server.abort();
+        let _ = server.await;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn spawn_stdio_is_refused_after_other_requests_on_a_connection() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("s.sock");
+        let server = start(&socket, sandbox(dir.path())?).await?;
+        let stream = tokio::net::UnixStream::connect(&socket).await?;
+        let (read_half, mut write_half) = stream.into_split();
+        let mut lines = BufReader::new(read_half).lines();
+        write_half
+            .write_all(b"{\"id\":1,\"request\":{\"op\":\"list_uploads\"}}\n")
+            .await?;
+        let _ = lines.next_line().await?;
+        write_half
+            .write_all(b"{\"id\":2,\"request\":{\"op\":\"spawn_stdio\",\"command\":{\"label\":\"x\",\"argv\":[\"cat\"],\"env\":[]}}}\n")
+            .await?;
+        let line = lines.next_line().await?.unwrap_or_default();
+        assert!(line.contains("must be the first request"), "{line}");
+        server.abort();
+        let _ = server.await;
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -18,6 +19,7 @@ use super::wire::{
 };
 use crate::sandbox::host::SandboxHost;
 use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+use crate::sandbox::stdio::{SpawnedStdio, StdioCommand};
 
 /// Requests handled at once across all connections; more wait their turn.
 const MAX_CONCURRENT_REQUESTS: usize = 64;
@@ -133,6 +135,7 @@ async fn connection(
 ) {
     let (read_half, write_half) = stream.into_split();
     let (replies, mut outbox) = mpsc::channel::<Vec<u8>>(64);
+    // Hands the write half back once every reply is out, for a connection given to a program.
     let writer = tokio::spawn(async move {
         let mut writer = BufWriter::new(write_half);
         while let Some(line) = outbox.recv().await {
@@ -140,11 +143,14 @@ async fn connection(
                 break;
             }
         }
+        writer.into_inner()
     });
     let mut reader = BufReader::new(read_half);
     // Dropped when the client goes away: in-flight requests are cancelled with it (a killed
     // `bash` takes its process group down through kill_on_drop).
     let mut requests = JoinSet::new();
+    let mut answered = 0usize;
+    let mut handover = None;
     loop {
         let line = match read_line(&mut reader, max_request_bytes).await {
             Ok(Line::Complete(line)) => line,
@@ -172,6 +178,16 @@ async fn connection(
             reply(&replies, Some(envelope.id), response).await;
             continue;
         }
+        answered += 1;
+        if let SandboxRequest::SpawnStdio { command } = envelope.request {
+            if answered == 1 {
+                handover = Some((envelope.id, command));
+                break;
+            }
+            let message = "Error: SpawnStdio must be the first request on its own connection";
+            reply(&replies, Some(envelope.id), error(message.to_owned())).await;
+            continue;
+        }
         let sandbox = sandbox.clone();
         let replies = replies.clone();
         let permits = permits.clone();
@@ -187,7 +203,75 @@ async fn connection(
     }
     drop(requests);
     drop(replies);
-    let _ = writer.await;
+    let Ok(write_half) = writer.await else {
+        return;
+    };
+    if let Some((id, command)) = handover {
+        relay(&sandbox, reader, write_half, id, command).await;
+    }
+}
+
+/// After a program's last output, how long the relay waits for the client to hang up.
+const RELAY_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Starts `command` and connects it to the connection: the client's bytes to its standard
+/// input, its standard output to the client. Ends (killing the program) when either closes.
+async fn relay(
+    sandbox: &SandboxHost,
+    mut reader: BufReader<OwnedReadHalf>,
+    mut writer: OwnedWriteHalf,
+    id: u64,
+    command: StdioCommand,
+) {
+    let spawned = match sandbox.spawn_stdio(&command) {
+        Ok(spawned) => spawned,
+        Err(failure) => {
+            let answer = error(format!("Error: {failure}"));
+            let _ = write_envelope(&mut writer, id, answer).await;
+            return;
+        }
+    };
+    if write_envelope(&mut writer, id, SandboxResponse::StdioStarted)
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let SpawnedStdio {
+        mut stdin,
+        mut stdout,
+        guard,
+    } = spawned;
+    let to_program = async move {
+        let _ = tokio::io::copy(&mut reader, &mut stdin).await;
+    };
+    let from_program = async move {
+        let _ = tokio::io::copy(&mut stdout, &mut writer).await;
+        let _ = writer.shutdown().await;
+    };
+    tokio::pin!(to_program, from_program);
+    tokio::select! {
+        () = &mut from_program => {}
+        () = &mut to_program => {
+            // The client hung up: the program gets EOF and a moment to finish writing.
+            let _ = tokio::time::timeout(RELAY_GRACE, &mut from_program).await;
+        }
+    }
+    drop(guard);
+}
+
+async fn write_envelope(
+    writer: &mut OwnedWriteHalf,
+    id: u64,
+    response: SandboxResponse,
+) -> std::io::Result<()> {
+    let line = to_line(&ResponseEnvelope {
+        id: Some(id),
+        response,
+    })
+    .map_err(std::io::Error::other)?;
+    writer.write_all(&line).await?;
+    writer.flush().await
 }
 
 fn error(message: String) -> SandboxResponse {

@@ -191,7 +191,7 @@ fn with_status(body: String, status: ExitStatus) -> String {
 
 /// The environment of a command: the allowlist plus a writable `HOME` and settings that keep
 /// tools from waiting on a terminal.
-fn environment(sandbox: &SandboxHost) -> Vec<(String, String)> {
+pub(crate) fn environment(sandbox: &SandboxHost) -> Vec<(String, String)> {
     let mut vars: Vec<(String, String)> = KEPT_VARS
         .iter()
         .filter_map(|name| {
@@ -223,7 +223,7 @@ fn pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, (Stdio, Stdio))>
 }
 
 /// Kills the command's process group (it leads its own), so children it started die too.
-fn kill_group(leader: Option<u32>) {
+pub(crate) fn kill_group(leader: Option<u32>) {
     let pid = leader
         .and_then(|id| i32::try_from(id).ok())
         .filter(|id| *id > 1)
