@@ -147,6 +147,8 @@ impl Admission {
             (changed, ledger.waiting())
         };
         self.metrics.set_queued_runs(waiting);
+        self.metrics
+            .set_active_pods(pods.iter().filter(|p| p.running).count());
         self.looked.send_modify(|n| *n = n.wrapping_add(1));
         if changed.is_empty() {
             return;

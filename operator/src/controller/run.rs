@@ -25,6 +25,7 @@ use super::run_api_tls::RunApiTls;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
 use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
 use super::run_start::{Started, start_pod};
+use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
@@ -41,7 +42,7 @@ use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
-use crate::slim::{slim_pod, slim_run, strip_managed_fields};
+use crate::slim::{slim_metadata, slim_pod, slim_run};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "run";
@@ -124,6 +125,7 @@ pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     setup: RunSetup,
+    skills: SkillWake,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -137,6 +139,16 @@ pub fn controller(
     );
     let client = &shared.client;
     let admission = setup.admission.clone();
+    let (config_maps, cm_stream) = cached_watch(
+        scope.api::<ConfigMap>(client),
+        watch_config().labels(labels::MANAGED_SELECTOR),
+        cms_synced,
+        slim_metadata,
+    );
+    let cm_skills = skills.clone();
+    let cm_stream = cm_stream
+        .inspect(move |event| cm_skills.config_map(event))
+        .touched_objects();
     let (run_store, run_stream) = cached_watch(
         scope.api::<Run>(client),
         watch_config(),
@@ -146,17 +158,19 @@ pub fn controller(
     let (wake, woken) = futures::channel::mpsc::unbounded();
     let notify = admission.clone();
     let parents = wake.clone();
+    let snapshots = config_maps.clone();
     let run_stream = run_stream
         .inspect(move |event| {
             notify.notify();
             wake_parents(&parents, event);
+            skills.run(&snapshots, event);
         })
         .applied_objects();
     let (agents, agent_stream) = cached_watch(
         scope.api::<Agent>(client),
         watch_config(),
         agents_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let agent_stream = agent_stream.touched_objects();
     let (pods, pod_stream) = cached_watch(
@@ -169,13 +183,6 @@ pub fn controller(
     let pod_stream = pod_stream
         .inspect(move |_| notify.notify())
         .touched_objects();
-    let (config_maps, cm_stream) = cached_watch(
-        scope.api::<ConfigMap>(client),
-        watch_config().labels(labels::MANAGED_SELECTOR),
-        cms_synced,
-        strip_managed_fields,
-    );
-    let cm_stream = cm_stream.touched_objects();
     admission.register(
         scope,
         run_store.clone(),
@@ -254,7 +261,6 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     let Some(start) = begin(shared, NAME, run.as_ref())? else {
         return Ok(Action::await_change());
     };
-    shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
         name: start.name,
         namespace: start.namespace,
@@ -433,18 +439,6 @@ fn controller_part(status: &RunStatus) -> RunStatus {
         report: None,
         ..status.clone()
     }
-}
-
-/// The Run pods of the scope that have not ended.
-fn active_pods(pods: &Store<Pod>) -> usize {
-    pods.state()
-        .iter()
-        .filter(|pod| pod.labels().contains_key(labels::RUN))
-        .filter(|pod| {
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            !matches!(phase, Some("Succeeded" | "Failed"))
-        })
-        .count()
 }
 
 /// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so
