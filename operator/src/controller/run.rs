@@ -328,9 +328,12 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             apply_status(api, run.as_ref(), &status).await?;
         }
         shared.succeeded(&key(NAME, run.as_ref()));
-        return Ok(Action::requeue(next_requeue(
-            previous, &created, limits, now,
-        )));
+        // Only a TTL is still to come; its children and its Pod wake a finished Run themselves
+        // (thousands of finished Runs hold no timers).
+        return Ok(match limits.ttl_after_finished {
+            Some(_) => Action::requeue(next_requeue(previous, &created, limits, now)),
+            None => Action::await_change(),
+        });
     }
 
     let attempt = previous.attempt.unwrap_or(1);
