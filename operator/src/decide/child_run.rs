@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::run_snapshot::Snapshot;
+use super::run_workspace::shared_workspace;
 
 /// Annotation on a child Run: the most model calls its snapshot may allow.
 pub const MAX_MODEL_CALLS: &str = "herd.dev/max-model-calls";
@@ -52,6 +53,10 @@ pub struct Delegation {
     pub parent: String,
     /// The parent's `subagents.maxConcurrent`: how many of its children may be active at once.
     pub max_concurrent: u32,
+    /// The workspace claim the child mounts instead of its own: its parent's, when that is
+    /// `ReadWriteMany`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_claim: Option<String>,
 }
 
 /// Why no child is started.
@@ -260,6 +265,7 @@ pub fn child_snapshot(
     let delegation = Delegation {
         parent: parent_ref.name.clone(),
         max_concurrent: subagents.max_concurrent,
+        workspace_claim: shared_workspace(&parent_ref.name, parent),
     };
     // The `task` tool only below maxDepth.
     subagents.enabled = depth < subagents.max_depth;
@@ -599,7 +605,8 @@ mod tests {
             snap.delegation,
             Some(Delegation {
                 parent: "research".into(),
-                max_concurrent: 2
+                max_concurrent: 2,
+                workspace_claim: None
             })
         );
 

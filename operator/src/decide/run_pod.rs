@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use super::file_keys;
 use super::pod_outcome::AGENT_CONTAINER;
 use super::run_snapshot::Snapshot;
+use super::run_workspace::workspace_claim;
 use super::skill_version::config_map_name;
 use crate::labels;
 
@@ -213,7 +214,7 @@ fn workspace_volume(run: &str, snapshot: &Snapshot) -> Volume {
         return Volume {
             name: "workspace".to_owned(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: workspace_claim_name(run),
+                claim_name: workspace_claim(run, snapshot),
                 read_only: None,
             }),
             ..Volume::default()
