@@ -13,8 +13,8 @@ use tracing::info;
 
 use crate::config::Config;
 use crate::controller::admission::Admission;
-use crate::controller::run::RunSetup;
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
+use crate::controller::run_context::RunSetup;
 use crate::controller::skill::SkillWake;
 use crate::controller::{agent, run, skill};
 use crate::decide::run_api_tls::leaf_names;

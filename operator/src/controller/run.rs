@@ -18,11 +18,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
-use super::admission::Admission;
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
-use super::run_api_tls::RunApiTls;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
+use super::run_context::{Context, Ids, RunCaches, RunSetup};
 use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
 use super::run_start::{Started, start_pod};
 use super::skill::SkillWake;
@@ -47,43 +46,6 @@ use crate::slim::{slim_metadata, slim_pod, slim_run};
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "run";
 
-/// What the Run controller reads.
-pub struct Context {
-    /// Shared operator state.
-    pub shared: Arc<Shared>,
-    /// The Runs of the scope (parents and children).
-    pub runs: Store<Run>,
-    /// The Agents of the scope.
-    pub agents: Store<Agent>,
-    /// The operator's Pods of the scope.
-    pub pods: Store<Pod>,
-    /// The operator's ConfigMaps of the scope (snapshots, skill versions).
-    pub config_maps: Store<ConfigMap>,
-    /// How Run pods are made.
-    pub pod_config: PodConfig,
-    /// What Run pods may reach.
-    pub network: NetworkConfig,
-    /// Images of Run pods.
-    pub images: RunPodConfig,
-    /// The run API's TLS Secret and CA bundle.
-    pub tls: Arc<RunApiTls>,
-    /// The namespaces whose per-namespace objects are in place.
-    pub prepared: PreparedNamespaces,
-    /// Admission under the caps.
-    pub admission: Arc<Admission>,
-}
-
-/// The caches of a Run controller other tasks read.
-#[derive(Clone)]
-pub struct RunCaches {
-    /// The Runs of the scope.
-    pub runs: Store<Run>,
-    /// The operator's Pods of the scope.
-    pub pods: Store<Pod>,
-    /// The operator's ConfigMaps of the scope.
-    pub config_maps: Store<ConfigMap>,
-}
-
 /// The network settings of Run pods from the operator's flags.
 fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
     NetworkConfig {
@@ -104,19 +66,6 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
         },
         run_api_port: runs.run_api_port,
     }
-}
-
-/// What the Run controllers of an operator share besides [`Shared`].
-#[derive(Clone)]
-pub struct RunSetup {
-    /// How Run pods are made.
-    pub runs: RunPodConfig,
-    /// The operator's namespace (the run API's TLS Secret, its pods).
-    pub operator_namespace: String,
-    /// The run API's TLS.
-    pub tls: Arc<RunApiTls>,
-    /// Admission under the caps.
-    pub admission: Arc<Admission>,
 }
 
 /// Builds the controller for `scope` and registers its caches with admission; the returned
@@ -243,16 +192,6 @@ fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
         .filter(|run| run.status.as_ref().is_none_or(|s| s.start_time.is_none()))
         .map(|run| ObjectRef::from_obj(run.as_ref()))
         .collect()
-}
-
-/// The Run's identity, read once.
-pub(super) struct Ids<'a> {
-    /// `metadata.name`.
-    pub(super) name: &'a str,
-    /// `metadata.namespace`.
-    pub(super) namespace: &'a str,
-    /// `metadata.uid`.
-    pub(super) uid: String,
 }
 
 /// Reads, decides, creates what is missing, and applies the Run's status.

@@ -12,7 +12,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::run::{Context, Ids};
+use super::run_context::{Context, Ids};
 use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
 use crate::decide::admission::{ParentCap, RunKey};
 use crate::decide::admission_ledger::{Answer, Ready};

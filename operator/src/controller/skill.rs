@@ -21,7 +21,7 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::prologue::begin;
-use super::run::RunCaches;
+use super::run_context::RunCaches;
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};

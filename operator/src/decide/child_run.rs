@@ -14,10 +14,9 @@ use herd_crds::run::{
 };
 use herd_crds::wire::ChildRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::run_snapshot::Snapshot;
+use super::run_snapshot::{Delegation, Snapshot};
 use super::run_workspace::shared_workspace;
 
 /// Annotation on a child Run: the most model calls its snapshot may allow.
@@ -44,20 +43,6 @@ const SUBAGENT_TYPES: [(&str, &[ToolGroup]); 2] = [
         &[ToolGroup::FileRead, ToolGroup::FileWrite, ToolGroup::Bash],
     ),
 ];
-
-/// How a parent delegated to a child Run, kept in the child's snapshot for admission.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Delegation {
-    /// The parent Run's name.
-    pub parent: String,
-    /// The parent's `subagents.maxConcurrent`: how many of its children may be active at once.
-    pub max_concurrent: u32,
-    /// The workspace claim the child mounts instead of its own: its parent's, when that is
-    /// `ReadWriteMany`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace_claim: Option<String>,
-}
 
 /// Why no child is started.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -125,11 +125,6 @@ pub fn pod_name(run: &str, attempt: u32) -> String {
     format!("{run}-{attempt}")
 }
 
-/// The workspace claim's name of a Run.
-pub fn workspace_claim_name(run: &str) -> String {
-    format!("{run}-workspace")
-}
-
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount {
         name: name.to_owned(),

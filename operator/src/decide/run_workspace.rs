@@ -10,9 +10,13 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::run_pod::workspace_claim_name;
 use super::run_snapshot::Snapshot;
 use crate::labels;
+
+/// The name of a Run's own workspace claim.
+pub fn workspace_claim_name(run: &str) -> String {
+    format!("{run}-workspace")
+}
 
 /// The claim a Run's Pods mount: the one its parent shares with it, else its own.
 pub fn workspace_claim(run: &str, snapshot: &Snapshot) -> String {
@@ -119,7 +123,7 @@ mod tests {
             Some("root-workspace")
         );
         let mut child = rwx.clone();
-        child.delegation = Some(crate::decide::child_run::Delegation {
+        child.delegation = Some(crate::decide::run_snapshot::Delegation {
             parent: "root".into(),
             max_concurrent: 2,
             workspace_claim: shared_workspace("root", &rwx),
