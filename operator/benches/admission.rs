@@ -86,14 +86,16 @@ fn bench_step(c: &mut Criterion) {
     let mut ledger = Ledger::default();
     for i in ACTIVE..ACTIVE + QUEUED {
         ledger.ask(Ready {
-            key: key(i),
+            run: Waiting {
+                key: key(i),
+                created: created(i),
+                parent: parent_of(i).map(|p| ParentCap {
+                    key: key(p),
+                    max_concurrent: 3,
+                }),
+            },
             uid: format!("uid-{i}"),
             attempt: 1,
-            created: created(i),
-            parent: parent_of(i).map(|p| ParentCap {
-                key: key(p),
-                max_concurrent: 3,
-            }),
         });
     }
     let caps = caps();

@@ -13,8 +13,9 @@ use tracing::info;
 
 use crate::config::Config;
 use crate::controller::admission::Admission;
-use crate::controller::run::RunSetup;
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
+use crate::controller::run_context::RunSetup;
+use crate::controller::skill::SkillWake;
 use crate::controller::{agent, run, skill};
 use crate::decide::run_api_tls::leaf_names;
 use crate::error::Error;
@@ -145,17 +146,21 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
-        let (skills, skill_caches) = skill::controller(
-            scope.clone(),
-            shared.clone(),
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
-        );
+        let (skill_wake, skill_woken) = SkillWake::channel();
         let (runs, run_synced, run_caches) = run::controller(
             scope.clone(),
             shared.clone(),
             run_setup.clone(),
+            skill_wake,
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
+        let (skills, skill_caches) = skill::controller(
+            scope.clone(),
+            shared.clone(),
+            run_caches.clone(),
+            skill_woken,
             config.concurrency,
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),

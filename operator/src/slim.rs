@@ -1,21 +1,28 @@
-//! What the caches keep: only what the controllers decide on. `managedFields` go from every
-//! object; a Run loses its task, its result and its todos (large, and only the runner and the
-//! run API read them: code that needs them reads the Run live), a Pod its spec (decisions read
-//! its status and metadata).
+//! What the caches keep: only what the controllers decide on. `managedFields` and kubectl's
+//! last-applied annotation go from every object; a Run loses its task, its result and its todos
+//! (large, and only the runner and the run API read them: code that needs them reads the Run
+//! live), a Pod its spec (decisions read its status and metadata).
 
 use herd_crds::run::Run;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-/// Drops `managedFields`: large, and no decision reads them.
-pub fn strip_managed_fields<K: ResourceExt>(object: &mut K) {
+/// kubectl's copy of what it last applied: a whole second spec.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops `managedFields` and kubectl's last-applied annotation: large, and no decision reads
+/// them.
+pub fn slim_metadata<K: ResourceExt>(object: &mut K) {
     object.managed_fields_mut().clear();
+    if let Some(annotations) = object.meta_mut().annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
 }
 
 /// A Run as the caches keep it: without `spec.task`, `status.report.result`,
 /// `status.report.todos` and `managedFields`.
 pub fn slim_run(run: &mut Run) {
-    strip_managed_fields(run);
+    slim_metadata(run);
     run.spec.task = String::new();
     if let Some(report) = run.status.as_mut().and_then(|s| s.report.as_mut()) {
         report.result = None;
@@ -25,7 +32,7 @@ pub fn slim_run(run: &mut Run) {
 
 /// A Pod as the caches keep it: metadata (without `managedFields`) and status.
 pub fn slim_pod(pod: &mut Pod) {
-    strip_managed_fields(pod);
+    slim_metadata(pod);
     pod.spec = None;
 }
 
@@ -37,11 +44,20 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn managed_fields_are_stripped() {
+    fn managed_fields_and_the_last_applied_copy_are_stripped() {
         let mut cm = ConfigMap::default();
         cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-        strip_managed_fields(&mut cm);
+        cm.metadata.annotations = Some(
+            [
+                (LAST_APPLIED.to_owned(), "{...}".to_owned()),
+                ("keep".to_owned(), "me".to_owned()),
+            ]
+            .into(),
+        );
+        slim_metadata(&mut cm);
         assert!(cm.managed_fields().is_empty());
+        assert_eq!(cm.annotations().len(), 1);
+        assert_eq!(cm.annotations()["keep"], "me");
     }
 
     #[test]

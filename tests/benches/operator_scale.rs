@@ -11,6 +11,9 @@
 //!    Runs (2 KiB task, 4 KiB result, 10 todos, status from both field managers), target
 //!    ≤ 64 MiB; then again with each Run's snapshot ConfigMap; and with none, for reference.
 //!
+//! `HERD_BENCH_ONLY=burst` (or `memory`) runs one part; the operator process inherits the
+//! environment, so `HERD_CONCURRENCY=64` tries another concurrency.
+//!
 //! Not part of CI: it takes minutes and needs a quiet machine and a release build.
 
 // A benchmark that cannot set itself up should stop loudly.
@@ -38,6 +41,8 @@ const CACHED: usize = 10_000;
 const IN_FLIGHT: usize = 100;
 const TOKEN_ENV: &str = "HERD_BENCH_TOKEN";
 const KUBECONFIG_ENV: &str = "HERD_BENCH_KUBECONFIG";
+/// `burst` or `memory`: only that part.
+const ONLY_ENV: &str = "HERD_BENCH_ONLY";
 
 fn main() -> ExitCode {
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
@@ -85,8 +90,13 @@ async fn bench() -> anyhow::Result<()> {
     let source = Source::from_env().context("set KUBEBUILDER_ASSETS (or HERD_E2E_KUBECONFIG)")?;
     let cluster = Cluster::connect(&source).await?;
     herd_e2e::crds::apply_crds(&cluster.client()).await?;
-    burst(&cluster).await?;
-    memory(&cluster).await?;
+    let only = std::env::var(ONLY_ENV).unwrap_or_default();
+    if only.is_empty() || only == "burst" {
+        burst(&cluster).await?;
+    }
+    if only.is_empty() || only == "memory" {
+        memory(&cluster).await?;
+    }
     Ok(())
 }
 
@@ -163,15 +173,11 @@ impl Operator {
         let deadline = Instant::now() + Duration::from_secs(600);
         while quiet < 3 {
             if Instant::now() > deadline {
-                bail!("the operator never settled");
+                bail!("the operator never settled: {last:?}");
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
             let now = reconciles(&self.metrics().await?);
-            quiet = if now.is_some() && now == last {
-                quiet + 1
-            } else {
-                0
-            };
+            quiet = if now == last { quiet + 1 } else { 0 };
             last = now;
         }
         Ok(())

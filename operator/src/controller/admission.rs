@@ -25,8 +25,12 @@ use crate::scope::{Scope, Synced};
 
 /// How long an ask waits for a look that decides it before the Run is told to wait.
 const DECIDE_WAIT: Duration = Duration::from_secs(2);
-/// How long admission lets a burst of events gather before it looks.
+/// How long admission lets a burst of events gather before it looks, at least: twice as long
+/// as its last look took, so looking never takes more than a third of a core however many Runs
+/// wait.
 const GATHER: Duration = Duration::from_millis(10);
+/// The longest gathering between two looks.
+const MAX_GATHER: Duration = Duration::from_millis(500);
 /// How often admission looks without an event (grants linger and expire).
 const TICK: Duration = Duration::from_secs(5);
 
@@ -124,10 +128,13 @@ impl Admission {
         while !self.synced() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let mut gather = GATHER;
         loop {
             let _ = tokio::time::timeout(TICK, self.changed.notified()).await;
-            tokio::time::sleep(GATHER).await;
+            tokio::time::sleep(gather).await;
+            let started = tokio::time::Instant::now();
             self.look();
+            gather = (started.elapsed() * 2).clamp(GATHER, MAX_GATHER);
         }
     }
 
@@ -147,6 +154,8 @@ impl Admission {
             (changed, ledger.waiting())
         };
         self.metrics.set_queued_runs(waiting);
+        self.metrics
+            .set_active_pods(pods.iter().filter(|p| p.running).count());
         self.looked.send_modify(|n| *n = n.wrapping_add(1));
         if changed.is_empty() {
             return;

@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
-use crate::slim::strip_managed_fields;
+use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "agent";
@@ -63,7 +63,7 @@ pub fn controller(
         scope.api::<Agent>(client),
         watch_config(),
         agents_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let agent_stream = agent_stream.applied_objects();
 
@@ -71,7 +71,7 @@ pub fn controller(
         scope.api::<Skill>(client),
         watch_config(),
         skills_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let skill_stream = skill_stream.touched_objects();
 
@@ -80,7 +80,7 @@ pub fn controller(
         scope.api::<PartialObjectMeta<Secret>>(client),
         watch_config().labels(labels::MODEL_CREDENTIALS_SELECTOR),
         secrets_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let secret_stream = secret_stream.touched_objects();
 

@@ -10,6 +10,7 @@ pub mod run;
 pub mod run_accept;
 pub mod run_api_tls;
 pub mod run_children;
+pub mod run_context;
 pub mod run_objects;
 pub mod run_start;
 pub mod skill;

@@ -18,13 +18,13 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
-use super::admission::Admission;
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
-use super::run_api_tls::RunApiTls;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
+use super::run_context::{Context, Ids, RunCaches, RunSetup};
 use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
 use super::run_start::{Started, start_pod};
+use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::pod_outcome;
@@ -41,47 +41,10 @@ use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
-use crate::slim::{slim_pod, slim_run, strip_managed_fields};
+use crate::slim::{slim_metadata, slim_pod, slim_run};
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "run";
-
-/// What the Run controller reads.
-pub struct Context {
-    /// Shared operator state.
-    pub shared: Arc<Shared>,
-    /// The Runs of the scope (parents and children).
-    pub runs: Store<Run>,
-    /// The Agents of the scope.
-    pub agents: Store<Agent>,
-    /// The operator's Pods of the scope.
-    pub pods: Store<Pod>,
-    /// The operator's ConfigMaps of the scope (snapshots, skill versions).
-    pub config_maps: Store<ConfigMap>,
-    /// How Run pods are made.
-    pub pod_config: PodConfig,
-    /// What Run pods may reach.
-    pub network: NetworkConfig,
-    /// Images of Run pods.
-    pub images: RunPodConfig,
-    /// The run API's TLS Secret and CA bundle.
-    pub tls: Arc<RunApiTls>,
-    /// The namespaces whose per-namespace objects are in place.
-    pub prepared: PreparedNamespaces,
-    /// Admission under the caps.
-    pub admission: Arc<Admission>,
-}
-
-/// The caches of a Run controller other tasks read.
-#[derive(Clone)]
-pub struct RunCaches {
-    /// The Runs of the scope.
-    pub runs: Store<Run>,
-    /// The operator's Pods of the scope.
-    pub pods: Store<Pod>,
-    /// The operator's ConfigMaps of the scope.
-    pub config_maps: Store<ConfigMap>,
-}
 
 /// The network settings of Run pods from the operator's flags.
 fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfig {
@@ -105,25 +68,13 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
     }
 }
 
-/// What the Run controllers of an operator share besides [`Shared`].
-#[derive(Clone)]
-pub struct RunSetup {
-    /// How Run pods are made.
-    pub runs: RunPodConfig,
-    /// The operator's namespace (the run API's TLS Secret, its pods).
-    pub operator_namespace: String,
-    /// The run API's TLS.
-    pub tls: Arc<RunApiTls>,
-    /// Admission under the caps.
-    pub admission: Arc<Admission>,
-}
-
 /// Builds the controller for `scope` and registers its caches with admission; the returned
 /// stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     setup: RunSetup,
+    skills: SkillWake,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -137,6 +88,16 @@ pub fn controller(
     );
     let client = &shared.client;
     let admission = setup.admission.clone();
+    let (config_maps, cm_stream) = cached_watch(
+        scope.api::<ConfigMap>(client),
+        watch_config().labels(labels::MANAGED_SELECTOR),
+        cms_synced,
+        slim_metadata,
+    );
+    let cm_skills = skills.clone();
+    let cm_stream = cm_stream
+        .inspect(move |event| cm_skills.config_map(event))
+        .touched_objects();
     let (run_store, run_stream) = cached_watch(
         scope.api::<Run>(client),
         watch_config(),
@@ -146,17 +107,19 @@ pub fn controller(
     let (wake, woken) = futures::channel::mpsc::unbounded();
     let notify = admission.clone();
     let parents = wake.clone();
+    let snapshots = config_maps.clone();
     let run_stream = run_stream
         .inspect(move |event| {
             notify.notify();
             wake_parents(&parents, event);
+            skills.run(&snapshots, event);
         })
         .applied_objects();
     let (agents, agent_stream) = cached_watch(
         scope.api::<Agent>(client),
         watch_config(),
         agents_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let agent_stream = agent_stream.touched_objects();
     let (pods, pod_stream) = cached_watch(
@@ -169,13 +132,6 @@ pub fn controller(
     let pod_stream = pod_stream
         .inspect(move |_| notify.notify())
         .touched_objects();
-    let (config_maps, cm_stream) = cached_watch(
-        scope.api::<ConfigMap>(client),
-        watch_config().labels(labels::MANAGED_SELECTOR),
-        cms_synced,
-        strip_managed_fields,
-    );
-    let cm_stream = cm_stream.touched_objects();
     admission.register(
         scope,
         run_store.clone(),
@@ -238,23 +194,12 @@ fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
         .collect()
 }
 
-/// The Run's identity, read once.
-pub(super) struct Ids<'a> {
-    /// `metadata.name`.
-    pub(super) name: &'a str,
-    /// `metadata.namespace`.
-    pub(super) namespace: &'a str,
-    /// `metadata.uid`.
-    pub(super) uid: String,
-}
-
 /// Reads, decides, creates what is missing, and applies the Run's status.
 pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
     let Some(start) = begin(shared, NAME, run.as_ref())? else {
         return Ok(Action::await_change());
     };
-    shared.metrics.set_active_pods(active_pods(&ctx.pods));
     let ids = Ids {
         name: start.name,
         namespace: start.namespace,
@@ -322,9 +267,12 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             apply_status(api, run.as_ref(), &status).await?;
         }
         shared.succeeded(&key(NAME, run.as_ref()));
-        return Ok(Action::requeue(next_requeue(
-            previous, &created, limits, now,
-        )));
+        // Only a TTL is still to come; its children and its Pod wake a finished Run themselves
+        // (thousands of finished Runs hold no timers).
+        return Ok(match limits.ttl_after_finished {
+            Some(_) => Action::requeue(next_requeue(previous, &created, limits, now)),
+            None => Action::await_change(),
+        });
     }
 
     let attempt = previous.attempt.unwrap_or(1);
@@ -433,18 +381,6 @@ fn controller_part(status: &RunStatus) -> RunStatus {
         report: None,
         ..status.clone()
     }
-}
-
-/// The Run pods of the scope that have not ended.
-fn active_pods(pods: &Store<Pod>) -> usize {
-    pods.state()
-        .iter()
-        .filter(|pod| pod.labels().contains_key(labels::RUN))
-        .filter(|pod| {
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            !matches!(phase, Some("Succeeded" | "Failed"))
-        })
-        .count()
 }
 
 /// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so

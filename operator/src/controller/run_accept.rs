@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::run::{Context, Ids};
+use super::run_context::{Context, Ids};
 use super::run_objects::{Created, controller_uid, create_owned, owned_by};
 use crate::decide::child_run::child_snapshot;
 use crate::decide::run_snapshot::{

@@ -14,7 +14,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use tracing::info;
 
-use super::run::{Context, Ids};
+use super::run_context::{Context, Ids};
 use super::run_objects::{controller_uid, owned_by};
 use crate::decide::child_run::children_status;
 use crate::error::Error;

@@ -12,9 +12,9 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::run::{Context, Ids};
+use super::run_context::{Context, Ids};
 use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
-use crate::decide::admission::{ParentCap, RunKey};
+use crate::decide::admission::{ParentCap, RunKey, Waiting};
 use crate::decide::admission_ledger::{Answer, Ready};
 use crate::decide::run_network_policy::desired_network_policy;
 use crate::decide::run_pod::{PodInputs, custom_versions, desired_pod, skill_mounts};
@@ -73,18 +73,20 @@ pub(super) async fn start_pod(
         }
     };
     let ready = Ready {
-        key,
+        run: Waiting {
+            key,
+            created: run
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or_else(jiff::Timestamp::now, |t| t.0),
+            parent: snap.delegation.as_ref().map(|d| ParentCap {
+                key: RunKey::new(ids.namespace, &d.parent),
+                max_concurrent: d.max_concurrent,
+            }),
+        },
         uid: ids.uid.clone(),
         attempt,
-        created: run
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or_else(jiff::Timestamp::now, |t| t.0),
-        parent: snap.delegation.as_ref().map(|d| ParentCap {
-            key: RunKey::new(ids.namespace, &d.parent),
-            max_concurrent: d.max_concurrent,
-        }),
     };
     match ctx.admission.ask(ready).await {
         Answer::Admitted => {}

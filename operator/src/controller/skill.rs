@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::{Stream, StreamExt};
 use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
@@ -13,13 +14,14 @@ use herd_crds::run::{Run, phase_of};
 use herd_crds::skill::{Skill, SkillStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::prologue::begin;
+use super::run_context::RunCaches;
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};
@@ -31,7 +33,7 @@ use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
 use crate::shared::{Shared, key};
-use crate::slim::{slim_run, strip_managed_fields};
+use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "skill";
@@ -56,63 +58,90 @@ pub struct Context {
     pub agents: Store<Agent>,
 }
 
-/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+/// Wakes Skills from the Run controller's caches, which the Skill controller shares: a version
+/// ConfigMap's Skill when the ConfigMap changes, and the Skills a Run's snapshot names when the
+/// Run changes (its end may free an old version).
+#[derive(Clone)]
+pub struct SkillWake(UnboundedSender<ObjectRef<Skill>>);
+
+impl SkillWake {
+    /// A wake and the Skills it wakes, for [`controller`].
+    pub fn channel() -> (SkillWake, UnboundedReceiver<ObjectRef<Skill>>) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        (SkillWake(tx), rx)
+    }
+
+    fn send(&self, skill: ObjectRef<Skill>) {
+        // The controller's end of the channel lives as long as the operator.
+        let _ = self.0.unbounded_send(skill);
+    }
+
+    /// A ConfigMap watch event: wakes the Skill that owns the ConfigMap.
+    pub fn config_map(&self, event: &Result<watcher::Event<ConfigMap>, watcher::Error>) {
+        let cm = match event {
+            Ok(watcher::Event::Apply(cm) | watcher::Event::Delete(cm)) => cm,
+            _ => return,
+        };
+        let namespace = cm.namespace().unwrap_or_default();
+        for owner in cm.owner_references() {
+            if owner.kind == "Skill" && owner.controller == Some(true) {
+                self.send(ObjectRef::new(&owner.name).within(&namespace));
+            }
+        }
+    }
+
+    /// A Run watch event: wakes the Skills its snapshot (in `config_maps`) names.
+    pub fn run(
+        &self,
+        config_maps: &Store<ConfigMap>,
+        event: &Result<watcher::Event<Run>, watcher::Error>,
+    ) {
+        if let Ok(watcher::Event::Apply(run) | watcher::Event::Delete(run)) = event {
+            for skill in skills_of_snapshot(config_maps, run) {
+                self.send(skill);
+            }
+        }
+    }
+}
+
+/// Builds the controller for `scope`, on the Runs and ConfigMaps the Run controller caches
+/// (`woken` by [`SkillWake`]); the returned stream runs it until `shutdown` resolves.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
+    caches: RunCaches,
+    woken: UnboundedReceiver<ObjectRef<Skill>>,
     concurrency: u16,
     leader_gained: impl Stream<Item = ()> + Send + 'static,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
-    let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
-    let (skills_synced, cms_synced, runs_synced, agents_synced) = (
-        synced[0].clone(),
-        synced[1].clone(),
-        synced[2].clone(),
-        synced[3].clone(),
-    );
+    let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
+    let (skills_synced, agents_synced) = (synced[0].clone(), synced[1].clone());
     let client = &shared.client;
     let (skills, skill_stream) = cached_watch(
         scope.api::<Skill>(client),
         watch_config(),
         skills_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let skill_stream = skill_stream.applied_objects();
-    let (config_maps, cm_stream) = cached_watch(
-        scope.api::<ConfigMap>(client),
-        watch_config().labels(labels::MANAGED_SELECTOR),
-        cms_synced,
-        strip_managed_fields,
-    );
-    let cm_stream = cm_stream.touched_objects();
-    let (runs, run_stream) = cached_watch(
-        scope.api::<Run>(client),
-        watch_config(),
-        runs_synced,
-        slim_run,
-    );
-    let run_stream = run_stream.touched_objects();
     let (agents, agent_stream) = cached_watch(
         scope.api::<Agent>(client),
         watch_config(),
         agents_synced,
-        strip_managed_fields,
+        slim_metadata,
     );
     let agent_stream = agent_stream.touched_objects();
     let context = Arc::new(Context {
         shared,
-        config_maps: config_maps.clone(),
-        runs,
+        config_maps: caches.config_maps,
+        runs: caches.runs,
         agents,
     });
-    let snapshots = config_maps.clone();
     let stream = Controller::for_stream(skill_stream, skills.clone())
-        .owns_stream(cm_stream)
-        // A Run finishing or an Agent moving to a new version may free an old one.
-        .watches_stream(run_stream, move |run: Run| {
-            skills_of_snapshot(&snapshots, &run)
-        })
+        // A version ConfigMap changing, a Run finishing (see SkillWake).
+        .reconcile_on(woken)
+        // An Agent moving to a new version may free an old one.
         .watches_stream(agent_stream, |agent: Agent| {
             let namespace = agent.namespace().unwrap_or_default();
             agent

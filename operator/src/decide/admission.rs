@@ -168,15 +168,15 @@ impl<'a> Counts<'a> {
 
 /// The verdict on each waiting Run, oldest first, given the Runs already active.
 pub fn admit<'a>(
-    active: &'a [Active],
-    waiting: &'a [Waiting],
+    active: &[Active],
+    waiting: impl IntoIterator<Item = &'a Waiting>,
     caps: &Caps,
 ) -> Vec<(&'a RunKey, Verdict)> {
     let mut counts = Counts::default();
     for run in active {
         counts.add(&run.key, run.parent.as_ref());
     }
-    let mut order: Vec<&Waiting> = waiting.iter().collect();
+    let mut order: Vec<&Waiting> = waiting.into_iter().collect();
     order.sort_by(|a, b| {
         (a.created, &a.key.name, &a.key.namespace).cmp(&(b.created, &b.key.name, &b.key.namespace))
     });

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::admission::{Active, Caps, Full, ParentCap, RunKey, Verdict, Waiting, admit};
+use super::admission::{Active, Caps, Full, RunKey, Verdict, Waiting, admit};
 
 /// How long a grant outlives its Run's end when the caches never showed its Pod (a Pod created
 /// and deleted between two list-watches): then it is forgotten.
@@ -18,16 +18,12 @@ pub const GRANT_LINGER: Duration = Duration::from_secs(30);
 /// A Run that asked to start its Pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ready {
-    /// The Run.
-    pub key: RunKey,
+    /// The Run, its age and its parent's cap, as admission orders it.
+    pub run: Waiting,
     /// Its `metadata.uid`.
     pub uid: String,
     /// The attempt whose Pod it would create.
     pub attempt: u32,
-    /// Its `creationTimestamp`.
-    pub created: Timestamp,
-    /// Its parent and the parent's `maxConcurrent`, for a child Run.
-    pub parent: Option<ParentCap>,
 }
 
 /// A Run as the Run caches show it.
@@ -98,9 +94,9 @@ impl Ledger {
             return answer;
         }
         if answer == Answer::Undecided {
-            self.asking.insert(ready.key.clone());
+            self.asking.insert(ready.run.key.clone());
         }
-        self.ready.insert(ready.key.clone(), ready);
+        self.ready.insert(ready.run.key.clone(), ready);
         answer
     }
 
@@ -108,19 +104,19 @@ impl Ledger {
     pub fn peek(&self, ready: &Ready) -> Answer {
         if self
             .grants
-            .get(&ready.key)
+            .get(&ready.run.key)
             .is_some_and(|g| g.uid == ready.uid && g.attempt == ready.attempt)
         {
             return Answer::Admitted;
         }
         self.told
-            .get(&ready.key)
+            .get(&ready.run.key)
             .map_or(Answer::Undecided, |full| Answer::Waiting(*full))
     }
 
     /// The asker stops waiting: its answer now; later changes wake it.
     pub fn stop_asking(&mut self, ready: &Ready) -> Answer {
-        self.asking.remove(&ready.key);
+        self.asking.remove(&ready.run.key);
         self.peek(ready)
     }
 
@@ -215,50 +211,49 @@ impl Ledger {
                 });
             }
         }
-        let waiting: Vec<Waiting> = self
+        let waiting = self
             .ready
             .values()
-            .filter(|r| !counted.contains(&r.key))
-            .map(|r| Waiting {
-                key: r.key.clone(),
-                created: r.created,
-                parent: r.parent.clone(),
+            .map(|r| &r.run)
+            .filter(|r| !counted.contains(&r.key));
+        // Decided on borrowed Runs; only what changes is copied, then applied.
+        let decided: Vec<(RunKey, Verdict)> = admit(&active, waiting, caps)
+            .into_iter()
+            .filter(|(key, verdict)| match verdict {
+                Verdict::Admitted => true,
+                Verdict::Waiting(full) => self.told.get(*key) != Some(full),
             })
+            .map(|(key, verdict)| (key.clone(), verdict))
             .collect();
-
-        let mut changed = Vec::new();
-        for (key, verdict) in admit(&active, &waiting, caps) {
+        for (key, verdict) in &decided {
             match verdict {
                 Verdict::Admitted => {
+                    self.told.remove(key);
                     if let Some(ready) = self.ready.remove(key) {
-                        self.told.remove(key);
                         self.grants.insert(
                             key.clone(),
                             Grant {
                                 uid: ready.uid,
                                 attempt: ready.attempt,
-                                parent: ready.parent.map(|p| p.key),
+                                parent: ready.run.parent.map(|p| p.key),
                                 at: now,
                             },
                         );
-                        changed.push((key.clone(), verdict));
                     }
                 }
                 Verdict::Waiting(full) => {
-                    if self.told.get(key) != Some(&full) {
-                        self.told.insert(key.clone(), full);
-                        changed.push((key.clone(), verdict));
-                    }
+                    self.told.insert(key.clone(), *full);
                 }
             }
         }
-        changed
+        decided
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::admission::ParentCap;
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
@@ -270,11 +265,13 @@ mod tests {
 
     fn ready(name: &str, created: i64) -> Ready {
         Ready {
-            key: key(name),
+            run: Waiting {
+                key: key(name),
+                created: at(created),
+                parent: None,
+            },
             uid: format!("uid-{name}"),
             attempt: 1,
-            created: at(created),
-            parent: None,
         }
     }
 
@@ -530,7 +527,7 @@ mod tests {
         let runs = [seen("p"), child, seen("c2")];
         let pods = [pod("p", true), pod("c1", true)];
         let mut second = ready("c2", 3);
-        second.parent = Some(ParentCap {
+        second.run.parent = Some(ParentCap {
             key: parent,
             max_concurrent: 2,
         });

@@ -14,10 +14,10 @@ use herd_crds::run::{
 };
 use herd_crds::wire::ChildRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::run_snapshot::Snapshot;
+use super::run_snapshot::{Delegation, Snapshot};
+use super::run_workspace::shared_workspace;
 
 /// Annotation on a child Run: the most model calls its snapshot may allow.
 pub const MAX_MODEL_CALLS: &str = "herd.dev/max-model-calls";
@@ -43,16 +43,6 @@ const SUBAGENT_TYPES: [(&str, &[ToolGroup]); 2] = [
         &[ToolGroup::FileRead, ToolGroup::FileWrite, ToolGroup::Bash],
     ),
 ];
-
-/// How a parent delegated to a child Run, kept in the child's snapshot for admission.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Delegation {
-    /// The parent Run's name.
-    pub parent: String,
-    /// The parent's `subagents.maxConcurrent`: how many of its children may be active at once.
-    pub max_concurrent: u32,
-}
 
 /// Why no child is started.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -260,6 +250,7 @@ pub fn child_snapshot(
     let delegation = Delegation {
         parent: parent_ref.name.clone(),
         max_concurrent: subagents.max_concurrent,
+        workspace_claim: shared_workspace(&parent_ref.name, parent),
     };
     // The `task` tool only below maxDepth.
     subagents.enabled = depth < subagents.max_depth;
@@ -599,7 +590,8 @@ mod tests {
             snap.delegation,
             Some(Delegation {
                 parent: "research".into(),
-                max_concurrent: 2
+                max_concurrent: 2,
+                workspace_claim: None
             })
         );
 

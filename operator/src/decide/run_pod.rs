@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use super::file_keys;
 use super::pod_outcome::AGENT_CONTAINER;
 use super::run_snapshot::Snapshot;
+use super::run_workspace::workspace_claim;
 use super::skill_version::config_map_name;
 use crate::labels;
 
@@ -124,11 +125,6 @@ pub fn pod_name(run: &str, attempt: u32) -> String {
     format!("{run}-{attempt}")
 }
 
-/// The workspace claim's name of a Run.
-pub fn workspace_claim_name(run: &str) -> String {
-    format!("{run}-workspace")
-}
-
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount {
         name: name.to_owned(),
@@ -213,7 +209,7 @@ fn workspace_volume(run: &str, snapshot: &Snapshot) -> Volume {
         return Volume {
             name: "workspace".to_owned(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: workspace_claim_name(run),
+                claim_name: workspace_claim(run, snapshot),
                 read_only: None,
             }),
             ..Volume::default()

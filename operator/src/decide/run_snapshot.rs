@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::{Deserialize, Serialize};
 
-use super::child_run::Delegation;
 use super::run_status::snapshot_name;
 use crate::config::DefaultModelConfig;
 use crate::labels;
@@ -47,6 +46,20 @@ pub struct Snapshot {
     /// For a child Run: its parent and the parent's cap on active children.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Delegation>,
+}
+
+/// How a parent delegated to a child Run, kept in the child's snapshot for admission.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Delegation {
+    /// The parent Run's name.
+    pub parent: String,
+    /// The parent's `subagents.maxConcurrent`: how many of its children may be active at once.
+    pub max_concurrent: u32,
+    /// The workspace claim the child mounts instead of its own: its parent's, when that is
+    /// `ReadWriteMany`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_claim: Option<String>,
 }
 
 /// A Run's effective settings.

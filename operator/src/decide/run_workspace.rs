@@ -1,6 +1,6 @@
 //! The workspace claim `<run>-workspace` of an Agent with `sandbox.workspace.persistentVolumeClaim`:
 //! owned by the Run, created before its first Pod and reused by later attempts, so a retry finds
-//! the files.
+//! the files. With `ReadWriteMany`, child Runs mount their parent's claim instead of their own.
 
 use std::collections::BTreeMap;
 
@@ -10,17 +10,49 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::run_pod::workspace_claim_name;
 use super::run_snapshot::Snapshot;
 use crate::labels;
 
-/// The claim, or `None` when the workspace is an emptyDir.
+/// The name of a Run's own workspace claim.
+pub fn workspace_claim_name(run: &str) -> String {
+    format!("{run}-workspace")
+}
+
+/// The claim a Run's Pods mount: the one its parent shares with it, else its own.
+pub fn workspace_claim(run: &str, snapshot: &Snapshot) -> String {
+    snapshot
+        .delegation
+        .as_ref()
+        .and_then(|d| d.workspace_claim.clone())
+        .unwrap_or_else(|| workspace_claim_name(run))
+}
+
+/// The claim `parent` shares with its children: the one it mounts, when it is `ReadWriteMany`.
+pub fn shared_workspace(parent: &str, parent_snapshot: &Snapshot) -> Option<String> {
+    let claim = parent_snapshot
+        .agent
+        .sandbox
+        .workspace
+        .persistent_volume_claim
+        .as_ref()?;
+    (claim.access_mode == AccessMode::ReadWriteMany)
+        .then(|| workspace_claim(parent, parent_snapshot))
+}
+
+/// The Run's own claim, or `None` when the workspace is an emptyDir or its parent's.
 pub fn desired_workspace_claim(
     run: &str,
     namespace: &str,
     owner: OwnerReference,
     snapshot: &Snapshot,
 ) -> Option<PersistentVolumeClaim> {
+    if snapshot
+        .delegation
+        .as_ref()
+        .is_some_and(|d| d.workspace_claim.is_some())
+    {
+        return None;
+    }
     let claim = snapshot
         .agent
         .sandbox
@@ -80,6 +112,37 @@ mod tests {
             controller: Some(true),
             block_owner_deletion: Some(true),
         }
+    }
+
+    #[test]
+    fn children_share_a_read_write_many_workspace_down_the_tree() {
+        let rwx = snapshot(json!({"workspace": {"persistentVolumeClaim": {
+            "accessMode": "ReadWriteMany"}}}));
+        assert_eq!(
+            shared_workspace("root", &rwx).as_deref(),
+            Some("root-workspace")
+        );
+        let mut child = rwx.clone();
+        child.delegation = Some(crate::decide::run_snapshot::Delegation {
+            parent: "root".into(),
+            max_concurrent: 2,
+            workspace_claim: shared_workspace("root", &rwx),
+        });
+        assert_eq!(workspace_claim("root-1a2b3c4d", &child), "root-workspace");
+        assert_eq!(
+            desired_workspace_claim("root-1a2b3c4d", "ns", owner(), &child),
+            None,
+            "no claim of its own"
+        );
+        assert_eq!(
+            shared_workspace("root-1a2b3c4d", &child).as_deref(),
+            Some("root-workspace"),
+            "a grandchild mounts the root's claim too"
+        );
+        let rwo = snapshot(json!({"workspace": {"persistentVolumeClaim": {}}}));
+        assert_eq!(shared_workspace("root", &rwo), None);
+        assert_eq!(shared_workspace("root", &snapshot(json!({}))), None);
+        assert_eq!(workspace_claim("root", &rwo), "root-workspace");
     }
 
     #[test]

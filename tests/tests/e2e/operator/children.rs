@@ -536,3 +536,50 @@ pub async fn children_never_exceed_their_parent(
     running.shutdown().await?;
     Ok(())
 }
+
+/// With a `ReadWriteMany` workspace claim, a child's Pod mounts its parent's claim and the child
+/// has none of its own.
+pub async fn a_child_shares_a_read_write_many_workspace(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator.clone()).await?;
+    create_agent_spec(
+        &admin,
+        &namespace,
+        json!({"subagents": {"enabled": true},
+               "sandbox": {"workspace": {"persistentVolumeClaim": {
+                   "size": "1Gi", "accessMode": "ReadWriteMany"}}}}),
+    )
+    .await?;
+    let parent = running_parent(&admin, &namespace, "shared").await?;
+    let child = create_child(&operator, &parent, &ask("call_1", "bash")).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    run_until(&runs, &child, "the child's Pod", |r| {
+        succeeded(r, ConditionStatus::Unknown, "PodPending")
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = serde_json::to_value(pods.get(&format!("{child}-1")).await?)?;
+    let claims: Vec<&Value> = pod["spec"]["volumes"]
+        .as_array()
+        .context("no volumes")?
+        .iter()
+        .filter_map(|v| v.get("persistentVolumeClaim"))
+        .collect();
+    ensure!(
+        claims == [&json!({"claimName": "shared-workspace"})],
+        "the child mounts its parent's claim: {claims:?}"
+    );
+    let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(admin.clone(), &namespace);
+    ensure!(pvcs.get_opt("shared-workspace").await?.is_some());
+    ensure!(
+        pvcs.get_opt(&format!("{child}-workspace")).await?.is_none(),
+        "no claim of its own"
+    );
+    running.shutdown().await?;
+    Ok(())
+}

@@ -186,6 +186,13 @@ pub fn tests() -> Vec<E2eTest> {
                 children::children_never_exceed_their_parent(operator, admin, ns).await
             },
         ),
+        E2eTest::shared(
+            "operator::a_child_shares_a_read_write_many_workspace",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                children::a_child_shares_a_read_write_many_workspace(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
             leader::outdated_crd_is_reported(operator, admin, ns).await
