@@ -117,6 +117,7 @@ impl Operator {
             .env("HERD_WATCH_NAMESPACES", namespace)
             .env("HERD_LEASE_NAMESPACE", namespace)
             .env("HERD_HTTP_ADDR", &http)
+            .env("HERD_RUN_API_ADDR", "127.0.0.1:0")
             .envs(settings.iter().copied())
             .env(TOKEN_ENV, token)
             .env(KUBECONFIG_ENV, cluster.kubeconfig())
