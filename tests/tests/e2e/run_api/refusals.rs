@@ -103,10 +103,18 @@ pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Res
     .refused(413, "TooLarge")?;
     for (route, body, type_name) in [
         ("progress", &br#"{"attempt": "one"}"#[..], "ProgressReport"),
-        ("progress", &br#"{"attempt": 1, "seq": "#[..], "ProgressReport"),
+        (
+            "progress",
+            &br#"{"attempt": 1, "seq": "#[..],
+            "ProgressReport",
+        ),
         ("progress", &b"\xff\xfe not JSON"[..], "ProgressReport"),
         ("result", &b""[..], "ResultReport"),
-        ("result", &br#"{"attempt": 1, "seq": 1, "stopReason": "nope"}"#[..], "ResultReport"),
+        (
+            "result",
+            &br#"{"attempt": 1, "seq": 1, "stopReason": "nope"}"#[..],
+            "ResultReport",
+        ),
         ("result", &br#"[1, 2, 3]"#[..], "ResultReport"),
     ] {
         let message = send(

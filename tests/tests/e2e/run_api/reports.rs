@@ -279,8 +279,7 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
     // The controller may still write its part of the status; the report is the run API's.
     let after = runs.get("hello").await?;
     ensure!(
-        report_of(&after) == report_of(&before)
-            && runapi_entry(&after) == runapi_entry(&before),
+        report_of(&after) == report_of(&before) && runapi_entry(&after) == runapi_entry(&before),
         "a result is final: neither the retry nor a later progress wrote"
     );
     ensure!(
