@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use futures::future::join_all;
-use herd_crds::wire::{ProgressReport, RunConfig};
+use herd_crds::wire::{MAX_BODY, MAX_LARGE_BODY, ProgressReport, RunConfig};
 use herd_e2e::TestEnv;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::support::{AUDIENCE, Fixture, send};
+use super::support::{AUDIENCE, Fixture, send, send_within, stalled};
 use crate::operator::run_fixtures::{create_run, run_until};
 
 pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Result<()> {
@@ -69,35 +69,31 @@ pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Res
         .refused(403, "Forbidden")?;
     ensure!(message.contains("is not Run"), "{message}");
 
-    // 413 (declared lengths, before any review) and 400.
-    let big = vec![b' '; 64 * 1024 + 1];
-    send(
+    // 413: a declared length over the route's limit, answered from the headers alone (the
+    // body never comes) and before the token is looked at; a chunked body once it passes the
+    // limit (the rest never comes either). Bodies that stop short of their end keep the client
+    // from writing into a connection the server has closed.
+    for (route, limit) in [("progress", MAX_BODY), ("result", MAX_LARGE_BODY)] {
+        let message = send_within(
+            https
+                .post(fixture.url("one", route))
+                .header("content-type", "application/json")
+                .header("content-length", (limit + 1).to_string())
+                .body(stalled(Vec::new())),
+        )
+        .await?
+        .refused(413, "TooLarge")?;
+        ensure!(
+            message == format!("the body is over this route's limit of {limit} bytes"),
+            "{message}"
+        );
+    }
+    send_within(
         https
             .post(fixture.url("one", "progress"))
             .bearer_auth(&token)
             .header("content-type", "application/json")
-            .body(big),
-    )
-    .await?
-    .refused(413, "TooLarge")?;
-    let huge = vec![b' '; 2 * 1024 * 1024 + 1];
-    send(
-        https
-            .post(fixture.url("one", "result"))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .body(huge),
-    )
-    .await?
-    .refused(413, "TooLarge")?;
-    // Undeclared (chunked): read up to the limit, then refused.
-    let chunks = (0..65).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024]));
-    send(
-        https
-            .post(fixture.url("one", "progress"))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks))),
+            .body(stalled(vec![b' '; MAX_BODY + 1])),
     )
     .await?
     .refused(413, "TooLarge")?;

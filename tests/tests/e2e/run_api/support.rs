@@ -2,6 +2,7 @@
 //! bound to it, and an HTTPS client trusting only the namespace's copy of the run API's CA.
 
 use anyhow::{Context, bail};
+use futures::StreamExt;
 use herd_crds::run::Run;
 use herd_crds::wire::ApiError;
 use herd_e2e::TestEnv;
@@ -139,6 +140,19 @@ pub async fn send(request: reqwest::RequestBuilder) -> anyhow::Result<Answer> {
         retry_after,
         body,
     })
+}
+
+/// [`send`] for a request the server must answer before its body ends: fails after a minute.
+pub async fn send_within(request: reqwest::RequestBuilder) -> anyhow::Result<Answer> {
+    tokio::time::timeout(WAIT, send(request))
+        .await
+        .context("the run API did not answer before the body ended")?
+}
+
+/// A body of `bytes` that then stalls, never ending.
+pub fn stalled(bytes: Vec<u8>) -> reqwest::Body {
+    let first = futures::stream::iter([Ok::<_, std::io::Error>(bytes)]);
+    reqwest::Body::wrap_stream(first.chain(futures::stream::pending()))
 }
 
 impl Answer {
