@@ -10,6 +10,11 @@ use crate::agent::AgentSpec;
 use crate::report::{Artifact, Clarification, StopReason, Todo, Usage};
 use crate::run::RunSpec;
 
+/// Most bytes of a `result` or `clarification` body (413 past it).
+pub const MAX_LARGE_BODY: usize = 2 * 1024 * 1024;
+/// Most bytes of any other body (413 past it).
+pub const MAX_BODY: usize = 64 * 1024;
+
 /// `GET /v1/runs/{ns}/{name}/config`: everything the runner needs, from the Run's snapshot.
 ///
 /// The runner turns it into the same run plan `herd-runner run` makes from the manifests, so
@@ -146,7 +151,29 @@ pub struct Answer {
 pub struct AnswerPoll {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
+    /// Seconds left before the Run's deadline when the poll ended: the runner re-bases its own
+    /// deadline on it (the time a question waits counts against `inputTimeout`, not `timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_left: Option<u64>,
 }
+
+/// The path parameters of `GET /v1/runs/{ns}/{name}/children/{toolCallId}/files/{n}`: one file
+/// a child presented. The answer is the file's bytes as they are ([`FILE_CONTENT_TYPE`],
+/// `Content-Length` its size), its virtual path in the [`FILE_PATH_HEADER`] header.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildFileRef {
+    /// The `task` call that started the child.
+    pub tool_call_id: String,
+    /// The file's index in the child's [`ChildOutcome::artifacts`], from 0.
+    pub n: usize,
+}
+
+/// The media type of a presented file's bytes.
+pub const FILE_CONTENT_TYPE: &str = "application/octet-stream";
+/// The header naming a presented file's virtual path (under `/mnt/user-data/outputs/`),
+/// percent-encoded as a URL path is.
+pub const FILE_PATH_HEADER: &str = "herd-file-path";
 
 /// A file the agent presented, with its bytes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -275,13 +302,45 @@ pub struct MemoryUpdate {
     pub operations: Vec<MemoryOperation>,
 }
 
+/// The answer of `POST /v1/runs/{ns}/{name}/result` once the result is durable (its ConfigMap
+/// and `status.report` written).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultAccepted {
+    /// The stop reason stored: the runner's, or `resultTooLarge` when the answer and files did
+    /// not fit the result ConfigMap (the Run fails so).
+    pub stop_reason: StopReason,
+}
+
 /// An error body of the run API.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiError {
-    /// Machine-readable reason, e.g. `StaleAttempt`, `Forbidden`, `TooLarge`.
+    /// Machine-readable reason, one of [`api_error`]'s names.
     pub reason: String,
     pub message: String,
+}
+
+/// The reasons of [`ApiError`], by HTTP status.
+pub mod api_error {
+    /// 400: a body that does not parse or breaks a limit of its fields.
+    pub const BAD_REQUEST: &str = "BadRequest";
+    /// 401: no token, or one the API server does not accept for the audience `herd.dev`.
+    pub const UNAUTHORIZED: &str = "Unauthorized";
+    /// 403: the token's Pod is not the Run's in the path.
+    pub const FORBIDDEN: &str = "Forbidden";
+    /// 404: no such Run (it was deleted), or no such route.
+    pub const NOT_FOUND: &str = "NotFound";
+    /// 409: the Pod serves an older attempt than the Run's; the runner stops at once.
+    pub const STALE_ATTEMPT: &str = "StaleAttempt";
+    /// 413: the body is over its route's limit.
+    pub const TOO_LARGE: &str = "TooLarge";
+    /// 429: over the Run's request rate; `Retry-After` says when to try again.
+    pub const RATE_LIMITED: &str = "RateLimited";
+    /// 500: the request cannot succeed as things stand.
+    pub const INTERNAL: &str = "Internal";
+    /// 503: the API server (or the run API) is not available now; retry.
+    pub const UNAVAILABLE: &str = "Unavailable";
 }
 
 #[cfg(test)]
@@ -332,6 +391,40 @@ mod tests {
                 &serde_json::json!(1000),
                 &serde_json::json!(60)
             )
+        );
+    }
+
+    #[test]
+    fn an_answer_poll_carries_the_time_left_and_reads_without_it() {
+        let poll: AnswerPoll = serde_json::from_value(serde_json::json!({"future": 1})).unwrap();
+        assert_eq!(
+            poll,
+            AnswerPoll {
+                answer: None,
+                seconds_left: None
+            },
+            "unknown fields are accepted"
+        );
+        let left = AnswerPoll {
+            answer: None,
+            seconds_left: Some(42),
+        };
+        assert_eq!(
+            serde_json::to_value(&left).unwrap(),
+            serde_json::json!({"secondsLeft": 42})
+        );
+    }
+
+    #[test]
+    fn a_child_file_ref_reads_the_route_parameters() {
+        let file: ChildFileRef =
+            serde_json::from_value(serde_json::json!({"toolCallId": "call_1", "n": 2})).unwrap();
+        assert_eq!(
+            file,
+            ChildFileRef {
+                tool_call_id: "call_1".into(),
+                n: 2
+            }
         );
     }
 

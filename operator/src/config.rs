@@ -32,6 +32,11 @@ pub struct Config {
     #[arg(long, env = "HERD_HTTP_ADDR", default_value = "0.0.0.0:8080")]
     pub http_addr: SocketAddr,
 
+    /// Address of the run API (HTTPS, the certificate of Secret `herd-run-api-tls`), served by
+    /// every replica; port 0 picks a free port.
+    #[arg(long, env = "HERD_RUN_API_ADDR", default_value = "0.0.0.0:8443")]
+    pub run_api_addr: SocketAddr,
+
     /// Most reconciles running at once, per controller.
     #[arg(long, env = "HERD_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
@@ -269,6 +274,7 @@ mod tests {
         let config = parse(&[]).unwrap();
         assert!(config.watch_namespaces.is_empty());
         assert_eq!(config.concurrency, 16);
+        assert_eq!(config.run_api_addr.to_string(), "0.0.0.0:8443");
         assert_eq!(config.lease.seconds(), Ok((15, 5)));
         assert_eq!(config.log_format, LogFormat::Json);
         assert!(!config.default_model.is_set());

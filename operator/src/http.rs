@@ -1,5 +1,6 @@
 //! The operator's HTTP endpoints: `/healthz` (the process serves), `/readyz` (its caches have
-//! synced, whether or not it leads) and `/metrics` (Prometheus text format).
+//! synced and the run API serves, whether or not it leads) and `/metrics` (Prometheus text
+//! format).
 
 use std::sync::{Arc, OnceLock};
 
@@ -12,7 +13,8 @@ use axum::routing::get;
 use crate::metrics::Metrics;
 use crate::scope::Synced;
 
-/// Whether every cache has been filled once (set when the controllers are built).
+/// Whether every cache has been filled once and the run API has its certificate (set when the
+/// controllers are built).
 #[derive(Debug, Default)]
 pub struct Readiness(OnceLock<Vec<Synced>>);
 
@@ -52,7 +54,10 @@ async fn readyz(State(state): State<HttpState>) -> impl IntoResponse {
     if state.ready.is_ready() {
         (StatusCode::OK, "ok")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "caches not synced or the run API not serving",
+        )
     }
 }
 

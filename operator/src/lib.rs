@@ -3,7 +3,8 @@
 //! run several operators in one process (the library never exits the process).
 //!
 //! Layers: [`decide`] holds the pure decisions; [`controller`] reads caches, decides, applies;
-//! [`operator`] wires them to a [`scope::Scope`], the Lease ([`leader`]) and [`http`].
+//! [`operator`] wires them to a [`scope::Scope`], the Lease ([`leader`]), [`http`] and the
+//! [`run_api`] runner pods call.
 
 pub mod apply;
 pub mod builtin_skills;
@@ -18,6 +19,7 @@ pub mod labels;
 pub mod leader;
 pub mod metrics;
 pub mod operator;
+pub mod run_api;
 pub mod scope;
 pub mod shared;
 pub mod slim;

@@ -1,5 +1,5 @@
-//! Starting and stopping one operator: HTTP endpoints, caches and controllers per scope, and
-//! leader election, all owned by one task so aborting it stops everything.
+//! Starting and stopping one operator: HTTP endpoints, caches and controllers per scope, the run
+//! API and leader election, all owned by one task so aborting it stops everything.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,7 +23,8 @@ use crate::http::Readiness;
 use crate::http::{HttpState, router};
 use crate::leader;
 use crate::metrics::Metrics;
-use crate::scope::Scope;
+use crate::run_api::{self, RunApi};
+use crate::scope::{Scope, Synced};
 use crate::shared::Shared;
 
 /// The name the operator reports Events under.
@@ -33,6 +34,8 @@ pub const REPORTER: &str = "herd-operator";
 pub struct Running {
     /// Where `/healthz`, `/readyz` and `/metrics` are served.
     pub http_addr: SocketAddr,
+    /// Where the run API is served.
+    pub run_api_addr: SocketAddr,
     /// True while this replica leads.
     pub leader: watch::Receiver<bool>,
     ready: Arc<Readiness>,
@@ -41,7 +44,7 @@ pub struct Running {
 }
 
 impl Running {
-    /// Whether every cache has synced.
+    /// Whether every cache has synced and the run API serves.
     pub fn is_ready(&self) -> bool {
         self.ready.is_ready()
     }
@@ -90,6 +93,8 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     config.lease.seconds().map_err(Error::Config)?;
     let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
     let http_addr = listener.local_addr()?;
+    let run_api_listener = tokio::net::TcpListener::bind(config.run_api_addr).await?;
+    let run_api_addr = run_api_listener.local_addr()?;
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(Readiness::default());
     let (leader_tx, leader_rx) = watch::channel(false);
@@ -135,6 +140,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         admission: admission.clone(),
     };
     let mut ca_copies = Vec::new();
+    let mut run_api_scopes = Vec::new();
     let mut readiness = Vec::new();
     let mut controllers = JoinSet::new();
     for scope in Scope::from_list(&config.watch_namespaces) {
@@ -168,12 +174,22 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         readiness.extend(agent_caches);
         readiness.extend(skill_caches);
         readiness.extend(run_synced);
-        ca_copies.push(run_caches.config_maps);
+        ca_copies.push(run_caches.config_maps.clone());
+        run_api_scopes.push((scope.clone(), run_caches));
         controllers.spawn(drain(agents));
         controllers.spawn(drain(skills));
         controllers.spawn(drain(runs));
     }
+    let run_api_serving = Synced::default();
+    readiness.push(run_api_serving.clone());
     ready.set(readiness);
+    tasks.spawn(run_api::serve(
+        run_api_listener,
+        RunApi::new(client.clone(), run_api_scopes),
+        config.lease.namespace.clone(),
+        run_api_serving,
+        stopped(shutdown_rx.clone()),
+    ));
     tasks.spawn(keep_renewed(tls, ca_copies, leader_rx.clone()));
     tasks.spawn(admission.run(leader_rx.clone()));
     let leader_metrics = metrics.clone();
@@ -196,6 +212,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     });
     Ok(Running {
         http_addr,
+        run_api_addr,
         leader: leader_rx,
         ready,
         shutdown: shutdown_tx,

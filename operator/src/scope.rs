@@ -85,6 +85,11 @@ impl Synced {
         self.0.load(Ordering::Acquire)
     }
 
+    /// Marks it done by other means than a list (the run API's first certificate loaded).
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
     /// Marks the cache filled when `event` ends the initial list.
     pub fn observe<K>(&self, event: &Result<watcher::Event<K>, watcher::Error>) {
         if matches!(event, Ok(watcher::Event::InitDone)) {

@@ -1,9 +1,7 @@
 //! The operator at scale on the real API server: `cargo bench -p herd-e2e --bench
 //! operator_scale`, with `KUBEBUILDER_ASSETS` set as for the end-to-end tests (it starts its
-//! own control plane). The operator runs in a process of its own (this binary, started again)
-//! as the ServiceAccount of `charts/herd/files/rbac/` (a Role in the namespace), so its memory
-//! is its own and the API server treats it as in a cluster (API Priority and Fairness included;
-//! admin is exempt).
+//! own control plane). The operator runs in a process of its own ([`operator_process`]) as the
+//! ServiceAccount of `charts/herd/files/rbac/`.
 //!
 //! 1. Burst: 1,000 Runs created at once (100 requests in flight) with `--max-active=0` and
 //!    `--max-active-per-namespace=0`: the time until 1,000 Pods exist. Target ≤ 10 s.
@@ -16,74 +14,33 @@
 //!
 //! Not part of CI: it takes minutes and needs a quiet machine and a release build.
 
-// A benchmark that cannot set itself up should stop loudly.
-#![allow(clippy::expect_used)]
+#[path = "support/operator_process.rs"]
+mod operator_process;
 
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::{StreamExt, TryStreamExt};
-use herd_crds::agent::Agent;
 use herd_crds::run::Run;
 use herd_e2e::cluster::{Cluster, Source};
 use herd_e2e::namespace::create_namespace;
-use herd_e2e::operator_rbac::{Rbac, operator_token};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use operator_process::{Operator, ready_agent};
+
 const BURST: usize = 1_000;
 const CACHED: usize = 10_000;
 const IN_FLIGHT: usize = 100;
-const TOKEN_ENV: &str = "HERD_BENCH_TOKEN";
-const KUBECONFIG_ENV: &str = "HERD_BENCH_KUBECONFIG";
 /// `burst` or `memory`: only that part.
 const ONLY_ENV: &str = "HERD_BENCH_ONLY";
 
 fn main() -> ExitCode {
-    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let args: Vec<String> = std::env::args().collect();
-    let result = if args.get(1).map(String::as_str) == Some("operator") {
-        runtime.block_on(operator())
-    } else {
-        runtime.block_on(bench())
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("operator_scale: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The child process: one operator, its settings from the `HERD_*` environment, as the token
-/// in the environment, until killed (or orphaned: it never outlives the benchmark).
-async fn operator() -> anyhow::Result<()> {
-    let parent = std::os::unix::process::parent_id();
-    tokio::spawn(async move {
-        while std::os::unix::process::parent_id() == parent {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        std::process::exit(1);
-    });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = herd_operator::Config::for_namespaces(&[])?;
-    let kubeconfig = std::env::var(KUBECONFIG_ENV)?;
-    let file = Kubeconfig::read_from(&kubeconfig)?;
-    let mut kube_config =
-        kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?;
-    kube_config.auth_info = AuthInfo {
-        token: Some(std::env::var(TOKEN_ENV)?.into()),
-        ..AuthInfo::default()
-    };
-    let client = Client::try_from(kube_config)?;
-    herd_operator::run(config, client, std::future::pending()).await?;
-    Ok(())
+    operator_process::main("operator_scale", bench)
 }
 
 async fn bench() -> anyhow::Result<()> {
@@ -100,67 +57,8 @@ async fn bench() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An operator process watching `namespace`, as its ServiceAccount there.
-struct Operator {
-    child: Child,
-    http: String,
-}
-
+/// What only this benchmark asks of its operator.
 impl Operator {
-    async fn start(
-        cluster: &Cluster,
-        namespace: &str,
-        settings: &[(&str, &str)],
-    ) -> anyhow::Result<Self> {
-        let token = match operator_token(&cluster.client(), namespace, Rbac::Namespaced, 7200).await
-        {
-            Ok(token) => token,
-            // The ServiceAccount exists from an earlier start: only ask for a token.
-            Err(_) => token_again(&cluster.client(), namespace).await?,
-        };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let http = format!("127.0.0.1:{port}");
-        let child = Command::new(std::env::current_exe()?)
-            .arg("operator")
-            .env("HERD_WATCH_NAMESPACES", namespace)
-            .env("HERD_LEASE_NAMESPACE", namespace)
-            .env("HERD_HTTP_ADDR", &http)
-            .envs(settings.iter().copied())
-            .env(TOKEN_ENV, token)
-            .env(KUBECONFIG_ENV, cluster.kubeconfig())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let operator = Operator { child, http };
-        operator
-            .wait_for("leading and ready", |m| m.contains("herd_leader 1"))
-            .await?;
-        Ok(operator)
-    }
-
-    async fn metrics(&self) -> anyhow::Result<String> {
-        Ok(reqwest::get(format!("http://{}/metrics", self.http))
-            .await?
-            .text()
-            .await?)
-    }
-
-    async fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while Instant::now() < deadline {
-            let ready = reqwest::get(format!("http://{}/readyz", self.http))
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ready && self.metrics().await.is_ok_and(|m| check(&m)) {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        bail!("the operator was not {what} within 120 s")
-    }
-
     /// Waits until the Run controller has been idle for 3 s (every Run reconciled).
     async fn settle(&self) -> anyhow::Result<()> {
         let reconciles = |m: &str| {
@@ -200,55 +98,6 @@ impl Operator {
         };
         Ok((field("VmRSS:")?, field("VmHWM:")?))
     }
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn token_again(admin: &Client, namespace: &str) -> anyhow::Result<String> {
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(admin.clone(), namespace);
-    let request: k8s_openapi::api::authentication::v1::TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
-    let token = accounts
-        .create_token_request(
-            herd_e2e::operator_rbac::SERVICE_ACCOUNT,
-            &PostParams::default(),
-            &request,
-        )
-        .await?;
-    Ok(token.status.context("no token")?.token)
-}
-
-async fn ready_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
-        "stringData": {"api-key": "k"},
-    }))?;
-    Api::<Secret>::namespaced(admin.clone(), namespace)
-        .create(&PostParams::default(), &secret)
-        .await?;
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent", "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []},
-    }))?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
-    agents.create(&PostParams::default(), &agent).await?;
-    herd_e2e::wait::wait_for("the Agent ready", Duration::from_secs(60), || async {
-        let agent = agents.get("helper").await?;
-        let ready = agent.status.is_some_and(|s| {
-            s.conditions.iter().any(|c| {
-                c.type_ == "Ready" && c.status == herd_crds::condition::ConditionStatus::True
-            })
-        });
-        Ok(ready.then_some(()))
-    })
-    .await
 }
 
 fn run(name: &str, task: &str) -> anyhow::Result<Run> {

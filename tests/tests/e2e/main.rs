@@ -5,14 +5,20 @@
 mod crds;
 mod fixture;
 mod operator;
+mod run_api;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     herd_e2e::run_suite(
-        [crds::tests(), fixture::tests(), operator::tests()]
-            .into_iter()
-            .flatten()
-            .collect(),
+        [
+            crds::tests(),
+            fixture::tests(),
+            operator::tests(),
+            run_api::tests(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     )
 }

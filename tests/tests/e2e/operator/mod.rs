@@ -6,9 +6,9 @@ mod admission;
 mod agents;
 mod children;
 mod leader;
-mod run_fixtures;
+pub(crate) mod run_fixtures;
 mod runs;
-mod support;
+pub(crate) mod support;
 mod tls;
 
 use herd_e2e::{E2eTest, TestEnv};

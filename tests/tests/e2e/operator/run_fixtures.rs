@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use super::support::has_condition;
 use herd_e2e::wait::wait_for;
 
-pub(super) const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// Labels the namespace to enforce the `restricted` Pod Security Standard.
-pub(super) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+pub(crate) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     let label = json!({"metadata": {"labels": {
         "pod-security.kubernetes.io/enforce": "restricted",
@@ -30,12 +30,12 @@ pub(super) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyho
 }
 
 /// A ready Agent whose model key is a labelled Secret.
-pub(super) async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+pub(crate) async fn create_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
     create_agent_with(admin, namespace, json!({}), json!({})).await
 }
 
 /// A ready Agent with these `runDefaults` and `sandbox`.
-pub(super) async fn create_agent_with(
+pub(crate) async fn create_agent_with(
     admin: &Client,
     namespace: &str,
     run_defaults: Value,
@@ -50,7 +50,7 @@ pub(super) async fn create_agent_with(
 }
 
 /// A ready Agent using these skills.
-pub(super) async fn create_agent_with_skills(
+pub(crate) async fn create_agent_with_skills(
     admin: &Client,
     namespace: &str,
     skills: &[&str],
@@ -60,7 +60,7 @@ pub(super) async fn create_agent_with_skills(
 
 /// A ready Agent `helper` whose model key is a labelled Secret; `spec`'s fields replace those
 /// of a plain spec (no skills, a short SOUL, the model's CIDR).
-pub(super) async fn create_agent_spec(
+pub(crate) async fn create_agent_spec(
     admin: &Client,
     namespace: &str,
     spec: Value,
@@ -88,7 +88,7 @@ pub(super) async fn create_agent_spec(
     Ok(())
 }
 
-pub(super) async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
+pub(crate) async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
     let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
     let run: Run = serde_json::from_value(json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
@@ -99,7 +99,7 @@ pub(super) async fn create_run(admin: &Client, namespace: &str, name: &str) -> a
     Ok(())
 }
 
-pub(super) async fn run_until(
+pub(crate) async fn run_until(
     runs: &Api<Run>,
     name: &str,
     what: &str,
@@ -112,13 +112,13 @@ pub(super) async fn run_until(
     .await
 }
 
-pub(super) fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
+pub(crate) fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
     run.status
         .as_ref()
         .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
 }
 
-pub(super) fn message(run: &Run) -> String {
+pub(crate) fn message(run: &Run) -> String {
     run.status
         .as_ref()
         .and_then(|s| {
@@ -128,7 +128,7 @@ pub(super) fn message(run: &Run) -> String {
         .unwrap_or_default()
 }
 
-pub(super) fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
+pub(crate) fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::Result<&'a Value> {
     pod["spec"][list]
         .as_array()
         .and_then(|all| all.iter().find(|c| c["name"] == name))
@@ -136,7 +136,7 @@ pub(super) fn container<'a>(pod: &'a Value, list: &str, name: &str) -> anyhow::R
 }
 
 /// Plays the kubelet: the Pod `Running` with its `agent` container started.
-pub(super) async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
+pub(crate) async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
     let status = json!({"status": {
         "phase": "Running",
@@ -151,7 +151,7 @@ pub(super) async fn start_agent(admin: &Client, namespace: &str, pod: &str) -> a
 
 /// Plays the kubelet: the `agent` container terminated as given, the Pod `Failed` or
 /// `Succeeded` by its exit code.
-pub(super) async fn terminate_agent(
+pub(crate) async fn terminate_agent(
     admin: &Client,
     namespace: &str,
     pod: &str,

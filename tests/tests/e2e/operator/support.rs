@@ -32,7 +32,8 @@ pub async fn operator_client(
 }
 
 /// Operator settings for a test: scoped to `namespaces` (empty: all), a Lease of its own in
-/// `lease_namespace`, short lease timings, the HTTP listener on a free loopback port.
+/// `lease_namespace`, short lease timings, the HTTP listener and the run API on free loopback
+/// ports.
 pub fn test_config(
     namespaces: &[&str],
     lease_namespace: &str,
@@ -45,6 +46,7 @@ pub fn test_config(
     config.lease.duration = Duration::from_secs(4);
     config.lease.renew_before = Duration::from_secs(2);
     config.http_addr = "127.0.0.1:0".parse()?;
+    config.run_api_addr = "127.0.0.1:0".parse()?;
     Ok(config)
 }
 

@@ -1,0 +1,132 @@
+//! Admitting one request, in order: its declared length, its token (TokenReview, cached), the
+//! runner's namespace, its Pod and the Run in the path (from the caches, else read live before
+//! a refusal), the attempt, then the Run's request rate.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::http::HeaderMap;
+use herd_crds::run::Run;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, ResourceExt};
+
+use super::RunApi;
+use super::authenticate::authenticate;
+use super::authorize::{RunPath, authorize, same_namespace};
+use super::body::check_declared_length;
+use super::failure::Failure;
+use super::rate_limit::retry_after_seconds;
+use crate::controller::run_context::RunCaches;
+use crate::controller::run_objects::controller_uid;
+
+/// A request let through: the Run it acts on and the attempt its Pod serves.
+pub struct Admitted {
+    /// The Run in the path.
+    pub path: RunPath,
+    /// That Run (from the cache: without its task or result).
+    pub run: Arc<Run>,
+    /// The Run's UID.
+    pub uid: String,
+    /// The attempt the calling Pod serves.
+    pub attempt: u32,
+    /// The caches of the Run's namespace.
+    pub caches: RunCaches,
+}
+
+impl RunApi {
+    /// Admits a request on `path` whose body may be `limit` bytes.
+    pub async fn admit(
+        &self,
+        path: RunPath,
+        headers: &HeaderMap,
+        limit: usize,
+    ) -> Result<Admitted, Failure> {
+        check_declared_length(headers, limit)?;
+        let runner = authenticate(&self.client, &self.reviews, headers).await?;
+        same_namespace(&runner, &path)?;
+        let caches = self.caches_of(&path.namespace).ok_or_else(|| {
+            Failure::not_found(format!(
+                "namespace {} is not watched by this operator",
+                path.namespace
+            ))
+        })?;
+        let pod = self
+            .pod(&caches, &path.namespace, &runner.pod_name, &runner.pod_uid)
+            .await?;
+        let owner = pod.as_ref().and_then(|p| controller_uid(p.as_ref()));
+        let run = self.run(&caches, &path, owner).await?;
+        let uid = run.uid().unwrap_or_default();
+        let attempt = authorize(
+            &path,
+            &runner,
+            pod.as_deref(),
+            &run,
+            self.attempts.highest(&uid),
+        )?;
+        self.attempts.saw(&uid, attempt);
+        self.limiter
+            .take(&uid, Instant::now())
+            .map_err(|wait| Failure::rate_limited(retry_after_seconds(wait)))?;
+        Ok(Admitted {
+            path,
+            run,
+            uid,
+            attempt,
+            caches,
+        })
+    }
+
+    fn caches_of(&self, namespace: &str) -> Option<RunCaches> {
+        self.scopes
+            .iter()
+            .find(|(scope, _)| scope.contains(namespace))
+            .map(|(_, caches)| caches.clone())
+    }
+
+    /// The token's Pod: cached with the token's UID, else read live.
+    async fn pod(
+        &self,
+        caches: &RunCaches,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<Option<Arc<Pod>>, Failure> {
+        let cached = caches.pods.get(&ObjectRef::new(name).within(namespace));
+        if let Some(pod) = cached.filter(|p| p.uid().as_deref() == Some(uid)) {
+            return Ok(Some(pod));
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let live = api
+            .get_metadata_opt(name)
+            .await
+            .map_err(|e| Failure::kube("reading the token's Pod", &e))?;
+        Ok(live.map(|meta| {
+            Arc::new(Pod {
+                metadata: meta.metadata,
+                ..Pod::default()
+            })
+        }))
+    }
+
+    /// The Run in the path: cached when it is the Pod's owner, else read live.
+    async fn run(
+        &self,
+        caches: &RunCaches,
+        path: &RunPath,
+        owner: Option<&str>,
+    ) -> Result<Arc<Run>, Failure> {
+        let cached = caches
+            .runs
+            .get(&ObjectRef::new(&path.name).within(&path.namespace));
+        if let Some(run) = cached.filter(|r| owner.is_some() && r.uid().as_deref() == owner) {
+            return Ok(run);
+        }
+        let api: Api<Run> = Api::namespaced(self.client.clone(), &path.namespace);
+        api.get_opt(&path.name)
+            .await
+            .map_err(|e| Failure::kube("reading the Run", &e))?
+            .map(Arc::new)
+            .ok_or_else(|| Failure::not_found(format!("Run {path} is gone")))
+    }
+}

@@ -1,0 +1,386 @@
+//! `status.report` as the run API writes it: always whole, composed from the live report and
+//! the runner's body. Pure. A report of an older attempt, or an older `seq` of the same attempt,
+//! is stale and dropped; a terminal report of an attempt is final (the Run has ended on it);
+//! texts are cut to the CRD's limits so a write never fails on size.
+
+use herd_crds::report::{Artifact, StopReason, Todo};
+use herd_crds::run::{MAX_RESULT_TEXT, RunReport, RunResult};
+use herd_crds::wire::{ProgressReport, ResultReport};
+
+use super::failure::Failure;
+use crate::decide::run_status::is_terminal;
+
+/// Most characters of `status.report.title`.
+pub const MAX_TITLE: usize = 256;
+/// Most todos in `status.report.todos`.
+pub const MAX_TODOS: usize = 100;
+/// Most characters of one todo.
+pub const MAX_TODO: usize = 2048;
+
+/// `text` cut to at most `max` characters, and whether it was cut.
+pub fn truncate_chars(text: &str, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => (text[..end].to_owned(), true),
+        None => (text.to_owned(), false),
+    }
+}
+
+fn title(title: Option<&str>) -> Option<String> {
+    title.map(|t| truncate_chars(t, MAX_TITLE).0)
+}
+
+fn todos(todos: &[Todo]) -> Vec<Todo> {
+    todos
+        .iter()
+        .take(MAX_TODOS)
+        .map(|todo| Todo {
+            content: truncate_chars(&todo.content, MAX_TODO).0,
+            status: todo.status,
+        })
+        .collect()
+}
+
+fn terminal(report: &RunReport) -> bool {
+    report.stop_reason.is_some_and(is_terminal)
+}
+
+/// The report after a progress report, or `None` when the progress is stale: the live report is
+/// of a later attempt, of a later or equal `seq`, or already ends the attempt.
+pub fn after_progress(live: Option<&RunReport>, progress: &ProgressReport) -> Option<RunReport> {
+    if let Some(live) = live
+        && (live.attempt > progress.attempt
+            || (live.attempt == progress.attempt && (live.seq >= progress.seq || terminal(live))))
+    {
+        return None;
+    }
+    let same_attempt = live.filter(|l| l.attempt == progress.attempt);
+    Some(RunReport {
+        attempt: progress.attempt,
+        seq: progress.seq,
+        // A title is written once; a progress report without one keeps it.
+        title: title(progress.title.as_deref())
+            .or_else(|| same_attempt.and_then(|l| l.title.clone())),
+        todos: todos(&progress.todos),
+        usage: progress.usage,
+        // The runner moved on: the question (if any) was answered.
+        clarification: None,
+        result: None,
+        stop_reason: None,
+    })
+}
+
+/// How a result changes the report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AfterResult {
+    /// Write this report.
+    Write(Box<RunReport>),
+    /// The attempt's report is terminal already (a retried post): nothing to write; the stop
+    /// reason stored.
+    Stored(StopReason),
+}
+
+/// What the result ConfigMap step produced for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// The answer and these files are in `<run>-result`.
+    Written(Vec<Artifact>),
+    /// They did not fit: why, in a sentence.
+    TooLarge(String),
+}
+
+/// The report after a result, or why the result is refused (a body `seq` below the live one).
+pub fn after_result(
+    live: Option<&RunReport>,
+    result: &ResultReport,
+    stored: &Stored,
+) -> Result<AfterResult, Failure> {
+    if let Some(live) = live.filter(|l| l.attempt == result.attempt) {
+        if terminal(live)
+            && let Some(stop) = live.stop_reason
+        {
+            return Ok(AfterResult::Stored(stop));
+        }
+        if live.seq > result.seq {
+            return Err(Failure::bad_request(format!(
+                "seq {} is below the report's {}",
+                result.seq, live.seq
+            )));
+        }
+    }
+    let (stop_reason, result_part) = match stored {
+        Stored::Written(artifacts) => {
+            let (text, truncated) = truncate_chars(&result.text, MAX_RESULT_TEXT);
+            let text = match (&result.error, result.stop_reason.is_answer()) {
+                // A failure's text is what the Run's message shows; the runner's error says why.
+                (Some(error), false) if text.is_empty() => truncate_chars(error, MAX_RESULT_TEXT).0,
+                _ => text,
+            };
+            (
+                result.stop_reason,
+                RunResult {
+                    text,
+                    truncated,
+                    artifacts: artifacts.clone(),
+                },
+            )
+        }
+        Stored::TooLarge(why) => (
+            StopReason::ResultTooLarge,
+            RunResult {
+                text: truncate_chars(why, MAX_RESULT_TEXT).0,
+                truncated: false,
+                artifacts: Vec::new(),
+            },
+        ),
+    };
+    let same_attempt = live.filter(|l| l.attempt == result.attempt);
+    Ok(AfterResult::Write(Box::new(RunReport {
+        attempt: result.attempt,
+        seq: result.seq,
+        title: title(result.title.as_deref())
+            .or_else(|| same_attempt.and_then(|l| l.title.clone())),
+        todos: todos(&result.todos),
+        usage: result.usage,
+        clarification: None,
+        result: Some(result_part),
+        stop_reason: Some(stop_reason),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd_crds::report::{Clarification, ClarificationType, TodoStatus, Usage};
+    use proptest::prelude::*;
+
+    fn live(attempt: u32, seq: u64, stop: Option<StopReason>) -> RunReport {
+        RunReport {
+            attempt,
+            seq,
+            title: Some("Old title".into()),
+            stop_reason: stop,
+            ..RunReport::default()
+        }
+    }
+
+    fn progress(attempt: u32, seq: u64) -> ProgressReport {
+        ProgressReport {
+            attempt,
+            seq,
+            title: None,
+            todos: vec![Todo {
+                content: "step".into(),
+                status: TodoStatus::InProgress,
+            }],
+            usage: Usage {
+                model_calls: 3,
+                ..Usage::default()
+            },
+        }
+    }
+
+    fn result(attempt: u32, seq: u64, text: &str) -> ResultReport {
+        ResultReport {
+            attempt,
+            seq,
+            stop_reason: StopReason::Completed,
+            text: text.into(),
+            title: Some("Final".into()),
+            todos: vec![],
+            usage: Usage::default(),
+            files: vec![],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn progress_replaces_the_report_and_keeps_the_title() {
+        let next = after_progress(Some(&live(1, 2, None)), &progress(1, 3)).unwrap();
+        assert_eq!((next.attempt, next.seq), (1, 3));
+        assert_eq!(next.title.as_deref(), Some("Old title"));
+        assert_eq!(next.usage.model_calls, 3);
+        assert_eq!(next.todos.len(), 1);
+        let titled = ProgressReport {
+            title: Some("New".into()),
+            ..progress(1, 4)
+        };
+        assert_eq!(
+            after_progress(Some(&next), &titled)
+                .unwrap()
+                .title
+                .as_deref(),
+            Some("New")
+        );
+        let first = after_progress(None, &progress(1, 1)).unwrap();
+        assert_eq!(first.title, None);
+        let next_attempt = after_progress(Some(&live(1, 9, None)), &progress(2, 1)).unwrap();
+        assert_eq!(
+            next_attempt.title, None,
+            "another attempt's title is not kept"
+        );
+    }
+
+    #[test]
+    fn stale_or_late_progress_is_dropped() {
+        assert_eq!(
+            after_progress(Some(&live(1, 3, None)), &progress(1, 3)),
+            None
+        );
+        assert_eq!(
+            after_progress(Some(&live(1, 4, None)), &progress(1, 3)),
+            None
+        );
+        assert_eq!(
+            after_progress(Some(&live(2, 1, None)), &progress(1, 9)),
+            None
+        );
+        assert_eq!(
+            after_progress(
+                Some(&live(1, 3, Some(StopReason::Completed))),
+                &progress(1, 9)
+            ),
+            None,
+            "a result is final"
+        );
+    }
+
+    #[test]
+    fn progress_after_a_question_clears_it() {
+        let mut asked = live(1, 3, Some(StopReason::InputRequired));
+        asked.clarification = Some(Clarification {
+            id: "q".into(),
+            question: "?".into(),
+            kind: ClarificationType::MissingInfo,
+            context: None,
+            options: vec![],
+            asked_at: None,
+        });
+        let next = after_progress(Some(&asked), &progress(1, 4)).unwrap();
+        assert_eq!((next.clarification, next.stop_reason), (None, None));
+    }
+
+    #[test]
+    fn a_result_is_written_with_its_text_cut_to_the_limit() {
+        let long = "é".repeat(MAX_RESULT_TEXT + 10);
+        let artifacts = vec![Artifact {
+            path: "/mnt/user-data/outputs/a.md".into(),
+            size: 3,
+        }];
+        let AfterResult::Write(report) = after_result(
+            Some(&live(1, 5, None)),
+            &result(1, 6, &long),
+            &Stored::Written(artifacts.clone()),
+        )
+        .unwrap() else {
+            panic!("written");
+        };
+        let stored = report.result.unwrap();
+        assert_eq!(stored.text.chars().count(), MAX_RESULT_TEXT);
+        assert!(stored.truncated);
+        assert_eq!(stored.artifacts, artifacts);
+        assert_eq!(report.stop_reason, Some(StopReason::Completed));
+        assert_eq!(report.title.as_deref(), Some("Final"));
+        assert_eq!((report.attempt, report.seq), (1, 6));
+    }
+
+    #[test]
+    fn a_result_too_large_fails_so_and_says_why() {
+        let AfterResult::Write(report) = after_result(
+            None,
+            &result(1, 1, "big"),
+            &Stored::TooLarge("1 MiB is over 900 KiB".into()),
+        )
+        .unwrap() else {
+            panic!("written");
+        };
+        assert_eq!(report.stop_reason, Some(StopReason::ResultTooLarge));
+        let stored = report.result.unwrap();
+        assert_eq!(stored.text, "1 MiB is over 900 KiB");
+        assert!(stored.artifacts.is_empty());
+    }
+
+    #[test]
+    fn a_failures_error_is_its_text_when_it_has_none() {
+        let failed = ResultReport {
+            stop_reason: StopReason::ModelError,
+            error: Some("the model answered 500".into()),
+            ..result(1, 2, "")
+        };
+        let AfterResult::Write(report) =
+            after_result(None, &failed, &Stored::Written(vec![])).unwrap()
+        else {
+            panic!("written");
+        };
+        assert_eq!(report.result.unwrap().text, "the model answered 500");
+    }
+
+    #[test]
+    fn a_retried_result_is_stored_once_and_an_older_seq_refused() {
+        let done = live(1, 6, Some(StopReason::Completed));
+        assert_eq!(
+            after_result(Some(&done), &result(1, 6, "x"), &Stored::Written(vec![])),
+            Ok(AfterResult::Stored(StopReason::Completed))
+        );
+        let refused = after_result(
+            Some(&live(1, 7, None)),
+            &result(1, 6, "x"),
+            &Stored::Written(vec![]),
+        )
+        .unwrap_err();
+        assert_eq!(refused.status.as_u16(), 400);
+        assert!(
+            matches!(
+                after_result(
+                    Some(&live(1, 6, None)),
+                    &result(1, 6, "x"),
+                    &Stored::Written(vec![])
+                ),
+                Ok(AfterResult::Write(_))
+            ),
+            "an equal seq is allowed (as the CRD's rule allows it)"
+        );
+        assert!(
+            matches!(
+                after_result(
+                    Some(&live(1, 9, Some(StopReason::InputRequired))),
+                    &result(2, 1, "x"),
+                    &Stored::Written(vec![])
+                ),
+                Ok(AfterResult::Write(_))
+            ),
+            "a new attempt"
+        );
+    }
+
+    #[test]
+    fn titles_and_todos_fit_the_crd() {
+        let many = ProgressReport {
+            title: Some("t".repeat(1000)),
+            todos: (0..150)
+                .map(|_| Todo {
+                    content: "c".repeat(5000),
+                    status: TodoStatus::Pending,
+                })
+                .collect(),
+            ..progress(1, 1)
+        };
+        let next = after_progress(None, &many).unwrap();
+        assert_eq!(next.title.unwrap().chars().count(), MAX_TITLE);
+        assert_eq!(next.todos.len(), MAX_TODOS);
+        assert!(
+            next.todos
+                .iter()
+                .all(|t| t.content.chars().count() == MAX_TODO)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn truncation_keeps_a_prefix_within_the_limit(text in "\\PC{0,80}", max in 0usize..40) {
+            let (cut, truncated) = truncate_chars(&text, max);
+            prop_assert!(text.starts_with(&cut));
+            prop_assert!(cut.chars().count() <= max);
+            prop_assert_eq!(truncated, text.chars().count() > max);
+        }
+    }
+}

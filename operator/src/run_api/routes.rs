@@ -1,0 +1,202 @@
+//! The routes of the run API (DESIGN §3), under `/v1/runs/{namespace}/{name}/`: `config`,
+//! `progress` and `result`. Every other path, and every refusal, answers an `ApiError`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use herd_crds::run::Run;
+use herd_crds::wire::{MAX_BODY, MAX_LARGE_BODY, ProgressReport, ResultAccepted, ResultReport};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use tracing::info;
+
+use super::RunApi;
+use super::admit::Admitted;
+use super::authorize::RunPath;
+use super::body::{parse, read_limited};
+use super::failure::Failure;
+use super::progress::RunKey;
+use super::report::{AfterResult, Stored, after_result};
+use super::report_writer::{Written, write_report};
+use super::result_config_map::{decode_files, result_config_map, write_result_config_map};
+use super::run_config::run_config;
+use crate::controller::run_objects::owned_by;
+use crate::decide::run_snapshot::{Snapshot, read_snapshot};
+use crate::decide::run_status::snapshot_name;
+
+/// The router of the run API.
+pub fn router(api: Arc<RunApi>) -> Router {
+    Router::new()
+        .route("/v1/runs/{namespace}/{name}/config", get(config))
+        .route("/v1/runs/{namespace}/{name}/progress", post(progress))
+        .route("/v1/runs/{namespace}/{name}/result", post(result))
+        .fallback(no_route)
+        .method_not_allowed_fallback(no_route)
+        .with_state(api)
+}
+
+async fn no_route(method: Method, uri: Uri) -> Failure {
+    Failure::not_found(format!("the run API has no route {method} {}", uri.path()))
+}
+
+fn run_path((namespace, name): (String, String)) -> RunPath {
+    RunPath { namespace, name }
+}
+
+/// Refuses what the live Run shows: another Run of the same name, or a later attempt.
+fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
+    if live.uid().as_deref() != Some(admitted.uid.as_str()) {
+        return Err(Failure::not_found(format!(
+            "Run {} is gone (recreated under its name)",
+            admitted.path
+        )));
+    }
+    let current = live.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
+    if current > admitted.attempt {
+        return Err(Failure::stale_attempt(admitted.attempt, current));
+    }
+    Ok(())
+}
+
+fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
+    if body == admitted.attempt {
+        Ok(())
+    } else {
+        Err(Failure::bad_request(format!(
+            "the body is of attempt {body}, but this Pod serves attempt {}",
+            admitted.attempt
+        )))
+    }
+}
+
+async fn config(
+    State(api): State<Arc<RunApi>>,
+    Path(path): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
+    let runs: Api<Run> = Api::namespaced(api.client.clone(), &admitted.path.namespace);
+    let live = runs
+        .get_opt(&admitted.path.name)
+        .await
+        .map_err(|e| Failure::kube("reading the Run", &e))?
+        .ok_or_else(|| Failure::not_found(format!("Run {} is gone", admitted.path)))?;
+    check_live(&live, &admitted)?;
+    let snapshot = api.snapshot(&admitted).await?;
+    let start = live.status.as_ref().and_then(|s| s.start_time.as_ref());
+    let now = Time(jiff::Timestamp::now());
+    let config = run_config(&snapshot, &live.spec, admitted.attempt, start, &now);
+    Ok(Json(config).into_response())
+}
+
+impl RunApi {
+    /// The Run's snapshot: cached, else read live; never another Run's.
+    async fn snapshot(&self, admitted: &Admitted) -> Result<Snapshot, Failure> {
+        let name = snapshot_name(&admitted.path.name);
+        let namespace = &admitted.path.namespace;
+        let cached = admitted
+            .caches
+            .config_maps
+            .get(&ObjectRef::new(&name).within(namespace))
+            .filter(|cm| owned_by(cm.as_ref(), &admitted.uid));
+        let config_map = match cached {
+            Some(cm) => cm,
+            None => {
+                let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
+                api.get_opt(&name)
+                    .await
+                    .map_err(|e| Failure::kube("reading the Run's snapshot", &e))?
+                    .filter(|cm| owned_by(cm, &admitted.uid))
+                    .map(Arc::new)
+                    .ok_or_else(|| {
+                        Failure::internal(format!("the Run's snapshot {name} is missing"))
+                    })?
+            }
+        };
+        read_snapshot(&config_map)
+            .ok_or_else(|| Failure::internal(format!("the Run's snapshot {name} does not parse")))
+    }
+}
+
+async fn progress(
+    State(api): State<Arc<RunApi>>,
+    Path(path): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Failure> {
+    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
+    let report: ProgressReport = parse(&read_limited(body, MAX_BODY).await?)?;
+    check_attempt(report.attempt, &admitted)?;
+    let key = RunKey {
+        path: admitted.path,
+        uid: admitted.uid,
+    };
+    // A stale report is dropped without a word: the runner has a newer one out already.
+    api.progress.offer(key, report);
+    Ok((StatusCode::ACCEPTED, Json(serde_json::json!({}))).into_response())
+}
+
+async fn result(
+    State(api): State<Arc<RunApi>>,
+    Path(path): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Failure> {
+    let admitted = api.admit(run_path(path), &headers, MAX_LARGE_BODY).await?;
+    let report: ResultReport = parse(&read_limited(body, MAX_LARGE_BODY).await?)?;
+    check_attempt(report.attempt, &admitted)?;
+    let files = decode_files(&report.files)?;
+    api.progress.forget(&RunKey {
+        path: admitted.path.clone(),
+        uid: admitted.uid.clone(),
+    });
+    let owner = admitted
+        .run
+        .controller_owner_ref(&())
+        .ok_or_else(|| Failure::internal("the Run has no UID"))?;
+    let stored = match result_config_map(
+        &admitted.path.name,
+        &admitted.path.namespace,
+        owner,
+        &report.text,
+        &files,
+    ) {
+        Ok((config_map, artifacts)) => {
+            write_result_config_map(&api.client, &admitted.uid, config_map).await?;
+            Stored::Written(artifacts)
+        }
+        Err(why) => Stored::TooLarge(why),
+    };
+    let written = write_report(
+        &api.client,
+        &admitted.path.namespace,
+        &admitted.path.name,
+        |live| {
+            check_live(live, &admitted)?;
+            let current = live.status.as_ref().and_then(|s| s.report.as_ref());
+            Ok(match after_result(current, &report, &stored)? {
+                AfterResult::Write(next) => {
+                    let stop = next.stop_reason.unwrap_or(report.stop_reason);
+                    (Some(*next), stop)
+                }
+                AfterResult::Stored(stop) => (None, stop),
+            })
+        },
+    )
+    .await?;
+    let stop_reason = match written {
+        Written::Applied(stop) => {
+            info!(run = %admitted.path, attempt = admitted.attempt, ?stop, "result stored");
+            stop
+        }
+        Written::Skipped(stop) => stop,
+    };
+    Ok(Json(ResultAccepted { stop_reason }).into_response())
+}

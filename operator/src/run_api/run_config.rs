@@ -1,0 +1,199 @@
+//! `GET config`: what the runner plans its run from. Pure: the Run's snapshot (fixed at
+//! admission), its live spec (the task, the answers given so far), the Pod's attempt and the
+//! clock (the time left counts queue time and earlier attempts, from `startTime`).
+
+use herd_crds::run::RunSpec;
+use herd_crds::wire::{Answer, RunConfig};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::decide::run_snapshot::Snapshot;
+use crate::decide::run_status::elapsed;
+
+/// The configuration of `attempt` of a Run accepted at `start` (its `status.startTime`; now
+/// when not written yet), at `now`.
+pub fn run_config(
+    snapshot: &Snapshot,
+    spec: &RunSpec,
+    attempt: u32,
+    start: Option<&Time>,
+    now: &Time,
+) -> RunConfig {
+    let spent = start.map_or(std::time::Duration::ZERO, |start| elapsed(start, now));
+    let seconds_left = snapshot.run.timeout().saturating_sub(spent).as_secs();
+    RunConfig {
+        attempt,
+        agent: snapshot.agent.clone(),
+        agent_name: snapshot.agent_name.clone(),
+        script: snapshot.script.clone(),
+        run: spec.clone(),
+        depth: snapshot.depth,
+        seconds_left,
+        max_model_calls: snapshot.run.max_model_calls,
+        token_budget: snapshot.run.token_budget,
+        checkpoint_gzip_base64: None,
+        responses: spec
+            .responses
+            .iter()
+            .map(|r| Answer {
+                id: r.id.clone(),
+                answer: r.answer.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use herd_crds::manifest::{Manifest, parse_document};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::config::DefaultModelConfig;
+    use crate::decide::run_snapshot::{SnapshotSources, snapshot};
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn repository(path: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+    }
+
+    /// The snapshot and Run spec the operator makes of a manifest file's Agent and Run (its
+    /// `model.scriptFrom` read from the file's ConfigMap, as the Run controller reads it).
+    fn accepted(file: &str, task: Option<&str>) -> (Snapshot, RunSpec) {
+        let text = std::fs::read_to_string(repository(file)).unwrap();
+        let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+        let (maps, herd): (Vec<_>, Vec<_>) = documents
+            .into_iter()
+            .partition(|d| d["kind"] == "ConfigMap");
+        let maps: Vec<ConfigMap> = maps
+            .into_iter()
+            .map(|d| serde_json::from_value(d).unwrap())
+            .collect();
+        let manifests: Vec<Manifest> = herd
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| parse_document(i + 1, d).unwrap())
+            .collect();
+        let agent = manifests
+            .iter()
+            .find_map(|m| match m {
+                Manifest::Agent(agent) => Some(agent.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let agent_name = agent.metadata.name.clone().unwrap();
+        let spec = manifests
+            .iter()
+            .find_map(|m| match m {
+                Manifest::Run(run) => Some(run.spec.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| {
+                serde_json::from_value(serde_json::json!({
+                    "agentRef": {"name": agent_name}, "task": task.unwrap_or_default()
+                }))
+                .unwrap()
+            });
+        let script = agent
+            .spec
+            .model
+            .as_ref()
+            .and_then(|m| m.script_from.as_ref())
+            .and_then(|from| {
+                let key = &from.config_map_key_ref;
+                maps.iter()
+                    .find(|cm| cm.metadata.name.as_deref() == Some(key.name.as_str()))
+                    .and_then(|cm| cm.data.as_ref()?.get(&key.key).cloned())
+            });
+        let default_model = DefaultModelConfig::default();
+        let snap = snapshot(
+            &spec,
+            &agent.spec,
+            SnapshotSources {
+                agent_name: &agent_name,
+                skills: &[],
+                soul: None,
+                script,
+                default_model: &default_model,
+                runner_image: "runner:1",
+                sandbox_image: "sandbox:1",
+            },
+        )
+        .unwrap();
+        (snap, spec)
+    }
+
+    fn runner_fixture(name: &str) -> RunConfig {
+        let path = repository("runner/src/runtime/fixtures").join(name);
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_researcher_runs_config_is_the_one_the_runner_plans_from() {
+        let (snap, spec) = accepted("examples/local/researcher.yaml", None);
+        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100));
+        assert_eq!(config, runner_fixture("researcher.run-config.json"));
+    }
+
+    #[test]
+    fn the_all_features_config_is_the_one_the_runner_plans_from() {
+        let (snap, spec) = accepted(
+            "examples/local/all-features.yaml",
+            Some("Map the European market for heat pumps."),
+        );
+        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100));
+        assert_eq!(config, runner_fixture("all-features.run-config.json"));
+    }
+
+    #[test]
+    fn time_left_counts_from_the_start_and_never_goes_below_zero() {
+        let (snap, spec) = accepted("examples/local/researcher.yaml", None);
+        let timeout = snap.run.timeout_seconds;
+        let left = |start: Option<&Time>, now: i64| {
+            run_config(&snap, &spec, 2, start, &at(now)).seconds_left
+        };
+        assert_eq!(
+            left(Some(&at(100)), 130),
+            timeout - 30,
+            "queue time and attempts count"
+        );
+        assert_eq!(left(Some(&at(100)), 100 + timeout as i64 + 5), 0);
+        assert_eq!(left(None, 130), timeout, "not started yet");
+        assert_eq!(
+            left(Some(&at(200)), 100),
+            timeout,
+            "a clock behind the start"
+        );
+    }
+
+    #[test]
+    fn a_childs_config_has_its_narrowed_budget_and_its_answers() {
+        let (mut snap, mut spec) = accepted("examples/local/researcher.yaml", None);
+        snap.depth = 1;
+        snap.run.max_model_calls = 7;
+        snap.run.token_budget = Some(9000);
+        spec.responses.push(herd_crds::run::Response {
+            id: "q2".into(),
+            answer: "yes".into(),
+        });
+        let config = run_config(&snap, &spec, 3, Some(&at(0)), &at(1));
+        assert_eq!(
+            (
+                config.attempt,
+                config.depth,
+                config.max_model_calls,
+                config.token_budget
+            ),
+            (3, 1, 7, Some(9000))
+        );
+        assert_eq!(config.responses.len(), 2);
+        assert_eq!(config.responses[1].id, "q2");
+        assert_eq!(config.run.task, spec.task);
+        assert_eq!(config.checkpoint_gzip_base64, None);
+    }
+}

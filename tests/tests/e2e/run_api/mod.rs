@@ -1,0 +1,29 @@
+//! The run API on the real API server, called as a runner pod calls it: over HTTPS verified
+//! against the namespace's `herd-run-api-ca`, with tokens from TokenRequest for `herd-runner`
+//! bound to the Run's Pod (audience `herd.dev`), checked by real TokenReviews. Each test runs its
+//! own in-process operator under the chart's RBAC; no kubelet runs (Pods stay Pending unless a
+//! test plays the kubelet), which the run API does not need.
+
+mod refusals;
+mod reports;
+mod support;
+
+use herd_e2e::E2eTest;
+
+/// Every test of this module.
+pub fn tests() -> Vec<E2eTest> {
+    vec![
+        E2eTest::shared(
+            "run_api::config_progress_and_result_end_the_run",
+            reports::config_progress_and_result_end_the_run,
+        ),
+        E2eTest::shared(
+            "run_api::a_result_too_large_fails_the_run",
+            reports::a_result_too_large_fails_the_run,
+        ),
+        E2eTest::shared(
+            "run_api::requests_are_refused_as_they_should_be",
+            refusals::requests_are_refused_as_they_should_be,
+        ),
+    ]
+}

@@ -1,0 +1,176 @@
+//! A runner's view of the run API: the operator started for the test, the Run's Pod, a token
+//! bound to it, and an HTTPS client trusting only the namespace's copy of the run API's CA.
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use herd_crds::run::Run;
+use herd_crds::wire::ApiError;
+use herd_e2e::TestEnv;
+use herd_e2e::wait::wait_for;
+use herd_operator::Running;
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::operator::run_fixtures::{WAIT, create_agent_with, create_run};
+use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
+
+/// The audience of runner tokens.
+pub const AUDIENCE: &str = "herd.dev";
+
+/// One test's operator, its namespace and a client for its run API.
+pub struct Fixture {
+    pub admin: Client,
+    pub namespace: String,
+    pub running: Running,
+    https: reqwest::Client,
+}
+
+impl Fixture {
+    /// Starts a leading operator for the test's namespace whose run API's certificate is valid
+    /// for 127.0.0.1, and an Agent `helper` with these `runDefaults`; waits for the CA bundle.
+    pub async fn start(env: TestEnv, run_defaults: serde_json::Value) -> anyhow::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let admin = env.client();
+        let namespace = env.namespace().to_owned();
+        let operator = operator_client(
+            &admin,
+            env.cluster().kubeconfig(),
+            &namespace,
+            Rbac::Namespaced,
+        )
+        .await?;
+        let mut config = test_config(&[&namespace], &namespace, "only")?;
+        config.runs.run_api_url = "https://127.0.0.1:8443".into();
+        let running = start_leader(config, operator).await?;
+        create_agent_with(&admin, &namespace, run_defaults, json!({})).await?;
+        Ok(Fixture {
+            admin,
+            namespace,
+            running,
+            https: reqwest::Client::new(),
+        })
+    }
+
+    /// Creates the Run `name` and waits for its first Pod; from then on the client trusts the
+    /// namespace's `herd-run-api-ca` only.
+    pub async fn run_pod(&mut self, name: &str) -> anyhow::Result<Pod> {
+        create_run(&self.admin, &self.namespace, name).await?;
+        let pod = self.pod(&format!("{name}-1")).await?;
+        let cms: Api<ConfigMap> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let bundle = cms
+            .get("herd-run-api-ca")
+            .await?
+            .data
+            .and_then(|d| d.get("ca.crt").cloned())
+            .context("herd-run-api-ca has no ca.crt")?;
+        self.https = reqwest::Client::builder()
+            .tls_certs_only(reqwest::Certificate::from_pem_bundle(bundle.as_bytes())?)
+            .build()?;
+        Ok(pod)
+    }
+
+    /// Waits for the Pod `name`.
+    pub async fn pod(&self, name: &str) -> anyhow::Result<Pod> {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
+        wait_for(&format!("the Pod {name}"), WAIT, || async {
+            Ok(pods.get_opt(name).await?)
+        })
+        .await
+    }
+
+    /// A token of `herd-runner` bound to `pod`, for `audience` (none: the API server's own).
+    pub async fn token(&self, pod: &Pod, audience: Option<&str>) -> anyhow::Result<String> {
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let request: TokenRequest = serde_json::from_value(json!({"spec": {
+            "audiences": audience.into_iter().collect::<Vec<_>>(),
+            "expirationSeconds": 600,
+            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
+                "name": pod.name_any(), "uid": pod.uid()},
+        }}))?;
+        Ok(accounts
+            .create_token_request("herd-runner", &PostParams::default(), &request)
+            .await
+            .context("requesting a runner token")?
+            .status
+            .context("the TokenRequest has no status")?
+            .token)
+    }
+
+    /// The URL of `route` of the Run `run`.
+    pub fn url(&self, run: &str, route: &str) -> String {
+        format!(
+            "https://{}/v1/runs/{}/{run}/{route}",
+            self.running.run_api_addr, self.namespace
+        )
+    }
+
+    /// The HTTPS client.
+    pub fn https(&self) -> &reqwest::Client {
+        &self.https
+    }
+
+    /// The Runs of the namespace, as the admin reads them.
+    pub fn runs(&self) -> Api<Run> {
+        Api::namespaced(self.admin.clone(), &self.namespace)
+    }
+}
+
+/// A request's status and body.
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: String,
+}
+
+/// Sends `request`, keeping the status, `Retry-After` and the body.
+pub async fn send(request: reqwest::RequestBuilder) -> anyhow::Result<Answer> {
+    let response = request.send().await.context("calling the run API")?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = response.text().await?;
+    Ok(Answer {
+        status,
+        retry_after,
+        body,
+    })
+}
+
+/// [`send`] for a request the server must answer before its body ends: fails after a minute.
+pub async fn send_within(request: reqwest::RequestBuilder) -> anyhow::Result<Answer> {
+    tokio::time::timeout(WAIT, send(request))
+        .await
+        .context("the run API did not answer before the body ended")?
+}
+
+/// A body of `bytes` that then stalls, never ending.
+pub fn stalled(bytes: Vec<u8>) -> reqwest::Body {
+    let first = futures::stream::iter([Ok::<_, std::io::Error>(bytes)]);
+    reqwest::Body::wrap_stream(first.chain(futures::stream::pending()))
+}
+
+impl Answer {
+    /// The body as `T`, when the status is `status`.
+    pub fn expect<T: serde::de::DeserializeOwned>(&self, status: u16) -> anyhow::Result<T> {
+        if self.status != status {
+            bail!("expected {status}, got {}: {}", self.status, self.body);
+        }
+        serde_json::from_str(&self.body)
+            .with_context(|| format!("the body of a {status}: {}", self.body))
+    }
+
+    /// Fails unless this is the `ApiError` of `status` with `reason`; returns its message.
+    pub fn refused(&self, status: u16, reason: &str) -> anyhow::Result<String> {
+        let error: ApiError = self.expect(status)?;
+        if error.reason != reason {
+            bail!("expected reason {reason}, got {error:?}");
+        }
+        Ok(error.message)
+    }
+}
