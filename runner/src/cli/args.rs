@@ -21,6 +21,10 @@ pub enum Command {
     Run(RunArgs),
     /// Serve sandbox tools on a unix socket (the pod's `sandbox` container).
     Sandbox(SandboxArgs),
+    /// Run a Run's lead agent in its pod's `agent` container: the config from the operator's
+    /// run API, the tools in the `sandbox` container. Everything comes from the environment
+    /// the operator sets (`HERD_API_URL`, `HERD_TOKEN_FILE`, `HERD_CA_FILE`, `HERD_RUN_*`...).
+    Pod,
 }
 
 /// `herd-runner run`.

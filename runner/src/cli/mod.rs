@@ -1,5 +1,8 @@
 //! The `herd-runner` command line.
 //!
+//! `herd-runner pod` and `herd-runner sandbox` are the two containers of a Run's pod (see
+//! `crate::pod` for the pod's exit codes).
+//!
 //! Exit codes of `herd-runner run`: 0 the agent answered; 1 the run failed (model error,
 //! timeout...); 2 bad usage or manifests; 3 the agent asked a question and a checkpoint was
 //! saved (answer with `--resume <workdir> --answer "..."`); 4 the run was stopped by a limit
@@ -22,6 +25,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use herd_crds::report::StopReason;
+use tokio::signal::unix::{SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
 use self::json_line::json_line;
@@ -50,6 +54,39 @@ pub async fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run(args).await,
         Command::Sandbox(args) => sandbox(args).await,
+        Command::Pod => pod().await,
+    }
+}
+
+/// `herd-runner pod`: see `crate::pod` for the exit codes. SIGTERM (the Pod deleted: cancel,
+/// timeout, eviction) stops it at once.
+async fn pod() -> ExitCode {
+    let facts = crate::plan::EnvFacts::from_process();
+    let progress = Progress::new(false, false);
+    let mut sigterm = match signal(SignalKind::terminate()) {
+        Ok(sigterm) => Some(sigterm),
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch for SIGTERM");
+            None
+        }
+    };
+    let terminated = async {
+        match sigterm.as_mut() {
+            Some(sigterm) => sigterm.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        code = crate::pod::run_pod(&facts, progress.clone()) => {
+            progress.finish();
+            ExitCode::from(code)
+        }
+        _ = terminated => {
+            progress.finish();
+            // Exits without waiting for tasks still running (a tool call, a model stream):
+            // the kubelet's grace period is short and nothing left matters any more.
+            std::process::exit(i32::from(crate::pod::terminated(&facts)))
+        }
     }
 }
 
