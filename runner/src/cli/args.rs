@@ -116,4 +116,9 @@ pub struct SandboxArgs {
     /// (how `herd-runner run` starts its confined sandbox).
     #[arg(long, hide = true)]
     pub listen_stdin: bool,
+
+    /// Check that a sandbox answers on `--socket` and exit: 0 if it does, 1 if not (the
+    /// Pod's startup probe).
+    #[arg(long, conflicts_with = "listen_stdin")]
+    pub ready: bool,
 }

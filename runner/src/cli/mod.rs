@@ -24,6 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use futures::FutureExt as _;
 use herd_crds::report::StopReason;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -34,7 +35,7 @@ use self::prompter::TerminalPrompter;
 use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
-use crate::sandbox::{SandboxHost, SandboxRoots};
+use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
 
 /// The run failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -59,35 +60,33 @@ pub async fn main() -> ExitCode {
 }
 
 /// `herd-runner pod`: see `crate::pod` for the exit codes. SIGTERM (the Pod deleted: cancel,
-/// timeout, eviction) stops it at once.
+/// timeout, eviction) stops it within `pod::TERM_BUDGET`.
 async fn pod() -> ExitCode {
     let facts = crate::plan::EnvFacts::from_process();
     let progress = Progress::new(false, false);
-    let mut sigterm = match signal(SignalKind::terminate()) {
-        Ok(sigterm) => Some(sigterm),
-        Err(error) => {
-            tracing::warn!(%error, "cannot watch for SIGTERM");
-            None
-        }
-    };
-    let terminated = async {
-        match sigterm.as_mut() {
-            Some(sigterm) => sigterm.recv().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        code = crate::pod::run_pod(&facts, progress.clone()) => {
-            progress.finish();
-            ExitCode::from(code)
-        }
-        _ = terminated => {
-            progress.finish();
-            // Exits without waiting for tasks still running (a tool call, a model stream):
-            // the kubelet's grace period is short and nothing left matters any more.
-            std::process::exit(i32::from(crate::pod::terminated(&facts)))
+    let code = crate::pod::run_pod(&facts, progress.clone(), sigterm()).await;
+    progress.finish();
+    // Exits without waiting for work still running (a blocking read in flight): the pod is
+    // done, and after SIGTERM the kubelet's grace period is short.
+    std::process::exit(i32::from(code))
+}
+
+/// Resolves at the first SIGTERM; never if it cannot be watched (said in the log).
+fn sigterm() -> crate::pod::Stop {
+    let watched = signal(SignalKind::terminate());
+    async move {
+        match watched {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for SIGTERM");
+                std::future::pending::<()>().await;
+            }
         }
     }
+    .boxed()
+    .shared()
 }
 
 fn init_logging() {
@@ -110,9 +109,12 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 }
 
 async fn sandbox(args: SandboxArgs) -> ExitCode {
+    if args.ready {
+        return sandbox_ready(&args.socket).await;
+    }
     let roots = SandboxRoots::under(&args.root);
     let sandbox = match SandboxHost::new(&roots) {
-        Ok(sandbox) => sandbox,
+        Ok(sandbox) => sandbox.with_inputs(args.root.join("inputs")),
         Err(error) => {
             eprintln!(
                 "error: cannot open the sandbox under {}: {error}",
@@ -130,6 +132,28 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// `herd-runner sandbox --ready`: whether a sandbox on `socket` answers the handshake, within
+/// the kubelet's default probe timeout (1 s).
+async fn sandbox_ready(socket: &std::path::Path) -> ExitCode {
+    const WAIT: std::time::Duration = std::time::Duration::from_millis(800);
+    let options = SocketOptions {
+        connect_wait: WAIT,
+        request_timeout: WAIT,
+        ..SocketOptions::default()
+    };
+    match tokio::time::timeout(WAIT, UnixSocketExecutor::connect_with(socket, options)).await {
+        Ok(Ok(_)) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("not ready: {error}");
+            ExitCode::from(EXIT_FAILED)
+        }
+        Err(_) => {
+            eprintln!("not ready: no handshake on {} within {WAIT:?}", socket.display());
             ExitCode::from(EXIT_FAILED)
         }
     }

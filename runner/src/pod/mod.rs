@@ -3,8 +3,10 @@
 //!
 //! A thin shell around the run plan, like `herd-runner run`: it reads the environment the
 //! operator set (`env`), fetches the Run's `RunConfig`, plans the run (`pod_plan`), connects
-//! to the sandbox, runs the lead and posts the result with the presented files. A run stopped
-//! by a limit posts its result too: the operator decides from it.
+//! to the sandbox and has it copy the Run's inputs into `uploads/`, runs the lead and posts
+//! the result with the presented files. A run stopped by a limit posts its result too: the
+//! operator decides from it. On SIGTERM it stops the agent, sends the progress not reported
+//! yet and exits within [`TERM_BUDGET`].
 //!
 //! Exit codes: 0 the result is posted (whatever it says); 1 the run could not start (the
 //! environment, the run API, the config or the plan; the message is the termination message)
@@ -19,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::{BoxFuture, Shared};
 use herd_crds::report::StopReason;
 use herd_crds::wire::{ResultReport, RunConfig};
 use tokio::time::Instant;
@@ -36,7 +39,9 @@ use crate::runtime::lead_run::run_lead_until;
 use crate::runtime::local_sandbox::discover_skills;
 use crate::runtime::pod_plan::pod_plan;
 use crate::sandbox::UnixSocketExecutor;
+use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::inputs::InputCopy;
 use crate::thread::ThreadState;
 
 /// The result is posted.
@@ -48,6 +53,9 @@ pub const EXIT_TERMINATED: u8 = 143;
 
 /// How long the config is waited for (the operator may be failing over to another replica).
 const CONFIG_WAIT: Duration = Duration::from_secs(120);
+/// What the pod still does after SIGTERM: well within the 20 s it has (the Pod's grace period
+/// is 30 s, and the `sandbox` sidecar stops after it).
+pub const TERM_BUDGET: Duration = Duration::from_secs(15);
 /// The most time kept after the agent's deadline for posting the result.
 const POSTING_RESERVE: Duration = Duration::from_secs(10);
 
@@ -62,16 +70,23 @@ enum Ending {
     Superseded(String),
     /// The result could not be posted: the report for the termination log, and why.
     Fallback { report: String, why: String },
+    /// SIGTERM stopped the pod: what the termination log says.
+    Terminated(String),
 }
 
-/// Runs the `agent` container with the environment `facts`; returns the exit code.
-pub async fn run_pod(facts: &EnvFacts, observer: Arc<dyn Observer>) -> u8 {
+/// Resolves when the pod must stop (SIGTERM: the Pod is being deleted — cancelled, timed out,
+/// evicted). Shared, so every phase of the run can watch it.
+pub type Stop = Shared<BoxFuture<'static, ()>>;
+
+/// Runs the `agent` container with the environment `facts` until it ends or `stop` fires;
+/// returns the exit code.
+pub async fn run_pod(facts: &EnvFacts, observer: Arc<dyn Observer>, stop: Stop) -> u8 {
     let log = facts
         .var("HERD_TERMINATION_LOG")
         .unwrap_or(DEFAULT_TERMINATION_LOG)
         .to_owned();
     let ending = match PodEnv::from_facts(facts) {
-        Ok(env) => run(&env, facts, observer).await,
+        Ok(env) => run(&env, facts, observer, stop).await,
         Err(problem) => Ending::Failed(problem),
     };
     finish(Path::new(&log), ending)
@@ -101,17 +116,12 @@ fn finish(log: &Path, ending: Ending) -> u8 {
             write_termination_log(log, &report);
             FALLBACK_EXIT_CODE
         }
+        Ending::Terminated(message) => {
+            tracing::warn!("{message}");
+            write_termination_log(log, &message);
+            EXIT_TERMINATED
+        }
     }
-}
-
-/// What the operator reads when SIGTERM stops the pod.
-pub fn terminated(facts: &EnvFacts) -> u8 {
-    let log = facts
-        .var("HERD_TERMINATION_LOG")
-        .unwrap_or(DEFAULT_TERMINATION_LOG);
-    tracing::warn!("stopped by SIGTERM");
-    write_termination_log(Path::new(log), "stopped by SIGTERM");
-    EXIT_TERMINATED
 }
 
 fn write_termination_log(path: &Path, text: &str) {
@@ -120,42 +130,104 @@ fn write_termination_log(path: &Path, text: &str) {
     }
 }
 
-async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>) -> Ending {
-    let started = match start(env, facts).await {
-        Ok(started) => started,
-        Err(ending) => return ending,
+/// Runs `work` unless `stop` fires first.
+async fn unless_stopped<T>(stop: &Stop, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = stop.clone() => None,
+    }
+}
+
+async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: Stop) -> Ending {
+    let started = match unless_stopped(&stop, start(env, facts)).await {
+        None => return Ending::Terminated(TERMINATED.to_owned()),
+        Some(Ok(started)) => started,
+        Some(Err(ending)) => return ending,
     };
     let Started {
         plan,
         control,
         deadline,
+        inputs,
     } = started;
-    let executor = match UnixSocketExecutor::connect(&env.sandbox_socket).await {
-        Ok(executor) => Arc::new(executor) as Arc<dyn ToolExecutor>,
-        Err(error) => {
-            let outcome = failed(StopReason::SandboxUnavailable, error.to_string());
-            let state = ThreadState::new(plan.task.clone());
-            return post(&control, outcome_report(plan.attempt, &outcome, &state)).await;
+    let mut state = ThreadState::new(plan.task.clone());
+    let executor = match unless_stopped(&stop, open_sandbox(env, inputs)).await {
+        None => return terminated(&control).await,
+        Some(Ok(executor)) => executor,
+        Some(Err(outcome)) => {
+            let report = outcome_report(plan.attempt, &outcome, &state);
+            return post_unless_stopped(&control, report, &stop).await;
         }
     };
-    let mut state = ThreadState::new(plan.task.clone());
     let outcome = tokio::select! {
         outcome = run_lead(&plan, &executor, &control, deadline, &mut state, &observer) => outcome,
         message = control.superseded() => return Ending::Superseded(message),
+        () = stop.clone() => return terminated(&control).await,
     };
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(problem) => return Ending::Failed(problem),
+        Err(ending) => return ending,
     };
-    let report = result_report(
+    let reading = result_report(
         plan.attempt,
         &outcome,
         &state,
         executor.as_ref(),
         observer.as_ref(),
-    )
-    .await;
-    post(&control, report).await
+    );
+    let Some(report) = unless_stopped(&stop, reading).await else {
+        return terminated(&control).await;
+    };
+    post_unless_stopped(&control, report, &stop).await
+}
+
+/// What the termination log says when SIGTERM stopped the pod.
+const TERMINATED: &str = "stopped by SIGTERM";
+
+/// SIGTERM while the agent works: what progress is not reported yet goes out (within
+/// [`TERM_BUDGET`]), never a result — the operator decides how the Run ends (a cancel or a
+/// timeout has ended it already; an evicted pod's Run may get another attempt, which a
+/// result would prevent).
+async fn terminated(control: &RunApiControlPlane) -> Ending {
+    control.flush_progress(TERM_BUDGET).await;
+    Ending::Terminated(TERMINATED.to_owned())
+}
+
+/// Posts the result; if SIGTERM comes meanwhile, the post gets [`TERM_BUDGET`] more.
+async fn post_unless_stopped(
+    control: &RunApiControlPlane,
+    report: ResultReport,
+    stop: &Stop,
+) -> Ending {
+    let posting = post(control, report);
+    tokio::pin!(posting);
+    tokio::select! {
+        ending = &mut posting => ending,
+        () = stop.clone() => match tokio::time::timeout(TERM_BUDGET, posting).await {
+            Ok(Ending::Posted) => {
+                Ending::Terminated(format!("{TERMINATED} after posting the result"))
+            }
+            _ => Ending::Terminated(format!("{TERMINATED} before the result was posted")),
+        },
+    }
+}
+
+/// Connects to the `sandbox` container and has it copy the Run's inputs into `uploads/`; a
+/// sandbox that cannot be reached or fails the copy ends the run.
+async fn open_sandbox(
+    env: &PodEnv,
+    inputs: Vec<InputCopy>,
+) -> Result<Arc<dyn ToolExecutor>, RunOutcome> {
+    let executor = UnixSocketExecutor::connect(&env.sandbox_socket)
+        .await
+        .map_err(|error| failed(StopReason::SandboxUnavailable, error.to_string()))?;
+    executor.install_inputs(inputs).await.map_err(|error| {
+        failed(
+            StopReason::SandboxUnavailable,
+            format!("cannot copy the Run's inputs into uploads/: {error}"),
+        )
+    })?;
+    Ok(Arc::new(executor))
 }
 
 /// What a run starts from.
@@ -164,6 +236,8 @@ struct Started {
     control: Arc<RunApiControlPlane>,
     /// The Run's deadline.
     deadline: Instant,
+    /// The Run's inputs, for the sandbox to copy.
+    inputs: Vec<InputCopy>,
 }
 
 /// Reaches the run API, reads the Run's config and plans the run.
@@ -197,14 +271,26 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
         ))
     })?;
     let control = RunApiControlPlane::new(Arc::new(client), deadline, plan.answers.clone());
+    let inputs = config
+        .run
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(index, input)| InputCopy {
+            index,
+            path: input.path.clone(),
+        })
+        .collect();
     Ok(Started {
         plan: Arc::new(plan),
         control: Arc::new(control),
         deadline,
+        inputs,
     })
 }
 
-/// Builds the agents and runs the lead until it ends, keeping time to post the result.
+/// Builds the agents and runs the lead until it ends, keeping time to post the result; what
+/// ends the pod without a result is the error.
 async fn run_lead(
     plan: &Arc<RunPlan>,
     executor: &Arc<dyn ToolExecutor>,
@@ -212,7 +298,7 @@ async fn run_lead(
     deadline: Instant,
     state: &mut ThreadState,
     observer: &Arc<dyn Observer>,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, Ending> {
     let skills =
         match discover_skills(executor.as_ref(), plan.skills.as_deref(), observer.as_ref()).await {
             Ok(skills) => skills,
@@ -226,13 +312,13 @@ async fn run_lead(
     }
     let agents = RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone())
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| Ending::Failed(error.to_string()))?;
     let dyn_control: Arc<dyn ControlPlane> = control.clone();
     let reserve = POSTING_RESERVE.min(plan.time_left / 10);
     let lead_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
     let lead = agents
         .lead(&dyn_control, Some(lead_deadline))
-        .map_err(|error| format!("cannot build the system prompt: {error}"))?;
+        .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
     let env = RunEnv {
         executor: executor.clone(),
         control: dyn_control,
@@ -246,7 +332,10 @@ async fn run_lead(
         observer.as_ref(),
     )
     .await
-    .map_err(|error| error.to_string())
+    .map_err(|error| match error.0 {
+        ControlError::StaleAttempt(message) => Ending::Superseded(message),
+        error => Ending::Failed(error.to_string()),
+    })
 }
 
 fn failed(stop_reason: StopReason, error: String) -> RunOutcome {

@@ -13,6 +13,7 @@ mod tests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use herd_crds::report::Clarification;
@@ -72,6 +73,20 @@ impl RunApiControlPlane {
             Ok(message) => message.clone().unwrap_or_default(),
             // The sender lives as long as `self`.
             Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Sends the progress the run API does not have yet, for at most `within` (the pod is
+    /// stopping); no progress goes out after it.
+    pub async fn flush_progress(&self, within: Duration) {
+        let until = (Instant::now() + within).min(self.until);
+        match tokio::time::timeout(within, self.progress.flush(until)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                note_stale(&self.superseded, &error);
+                tracing::warn!(%error, "could not report the last progress");
+            }
+            Err(_) => tracing::warn!("the last progress was not reported within {within:?}"),
         }
     }
 

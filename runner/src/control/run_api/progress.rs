@@ -3,6 +3,7 @@
 //! the task so no progress report lands after it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use herd_crds::wire::ProgressReport;
 use tokio::sync::watch;
@@ -15,7 +16,10 @@ use crate::control::ControlError;
 /// Sends the latest progress report, one at a time.
 #[derive(Debug)]
 pub(crate) struct ProgressSender {
+    client: Arc<RunApiClient>,
     latest: watch::Sender<Option<ProgressReport>>,
+    /// One more than the `seq` of the last report the run API accepted (0: none yet).
+    delivered: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -27,19 +31,32 @@ impl ProgressSender {
         stale: impl Fn(&ControlError) + Send + 'static,
     ) -> Self {
         let (latest, mut waiting) = watch::channel(None::<ProgressReport>);
+        let delivered = Arc::new(AtomicU64::new(0));
+        let sender = client.clone();
+        let noted = delivered.clone();
         let task = tokio::spawn(async move {
             while waiting.changed().await.is_ok() {
                 let Some(report) = waiting.borrow_and_update().clone() else {
                     continue;
                 };
-                if let Err(error) = client.post("progress", &report, until).await {
-                    stale(&error);
-                    // Progress is best effort: the result carries the same data.
-                    tracing::warn!(%error, "could not report progress");
+                match sender.post("progress", &report, until).await {
+                    Ok(()) => {
+                        noted.fetch_max(report.seq.saturating_add(1), Ordering::SeqCst);
+                    }
+                    Err(error) => {
+                        stale(&error);
+                        // Progress is best effort: the result carries the same data.
+                        tracing::warn!(%error, "could not report progress");
+                    }
                 }
             }
         });
-        ProgressSender { latest, task }
+        ProgressSender {
+            client,
+            latest,
+            delivered,
+            task,
+        }
     }
 
     /// Queues `report`, replacing any report not sent yet.
@@ -50,6 +67,22 @@ impl ProgressSender {
     /// Stops sending (a report in flight is abandoned).
     pub fn stop(&self) {
         self.task.abort();
+    }
+
+    /// Stops the task, then sends the latest report unless the run API has it already,
+    /// trying until `until`.
+    pub async fn flush(&self, until: Instant) -> Result<(), ControlError> {
+        self.stop();
+        let Some(report) = self.latest.borrow().clone() else {
+            return Ok(());
+        };
+        if self.delivered.load(Ordering::SeqCst) > report.seq {
+            return Ok(());
+        }
+        self.client.post("progress", &report, until).await?;
+        self.delivered
+            .fetch_max(report.seq.saturating_add(1), Ordering::SeqCst);
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ pub(crate) mod fake;
 mod server;
 mod wire;
 
-pub use client::UnixSocketExecutor;
+pub use client::{SocketOptions, UnixSocketExecutor};
 pub use server::{serve, serve_stdin};
 
 #[cfg(test)]
