@@ -372,6 +372,47 @@ async fn progress_goes_out_without_waiting_and_the_result_comes_after_it() {
 }
 
 #[tokio::test]
+async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after() {
+    // The first progress report is refused with a 500 (not retried): the API lacks it.
+    let setup = Setup::new(Arc::new(|request: &Recorded, earlier| {
+        if request.path.ends_with("/progress") && earlier == 0 {
+            Reply::error(500, "Internal", "try later")
+        } else {
+            Reply::json(202, &json!({}))
+        }
+    }))
+    .await;
+    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), vec![]);
+    control.report_progress(progress(7)).await.unwrap();
+    let refused = async {
+        while setup.server.requests_to("/progress").is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), refused)
+        .await
+        .unwrap();
+    control.flush_progress(Duration::from_secs(5)).await;
+    let sent = setup.server.requests_to("/progress");
+    assert_eq!(sent.len(), 2, "sent again by the flush");
+    assert_eq!(sent[1].json()["seq"], 7);
+
+    control.flush_progress(Duration::from_secs(5)).await;
+    control.report_progress(progress(8)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        setup.server.requests_to("/progress").len(),
+        2,
+        "what the API has is not sent again, and nothing goes out after the flush"
+    );
+
+    let quiet = Setup::new(serving(json!({}))).await;
+    let idle = RunApiControlPlane::new(Arc::new(quiet.client()), soon(), vec![]);
+    idle.flush_progress(Duration::from_secs(5)).await;
+    assert!(quiet.server.requests().is_empty(), "no progress, nothing to send");
+}
+
+#[tokio::test]
 async fn children_questions_and_memory_are_refused_naming_part_2() {
     let setup = Setup::new(serving(json!({}))).await;
     let answers = vec![Answer {
