@@ -200,7 +200,10 @@ impl Api {
             if !seen.is_empty() {
                 return seen;
             }
-            assert!(Instant::now() < until, "no request to {suffix} in {limit:?}");
+            assert!(
+                Instant::now() < until,
+                "no request to {suffix} in {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -377,7 +380,11 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
     let sent = Instant::now();
     runner.terminate();
     let (status, stderr) = runner.exit_within(Duration::from_secs(20));
-    assert!(sent.elapsed() < Duration::from_secs(5), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
     assert_eq!(status.code(), Some(143), "stderr:\n{stderr}");
     assert_eq!(pod.termination_message(), "stopped by SIGTERM");
     assert!(
@@ -398,7 +405,10 @@ fn a_bad_environment_or_an_unverified_run_api_fails_at_once_with_a_message() {
         .exit_within(Duration::from_secs(30));
     assert_eq!(status.code(), Some(1), "stderr:\n{stderr}");
     let message = pod.termination_message();
-    assert!(message.starts_with("cannot read the Run's config"), "{message}");
+    assert!(
+        message.starts_with("cannot read the Run's config"),
+        "{message}"
+    );
     assert!(api.server.requests().is_empty(), "no request without TLS");
 
     let (status, _) = Running(

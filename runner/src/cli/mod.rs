@@ -153,7 +153,10 @@ async fn sandbox_ready(socket: &std::path::Path) -> ExitCode {
             ExitCode::from(EXIT_FAILED)
         }
         Err(_) => {
-            eprintln!("not ready: no handshake on {} within {WAIT:?}", socket.display());
+            eprintln!(
+                "not ready: no handshake on {} within {WAIT:?}",
+                socket.display()
+            );
             ExitCode::from(EXIT_FAILED)
         }
     }

@@ -86,7 +86,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn every_report_fits_parses_and_keeps_a_prefix(text in ".{0,3000}", repeat in 1usize..4) {
+        fn every_report_fits_parses_and_keeps_a_prefix(text in "(?s).{0,3000}", repeat in 1usize..4) {
             let text = text.repeat(repeat);
             let report = fallback_report(StopReason::LoopDetected, &text);
             prop_assert!(report.len() <= MAX_REPORT_BYTES);

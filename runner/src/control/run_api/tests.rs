@@ -409,7 +409,10 @@ async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after(
     let quiet = Setup::new(serving(json!({}))).await;
     let idle = RunApiControlPlane::new(Arc::new(quiet.client()), soon(), vec![]);
     idle.flush_progress(Duration::from_secs(5)).await;
-    assert!(quiet.server.requests().is_empty(), "no progress, nothing to send");
+    assert!(
+        quiet.server.requests().is_empty(),
+        "no progress, nothing to send"
+    );
 }
 
 #[tokio::test]
