@@ -12,6 +12,7 @@ pub(crate) mod memory;
 pub(crate) mod middleware;
 pub mod model;
 pub mod plan;
+pub mod pod;
 pub(crate) mod prompt;
 pub mod runtime;
 pub mod sandbox;

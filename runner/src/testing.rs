@@ -95,6 +95,8 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> AssistantMessage {
 #[derive(Default)]
 pub struct RecordingControl {
     pub answer: Option<String>,
+    /// Refuse questions with this reason (as a pod's control plane does for now).
+    pub refuse_questions: Option<String>,
     pub questions: Mutex<Vec<Clarification>>,
     pub children: Mutex<Vec<(ChildRequest, Budget)>>,
     pub results: Mutex<Vec<ResultReport>>,
@@ -134,6 +136,9 @@ impl ControlPlane for RecordingControl {
         _checkpoint: &ThreadState,
     ) -> Result<AskOutcome, ControlError> {
         self.questions.lock().unwrap().push(question.clone());
+        if let Some(why) = &self.refuse_questions {
+            return Err(ControlError::Refused(why.clone()));
+        }
         Ok(match &self.answer {
             Some(answer) => AskOutcome::Answered(answer.clone()),
             None => AskOutcome::Suspended,

@@ -78,6 +78,14 @@ pub struct RunOutcome {
 #[error(transparent)]
 pub struct RunError(#[from] pub ControlError);
 
+/// What the model is told when its question could not be asked.
+fn unasked(why: &str) -> String {
+    format!(
+        "Your question could not be asked ({why}). Go on without an answer: make the most \
+         reasonable assumption and say in your answer which one you made."
+    )
+}
+
 impl Agent {
     /// Runs the thread until a final answer, a question, a limit or an error.
     pub async fn run(&self, state: &mut ThreadState, env: &RunEnv) -> Result<RunOutcome, RunError> {
@@ -153,8 +161,8 @@ impl Agent {
                     agent: self.name.clone(),
                     question: question.clone(),
                 });
-                match env.control.ask(&question, state).await? {
-                    AskOutcome::Answered(answer) => {
+                match env.control.ask(&question, state).await {
+                    Ok(AskOutcome::Answered(answer)) => {
                         self.emit(AgentEvent::Answered {
                             agent: self.name.clone(),
                             id: question.id.clone(),
@@ -163,11 +171,22 @@ impl Agent {
                         let id = format!("answer-{}", question.id);
                         state.messages.push(Message::user(id, answer));
                     }
-                    AskOutcome::Suspended => {
+                    Ok(AskOutcome::Suspended) => {
                         let mut outcome = self.outcome(state, StopReason::InputRequired, None);
                         outcome.question = Some(question);
                         return Ok(outcome);
                     }
+                    // Where no one can be asked (a Run's pod until questions reach the run
+                    // API), the model hears so and goes on.
+                    Err(ControlError::Refused(why)) => {
+                        self.emit(AgentEvent::Warning {
+                            agent: self.name.clone(),
+                            message: format!("the question was not asked: {why}"),
+                        });
+                        let id = format!("unasked-{}", question.id);
+                        state.messages.push(Message::user(id, unasked(&why)));
+                    }
+                    Err(error) => return Err(error.into()),
                 }
             }
         }
@@ -415,7 +434,9 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{self, EchoTool, FixedTool, QueuedModel, RecordingControl, calls, text};
+    use crate::testing::{
+        self, EchoTool, FixedTool, QueuedModel, RecordingControl, RecordingObserver, calls, text,
+    };
     use crate::thread::ToolStatus;
     use crate::tools::ask_clarification::AskClarification;
     use crate::tools::write_todos::WriteTodos;
@@ -614,6 +635,37 @@ mod tests {
         assert_eq!(question.question, "Which format?");
         assert_eq!(control.questions.lock().unwrap().len(), 1);
         assert_eq!(state.usage.model_calls, 1);
+    }
+
+    #[tokio::test]
+    async fn a_question_no_one_can_be_asked_is_told_to_the_model_and_the_run_goes_on() {
+        let control = Arc::new(RecordingControl {
+            refuse_questions: Some("asking the user comes later".into()),
+            ..RecordingControl::default()
+        });
+        let model = QueuedModel::new(vec![question_turn(), text("Assuming PDF: done")]);
+        let observer = Arc::new(RecordingObserver::default());
+        let (mut agent, env) = testing::agent(
+            model.clone(),
+            vec![Arc::new(AskClarification)],
+            vec![],
+            control.clone(),
+        );
+        agent.observer = observer.clone();
+        let mut state = ThreadState::new("make a report");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::Completed);
+        assert_eq!(outcome.answer, "Assuming PDF: done");
+        let told = model.requests().pop().unwrap();
+        let told = told.messages.last().unwrap().text();
+        assert!(
+            told.starts_with("Your question could not be asked (asking the user comes later)."),
+            "{told}"
+        );
+        assert_eq!(
+            observer.warnings(),
+            ["the question was not asked: asking the user comes later"]
+        );
     }
 
     #[tokio::test]

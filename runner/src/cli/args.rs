@@ -21,6 +21,10 @@ pub enum Command {
     Run(RunArgs),
     /// Serve sandbox tools on a unix socket (the pod's `sandbox` container).
     Sandbox(SandboxArgs),
+    /// Run a Run's lead agent in its pod's `agent` container: the config from the operator's
+    /// run API, the tools in the `sandbox` container. Everything comes from the environment
+    /// the operator sets (`HERD_API_URL`, `HERD_TOKEN_FILE`, `HERD_CA_FILE`, `HERD_RUN_*`...).
+    Pod,
 }
 
 /// `herd-runner run`.
@@ -112,4 +116,9 @@ pub struct SandboxArgs {
     /// (how `herd-runner run` starts its confined sandbox).
     #[arg(long, hide = true)]
     pub listen_stdin: bool,
+
+    /// Check that a sandbox answers on `--socket` and exit: 0 if it does, 1 if not (the
+    /// Pod's startup probe).
+    #[arg(long, conflicts_with = "listen_stdin")]
+    pub ready: bool,
 }

@@ -1,5 +1,8 @@
 //! The `herd-runner` command line.
 //!
+//! `herd-runner pod` and `herd-runner sandbox` are the two containers of a Run's pod (see
+//! `crate::pod` for the pod's exit codes).
+//!
 //! Exit codes of `herd-runner run`: 0 the agent answered; 1 the run failed (model error,
 //! timeout...); 2 bad usage or manifests; 3 the agent asked a question and a checkpoint was
 //! saved (answer with `--resume <workdir> --answer "..."`); 4 the run was stopped by a limit
@@ -21,7 +24,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use futures::FutureExt as _;
 use herd_crds::report::StopReason;
+use tokio::signal::unix::{SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
 use self::json_line::json_line;
@@ -30,7 +35,7 @@ use self::prompter::TerminalPrompter;
 use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
-use crate::sandbox::{SandboxHost, SandboxRoots};
+use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
 
 /// The run failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -50,7 +55,38 @@ pub async fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run(args).await,
         Command::Sandbox(args) => sandbox(args).await,
+        Command::Pod => pod().await,
     }
+}
+
+/// `herd-runner pod`: see `crate::pod` for the exit codes. SIGTERM (the Pod deleted: cancel,
+/// timeout, eviction) stops it within `pod::TERM_BUDGET`.
+async fn pod() -> ExitCode {
+    let facts = crate::plan::EnvFacts::from_process();
+    let progress = Progress::new(false, false);
+    let code = crate::pod::run_pod(&facts, progress.clone(), sigterm()).await;
+    progress.finish();
+    // Exits without waiting for work still running (a blocking read in flight): the pod is
+    // done, and after SIGTERM the kubelet's grace period is short.
+    std::process::exit(i32::from(code))
+}
+
+/// Resolves at the first SIGTERM; never if it cannot be watched (said in the log).
+fn sigterm() -> crate::pod::Stop {
+    let watched = signal(SignalKind::terminate());
+    async move {
+        match watched {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    .boxed()
+    .shared()
 }
 
 fn init_logging() {
@@ -73,9 +109,12 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 }
 
 async fn sandbox(args: SandboxArgs) -> ExitCode {
+    if args.ready {
+        return sandbox_ready(&args.socket).await;
+    }
     let roots = SandboxRoots::under(&args.root);
     let sandbox = match SandboxHost::new(&roots) {
-        Ok(sandbox) => sandbox,
+        Ok(sandbox) => sandbox.with_inputs(args.root.join("inputs")),
         Err(error) => {
             eprintln!(
                 "error: cannot open the sandbox under {}: {error}",
@@ -93,6 +132,31 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// `herd-runner sandbox --ready`: whether a sandbox on `socket` answers the handshake, within
+/// the kubelet's default probe timeout (1 s).
+async fn sandbox_ready(socket: &std::path::Path) -> ExitCode {
+    const WAIT: std::time::Duration = std::time::Duration::from_millis(800);
+    let options = SocketOptions {
+        connect_wait: WAIT,
+        request_timeout: WAIT,
+        ..SocketOptions::default()
+    };
+    match tokio::time::timeout(WAIT, UnixSocketExecutor::connect_with(socket, options)).await {
+        Ok(Ok(_)) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("not ready: {error}");
+            ExitCode::from(EXIT_FAILED)
+        }
+        Err(_) => {
+            eprintln!(
+                "not ready: no handshake on {} within {WAIT:?}",
+                socket.display()
+            );
             ExitCode::from(EXIT_FAILED)
         }
     }

@@ -1,8 +1,10 @@
 //! The `ControlPlane` seam: how a run reports progress, starts subagents, asks questions,
-//! posts its result and reaches memory. Local (`herd-runner run`) or the operator's run API.
+//! posts its result and reaches memory. Local (`herd-runner run`) or the operator's run API
+//! (`herd-runner pod`).
 
 pub(crate) mod checkpoint;
 pub mod local;
+pub mod run_api;
 
 use async_trait::async_trait;
 use herd_crds::report::Clarification;
@@ -37,6 +39,9 @@ pub enum ControlError {
     Unavailable(String),
     #[error("control plane refused the request: {0}")]
     Refused(String),
+    /// A newer attempt of the Run has replaced this one: nothing this run reports counts.
+    #[error("a newer attempt replaced this one: {0}")]
+    StaleAttempt(String),
     #[error("{0}")]
     Io(String),
 }

@@ -11,7 +11,7 @@ use crate::thread::{AssistantMessage, Message};
 pub(crate) mod anthropic;
 mod endpoint;
 pub(crate) mod error;
-mod http;
+pub(crate) mod http;
 mod http_error;
 mod ids;
 pub mod openai;

@@ -13,12 +13,13 @@ use herd_crds::wire::ResultReport;
 
 use super::agents::{AgentsError, RunAgents};
 use super::in_process_subagents::InProcessSubagents;
+use super::lead_run::run_lead_until;
 use super::local_plan::{Overrides, local_plan};
 use super::local_sandbox::{SandboxMode, discover_skills, open_sandbox};
 use super::manifests::{LocalManifests, ManifestsError};
 use super::run_record::{RecordError, RunRecord};
 use super::workdir::Workdir;
-use crate::agent::{Agent, AgentEvent, Observer, RunEnv, RunOutcome};
+use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
 use crate::control::ControlPlane;
 use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint};
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
@@ -134,7 +135,16 @@ pub async fn run_local(
         executor,
         control: dyn_control.clone(),
     };
-    let outcome = run_until(deadline, &lead, &mut state, &env, &plan, observer.as_ref()).await?;
+    let outcome = run_lead_until(
+        deadline,
+        plan.time_left,
+        &lead,
+        &mut state,
+        &env,
+        observer.as_ref(),
+    )
+    .await
+    .map_err(|error| LocalError(error.to_string()))?;
     finish(outcome, state, &control, workdir).await
 }
 
@@ -221,33 +231,6 @@ fn local_control(
     });
     InProcessSubagents::control_plane(agents, 0, questions, memory)
         .with_answers(plan.answers.clone())
-}
-
-/// Runs the lead until it ends or the deadline passes (then the run is `TimedOut`).
-async fn run_until(
-    deadline: tokio::time::Instant,
-    lead: &Agent,
-    state: &mut ThreadState,
-    env: &RunEnv,
-    plan: &RunPlan,
-    observer: &dyn Observer,
-) -> Result<RunOutcome, LocalError> {
-    match tokio::time::timeout_at(deadline, lead.run(state, env)).await {
-        Ok(Ok(outcome)) => Ok(outcome),
-        Ok(Err(error)) => Err(LocalError(error.to_string())),
-        Err(_) => {
-            observer.on_event(AgentEvent::Stopped {
-                agent: "lead".into(),
-                reason: StopReason::TimedOut,
-            });
-            Ok(RunOutcome {
-                stop_reason: StopReason::TimedOut,
-                answer: String::new(),
-                error: Some(format!("the run took longer than {:?}", plan.time_left)),
-                question: None,
-            })
-        }
-    }
 }
 
 /// Posts the result, drops a checkpoint nothing will resume, and says where the files are.

@@ -4,6 +4,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod in_process_subagents;
+pub(crate) mod lead_run;
 pub mod local;
 pub mod local_plan;
 pub(crate) mod local_sandbox;

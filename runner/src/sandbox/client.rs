@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 
 use super::executor::ToolExecutor;
+use super::inputs::InputCopy;
 use super::protocol::{SandboxRequest, SandboxResponse, SkillFile};
 use super::tools::ToolReply;
 use crate::thread::state::UploadedFile;
@@ -66,6 +67,15 @@ pub trait SandboxClient: ToolExecutor {
         match ask(self, SandboxRequest::ListUploads, "list_uploads").await? {
             SandboxResponse::Uploads { files } => Ok(files),
             other => Err(unexpected("list_uploads", &other)),
+        }
+    }
+
+    /// Copies the Run's inputs into `uploads/`.
+    async fn install_inputs(&self, inputs: Vec<InputCopy>) -> Result<(), SandboxError> {
+        let request = SandboxRequest::InstallInputs { inputs };
+        match ask(self, request, "install_inputs").await? {
+            SandboxResponse::Done { .. } => Ok(()),
+            other => Err(unexpected("install_inputs", &other)),
         }
     }
 

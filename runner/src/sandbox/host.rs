@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::file_services;
+use super::inputs::install_inputs;
 use super::paths::{SandboxPaths, SandboxRoots};
 use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
 use super::tools::{self, BASH};
@@ -21,6 +22,8 @@ pub struct SandboxHost {
     paths: Arc<SandboxPaths>,
     bash_timeout: Duration,
     home: PathBuf,
+    /// Where the Run's inputs are mounted (`$HERD_ROOT/inputs`), in a pod's sandbox.
+    inputs: Option<PathBuf>,
 }
 
 impl SandboxHost {
@@ -31,6 +34,7 @@ impl SandboxHost {
             paths: Arc::new(SandboxPaths::new(roots)?),
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             home: std::env::temp_dir(),
+            inputs: None,
         })
     }
 
@@ -43,6 +47,12 @@ impl SandboxHost {
     /// Sets `HOME` for `bash` commands.
     pub fn with_home(mut self, home: PathBuf) -> Self {
         self.home = home;
+        self
+    }
+
+    /// Sets where the Run's inputs are mounted, one folder per input (`<dir>/<i>`).
+    pub fn with_inputs(mut self, dir: PathBuf) -> Self {
+        self.inputs = Some(dir);
         self
     }
 
@@ -92,6 +102,9 @@ impl SandboxHost {
             }
             SandboxRequest::ListSkills => file_services::list_skills(self.paths()),
             SandboxRequest::ListUploads => file_services::list_uploads(self.paths()),
+            SandboxRequest::InstallInputs { inputs } => {
+                install_inputs(self.paths(), self.inputs.as_deref(), &inputs)
+            }
             SandboxRequest::ReadFile { path, max_bytes } => {
                 file_services::read_file(self.paths(), &path, max_bytes)
             }

@@ -5,13 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::inputs::InputCopy;
 use super::stdio::StdioCommand;
 use crate::thread::state::UploadedFile;
 
 /// The version of these requests and answers. A custom `sandbox.image` carries its own
 /// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
 /// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// This build's version, named when the protocols differ.
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -34,6 +35,8 @@ pub enum SandboxRequest {
     ListSkills,
     /// Lists the files in `uploads/`.
     ListUploads,
+    /// Copies the Run's inputs from their mounts (`/mnt/inputs/<i>`) into `uploads/`.
+    InstallInputs { inputs: Vec<InputCopy> },
     /// Reads a whole file (presented files, images), refusing files over `max_bytes`.
     ReadFile { path: String, max_bytes: u64 },
     /// Size and SHA-256 of a file, or that it does not exist.

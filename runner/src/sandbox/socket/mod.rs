@@ -7,7 +7,7 @@ pub(crate) mod fake;
 mod server;
 mod wire;
 
-pub use client::UnixSocketExecutor;
+pub use client::{SocketOptions, UnixSocketExecutor};
 pub use server::{serve, serve_stdin};
 
 #[cfg(test)]
@@ -26,6 +26,7 @@ mod tests {
     use crate::sandbox::executor::ToolExecutor;
     use crate::sandbox::host::SandboxHost;
     use crate::sandbox::in_process::InProcessExecutor;
+    use crate::sandbox::inputs::InputCopy;
     use crate::sandbox::paths::SandboxRoots;
     use crate::sandbox::protocol::{
         PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse,
@@ -45,7 +46,11 @@ mod tests {
         std::fs::write(roots.user_data.join("uploads/data.csv"), "a,b\n1,2\n")?;
         let home = base.join("home");
         std::fs::create_dir_all(&home)?;
-        Ok(SandboxHost::new(&roots)?.with_home(home))
+        std::fs::create_dir_all(base.join("inputs/0"))?;
+        std::fs::write(base.join("inputs/0/notes.txt"), "input notes\n")?;
+        Ok(SandboxHost::new(&roots)?
+            .with_home(home)
+            .with_inputs(base.join("inputs")))
     }
 
     fn tool(name: &str, arguments: serde_json::Value) -> SandboxRequest {
@@ -126,6 +131,16 @@ mod tests {
             tool("rm_rf", json!({})),
             SandboxRequest::ListSkills,
             SandboxRequest::ListUploads,
+            SandboxRequest::InstallInputs {
+                inputs: vec![InputCopy {
+                    index: 0,
+                    path: Some("reports".into()),
+                }],
+            },
+            SandboxRequest::ReadFile {
+                path: "/mnt/user-data/uploads/reports/notes.txt".into(),
+                max_bytes: 100,
+            },
             SandboxRequest::ReadFile {
                 path: "/mnt/user-data/uploads/data.csv".into(),
                 max_bytes: 100,
@@ -171,6 +186,22 @@ mod tests {
             anyhow::bail!("not a skills answer");
         };
         assert_eq!(skills.len(), 1);
+        let copied = remote
+            .execute(SandboxRequest::FileInfo {
+                path: "/mnt/user-data/uploads/reports/notes.txt".into(),
+            })
+            .await?;
+        assert!(
+            matches!(
+                copied,
+                SandboxResponse::FileInfo {
+                    exists: true,
+                    size: 12,
+                    ..
+                }
+            ),
+            "{copied:?}"
+        );
         server.abort();
         // Wait until the aborted server is gone, so its socket reads as stale, not live.
         let _ = server.await;

@@ -1,0 +1,361 @@
+//! `herd-runner pod`: the `agent` container of a Run's pod — the lead agent, reporting to the
+//! operator's run API, its tools in the `sandbox` container behind a unix socket.
+//!
+//! A thin shell around the run plan, like `herd-runner run`: it reads the environment the
+//! operator set (`env`), fetches the Run's `RunConfig`, plans the run (`pod_plan`), connects
+//! to the sandbox and has it copy the Run's inputs into `uploads/`, runs the lead and posts
+//! the result with the presented files. A run stopped by a limit posts its result too: the
+//! operator decides from it. On SIGTERM it stops the agent, sends the progress not reported
+//! yet and exits within [`TERM_BUDGET`].
+//!
+//! Exit codes: 0 the result is posted (whatever it says); 1 the run could not start (the
+//! environment, the run API, the config or the plan; the message is the termination message)
+//! or a newer attempt replaced this pod; 75 the result could not be posted before the
+//! deadline and the fallback report is in the termination log; 143 stopped by SIGTERM.
+
+pub mod env;
+mod fallback;
+mod result;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{BoxFuture, Shared};
+use herd_crds::report::StopReason;
+use herd_crds::wire::{ResultReport, RunConfig};
+use tokio::time::Instant;
+
+use self::env::{DEFAULT_TERMINATION_LOG, PodEnv};
+pub use self::fallback::FALLBACK_EXIT_CODE;
+use self::fallback::fallback_report;
+use self::result::{fallback_text, outcome_report, result_report};
+use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
+use crate::control::run_api::{RunApiClient, RunApiControlPlane};
+use crate::control::{ControlError, ControlPlane};
+use crate::plan::{EnvFacts, RunPlan};
+use crate::runtime::agents::RunAgents;
+use crate::runtime::lead_run::run_lead_until;
+use crate::runtime::local_sandbox::discover_skills;
+use crate::runtime::pod_plan::pod_plan;
+use crate::sandbox::UnixSocketExecutor;
+use crate::sandbox::client::SandboxClient;
+use crate::sandbox::executor::ToolExecutor;
+use crate::sandbox::inputs::InputCopy;
+use crate::thread::ThreadState;
+
+/// The result is posted.
+pub const EXIT_POSTED: u8 = 0;
+/// The run could not start, or a newer attempt replaced this pod.
+pub const EXIT_FAILED: u8 = 1;
+/// Stopped by SIGTERM (128 + 15, what a shell reports).
+pub const EXIT_TERMINATED: u8 = 143;
+
+/// How long the config is waited for (the operator may be failing over to another replica).
+const CONFIG_WAIT: Duration = Duration::from_secs(120);
+/// What the pod still does after SIGTERM: well within the 20 s it has (the Pod's grace period
+/// is 30 s, and the `sandbox` sidecar stops after it).
+pub const TERM_BUDGET: Duration = Duration::from_secs(15);
+/// The most time kept after the agent's deadline for posting the result.
+const POSTING_RESERVE: Duration = Duration::from_secs(10);
+
+/// How a pod's run ended.
+#[derive(Debug, PartialEq)]
+enum Ending {
+    /// The result is durable in the Run.
+    Posted,
+    /// The run could not start: why.
+    Failed(String),
+    /// A newer attempt of the Run replaced this pod: what the run API said.
+    Superseded(String),
+    /// The result could not be posted: the report for the termination log, and why.
+    Fallback { report: String, why: String },
+    /// SIGTERM stopped the pod: what the termination log says.
+    Terminated(String),
+}
+
+/// Resolves when the pod must stop (SIGTERM: the Pod is being deleted — cancelled, timed out,
+/// evicted). Shared, so every phase of the run can watch it.
+pub type Stop = Shared<BoxFuture<'static, ()>>;
+
+/// Runs the `agent` container with the environment `facts` until it ends or `stop` fires;
+/// returns the exit code.
+pub async fn run_pod(facts: &EnvFacts, observer: Arc<dyn Observer>, stop: Stop) -> u8 {
+    let log = facts
+        .var("HERD_TERMINATION_LOG")
+        .unwrap_or(DEFAULT_TERMINATION_LOG)
+        .to_owned();
+    let ending = match PodEnv::from_facts(facts) {
+        Ok(env) => run(&env, facts, observer, stop).await,
+        Err(problem) => Ending::Failed(problem),
+    };
+    finish(Path::new(&log), ending)
+}
+
+/// Writes what the operator should read and picks the exit code.
+fn finish(log: &Path, ending: Ending) -> u8 {
+    match ending {
+        Ending::Posted => EXIT_POSTED,
+        Ending::Failed(message) => {
+            tracing::error!("{message}");
+            write_termination_log(log, &message);
+            EXIT_FAILED
+        }
+        Ending::Superseded(message) => {
+            let message =
+                format!("stopped: a newer attempt of the Run replaced this pod: {message}");
+            tracing::warn!("{message}");
+            write_termination_log(log, &message);
+            EXIT_FAILED
+        }
+        Ending::Fallback { report, why } => {
+            tracing::error!(
+                "the result could not be posted ({why}); the termination log holds its stop \
+                 reason and the start of its text"
+            );
+            write_termination_log(log, &report);
+            FALLBACK_EXIT_CODE
+        }
+        Ending::Terminated(message) => {
+            tracing::warn!("{message}");
+            write_termination_log(log, &message);
+            EXIT_TERMINATED
+        }
+    }
+}
+
+fn write_termination_log(path: &Path, text: &str) {
+    if let Err(error) = std::fs::write(path, text) {
+        tracing::warn!(path = %path.display(), %error, "cannot write the termination log");
+    }
+}
+
+/// Runs `work` unless `stop` fires first.
+async fn unless_stopped<T>(stop: &Stop, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = stop.clone() => None,
+    }
+}
+
+async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: Stop) -> Ending {
+    let started = match unless_stopped(&stop, start(env, facts)).await {
+        None => return Ending::Terminated(TERMINATED.to_owned()),
+        Some(Ok(started)) => started,
+        Some(Err(ending)) => return ending,
+    };
+    let Started {
+        plan,
+        control,
+        deadline,
+        inputs,
+    } = started;
+    let mut state = ThreadState::new(plan.task.clone());
+    let executor = match unless_stopped(&stop, open_sandbox(env, inputs)).await {
+        None => return terminated(&control).await,
+        Some(Ok(executor)) => executor,
+        Some(Err(outcome)) => {
+            let report = outcome_report(plan.attempt, &outcome, &state);
+            return post_unless_stopped(&control, report, &stop).await;
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = run_lead(&plan, &executor, &control, deadline, &mut state, &observer) => outcome,
+        message = control.superseded() => return Ending::Superseded(message),
+        () = stop.clone() => return terminated(&control).await,
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(ending) => return ending,
+    };
+    let reading = result_report(
+        plan.attempt,
+        &outcome,
+        &state,
+        executor.as_ref(),
+        observer.as_ref(),
+    );
+    let Some(report) = unless_stopped(&stop, reading).await else {
+        return terminated(&control).await;
+    };
+    post_unless_stopped(&control, report, &stop).await
+}
+
+/// What the termination log says when SIGTERM stopped the pod.
+const TERMINATED: &str = "stopped by SIGTERM";
+
+/// SIGTERM while the agent works: what progress is not reported yet goes out (within
+/// [`TERM_BUDGET`]), never a result — the operator decides how the Run ends (a cancel or a
+/// timeout has ended it already; an evicted pod's Run may get another attempt, which a
+/// result would prevent).
+async fn terminated(control: &RunApiControlPlane) -> Ending {
+    control.flush_progress(TERM_BUDGET).await;
+    Ending::Terminated(TERMINATED.to_owned())
+}
+
+/// Posts the result; if SIGTERM comes meanwhile, the post gets [`TERM_BUDGET`] more.
+async fn post_unless_stopped(
+    control: &RunApiControlPlane,
+    report: ResultReport,
+    stop: &Stop,
+) -> Ending {
+    let posting = post(control, report);
+    tokio::pin!(posting);
+    tokio::select! {
+        ending = &mut posting => ending,
+        () = stop.clone() => match tokio::time::timeout(TERM_BUDGET, posting).await {
+            Ok(Ending::Posted) => {
+                Ending::Terminated(format!("{TERMINATED} after posting the result"))
+            }
+            _ => Ending::Terminated(format!("{TERMINATED} before the result was posted")),
+        },
+    }
+}
+
+/// Connects to the `sandbox` container and has it copy the Run's inputs into `uploads/`; a
+/// sandbox that cannot be reached or fails the copy ends the run.
+async fn open_sandbox(
+    env: &PodEnv,
+    inputs: Vec<InputCopy>,
+) -> Result<Arc<dyn ToolExecutor>, RunOutcome> {
+    let executor = UnixSocketExecutor::connect(&env.sandbox_socket)
+        .await
+        .map_err(|error| failed(StopReason::SandboxUnavailable, error.to_string()))?;
+    executor.install_inputs(inputs).await.map_err(|error| {
+        failed(
+            StopReason::SandboxUnavailable,
+            format!("cannot copy the Run's inputs into uploads/: {error}"),
+        )
+    })?;
+    Ok(Arc::new(executor))
+}
+
+/// What a run starts from.
+struct Started {
+    plan: Arc<RunPlan>,
+    control: Arc<RunApiControlPlane>,
+    /// The Run's deadline.
+    deadline: Instant,
+    /// The Run's inputs, for the sandbox to copy.
+    inputs: Vec<InputCopy>,
+}
+
+/// Reaches the run API, reads the Run's config and plans the run.
+async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
+    let ca = tokio::fs::read(&env.ca_file).await.map_err(|error| {
+        Ending::Failed(format!(
+            "cannot read the run API's CA bundle {} (HERD_CA_FILE): {error}",
+            env.ca_file.display()
+        ))
+    })?;
+    let client = RunApiClient::new(&env.target, &ca, env.token_file.clone())
+        .map_err(|error| Ending::Failed(error.to_string()))?;
+    let config: RunConfig = client
+        .get("config", Instant::now() + CONFIG_WAIT)
+        .await
+        .map_err(|error| match error {
+            ControlError::StaleAttempt(message) => Ending::Superseded(message),
+            error => Ending::Failed(format!("cannot read the Run's config: {error}")),
+        })?;
+    if config.attempt != env.attempt {
+        return Err(Ending::Superseded(format!(
+            "the run API serves attempt {} of the Run, this pod is attempt {}",
+            config.attempt, env.attempt
+        )));
+    }
+    let deadline = Instant::now() + Duration::from_secs(config.seconds_left);
+    let plan = pod_plan(&config, facts).map_err(|error| {
+        Ending::Failed(format!(
+            "the Run {}/{} cannot run: {error}",
+            env.target.namespace, env.target.name
+        ))
+    })?;
+    let control = RunApiControlPlane::new(Arc::new(client), deadline, plan.answers.clone());
+    let inputs = config
+        .run
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(index, input)| InputCopy {
+            index,
+            path: input.path.clone(),
+        })
+        .collect();
+    Ok(Started {
+        plan: Arc::new(plan),
+        control: Arc::new(control),
+        deadline,
+        inputs,
+    })
+}
+
+/// Builds the agents and runs the lead until it ends, keeping time to post the result; what
+/// ends the pod without a result is the error.
+async fn run_lead(
+    plan: &Arc<RunPlan>,
+    executor: &Arc<dyn ToolExecutor>,
+    control: &Arc<RunApiControlPlane>,
+    deadline: Instant,
+    state: &mut ThreadState,
+    observer: &Arc<dyn Observer>,
+) -> Result<RunOutcome, Ending> {
+    let skills =
+        match discover_skills(executor.as_ref(), plan.skills.as_deref(), observer.as_ref()).await {
+            Ok(skills) => skills,
+            Err(error) => return Ok(failed(StopReason::SandboxUnavailable, error.0)),
+        };
+    for warning in &plan.warnings {
+        observer.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message: warning.clone(),
+        });
+    }
+    let agents = RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone())
+        .await
+        .map_err(|error| Ending::Failed(error.to_string()))?;
+    let dyn_control: Arc<dyn ControlPlane> = control.clone();
+    let reserve = POSTING_RESERVE.min(plan.time_left / 10);
+    let lead_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
+    let lead = agents
+        .lead(&dyn_control, Some(lead_deadline))
+        .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
+    let env = RunEnv {
+        executor: executor.clone(),
+        control: dyn_control,
+    };
+    run_lead_until(
+        lead_deadline,
+        plan.time_left,
+        &lead,
+        state,
+        &env,
+        observer.as_ref(),
+    )
+    .await
+    .map_err(|error| match error.0 {
+        ControlError::StaleAttempt(message) => Ending::Superseded(message),
+        error => Ending::Failed(error.to_string()),
+    })
+}
+
+fn failed(stop_reason: StopReason, error: String) -> RunOutcome {
+    RunOutcome {
+        stop_reason,
+        answer: String::new(),
+        error: Some(error),
+        question: None,
+    }
+}
+
+/// Posts the result; what cannot be posted goes to the termination log.
+async fn post(control: &RunApiControlPlane, report: ResultReport) -> Ending {
+    let fallback = fallback_report(report.stop_reason, fallback_text(&report));
+    match control.post_result(report).await {
+        Ok(()) => Ending::Posted,
+        Err(ControlError::StaleAttempt(message)) => Ending::Superseded(message),
+        Err(error) => Ending::Fallback {
+            report: fallback,
+            why: error.to_string(),
+        },
+    }
+}

@@ -1,0 +1,36 @@
+//! Running the lead agent under the run's deadline: both shells end a run that outlives its
+//! time the same way.
+
+use std::time::Duration;
+
+use herd_crds::report::StopReason;
+
+use crate::agent::{Agent, AgentEvent, Observer, RunEnv, RunError, RunOutcome};
+use crate::thread::ThreadState;
+
+/// Runs `lead` on `state` until it ends or `deadline` passes; then the run is `TimedOut`,
+/// naming `time_left`, the time it had.
+pub(crate) async fn run_lead_until(
+    deadline: tokio::time::Instant,
+    time_left: Duration,
+    lead: &Agent,
+    state: &mut ThreadState,
+    env: &RunEnv,
+    observer: &dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    match tokio::time::timeout_at(deadline, lead.run(state, env)).await {
+        Ok(ended) => ended,
+        Err(_) => {
+            observer.on_event(AgentEvent::Stopped {
+                agent: "lead".into(),
+                reason: StopReason::TimedOut,
+            });
+            Ok(RunOutcome {
+                stop_reason: StopReason::TimedOut,
+                answer: String::new(),
+                error: Some(format!("the run took longer than {time_left:?}")),
+                question: None,
+            })
+        }
+    }
+}
