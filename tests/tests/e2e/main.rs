@@ -6,6 +6,7 @@ mod crds;
 mod fixture;
 mod operator;
 mod run_api;
+mod scenarios;
 
 use std::process::ExitCode;
 
@@ -16,6 +17,7 @@ fn main() -> ExitCode {
             fixture::tests(),
             operator::tests(),
             run_api::tests(),
+            scenarios::tests(),
         ]
         .into_iter()
         .flatten()
