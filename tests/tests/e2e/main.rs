@@ -4,15 +4,30 @@
 
 mod crds;
 mod fixture;
+#[cfg(target_os = "linux")]
+mod kubelet;
 mod operator;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     herd_e2e::run_suite(
-        [crds::tests(), fixture::tests(), operator::tests()]
-            .into_iter()
-            .flatten()
-            .collect(),
+        [
+            crds::tests(),
+            fixture::tests(),
+            kubelet_tests(),
+            operator::tests(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     )
+}
+
+/// `local-kubelet` runs containers with Linux namespaces: its tests exist on Linux only.
+fn kubelet_tests() -> Vec<herd_e2e::E2eTest> {
+    #[cfg(target_os = "linux")]
+    return kubelet::tests();
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
 }

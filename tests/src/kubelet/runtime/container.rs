@@ -1,6 +1,8 @@
 //! The kubelet's handle on one running container: its entry process, the control socket,
-//! and the output copied to the container's log file and to the kubelet's stderr.
+//! and its output (stdout and stderr together) copied to the container's log file and to the
+//! kubelet's stderr.
 
+use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,6 +12,7 @@ use anyhow::Context;
 use jiff::Timestamp;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -111,6 +114,11 @@ pub async fn start(
     std::fs::write(&spec_file, json).map_err(|e| StartError(format!("writing the spec: {e}")))?;
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().map_err(|e| StartError(e.to_string()))?;
+    // One pipe for stdout and stderr keeps their lines in the order they were written.
+    let (output, output_end) = std::io::pipe().map_err(|e| StartError(e.to_string()))?;
+    let error_end = output_end
+        .try_clone()
+        .map_err(|e| StartError(e.to_string()))?;
     let mut command = Command::new(exe);
     command
         .arg0("local-kubelet")
@@ -118,25 +126,21 @@ pub async fn start(
         .arg(&spec_file)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(output_end))
+        .stderr(Stdio::from(error_end))
         // Its own process group: a Ctrl-C at the kubelet's terminal is the kubelet's alone.
         .process_group(0)
         .kill_on_drop(true);
     let spawned = command.spawn();
-    // The command holds a copy of the entry's end of the socket: without it, an entry that
-    // dies is seen at once (end of file) instead of at the start timeout.
+    // The command holds copies of the entry's ends of the socket and the pipe: without
+    // them, an entry that dies is seen at once (end of file) instead of at the start timeout.
     drop(command);
-    let mut entry = spawned.map_err(|e| StartError(format!("starting the entry: {e}")))?;
+    let entry = spawned.map_err(|e| StartError(format!("starting the entry: {e}")))?;
     let pid = entry.id().unwrap_or(0);
-    let mut logs = Vec::new();
-    if let Some(out) = entry.stdout.take() {
-        logs.push(copy_log(out, dir.log.clone(), label.to_owned()));
-    }
-    if let Some(err) = entry.stderr.take() {
-        logs.push(copy_log(err, dir.log.clone(), label.to_owned()));
-    }
+    let output = pipe::Receiver::from_owned_fd(OwnedFd::from(output))
+        .map_err(|e| StartError(format!("reading the output: {e}")))?;
+    let logs = vec![copy_log(output, dir.log.clone(), label.to_owned())];
     ours.set_nonblocking(true)
         .map_err(|e| StartError(e.to_string()))?;
     let control = UnixStream::from_std(ours).map_err(|e| StartError(e.to_string()))?;
@@ -260,7 +264,7 @@ impl Running {
     }
 }
 
-/// Copies one output stream into the log file and, line by line with `label`, to stderr.
+/// Copies the output into the log file and, line by line with `label`, to stderr.
 fn copy_log(
     stream: impl AsyncRead + Unpin + Send + 'static,
     log: PathBuf,
