@@ -148,8 +148,7 @@ impl Scenario {
         for entry in walkdir::WalkDir::new(self.state.path().join("node")) {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy();
-            if entry.file_type().is_file() && (name == "output.log" || name == "termination-log")
-            {
+            if entry.file_type().is_file() && (name == "output.log" || name == "termination-log") {
                 found.push(entry.path().to_owned());
             }
         }

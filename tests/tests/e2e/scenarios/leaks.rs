@@ -83,7 +83,10 @@ pub async fn assert_key_nowhere(scenario: &Scenario, run: &Run) -> anyhow::Resul
     }
     let run_name = run.name_any();
     for expected in [format!("{run_name}-snapshot"), format!("{run_name}-result")] {
-        ensure!(names.contains(&expected), "no ConfigMap {expected}: {names:?}");
+        ensure!(
+            names.contains(&expected),
+            "no ConfigMap {expected}: {names:?}"
+        );
     }
 
     let pods: Api<Pod> = Api::namespaced(scenario.admin.clone(), namespace);

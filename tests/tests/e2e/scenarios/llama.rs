@@ -88,7 +88,9 @@ pub async fn a_run_calls_a_real_model_server(env: TestEnv) -> anyhow::Result<()>
         "summarization": {"enabled": false},
     });
     let mut scenario = Scenario::start(&env, spec).await?;
-    scenario.create_run("ask", "Say hello in three words.").await?;
+    scenario
+        .create_run("ask", "Say hello in three words.")
+        .await?;
     let run = scenario.finished("ask", RUN_TIME).await?;
     let report = run
         .status

@@ -20,7 +20,7 @@ use crate::operator::run_fixtures::{message, succeeded};
 const RUN_TIME: Duration = Duration::from_secs(90);
 
 /// The lead writes a file, presents it and answers; the title comes from its own call.
-const SCRIPT: &str = r#"
+const SCRIPT: &str = r##"
 rules:
   - match: {purpose: title}
     respond: {content: "A greeting"}
@@ -36,9 +36,13 @@ rules:
           arguments: {filepaths: [/mnt/user-data/outputs/hello.md]}
   - match: {role: lead, call: 3}
     respond: {content: "Hello from the pod.", usage: {inputTokens: 300, outputTokens: 6}}
-"#;
+"##;
 
-async fn script_config_map(admin: &kube::Client, namespace: &str, script: &str) -> anyhow::Result<()> {
+async fn script_config_map(
+    admin: &kube::Client,
+    namespace: &str,
+    script: &str,
+) -> anyhow::Result<()> {
     let config_map: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "script"}, "data": {"script.yaml": script},
     }))?;
@@ -71,11 +75,19 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
         .and_then(|s| s.report.as_ref())
         .context("no report")?;
     ensure!(
-        report.result.as_deref() == Some("Hello from the pod."),
+        report.result.as_ref().map(|r| r.text.as_str()) == Some("Hello from the pod."),
         "{report:?}"
     );
     ensure!(report.title.as_deref() == Some("A greeting"), "{report:?}");
-    ensure!(report.stop_reason == Some(StopReason::Completed), "{report:?}");
+    let artifacts = report.result.as_ref().map(|r| r.artifacts.len());
+    ensure!(
+        artifacts == Some(1),
+        "the presented file in status: {report:?}"
+    );
+    ensure!(
+        report.stop_reason == Some(StopReason::Completed),
+        "{report:?}"
+    );
     ensure!(
         report.usage.model_calls >= 3 && report.usage.output_tokens >= 6,
         "the usage of the three lead calls and the title: {:?}",
