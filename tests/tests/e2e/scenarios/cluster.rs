@@ -32,7 +32,8 @@ pub struct Scenario {
     _operator: Running,
     kubelet: Server,
     /// The kubelet's state: Pods' folders with each container's output and termination log.
-    state: tempfile::TempDir,
+    /// Kept after a failure, for the kubelet's log that the failure report prints.
+    state: PathBuf,
 }
 
 impl Scenario {
@@ -59,7 +60,12 @@ impl Scenario {
         config.runs.run_api_url = format!("https://127.0.0.1:{port}");
         let running = start_leader(config, operator).await?;
 
-        let state = tempfile::Builder::new().prefix("herd-kubelet-").tempdir()?;
+        let state = std::env::temp_dir()
+            .join("herd-e2e-kubelet")
+            .join(&namespace);
+        // What a failed earlier run with the same name left.
+        let _ = std::fs::remove_dir_all(&state);
+        std::fs::create_dir_all(&state)?;
         let args = [
             "--kubeconfig".to_owned(),
             env.cluster().kubeconfig().display().to_string(),
@@ -68,11 +74,11 @@ impl Scenario {
             "--node-name".to_owned(),
             node_name(&namespace),
             "--state-dir".to_owned(),
-            state.path().join("node").display().to_string(),
+            state.join("node").display().to_string(),
         ];
         let kubelet = Server::start(
             "local-kubelet",
-            state.path(),
+            &state,
             Path::new(env!("CARGO_BIN_EXE_local-kubelet")),
             &args,
         )?;
@@ -145,7 +151,7 @@ impl Scenario {
     /// termination message, and the kubelet's own log (which repeats the containers' output).
     pub fn container_outputs(&self) -> anyhow::Result<Vec<PathBuf>> {
         let mut found = vec![self.kubelet.log().to_owned()];
-        for entry in walkdir::WalkDir::new(self.state.path().join("node")) {
+        for entry in walkdir::WalkDir::new(self.state.join("node")) {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy();
             if entry.file_type().is_file() && (name == "output.log" || name == "termination-log") {
@@ -153,6 +159,13 @@ impl Scenario {
             }
         }
         Ok(found)
+    }
+
+    /// Stops the kubelet and removes its state: the scenario passed.
+    pub fn passed(self) -> anyhow::Result<()> {
+        let Scenario { kubelet, state, .. } = self;
+        drop(kubelet);
+        std::fs::remove_dir_all(&state).with_context(|| format!("removing {}", state.display()))
     }
 
     /// The name of the scenario's Pod of `run`'s first attempt.
@@ -170,7 +183,9 @@ fn ended(run: &Run) -> bool {
 }
 
 /// A Node name of the namespace's own, so that scenarios running side by side never share a
-/// node (a Node name is at most 253 characters; namespaces are at most 63).
+/// node: the namespace's random suffix (the name is also the `kubernetes.io/hostname` label,
+/// at most 63 characters).
 fn node_name(namespace: &str) -> String {
-    format!("herd-e2e-node-{namespace}")
+    let suffix = namespace.rsplit('-').next().unwrap_or(namespace);
+    format!("herd-e2e-node-{suffix}")
 }

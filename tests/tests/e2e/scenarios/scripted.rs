@@ -65,7 +65,7 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
     scenario.create_run("hello", "Say hello.").await?;
     let run = scenario.finished("hello", RUN_TIME).await?;
     ensure!(
-        succeeded(&run, ConditionStatus::True, "Completed"),
+        succeeded(&run, ConditionStatus::True, "Succeeded"),
         "the Run ended otherwise: {}",
         message(&run)
     );
@@ -111,7 +111,8 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
             .any(|b| b.0 == b"# Hello\n"),
         "the presented file's bytes"
     );
-    assert_key_nowhere(&scenario, &run).await
+    assert_key_nowhere(&scenario, &run).await?;
+    scenario.passed()
 }
 
 /// A runner that cannot start (its script is not YAML) exits non-zero with a termination
@@ -133,5 +134,5 @@ pub async fn a_crashing_runner_fails_the_run_with_its_message(env: TestEnv) -> a
         said.contains("script"),
         "the runner's termination message reaches the Run: {said}"
     );
-    Ok(())
+    scenario.passed()
 }
