@@ -236,6 +236,11 @@ impl Worker {
         };
         match latest {
             Some(pod) => {
+                // The one field of a running Pod's spec that may change here (shortened).
+                if let Some(seconds) = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds) {
+                    self.state.active_deadline =
+                        Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)));
+                }
                 self.pod = pod;
                 true
             }
