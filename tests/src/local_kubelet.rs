@@ -1,7 +1,7 @@
 //! A `local-kubelet` for one test: it takes the Pods of the test's namespace, keeps its state
 //! and log in a folder of its own, and dies with the test (see [`crate::process`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,7 +17,6 @@ const READY_LINE: &str = "is ready; taking Pods from";
 #[derive(Debug)]
 pub struct LocalKubelet {
     server: Server,
-    state: PathBuf,
 }
 
 impl LocalKubelet {
@@ -53,16 +52,11 @@ impl LocalKubelet {
             }
         })
         .await?;
-        Ok(LocalKubelet { server, state })
+        Ok(LocalKubelet { server })
     }
 
     /// Its log (container output included, each line prefixed with `namespace/pod/container`).
     pub fn log(&self) -> &Path {
         self.server.log()
-    }
-
-    /// Its state folder (`pods/<uid>/...`).
-    pub fn state(&self) -> &Path {
-        &self.state
     }
 }

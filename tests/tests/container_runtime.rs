@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,9 +27,17 @@ fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_local-kubelet"))
 }
 
-/// A Pod's worth of host folders: a writable `shared` volume, a read-only `config` one.
+/// The user an unprivileged run switches to.
+const NOBODY: u32 = 65534;
+
+/// A Pod's worth of host folders: a writable `shared` volume, a read-only `config` one; and
+/// the program that runs containers (`local-kubelet`, or a wrapper running a copy of it as
+/// [`NOBODY`]).
 struct Host {
     dir: tempfile::TempDir,
+    exe: PathBuf,
+    /// Files the container writes are made writable for it (it may not be their owner).
+    shared_files: bool,
 }
 
 impl Host {
@@ -37,7 +46,69 @@ impl Host {
             .prefix("herd-kubelet-runtime-")
             .tempdir()
             .expect("a scratch folder");
-        let host = Host { dir };
+        Host::with(dir, exe().to_path_buf(), false)
+    }
+
+    /// Containers started as [`NOBODY`] from a copy of the binary, in folders everyone may
+    /// enter; `None` (after saying why) where users cannot be switched.
+    fn unprivileged() -> Option<Host> {
+        if !rustix::process::geteuid().is_root() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED the uid {NOBODY} container test: it needs root to switch users"
+            );
+            return None;
+        }
+        if std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            skip("setpriv (util-linux) is not installed");
+            return None;
+        }
+        // Outside /tmp, whose folder here only its owner may enter.
+        let dir = tempfile::Builder::new()
+            .prefix("herd-kubelet-runtime-")
+            .tempdir_in("/var/tmp")
+            .expect("a scratch folder");
+        let copy = dir.path().join("local-kubelet");
+        std::fs::copy(exe(), &copy).expect("a copy of the binary");
+        let wrapper = dir.path().join("as-nobody");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups {} \"$@\"\n",
+                copy.display()
+            ),
+        )
+        .expect("the wrapper");
+        for (path, mode) in [(dir.path(), 0o755), (&*copy, 0o755), (&*wrapper, 0o755)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        wait_until_runnable(&copy);
+        let host = Host::with(dir, wrapper, true);
+        for folder in ["volumes", "volumes/config"] {
+            std::fs::set_permissions(
+                host.dir.path().join(folder),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .expect("chmod");
+        }
+        std::fs::set_permissions(
+            host.volume("shared"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .expect("chmod");
+        Some(host)
+    }
+
+    fn with(dir: tempfile::TempDir, exe: PathBuf, shared_files: bool) -> Host {
+        let host = Host {
+            dir,
+            exe,
+            shared_files,
+        };
         std::fs::create_dir_all(host.volume("shared")).expect("shared volume");
         std::fs::create_dir_all(host.volume("config")).expect("config volume");
         std::fs::write(host.volume("config").join("key"), "value\n").expect("config file");
@@ -78,6 +149,14 @@ impl Host {
         .expect("a container");
         let dir = ContainerDir::create(self.dir.path().join("containers").join(name))
             .expect("the container's folder");
+        if self.shared_files {
+            for folder in [self.dir.path().join("containers"), dir.dir.clone()] {
+                std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod");
+            }
+            std::fs::set_permissions(&dir.termination_log, std::fs::Permissions::from_mode(0o666))
+                .expect("chmod");
+        }
         let root = container_root(
             &container,
             &self.volumes(),
@@ -92,12 +171,31 @@ impl Host {
             argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
         };
         let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
-        match start(exe(), &spec, &env, &dir, name).await {
+        match start(&self.exe, &spec, &env, &dir, name).await {
             Ok(running) => Some((running, dir)),
             Err(StartError(why)) => {
                 skip(&why);
                 None
             }
+        }
+    }
+}
+
+/// Waits until `binary` can be run: a thread that forked while it was being copied holds it
+/// open for writing until its child runs a program, and running it meanwhile fails with
+/// ETXTBSY ("Text file busy").
+fn wait_until_runnable(binary: &Path) {
+    for _ in 0..100 {
+        match std::process::Command::new(binary)
+            .arg("--help")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+        {
+            Err(error) if error.raw_os_error() == Some(26) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => return,
         }
     }
 }
@@ -130,12 +228,37 @@ fn expected_root() -> BTreeSet<String> {
 
 #[tokio::test]
 async fn a_container_sees_only_its_root_and_its_volumes() {
-    let host = Host::new();
+    sees_only_its_root_and_its_volumes(&Host::new(), "0").await;
+}
+
+#[tokio::test]
+async fn a_container_of_an_unprivileged_user_sees_the_same() {
+    if let Some(host) = Host::unprivileged() {
+        sees_only_its_root_and_its_volumes(&host, &NOBODY.to_string()).await;
+    }
+}
+
+#[tokio::test]
+async fn an_exec_runs_inside_the_running_container() {
+    exec_runs_inside(&Host::new()).await;
+}
+
+#[tokio::test]
+async fn an_exec_runs_inside_an_unprivileged_users_container() {
+    if let Some(host) = Host::unprivileged() {
+        exec_runs_inside(&host).await;
+    }
+}
+
+/// Runs the view check in a container of `host`, whose processes run as user `uid` (the
+/// user that started them).
+async fn sees_only_its_root_and_its_volumes(host: &Host, uid: &str) {
     let outside = host.dir.path().display().to_string();
     let script = format!(
         r#"
         echo "root: $(ls -A / | tr '\n' ' ')"
         echo "pid: $$"
+        echo "uid: $(id -u)"
         echo "cwd: $(pwd)"
         echo "config: $(cat /mnt/config/key)"
         echo written > /mnt/shared/out && echo "shared: writable"
@@ -180,6 +303,7 @@ async fn a_container_sees_only_its_root_and_its_volumes() {
         "1",
         "the command is PID 1 of its own namespace"
     );
+    assert_eq!(line("uid: "), uid, "the same user inside as outside");
     assert_eq!(line("cwd: "), "/work", "the working directory was created");
     assert_eq!(line("config: "), "value");
     assert_eq!(line("shared: "), "writable");
@@ -263,9 +387,7 @@ async fn sigterm_reaches_pid_1_and_a_kill_ends_a_container_that_ignores_it() {
     );
 }
 
-#[tokio::test]
-async fn an_exec_runs_inside_the_running_container() {
-    let host = Host::new();
+async fn exec_runs_inside(host: &Host) {
     let Some((running, _)) = host
         .start(
             "target",
@@ -284,7 +406,7 @@ async fn an_exec_runs_inside_the_running_container() {
     let mut seen = None;
     for _ in 0..50 {
         let outcome = exec(
-            exe(),
+            &host.exe,
             entry,
             Path::new("/work"),
             &env,
@@ -306,7 +428,7 @@ async fn an_exec_runs_inside_the_running_container() {
         ))
     );
     let failed = exec(
-        exe(),
+        &host.exe,
         entry,
         Path::new("/"),
         &env,
@@ -316,7 +438,7 @@ async fn an_exec_runs_inside_the_running_container() {
     .await;
     assert_eq!(failed, ExecOutcome::Exited(7, String::new()));
     let slow = exec(
-        exe(),
+        &host.exe,
         entry,
         Path::new("/"),
         &env,

@@ -255,11 +255,18 @@ impl PodState {
                 ContainerState::new(c, role)
             })
             .collect();
-        containers.extend(
-            spec.containers
-                .iter()
-                .map(|c| ContainerState::new(c, Role::Main)),
-        );
+        // With init containers to run first, the regular ones wait for them.
+        let waiting_for_init = !containers.is_empty();
+        containers.extend(spec.containers.iter().map(|c| {
+            let mut state = ContainerState::new(c, Role::Main);
+            if waiting_for_init {
+                state.run = Run::Waiting {
+                    reason: "PodInitializing".to_owned(),
+                    message: None,
+                };
+            }
+            state
+        }));
         let restart_policy = match spec.restart_policy.as_deref() {
             Some("Never") => RestartPolicy::Never,
             Some("OnFailure") => RestartPolicy::OnFailure,

@@ -25,13 +25,21 @@ pub struct Target {
 }
 
 /// Runs `plan` against `target` until the probe has nothing more to say; `report` gets each
-/// change. Abort the task to stop it.
-pub async fn run(plan: ProbePlan, target: Target, report: impl Fn(ProbeResult)) {
+/// change. The first failure of a streak is logged with why, under `label`. Abort the task to
+/// stop it.
+pub async fn run(plan: ProbePlan, target: Target, label: String, report: impl Fn(ProbeResult)) {
     tokio::time::sleep(plan.initial_delay).await;
     let mut counter = Counter::new(&plan);
+    let mut failing = false;
     loop {
-        let ok = check(&plan.check, &target, plan.timeout).await;
-        if let Some(result) = counter.observe(ok) {
+        let outcome = check(&plan.check, &target, plan.timeout).await;
+        if let Err(why) = &outcome
+            && !failing
+        {
+            tracing::info!("{label}: {:?} probe failed: {why}", plan.kind);
+        }
+        failing = outcome.is_err();
+        if let Some(result) = counter.observe(outcome.is_ok()) {
             report(result);
         }
         if counter.done() {
@@ -41,33 +49,45 @@ pub async fn run(plan: ProbePlan, target: Target, report: impl Fn(ProbeResult)) 
     }
 }
 
-async fn check(check: &Check, target: &Target, timeout: Duration) -> bool {
+/// Runs the check once; `Err` says why it failed.
+async fn check(check: &Check, target: &Target, timeout: Duration) -> Result<(), String> {
     match check {
-        Check::Exec(argv) => matches!(
-            exec(
-                &target.exe,
-                target.entry,
-                &target.cwd,
-                &target.env,
-                argv,
-                timeout
-            )
-            .await,
-            ExecOutcome::Exited(0, _)
-        ),
-        Check::Tcp { host, port } => matches!(
-            tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), *port))).await,
-            Ok(Ok(_))
-        ),
+        Check::Exec(argv) => match exec(
+            &target.exe,
+            target.entry,
+            &target.cwd,
+            &target.env,
+            argv,
+            timeout,
+        )
+        .await
+        {
+            ExecOutcome::Exited(0, _) => Ok(()),
+            ExecOutcome::Exited(code, output) => {
+                let output: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+                Err(format!("exit code {code}: {}", output.join(" / ")))
+            }
+            ExecOutcome::TimedOut => Err(format!("timed out after {timeout:?}")),
+            ExecOutcome::CannotRun(why) => Err(why),
+        },
+        Check::Tcp { host, port } => {
+            match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), *port))).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(error)) => Err(format!("connecting to {host}:{port}: {error}")),
+                Err(_) => Err(format!("connecting to {host}:{port} timed out")),
+            }
+        }
         Check::Http {
             host,
             port,
             path,
             headers,
-        } => tokio::time::timeout(timeout, http_get(host, *port, path, headers))
-            .await
-            .is_ok_and(|ok| ok),
-        Check::Unsupported(_) => false,
+        } => match tokio::time::timeout(timeout, http_get(host, *port, path, headers)).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(format!("GET http://{host}:{port}{path} failed")),
+            Err(_) => Err(format!("GET http://{host}:{port}{path} timed out")),
+        },
+        Check::Unsupported(why) => Err(why.clone()),
     }
 }
 
@@ -151,17 +171,20 @@ mod tests {
             headers: vec![("X-Check".into(), "yes".into())],
         };
         let timeout = Duration::from_secs(5);
-        assert!(check(&http, &target, timeout).await, "204");
-        assert!(!check(&http, &target, timeout).await, "503");
+        assert_eq!(check(&http, &target, timeout).await, Ok(()), "204");
+        assert!(check(&http, &target, timeout).await.is_err(), "503");
         server.await.unwrap();
         let closed = Check::Tcp {
             host: "127.0.0.1".into(),
             port,
         };
         assert!(
-            !check(&closed, &target, timeout).await,
+            check(&closed, &target, timeout).await.is_err(),
             "nothing listens now"
         );
-        assert!(!check(&Check::Unsupported("grpc".into()), &target, timeout).await);
+        assert_eq!(
+            check(&Check::Unsupported("grpc".into()), &target, timeout).await,
+            Err("grpc".to_owned())
+        );
     }
 }

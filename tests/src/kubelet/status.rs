@@ -82,8 +82,8 @@ pub fn pod_status(
 }
 
 /// The status of a Pod whose containers ran under an earlier kubelet on this node: their
-/// processes died with it, so the Pod fails with them (`ContainerStatusUnknown`). `None` when
-/// none of them ever ran.
+/// processes died with it, so the Pod fails and they end as `ContainerStatusUnknown`. `None`
+/// when none of them ever ran.
 pub fn lost_status(pod: &Pod, now: Timestamp) -> Option<PodStatus> {
     let status = pod.status.as_ref()?;
     let ran = |list: &Option<Vec<ContainerStatus>>| {
@@ -105,8 +105,9 @@ pub fn lost_status(pod: &Pod, now: Timestamp) -> Option<PodStatus> {
         .chain(lost.init_container_statuses.iter_mut())
         .flatten()
     {
-        let ended = c.state.as_ref().is_some_and(|s| s.terminated.is_some());
-        if !ended {
+        // What was running is gone; what never started stays waiting.
+        let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
+        if running {
             c.state = Some(ApiState {
                 terminated: Some(ContainerStateTerminated {
                     exit_code: 137,
@@ -348,9 +349,14 @@ mod tests {
         );
         assert_eq!(
             status["containerStatuses"][0]["state"],
-            json!({"waiting": {"reason": "ContainerCreating"}})
+            json!({"waiting": {"reason": "PodInitializing"}})
         );
         assert_eq!(status["initContainerStatuses"][0]["name"], "sandbox");
+        assert_eq!(
+            status["initContainerStatuses"][0]["state"],
+            json!({"waiting": {"reason": "ContainerCreating"}}),
+            "being started"
+        );
         assert_eq!(status["podIP"], "127.0.0.1");
         assert_eq!(status["startTime"], "2023-11-14T22:13:20Z");
     }
@@ -443,7 +449,9 @@ mod tests {
 
     #[test]
     fn a_pod_whose_containers_ran_under_an_earlier_kubelet_fails() {
-        let s = running();
+        let mut s = state(json!({}));
+        s.step(t(0));
+        s.started(0, t(1));
         let status = pod_status(&s, "u", &[], t(3));
         let pod = Pod {
             status: Some(status.clone()),
@@ -451,13 +459,18 @@ mod tests {
         };
         let lost = json_of(&lost_status(&pod, t(9)).unwrap());
         assert_eq!(lost["phase"], "Failed");
-        let agent = &lost["containerStatuses"][0];
+        let sandbox = &lost["initContainerStatuses"][0];
         assert_eq!(
-            agent["state"]["terminated"]["reason"],
+            sandbox["state"]["terminated"]["reason"],
             "ContainerStatusUnknown"
         );
-        assert_eq!(agent["state"]["terminated"]["exitCode"], 137);
-        assert_eq!(agent["ready"], false);
+        assert_eq!(sandbox["state"]["terminated"]["exitCode"], 137);
+        assert_eq!(sandbox["ready"], false);
+        let agent = &lost["containerStatuses"][0];
+        assert_eq!(
+            agent["state"]["waiting"]["reason"], "PodInitializing",
+            "the agent never started: {agent}"
+        );
         assert_eq!(condition(&lost, "Ready")["status"], "False");
         let mut fresh = state(json!({}));
         fresh.step(t(0));

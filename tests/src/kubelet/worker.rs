@@ -236,6 +236,11 @@ impl Worker {
         };
         match latest {
             Some(pod) => {
+                // The one field of a running Pod's spec that may change here (shortened).
+                if let Some(seconds) = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds) {
+                    self.state.active_deadline =
+                        Some(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)));
+                }
                 self.pod = pod;
                 true
             }
@@ -530,6 +535,7 @@ impl Worker {
             return;
         };
         let run = self.state.containers.get(i).map_or(0, |c| c.restarts);
+        let label = format!("{}/{}", self.label(), container.name);
         let Some(handle) = self.handles.get_mut(i).and_then(Option::as_mut) else {
             return;
         };
@@ -539,11 +545,11 @@ impl Worker {
         {
             let events = self.events.0.clone();
             let target = handle.target.clone();
-            handle
-                .probes
-                .push(tokio::spawn(prober::run(plan, target, move |result| {
-                    let _ = events.send(Event::Probe { i, run, result });
-                })));
+            let report = move |result| {
+                let _ = events.send(Event::Probe { i, run, result });
+            };
+            let probe = prober::run(plan, target, label.clone(), report);
+            handle.probes.push(tokio::spawn(probe));
         }
     }
 

@@ -268,6 +268,12 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
         "crashes: {agent:?}"
     );
 
+    let output = std::fs::read_to_string(kubelet.log())?;
+    ensure!(
+        output.contains(&format!("[{namespace}/crashes/agent] starting")),
+        "the containers' output is in the kubelet's log"
+    );
+
     let late = ended(&pods, "overdue").await?;
     let status = late.status.clone().unwrap_or_default();
     ensure!(

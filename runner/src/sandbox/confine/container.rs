@@ -59,7 +59,8 @@ impl ContainerRoot {
     /// Makes this process the container's entry. Call it while the process has a single
     /// thread, and create no thread afterwards (the kernel refuses threads in a process whose
     /// children go to another PID namespace). The next child it starts is the container's
-    /// init; it gets `CAP_SYS_ADMIN` as an ambient capability so that it can mount its `/proc`
+    /// init; it gets `CAP_SYS_ADMIN` and `CAP_SETPCAP` as ambient capabilities so that it can
+    /// mount its `/proc` and then give up every capability
     /// (a user other than root loses every capability when it runs a program).
     pub fn enter(&self) -> Result<(), ConfineError> {
         let parent = getppid();
@@ -164,7 +165,7 @@ impl ContainerRoot {
             .step("entering the working directory")?;
         // The container never outlives the runtime that started it.
         setup::die_with(parent)?;
-        pass_mount_capability().step("passing CAP_SYS_ADMIN to the init")?;
+        pass_init_capabilities().step("passing capabilities to the init")?;
         Ok(())
     }
 
@@ -227,12 +228,21 @@ fn mount_point(path: &Path, is_dir: bool) -> io::Result<()> {
         .map(drop)
 }
 
-/// `CAP_SYS_ADMIN` in the inheritable and ambient sets, so the next program keeps it.
-fn pass_mount_capability() -> io::Result<()> {
+/// What the init needs until it has set up: `CAP_SYS_ADMIN` to mount its `/proc`, and
+/// `CAP_SETPCAP` to lock the secure bits as it gives up every capability.
+const INIT_CAPABILITIES: [CapabilitySet; 2] = [CapabilitySet::SYS_ADMIN, CapabilitySet::SETPCAP];
+
+/// The init's capabilities in the inheritable and ambient sets, so the next program keeps
+/// them.
+fn pass_init_capabilities() -> io::Result<()> {
     let mut sets = capabilities(None)?;
-    sets.inheritable |= CapabilitySet::SYS_ADMIN;
+    for capability in INIT_CAPABILITIES {
+        sets.inheritable |= capability;
+    }
     rustix::thread::set_capabilities(None, sets)?;
-    configure_capability_in_ambient_set(CapabilitySet::SYS_ADMIN, true)?;
+    for capability in INIT_CAPABILITIES {
+        configure_capability_in_ambient_set(capability, true)?;
+    }
     Ok(())
 }
 

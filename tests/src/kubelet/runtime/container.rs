@@ -79,7 +79,8 @@ pub struct ContainerDir {
 }
 
 impl ContainerDir {
-    /// Creates the folder and its files.
+    /// Creates the folder and its files; the termination-message file starts empty, as
+    /// each start of the container gets a fresh one.
     pub fn create(dir: PathBuf) -> anyhow::Result<ContainerDir> {
         let staging = dir.join("root");
         std::fs::create_dir_all(&staging).with_context(|| staging.display().to_string())?;
@@ -91,11 +92,6 @@ impl ContainerDir {
         };
         std::fs::write(&this.termination_log, "")?;
         Ok(this)
-    }
-
-    /// Empties the termination message before a (re)start, as each start gets a fresh file.
-    pub fn reset_termination_log(&self) -> std::io::Result<()> {
-        std::fs::write(&self.termination_log, "")
     }
 }
 
