@@ -1,7 +1,7 @@
 //! A `local-kubelet` for one test: it takes the Pods of the test's namespace, keeps its state
 //! and log in a folder of its own, and dies with the test (see [`crate::process`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,6 +17,7 @@ const READY_LINE: &str = "is ready; taking Pods from";
 #[derive(Debug)]
 pub struct LocalKubelet {
     server: Server,
+    state: PathBuf,
 }
 
 impl LocalKubelet {
@@ -52,7 +53,18 @@ impl LocalKubelet {
             }
         })
         .await?;
-        Ok(LocalKubelet { server })
+        Ok(LocalKubelet { server, state })
+    }
+
+    /// `Err` with the end of its log when it has exited.
+    pub fn check_running(&mut self) -> anyhow::Result<()> {
+        self.server.check_running()
+    }
+
+    /// Its state folder: each Pod's volumes, and each container's `output.log` and
+    /// `termination-log`.
+    pub fn state(&self) -> &Path {
+        &self.state
     }
 
     /// Its log (container output included, each line prefixed with `namespace/pod/container`).

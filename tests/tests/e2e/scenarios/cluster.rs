@@ -1,6 +1,5 @@
 //! One scenario's cluster side: a leading operator whose run API listens on a loopback port
-//! its Pods are told (`--run-api-url`), and a `local-kubelet` process playing a Node of its
-//! own for the test's namespace.
+//! its Pods are told (`--run-api-url`), and a `local-kubelet` process for the test's namespace.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,7 +8,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use herd_crds::run::Run;
 use herd_e2e::TestEnv;
-use herd_e2e::process::Server;
+use herd_e2e::local_kubelet::LocalKubelet;
 use herd_operator::Running;
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -30,10 +29,7 @@ pub struct Scenario {
     pub namespace: String,
     /// Kept running for the scenario.
     _operator: Running,
-    kubelet: Server,
-    /// The kubelet's state: Pods' folders with each container's output and termination log.
-    /// Kept after a failure, for the kubelet's log that the failure report prints.
-    state: PathBuf,
+    kubelet: LocalKubelet,
 }
 
 impl Scenario {
@@ -60,29 +56,8 @@ impl Scenario {
         config.runs.run_api_url = format!("https://127.0.0.1:{port}");
         let running = start_leader(config, operator).await?;
 
-        let state = std::env::temp_dir()
-            .join("herd-e2e-kubelet")
-            .join(&namespace);
-        // What a failed earlier run with the same name left.
-        let _ = std::fs::remove_dir_all(&state);
-        std::fs::create_dir_all(&state)?;
-        let args = [
-            "--kubeconfig".to_owned(),
-            env.cluster().kubeconfig().display().to_string(),
-            "--namespace".to_owned(),
-            namespace.clone(),
-            "--node-name".to_owned(),
-            node_name(&namespace),
-            "--state-dir".to_owned(),
-            state.join("node").display().to_string(),
-        ];
-        let kubelet = Server::start(
-            "local-kubelet",
-            &state,
-            Path::new(env!("CARGO_BIN_EXE_local-kubelet")),
-            &args,
-        )?;
-        env.attach_log(kubelet.log());
+        let kubelet =
+            LocalKubelet::start(env, Path::new(env!("CARGO_BIN_EXE_local-kubelet"))).await?;
 
         let mut model = json!({"apiKeySecretRef": {"name": "model-key", "key": "api-key"}});
         if let (Some(model), Some(given)) = (
@@ -99,7 +74,6 @@ impl Scenario {
             namespace,
             _operator: running,
             kubelet,
-            state,
         })
     }
 
@@ -142,7 +116,7 @@ impl Scenario {
         tokio::time::timeout(timeout, wait).await.with_context(|| {
             format!(
                 "Run {name} did not finish within {timeout:?}; the kubelet's log ends:\n{}",
-                self.kubelet.log_tail(40)
+                herd_e2e::dump::tail(self.kubelet.log(), 40)
             )
         })?
     }
@@ -151,7 +125,7 @@ impl Scenario {
     /// termination message, and the kubelet's own log (which repeats the containers' output).
     pub fn container_outputs(&self) -> anyhow::Result<Vec<PathBuf>> {
         let mut found = vec![self.kubelet.log().to_owned()];
-        for entry in walkdir::WalkDir::new(self.state.join("node")) {
+        for entry in walkdir::WalkDir::new(self.kubelet.state()) {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy();
             if entry.file_type().is_file() && (name == "output.log" || name == "termination-log") {
@@ -159,13 +133,6 @@ impl Scenario {
             }
         }
         Ok(found)
-    }
-
-    /// Stops the kubelet and removes its state: the scenario passed.
-    pub fn passed(self) -> anyhow::Result<()> {
-        let Scenario { kubelet, state, .. } = self;
-        drop(kubelet);
-        std::fs::remove_dir_all(&state).with_context(|| format!("removing {}", state.display()))
     }
 
     /// The name of the scenario's Pod of `run`'s first attempt.
@@ -180,12 +147,4 @@ fn ended(run: &Run) -> bool {
         herd_crds::condition::find_condition(&s.conditions, "Succeeded")
             .is_some_and(|c| c.status != herd_crds::condition::ConditionStatus::Unknown)
     })
-}
-
-/// A Node name of the namespace's own, so that scenarios running side by side never share a
-/// node: the namespace's random suffix (the name is also the `kubernetes.io/hostname` label,
-/// at most 63 characters).
-fn node_name(namespace: &str) -> String {
-    let suffix = namespace.rsplit('-').next().unwrap_or(namespace);
-    format!("herd-e2e-node-{suffix}")
 }
