@@ -368,7 +368,7 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
 "#;
     let api = Api::start(serving(run_config(script, 300, json!([]))));
     let pod = PodDirs::new(&api.server.ca_pem);
-    let _sandbox = pod.start_sandbox();
+    let mut sandbox = pod.start_sandbox();
     let mut runner = pod.start_pod(&api.server.url);
     let started = pod.root.join("user-data/workspace/started");
     let until = Instant::now() + Duration::from_secs(30);
@@ -391,6 +391,12 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
         api.server.requests_to("/result").is_empty(),
         "the operator decides how a deleted pod's Run ends"
     );
+
+    // The sidecar gets SIGTERM too, its command still sleeping: it exits at once with 143
+    // (as a container's PID 1 it would otherwise ignore the signal until SIGKILL).
+    sandbox.terminate();
+    let (status, stderr) = sandbox.exit_within(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(143), "stderr:\n{stderr}");
 }
 
 #[test]

@@ -89,6 +89,7 @@ pub struct TestEnv {
     cluster: Arc<Cluster>,
     namespace: String,
     logs: Arc<Mutex<Vec<PathBuf>>>,
+    held: Arc<Mutex<Vec<Box<dyn Send>>>>,
 }
 
 impl std::fmt::Debug for TestEnv {
@@ -120,6 +121,14 @@ impl TestEnv {
     pub fn attach_log(&self, path: impl Into<PathBuf>) {
         if let Ok(mut logs) = self.logs.lock() {
             logs.push(path.into());
+        }
+    }
+
+    /// Keeps `value` (the temporary folder of an attached log) until the test's failure
+    /// report is written, even when the test returns early.
+    pub fn hold(&self, value: impl Send + 'static) {
+        if let Ok(mut held) = self.held.lock() {
+            held.push(Box::new(value));
         }
     }
 }
@@ -240,8 +249,11 @@ async fn run_test(
         cluster,
         namespace: namespace.clone(),
         logs: Arc::default(),
+        held: Arc::default(),
     };
     let logs = env.logs.clone();
+    // Dropped at the end of this function, after the failure report.
+    let _held = env.held.clone();
     match body(env).await {
         Ok(()) => delete_namespace(&client, &namespace)
             .await

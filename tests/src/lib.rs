@@ -10,6 +10,8 @@
 //! - [`wait`]: waits with a deadline of at most a minute; [`dump`]: what a failure prints.
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
 //! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC.
+//! - [`kubelet`]: `local-kubelet`, which runs Pods' containers for real on this machine;
+//!   [`local_kubelet`] starts one for a test.
 //!
 //! An operator run in-process by a test binds its HTTP listeners to port 0, so tests running
 //! side by side never collide.
@@ -20,6 +22,10 @@ pub mod crds;
 pub mod dump;
 pub mod fixtures;
 pub mod harness;
+#[cfg(target_os = "linux")]
+pub mod kubelet;
+#[cfg(target_os = "linux")]
+pub mod local_kubelet;
 pub mod namespace;
 pub mod operator_rbac;
 pub mod pki;

@@ -123,10 +123,19 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    let served = if args.listen_stdin {
-        crate::sandbox::socket::serve_stdin(sandbox).await
-    } else {
-        crate::sandbox::socket::serve(&args.socket, sandbox).await
+    let serving = async {
+        if args.listen_stdin {
+            crate::sandbox::socket::serve_stdin(sandbox).await
+        } else {
+            crate::sandbox::socket::serve(&args.socket, sandbox).await
+        }
+    };
+    // As a container's PID 1 a signal without a handler is ignored: without this, every Pod
+    // would wait its whole grace period for the sidecar. The commands it runs go with it (the
+    // container's processes end with its PID 1).
+    let served = tokio::select! {
+        served = serving => served,
+        () = sigterm() => return ExitCode::from(crate::pod::EXIT_TERMINATED),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,8 +4,11 @@
 
 mod crds;
 mod fixture;
+#[cfg(target_os = "linux")]
+mod kubelet;
 mod operator;
 mod run_api;
+mod scenarios;
 
 use std::process::ExitCode;
 
@@ -14,11 +17,21 @@ fn main() -> ExitCode {
         [
             crds::tests(),
             fixture::tests(),
+            kubelet_tests(),
             operator::tests(),
             run_api::tests(),
+            scenarios::tests(),
         ]
         .into_iter()
         .flatten()
         .collect(),
     )
+}
+
+/// `local-kubelet` runs containers with Linux namespaces: its tests exist on Linux only.
+fn kubelet_tests() -> Vec<herd_e2e::E2eTest> {
+    #[cfg(target_os = "linux")]
+    return kubelet::tests();
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
 }

@@ -10,7 +10,10 @@
 //! multi-threaded process. [`probe`] runs the whole setup in a throw-away child, because a
 //! working `unshare` proves little (AppArmor on Ubuntu ≥ 23.10 lets it succeed and then
 //! denies `mount`).
+//!
+//! [`ContainerRoot`] is the other view: a container of a Pod, for the e2e suite's kubelet.
 
+mod container;
 mod landlock_rules;
 mod mountinfo;
 mod mounts;
@@ -23,6 +26,7 @@ use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 
+pub use container::{ContainerRoot, ProcView, Symlink, init_container, join_container};
 pub use probe::probe;
 pub use setup::ConfineError;
 

@@ -9,9 +9,10 @@ use std::path::Path;
 use rustix::fs::{CWD, StatVfsMountFlags, statvfs};
 use rustix::io::Errno;
 use rustix::mount::{
-    MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags, mount, mount_change,
-    mount_remount, move_mount, open_tree,
+    MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags, mount,
+    mount_change, mount_remount, move_mount, open_tree, unmount,
 };
+use rustix::process::pivot_root;
 
 use super::mountinfo::mount_points;
 
@@ -91,6 +92,46 @@ pub fn read_only_everywhere() -> io::Result<()> {
             Err(error) => return Err(with_path(error, &point)),
         }
     }
+    Ok(())
+}
+
+/// Makes the mount at `path` and every mount under it read-only: a bound folder keeps what
+/// the host mounted inside it (a container's `/etc/hosts`...), which must not stay writable.
+pub fn read_only_tree(path: &Path) -> io::Result<()> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    remount_read_only(path).map_err(|error| with_path(error, path))?;
+    for point in mount_points(&info) {
+        if point == path || !point.starts_with(path) {
+            continue;
+        }
+        match remount_read_only(&point) {
+            Ok(()) => {}
+            Err(error) if unreachable(&error) => {}
+            Err(error) => return Err(with_path(error, &point)),
+        }
+    }
+    Ok(())
+}
+
+/// Makes the mount at `root` this process's `/` and lets go of the old root (with everything
+/// mounted under it), so nothing outside `root` can be reached any more.
+pub fn pivot_into(root: &Path) -> io::Result<()> {
+    std::env::set_current_dir(root)?;
+    // The old root goes on top of the new one, then away: no folder for it is needed.
+    pivot_root(".", ".")?;
+    unmount(".", UnmountFlags::DETACH)?;
+    std::env::set_current_dir("/")
+}
+
+/// Mounts a `proc` of this process's PID namespace at `path`.
+pub fn mount_proc(path: &Path) -> io::Result<()> {
+    mount(
+        "proc",
+        path,
+        "proc",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        c"",
+    )?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 
 use nix::sched::{CloneFlags, unshare};
-use rustix::process::{Signal, getgid, getppid, getuid, set_parent_process_death_signal};
+use rustix::process::{Pid, Signal, getgid, getppid, getuid, set_parent_process_death_signal};
 use rustix::thread::{
     CapabilitiesSecureBits, CapabilitySet, CapabilitySets, clear_ambient_capability_set,
     set_capabilities, set_capabilities_secure_bits,
@@ -27,7 +27,7 @@ impl ConfineError {
     }
 }
 
-trait Step<T> {
+pub(super) trait Step<T> {
     fn step(self, step: &'static str) -> Result<T, ConfineError>;
 }
 
@@ -39,19 +39,8 @@ impl<T, E: Into<io::Error>> Step<T> for Result<T, E> {
 
 /// Confines this process as `spec` describes.
 pub fn confine(spec: &Confinement) -> Result<(), ConfineError> {
-    let uid = getuid().as_raw();
-    let gid = getgid().as_raw();
     let parent = getppid();
-
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-        .map_err(io::Error::from)
-        .step("creating a user and mount namespace")?;
-    // The same ids inside as outside: files keep their owners, and a non-root user holds no
-    // capability once it runs a program.
-    write_proc("/proc/self/setgroups", "deny").step("denying setgroups")?;
-    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1")).step("writing uid_map")?;
-    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1")).step("writing gid_map")?;
-
+    unshare_as_self(CloneFlags::empty())?;
     mounts::make_private().step("making mounts private")?;
     let trees = spec
         .binds
@@ -84,6 +73,30 @@ pub fn confine(spec: &Confinement) -> Result<(), ConfineError> {
         .step("entering the working directory")?;
 
     // The sandbox never outlives the run that started it.
+    die_with(parent)?;
+    landlock_rules::restrict(spec).step("restricting with Landlock")?;
+    drop_capabilities().step("dropping capabilities")?;
+    Ok(())
+}
+
+/// Moves this process into a new user namespace (and the namespaces `more` names, owned by
+/// it) holding every capability there. The same ids inside as outside: files keep their
+/// owners, and a non-root user holds no capability once it runs a program.
+pub(super) fn unshare_as_self(more: CloneFlags) -> Result<(), ConfineError> {
+    let uid = getuid().as_raw();
+    let gid = getgid().as_raw();
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | more)
+        .map_err(io::Error::from)
+        .step("creating a user and mount namespace")?;
+    write_proc("/proc/self/setgroups", "deny").step("denying setgroups")?;
+    write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1")).step("writing uid_map")?;
+    write_proc("/proc/self/gid_map", &format!("{gid} {gid} 1")).step("writing gid_map")?;
+    Ok(())
+}
+
+/// Makes the kernel kill this process when `parent` (its parent when it started) exits, and
+/// fails when that already happened.
+pub(super) fn die_with(parent: Option<Pid>) -> Result<(), ConfineError> {
     set_parent_process_death_signal(Some(Signal::KILL)).step("setting the parent-death signal")?;
     if getppid() != parent {
         return Err(ConfineError::new(
@@ -91,12 +104,10 @@ pub fn confine(spec: &Confinement) -> Result<(), ConfineError> {
             io::Error::other("the parent process exited"),
         ));
     }
-    landlock_rules::restrict(spec).step("restricting with Landlock")?;
-    drop_capabilities().step("dropping capabilities")?;
     Ok(())
 }
 
-fn read_only(path: &Path) -> Result<(), ConfineError> {
+pub(super) fn read_only(path: &Path) -> Result<(), ConfineError> {
     mounts::remount_read_only(path)
         .map_err(|e| mounts::with_path(e, path))
         .step("remounting read-only")
@@ -115,7 +126,7 @@ fn write_proc(path: &str, content: &str) -> io::Result<()> {
 /// Gives up every capability held in the new namespace, for good: uid 0 inside (when the
 /// runner runs as root) gains none when it runs a program, so nothing the model starts can
 /// remount what was made read-only.
-fn drop_capabilities() -> io::Result<()> {
+pub(super) fn drop_capabilities() -> io::Result<()> {
     set_capabilities_secure_bits(
         CapabilitiesSecureBits::NO_ROOT
             | CapabilitiesSecureBits::NO_ROOT_LOCKED

@@ -1,0 +1,347 @@
+//! `local-kubelet` on the real API server, with plain Pods (no Herd Run): it binds them to its
+//! Node, runs their containers as local processes from the Pod object alone (a ConfigMap
+//! volume with `items[].path`, a Secret in the environment, an emptyDir shared by a native
+//! sidecar and the main container, a projected token for audience `herd.dev`), and reports
+//! their end in `pods/status`: Succeeded or Failed with exit codes and termination messages,
+//! DeadlineExceeded, and SIGTERM on deletion.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use futures::{StreamExt, TryStreamExt};
+use herd_e2e::local_kubelet::LocalKubelet;
+use herd_e2e::wait::wait_for;
+use herd_e2e::{E2eTest, TestEnv};
+use k8s_openapi::api::authentication::v1::TokenReview;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ContainerStateTerminated, Node, Pod, Secret, ServiceAccount,
+};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+/// Every test of this module.
+pub fn tests() -> Vec<E2eTest> {
+    vec![E2eTest::shared(
+        "kubelet::runs_plain_pods_from_their_spec",
+        runs_plain_pods_from_their_spec,
+    )]
+}
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_local-kubelet"))
+}
+
+/// What the `works` Pod's main container reports: the ConfigMap file, the Secret, whether the
+/// sidecar's socket is there, the config volume's layout, and the token.
+const REPORT: &str = r#"
+greeting=$(cat /config/demo/dir/greeting)
+data=$(readlink /config/demo/..data)
+link=$(readlink /config/demo/dir)
+if [ -S /run/herd/sandbox.sock ]; then socket=yes; else socket=no; fi
+printf 'greeting=%s\npassword=%s\nsocket=%s\ndata=%s\nlink=%s\nhost=%s\ntoken=%s\n' \
+  "$greeting" "$PASSWORD" "$socket" "$data" "$link" "$HOSTNAME" \
+  "$(cat /var/run/secrets/herd.dev/token)" > /dev/termination-log
+"#;
+
+fn pod(name: &str, spec: serde_json::Value) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": spec
+    }))?)
+}
+
+/// A container running `script` with the host's `/bin/sh`.
+fn shell(name: &str, script: &str) -> serde_json::Value {
+    json!({"name": name, "image": "host", "command": ["/bin/sh", "-c", script]})
+}
+
+/// The Pod that succeeds: `herd-runner sandbox` as a native sidecar with a startup probe, and
+/// a main container reading everything the kubelet provides.
+fn works() -> anyhow::Result<Pod> {
+    let mut agent = shell("agent", REPORT);
+    agent["env"] = json!([{"name": "PASSWORD", "valueFrom": {"secretKeyRef":
+        {"name": "creds", "key": "password", "optional": false}}}]);
+    agent["volumeMounts"] = json!([
+        {"name": "config", "mountPath": "/config/demo"},
+        {"name": "socket", "mountPath": "/run/herd"},
+        {"name": "api", "mountPath": "/var/run/secrets/herd.dev", "readOnly": true}
+    ]);
+    agent["securityContext"] = json!({"readOnlyRootFilesystem": true, "runAsUser": 65532});
+    pod(
+        "works",
+        json!({
+            "restartPolicy": "Never",
+            "serviceAccountName": "runner",
+            "automountServiceAccountToken": false,
+            "terminationGracePeriodSeconds": 5,
+            "initContainers": [{
+                "name": "sandbox",
+                "image": "host",
+                "command": ["herd-runner", "sandbox"],
+                "restartPolicy": "Always",
+                "env": [{"name": "HOME", "value": "/tmp"}, {"name": "HERD_ROOT", "value": "/mnt"},
+                        {"name": "HERD_SANDBOX_SOCKET", "value": "/run/herd/sandbox.sock"}],
+                "startupProbe": {"exec": {"command": ["test", "-S", "/run/herd/sandbox.sock"]},
+                                 "periodSeconds": 1, "failureThreshold": 30},
+                "volumeMounts": [
+                    {"name": "socket", "mountPath": "/run/herd"},
+                    {"name": "workspace", "mountPath": "/mnt/user-data"},
+                    {"name": "tmp", "mountPath": "/tmp"}
+                ]
+            }],
+            "containers": [agent],
+            "volumes": [
+                {"name": "config", "configMap": {"name": "settings",
+                    "items": [{"key": "greeting", "path": "dir/greeting"}]}},
+                {"name": "socket", "emptyDir": {"medium": "Memory"}},
+                {"name": "workspace", "emptyDir": {}},
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "api", "projected": {"sources": [{"serviceAccountToken":
+                    {"audience": "herd.dev", "expirationSeconds": 600, "path": "token"}}]}}
+            ]
+        }),
+    )
+}
+
+/// The terminated state of the container `name` in `pod`.
+fn terminated(pod: &Pod, name: &str) -> Option<ContainerStateTerminated> {
+    let status = pod.status.as_ref()?;
+    status
+        .container_statuses
+        .iter()
+        .chain(status.init_container_statuses.iter())
+        .flatten()
+        .find(|c| c.name == name)?
+        .state
+        .as_ref()?
+        .terminated
+        .clone()
+}
+
+fn phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref()?.phase.as_deref()
+}
+
+/// Waits for `name` to reach Succeeded or Failed.
+async fn ended(pods: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
+    wait_for(
+        &format!("Pod {name} to end"),
+        Duration::from_secs(60),
+        || async {
+            let pod = pods.get(name).await?;
+            Ok(matches!(phase(&pod), Some("Succeeded" | "Failed")).then_some(pod))
+        },
+    )
+    .await
+}
+
+async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
+    let client = env.client();
+    let namespace = env.namespace();
+    let kubelet = LocalKubelet::start(&env, exe()).await?;
+    let node = Api::<Node>::all(client.clone())
+        .get(herd_e2e::kubelet::DEFAULT_NODE)
+        .await?;
+    let ready = node
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    ensure!(ready, "the Node is Ready");
+
+    let pp = PostParams::default();
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "runner"}}))?;
+    Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .create(&pp, &account)
+        .await?;
+    let settings: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "settings"}, "data": {"greeting": "hello", "unused": "x"}}),
+    )?;
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .create(&pp, &settings)
+        .await?;
+    let creds: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "creds"}, "stringData": {"password": "s3cret"}}),
+    )?;
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .create(&pp, &creds)
+        .await?;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let mut crash = shell("agent", "echo starting; echo boom >&2; exit 3");
+    crash["terminationMessagePolicy"] = json!("FallbackToLogsOnError");
+    let crashes = pod(
+        "crashes",
+        json!({"restartPolicy": "Never", "serviceAccountName": "runner", "containers": [crash]}),
+    )?;
+    let overdue = pod(
+        "overdue",
+        json!({"restartPolicy": "Never", "serviceAccountName": "runner",
+               "activeDeadlineSeconds": 2,
+               "terminationGracePeriodSeconds": 1,
+               "containers": [shell("agent", "while true; do sleep 0.1; done")]}),
+    )?;
+    let graceful = pod(
+        "graceful",
+        json!({"restartPolicy": "Never", "serviceAccountName": "runner",
+               "terminationGracePeriodSeconds": 45,
+               "containers": [shell("agent",
+                   "trap 'echo stopped by SIGTERM > /dev/termination-log; exit 143' TERM; \
+                    while true; do sleep 0.1; done")]}),
+    )?;
+    for made in [works()?, crashes, overdue, graceful] {
+        pods.create(&pp, &made).await?;
+    }
+
+    // Succeeded, with what the main container saw in its termination message.
+    let done = ended(&pods, "works").await?;
+    let agent = terminated(&done, "agent").context("agent terminated")?;
+    ensure!(
+        phase(&done) == Some("Succeeded") && agent.exit_code == 0,
+        "works: {:?} {agent:?}",
+        phase(&done)
+    );
+    ensure!(
+        done.spec.as_ref().and_then(|s| s.node_name.as_deref())
+            == Some(herd_e2e::kubelet::DEFAULT_NODE),
+        "bound to the kubelet's Node"
+    );
+    let report: BTreeMap<&str, &str> = agent
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect();
+    ensure!(report.get("greeting") == Some(&"hello"), "{report:?}");
+    ensure!(report.get("password") == Some(&"s3cret"), "{report:?}");
+    ensure!(
+        report.get("socket") == Some(&"yes"),
+        "the sidecar started first: {report:?}"
+    );
+    ensure!(report.get("link") == Some(&"..data/dir"), "{report:?}");
+    ensure!(
+        report.get("data").is_some_and(|d| d.starts_with("..20")),
+        "{report:?}"
+    );
+    ensure!(report.get("host") == Some(&"works"), "{report:?}");
+    let sidecar = terminated(&done, "sandbox").context("the sidecar was stopped")?;
+    ensure!(sidecar.started_at.is_some(), "{sidecar:?}");
+
+    // The token is the Pod's: bound to it, for audience herd.dev.
+    let token = report.get("token").copied().unwrap_or_default();
+    let review: TokenReview =
+        serde_json::from_value(json!({"spec": {"token": token, "audiences": ["herd.dev"]}}))?;
+    let reviewed = Api::<TokenReview>::all(client.clone())
+        .create(&pp, &review)
+        .await?
+        .status
+        .context("a review")?;
+    ensure!(reviewed.authenticated == Some(true), "{reviewed:?}");
+    let user = reviewed.user.unwrap_or_default();
+    ensure!(
+        user.username.as_deref() == Some(&format!("system:serviceaccount:{namespace}:runner")),
+        "{user:?}"
+    );
+    let extra = user.extra.unwrap_or_default();
+    ensure!(
+        extra.get("authentication.kubernetes.io/pod-name") == Some(&vec!["works".to_owned()])
+            && extra.get("authentication.kubernetes.io/pod-uid")
+                == Some(&vec![done.metadata.uid.clone().unwrap_or_default()]),
+        "{extra:?}"
+    );
+
+    // Failed with its exit code, and the log's end as the message.
+    let crashed = ended(&pods, "crashes").await?;
+    let agent = terminated(&crashed, "agent").context("agent terminated")?;
+    ensure!(
+        phase(&crashed) == Some("Failed")
+            && agent.exit_code == 3
+            && agent.reason.as_deref() == Some("Error")
+            && agent.message.as_deref() == Some("starting\nboom\n"),
+        "crashes: {agent:?}"
+    );
+
+    let output = std::fs::read_to_string(kubelet.log())?;
+    ensure!(
+        output.contains(&format!("[{namespace}/crashes/agent] starting")),
+        "the containers' output is in the kubelet's log"
+    );
+
+    let late = ended(&pods, "overdue").await?;
+    let status = late.status.clone().unwrap_or_default();
+    ensure!(
+        status.phase.as_deref() == Some("Failed")
+            && status.reason.as_deref() == Some("DeadlineExceeded"),
+        "overdue: {status:?}"
+    );
+
+    stops_on_sigterm(&pods).await?;
+    drop(kubelet);
+    Ok(())
+}
+
+/// Deleting a running Pod: SIGTERM reaches its PID 1, which stops at once, long before the
+/// 45 s grace period; its final status is written before the kubelet deletes it for good.
+async fn stops_on_sigterm(pods: &Api<Pod>) -> anyhow::Result<()> {
+    let running = wait_for("graceful to run", Duration::from_secs(60), || async {
+        let pod = pods.get("graceful").await?;
+        let agent_runs = pod
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
+        Ok(agent_runs.then_some(pod))
+    })
+    .await?;
+    let version = running
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    let watch = WatchParams::default()
+        .fields("metadata.name=graceful")
+        .timeout(50);
+    let mut events = pods.watch(&watch, &version).await?.boxed();
+    let asked = Instant::now();
+    pods.delete("graceful", &DeleteParams::default()).await?;
+    let mut last = None;
+    let gone = tokio::time::timeout(Duration::from_secs(40), async {
+        while let Some(event) = events.try_next().await? {
+            match event {
+                WatchEvent::Modified(pod) => last = Some(pod),
+                WatchEvent::Deleted(pod) => return anyhow::Ok(pod),
+                WatchEvent::Error(e) => bail!("watching graceful: {e:?}"),
+                _ => {}
+            }
+        }
+        bail!("the watch ended before graceful was deleted")
+    })
+    .await
+    .context("graceful was not deleted within 40 s")??;
+    ensure!(
+        asked.elapsed() < Duration::from_secs(20),
+        "SIGTERM, not the grace period's end"
+    );
+    let agent = terminated(&gone, "agent")
+        .or_else(|| last.as_ref().and_then(|pod| terminated(pod, "agent")))
+        .context("the final status")?;
+    ensure!(
+        agent.exit_code == 143
+            && agent.signal.is_none()
+            && agent.message.as_deref() == Some("stopped by SIGTERM\n"),
+        "graceful: {agent:?}"
+    );
+    ensure!(
+        phase(&gone) == Some("Failed"),
+        "graceful: {:?}",
+        phase(&gone)
+    );
+    Ok(())
+}
