@@ -46,6 +46,30 @@ pub const EXIT_INPUT_REQUIRED: u8 = 3;
 /// A limit stopped the run: the answer is partial.
 pub const EXIT_STOPPED: u8 = 4;
 
+/// The whole `herd-runner` process: a confined sandbox child's entry, else [`main`] on a
+/// multi-threaded runtime. The binary's `main`, and whatever else runs as `herd-runner` (the e2e
+/// suite's `local-kubelet` re-executes itself under that name).
+pub fn process_main() -> ExitCode {
+    // A confined sandbox child unshares namespaces, which the kernel allows only while the
+    // process has a single thread: before the tokio runtime starts its workers.
+    #[cfg(target_os = "linux")]
+    if let crate::sandbox::confine::Entry::Exit(code) =
+        crate::sandbox::confine::enter_if_requested()
+    {
+        return code;
+    }
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(main()),
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Parses the command line and runs it.
 pub async fn main() -> ExitCode {
     // reqwest is built without a default TLS provider; choose ring, which kube also uses.

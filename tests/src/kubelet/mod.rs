@@ -84,33 +84,12 @@ pub fn main() -> ExitCode {
         .first()
         .is_some_and(|arg0| runtime::spec::is_herd_runner(arg0))
     {
-        return herd_runner_main();
+        return herd_runner::cli::process_main();
     }
     if let Some(code) = runtime::dispatch(args.get(1..).unwrap_or_default()) {
         return code;
     }
     kubelet_main(Args::parse())
-}
-
-/// What `herd-runner`'s own `main` does.
-fn herd_runner_main() -> ExitCode {
-    // A confined sandbox child unshares namespaces, which the kernel allows only while the
-    // process has a single thread: before the tokio runtime starts its workers.
-    if let herd_runner::sandbox::confine::Entry::Exit(code) =
-        herd_runner::sandbox::confine::enter_if_requested()
-    {
-        return code;
-    }
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime.block_on(herd_runner::cli::main()),
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 fn kubelet_main(args: Args) -> ExitCode {
