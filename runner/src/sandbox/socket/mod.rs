@@ -68,6 +68,19 @@ mod tests {
         }
     }
 
+    /// Waits (at most 10 s) until nothing accepts on `socket`: an aborted server's listener
+    /// can live on for a moment in a process another test is forking (its descriptors are
+    /// closed at exec), and a restart would then take the socket for live.
+    async fn until_stale(socket: &Path) {
+        for _ in 0..500 {
+            if tokio::net::UnixStream::connect(socket).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{} still accepts connections", socket.display());
+    }
+
     async fn start(
         socket: &Path,
         sandbox: SandboxHost,
@@ -260,6 +273,7 @@ mod tests {
         server.abort();
         // Wait until the aborted server is gone, so its socket reads as stale, not live.
         let _ = server.await;
+        until_stale(&socket).await;
         // The old socket file is left behind, as after a crash; the new server replaces it.
         let restarted = start(&socket, sandbox(dir.path())?).await?;
         let response = executor.execute(SandboxRequest::ListUploads).await?;
@@ -321,6 +335,7 @@ mod tests {
         task.abort();
         // Wait until the aborted server is gone, so its socket reads as stale, not live.
         let _ = task.await;
+        until_stale(&socket).await;
 
         // The client refuses what the server would refuse, without sending it.
         let limited = SocketOptions {
