@@ -16,7 +16,11 @@ async fn main() -> ExitCode {
             .json()
             .with_env_filter(filter)
             .init(),
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        // Colours only for a person at a terminal, never in a file or a pipe.
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .init(),
     }
     // kube's TLS needs exactly one process-wide rustls provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
