@@ -9,6 +9,7 @@ pub mod prologue;
 pub mod run;
 pub mod run_accept;
 pub mod run_api_tls;
+pub mod run_changes;
 pub mod run_children;
 pub mod run_context;
 pub mod run_objects;

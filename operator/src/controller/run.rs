@@ -20,6 +20,7 @@ use tracing::{debug, info};
 
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
+use super::run_changes::RunChanges;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
 use super::run_context::{Context, Ids, RunCaches, RunSetup};
 use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
@@ -108,8 +109,11 @@ pub fn controller(
     let notify = admission.clone();
     let parents = wake.clone();
     let snapshots = config_maps.clone();
+    let changes = RunChanges::default();
+    let observer = changes.clone();
     let run_stream = run_stream
         .inspect(move |event| {
+            observer.observe(event);
             notify.notify();
             wake_parents(&parents, event);
             skills.run(&snapshots, event);
@@ -148,6 +152,7 @@ pub fn controller(
         runs: run_store.clone(),
         pods: pods.clone(),
         config_maps: config_maps.clone(),
+        changes,
     };
     let context = Arc::new(Context {
         shared,

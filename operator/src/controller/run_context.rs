@@ -10,6 +10,7 @@ use kube::runtime::reflector::Store;
 
 use super::admission::Admission;
 use super::run_api_tls::RunApiTls;
+use super::run_changes::RunChanges;
 use super::run_objects::PreparedNamespaces;
 use crate::config::RunPodConfig;
 use crate::decide::run_network_policy::NetworkConfig;
@@ -51,6 +52,8 @@ pub struct RunCaches {
     pub pods: Store<Pod>,
     /// The operator's ConfigMaps of the scope.
     pub config_maps: Store<ConfigMap>,
+    /// The Runs' changes, once the store has them (the run API's long polls).
+    pub changes: RunChanges,
 }
 
 /// What the Run controllers of an operator share besides [`Shared`].

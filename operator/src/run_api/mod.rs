@@ -15,6 +15,7 @@ pub mod body;
 pub mod certificate;
 pub mod failure;
 pub mod listener;
+pub mod long_poll;
 pub mod progress;
 pub mod rate_limit;
 pub mod report;
