@@ -29,10 +29,25 @@ pub enum ChildError {
     /// The request is refused for good: limits, depth, an invalid request.
     #[error(transparent)]
     Refused(#[from] Refusal),
-    /// The parent cannot delegate now: gone, ended, replaced, without a snapshot, or the
-    /// request comes from an earlier attempt.
+    /// The parent is gone, or was replaced by another Run of its name.
     #[error("{0}")]
-    Parent(String),
+    ParentGone(String),
+    /// The parent has ended: it starts no more children.
+    #[error("{0}")]
+    ParentEnded(String),
+    /// The request comes from an attempt the parent has left behind.
+    #[error("attempt {asked} of {parent} is over; attempt {current} runs now")]
+    StaleAttempt {
+        /// The parent's name.
+        parent: String,
+        /// The request's attempt.
+        asked: u32,
+        /// The parent's current attempt.
+        current: u32,
+    },
+    /// The parent has no snapshot to narrow.
+    #[error("{0}")]
+    NoSnapshot(String),
     /// Try again later: a Run of the child's name is being deleted, or the parent kept
     /// changing.
     #[error("{0}")]
@@ -48,12 +63,21 @@ impl From<kube::Error> for ChildError {
     }
 }
 
-/// Creates (or finds) the child Run of `parent` for `request`; returns its name.
+/// The child Run a request names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Child {
+    /// Its name.
+    pub name: String,
+    /// Whether this request created it (else an earlier one with the same `toolCallId` did).
+    pub created: bool,
+}
+
+/// Creates (or finds) the child Run of `parent` for `request`.
 pub async fn create_child(
     client: &Client,
     parent: &Run,
     request: &ChildRequest,
-) -> Result<String, ChildError> {
+) -> Result<Child, ChildError> {
     let name = parent.name_any();
     let namespace = parent
         .namespace()
@@ -64,25 +88,27 @@ pub async fn create_child(
         let live = runs
             .get_opt(&name)
             .await?
-            .ok_or_else(|| ChildError::Parent(format!("the parent Run {name} is gone")))?;
+            .ok_or_else(|| ChildError::ParentGone(format!("the parent Run {name} is gone")))?;
         let uid = live.uid().unwrap_or_default();
         if parent.uid().is_some_and(|u| u != uid) {
-            return Err(ChildError::Parent(format!(
+            return Err(ChildError::ParentGone(format!(
                 "the parent Run {name} was replaced"
             )));
         }
         let status = live.status.clone().unwrap_or_default();
-        if phase_of(&status.conditions).is_finished() {
-            return Err(ChildError::Parent(format!(
-                "the parent Run {name} has ended"
+        let phase = phase_of(&status.conditions);
+        if phase.is_finished() {
+            return Err(ChildError::ParentEnded(format!(
+                "the parent Run {name} has ended ({phase:?}): it starts no more children"
             )));
         }
         let attempt = status.attempt.unwrap_or(1);
         if request.attempt < attempt {
-            return Err(ChildError::Parent(format!(
-                "attempt {} of {name} is over; attempt {attempt} runs now",
-                request.attempt
-            )));
+            return Err(ChildError::StaleAttempt {
+                parent: name,
+                asked: request.attempt,
+                current: attempt,
+            });
         }
         let snapshot = snapshots
             .get_opt(&snapshot_name(&name))
@@ -90,7 +116,9 @@ pub async fn create_child(
             .filter(|cm| owned_by(cm, &uid))
             .as_ref()
             .and_then(read_snapshot)
-            .ok_or_else(|| ChildError::Parent(format!("the parent Run {name} has no snapshot")))?;
+            .ok_or_else(|| {
+                ChildError::NoSnapshot(format!("the parent Run {name} has no snapshot"))
+            })?;
         let now = Time(jiff::Timestamp::now());
         let time_left = status.start_time.as_ref().map_or(Duration::ZERO, |start| {
             snapshot.run.timeout().saturating_sub(elapsed(start, &now))
@@ -116,20 +144,24 @@ pub async fn create_child(
                 Err(error) => return Err(error.into()),
             }
         }
-        return create(&runs, &child, &uid).await.map(|()| child_name);
+        return create(&runs, &child, &uid).await.map(|created| Child {
+            name: child_name,
+            created,
+        });
     }
     Err(ChildError::Retry(format!(
         "the parent Run {name} kept changing; try again"
     )))
 }
 
-/// Creates the reserved child; one that exists counts only when it is this parent's.
-async fn create(runs: &Api<Run>, child: &Run, parent_uid: &str) -> Result<(), ChildError> {
+/// Creates the reserved child (`true`); one that exists counts (`false`) only when it is this
+/// parent's.
+async fn create(runs: &Api<Run>, child: &Run, parent_uid: &str) -> Result<bool, ChildError> {
     let name = child.name_any();
     match runs.create(&PostParams::default(), child).await {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 409 => match runs.get_opt(&name).await? {
-            Some(existing) if owned_by(&existing, parent_uid) => Ok(()),
+            Some(existing) if owned_by(&existing, parent_uid) => Ok(false),
             Some(existing) if existing.metadata.deletion_timestamp.is_some() => Err(
                 ChildError::Retry(format!("a Run named {name} is being deleted; try again")),
             ),

@@ -58,6 +58,12 @@ impl Failure {
         )
     }
 
+    /// 409: the Run has ended, so its attempt is over too: the runner stops as for a later
+    /// attempt.
+    pub fn ended(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, api_error::STALE_ATTEMPT, message)
+    }
+
     /// 413: the body is over `limit` bytes.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
@@ -152,6 +158,7 @@ mod tests {
             (Failure::forbidden("f"), 403, "Forbidden"),
             (Failure::not_found("n"), 404, "NotFound"),
             (Failure::stale_attempt(1, 2), 409, "StaleAttempt"),
+            (Failure::ended("e"), 409, "StaleAttempt"),
             (Failure::too_large(10), 413, "TooLarge"),
             (Failure::internal("i"), 500, "Internal"),
             (Failure::unavailable("a"), 503, "Unavailable"),

@@ -5,14 +5,16 @@
 //! result ConfigMap first, then `status.report`, then the runner's 2xx.
 //!
 //! Pure parts: [`authenticate::runner_of`], [`authorize::authorize`], [`rate_limit`],
-//! [`run_config::run_config`], [`report`], [`result_config_map::result_config_map`]; the rest
-//! reads caches and the API server and writes.
+//! [`run_config::run_config`], [`report`], [`result_config_map::result_config_map`],
+//! [`child_outcome::child_outcome`]; the rest reads caches and the API server and writes.
 
 pub mod admit;
 pub mod authenticate;
 pub mod authorize;
 pub mod body;
 pub mod certificate;
+pub mod child_outcome;
+pub mod children;
 pub mod failure;
 pub mod listener;
 pub mod long_poll;

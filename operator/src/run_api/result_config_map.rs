@@ -155,6 +155,18 @@ pub fn result_config_map(
     Ok((config_map, artifacts))
 }
 
+/// The `n`-th file a result ConfigMap lists: its path and its bytes; `None` when there is no
+/// such file (or the ConfigMap is not a result's).
+pub fn presented_file(config_map: &ConfigMap, n: usize) -> Option<(String, &[u8])> {
+    let listing = config_map.data.as_ref()?.get(FILES_KEY)?;
+    let entry = serde_json::from_str::<Vec<FileEntry>>(listing)
+        .ok()?
+        .into_iter()
+        .nth(n)?;
+    let bytes = config_map.binary_data.as_ref()?.get(&entry.key)?;
+    Some((entry.path, bytes.0.as_slice()))
+}
+
 /// Creates the result ConfigMap; one already there is replaced when it is this Run's (a retried
 /// post, or a later attempt), never adopted when it is not.
 pub async fn write_result_config_map(
@@ -252,6 +264,45 @@ mod tests {
             !labels.contains_key(labels::MANAGED_BY),
             "kept out of the caches"
         );
+    }
+
+    #[test]
+    fn presented_files_are_read_back_by_their_place_in_the_list() {
+        let files = vec![
+            (
+                "/mnt/user-data/outputs/brief.md".to_owned(),
+                b"# Brief".to_vec(),
+            ),
+            (
+                "/mnt/user-data/outputs/img/plot.png".to_owned(),
+                vec![0, 159, 255],
+            ),
+        ];
+        let (cm, _) = result_config_map("r", "ns", owner(), "answer", &files).unwrap();
+        for (n, (path, bytes)) in files.iter().enumerate() {
+            assert_eq!(
+                presented_file(&cm, n),
+                Some((path.clone(), bytes.as_slice()))
+            );
+        }
+        assert_eq!(presented_file(&cm, 2), None, "past the list");
+        let (empty, _) = result_config_map("r", "ns", owner(), "answer", &[]).unwrap();
+        assert_eq!(presented_file(&empty, 0), None, "no files");
+        assert_eq!(
+            presented_file(&ConfigMap::default(), 0),
+            None,
+            "not a result"
+        );
+        let mut missing = cm.clone();
+        if let Some(binary) = missing.binary_data.as_mut() {
+            binary.remove("f-1");
+        }
+        assert_eq!(presented_file(&missing, 1), None, "listed, not stored");
+        let mut garbled = cm;
+        if let Some(data) = garbled.data.as_mut() {
+            data.insert(FILES_KEY.to_owned(), "not json".to_owned());
+        }
+        assert_eq!(presented_file(&garbled, 0), None);
     }
 
     #[test]

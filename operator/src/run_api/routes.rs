@@ -1,5 +1,6 @@
 //! The routes of the run API (DESIGN §3), under `/v1/runs/{namespace}/{name}/`: `config`,
-//! `progress` and `result`. Every other path, and every refusal, answers an `ApiError`.
+//! `progress`, `result` and `children` (in [`super::children`]). Every other path, and every
+//! refusal, answers an `ApiError`.
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use super::RunApi;
 use super::admit::Admitted;
 use super::authorize::RunPath;
 use super::body::{parse, read_limited};
+use super::children::{child_file, child_outcome_of, start_child};
 use super::failure::Failure;
 use super::progress::RunKey;
 use super::report::{AfterResult, Stored, after_result};
@@ -37,6 +39,15 @@ pub fn router(api: Arc<RunApi>) -> Router {
         .route("/v1/runs/{namespace}/{name}/config", get(config))
         .route("/v1/runs/{namespace}/{name}/progress", post(progress))
         .route("/v1/runs/{namespace}/{name}/result", post(result))
+        .route("/v1/runs/{namespace}/{name}/children", post(start_child))
+        .route(
+            "/v1/runs/{namespace}/{name}/children/{toolCallId}",
+            get(child_outcome_of),
+        )
+        .route(
+            "/v1/runs/{namespace}/{name}/children/{toolCallId}/files/{n}",
+            get(child_file),
+        )
         .fallback(no_route)
         .method_not_allowed_fallback(no_route)
         .with_state(api)
@@ -46,7 +57,7 @@ async fn no_route(method: Method, uri: Uri) -> Failure {
     Failure::not_found(format!("the run API has no route {method} {}", uri.path()))
 }
 
-fn run_path((namespace, name): (String, String)) -> RunPath {
+pub(super) fn run_path((namespace, name): (String, String)) -> RunPath {
     RunPath { namespace, name }
 }
 
@@ -65,7 +76,7 @@ fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
     Ok(())
 }
 
-fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
+pub(super) fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
     if body == admitted.attempt {
         Ok(())
     } else {

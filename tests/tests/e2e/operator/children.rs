@@ -13,7 +13,7 @@ use herd_crds::condition::ConditionStatus;
 use herd_crds::run::{Run, RunPhase};
 use herd_crds::wire::ChildRequest;
 use herd_operator::Running;
-use herd_operator::controller::create_child::{ChildError, create_child};
+use herd_operator::controller::create_child::{Child, ChildError, create_child};
 use herd_operator::decide::child_run::Refusal;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
@@ -195,7 +195,8 @@ pub async fn children_under_max_concurrent(
     for i in 0..CHILDREN {
         let name = create_child(&operator, &parent, &ask(&format!("call_{i}"), "bash"))
             .await
-            .with_context(|| format!("child {i}"))?;
+            .with_context(|| format!("child {i}"))?
+            .name;
         children.insert(name);
     }
     ensure!(children.len() == CHILDREN, "30 distinct children");
@@ -325,7 +326,11 @@ pub async fn caps_with_nested_runs(
     .await?;
     let mut kids = Vec::new();
     for call in ["a", "b", "c"] {
-        kids.push(create_child(&operator, &parent, &ask(call, "general-purpose")).await?);
+        kids.push(
+            create_child(&operator, &parent, &ask(call, "general-purpose"))
+                .await?
+                .name,
+        );
     }
     for kid in &kids[..2] {
         run_until(&runs, kid, "a child starts past the full cap", |r| {
@@ -345,7 +350,9 @@ pub async fn caps_with_nested_runs(
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
-    let grandchild = create_child(&operator, &child, &ask("g", "bash")).await?;
+    let grandchild = create_child(&operator, &child, &ask("g", "bash"))
+        .await?
+        .name;
     run_until(&runs, &grandchild, "a grandchild starts too", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
@@ -423,12 +430,12 @@ pub async fn children_never_exceed_their_parent(
     greedy.model_calls_left = Some(99);
     greedy.tokens_left = Some(5000);
     greedy.seconds_left = Some(99_999);
-    let first = create_child(&operator, &parent, &greedy).await?;
+    let first = create_child(&operator, &parent, &greedy).await?.name;
     let mut modest = ask("call_2", "bash");
     modest.model_calls_left = Some(3);
     modest.tokens_left = Some(200);
     modest.seconds_left = Some(30);
-    let second = create_child(&operator, &parent, &modest).await?;
+    let second = create_child(&operator, &parent, &modest).await?.name;
 
     let snap = snapshot_of(&admin, &namespace, &first).await?;
     ensure!(snap["run"]["maxModelCalls"] == 10, "{}", snap["run"]);
@@ -482,7 +489,11 @@ pub async fn children_never_exceed_their_parent(
             && child.spec.subagent_type.as_deref() == Some("general-purpose")
     );
     ensure!(
-        create_child(&operator, &parent, &greedy).await? == first,
+        create_child(&operator, &parent, &greedy).await?
+            == Child {
+                name: first.clone(),
+                created: false
+            },
         "the same request is the same child"
     );
     match create_child(&operator, &parent, &ask("call_3", "bash")).await {
@@ -555,7 +566,9 @@ pub async fn a_child_shares_a_read_write_many_workspace(
     )
     .await?;
     let parent = running_parent(&admin, &namespace, "shared").await?;
-    let child = create_child(&operator, &parent, &ask("call_1", "bash")).await?;
+    let child = create_child(&operator, &parent, &ask("call_1", "bash"))
+        .await?
+        .name;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     run_until(&runs, &child, "the child's Pod", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
