@@ -4,6 +4,7 @@
 //! own in-process operator under the chart's RBAC; no kubelet runs (Pods stay Pending unless a
 //! test plays the kubelet), which the run API does not need.
 
+mod children;
 mod refusals;
 mod reports;
 mod support;
@@ -20,6 +21,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "run_api::a_result_too_large_fails_the_run",
             reports::a_result_too_large_fails_the_run,
+        ),
+        E2eTest::shared(
+            "run_api::children_start_wait_and_hand_over_files",
+            children::children_start_wait_and_hand_over_files,
         ),
         E2eTest::shared(
             "run_api::requests_are_refused_as_they_should_be",
