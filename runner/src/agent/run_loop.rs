@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use herd_crds::report::{Clarification, StopReason};
 
+use crate::control::deadline::Deadline;
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
@@ -19,14 +20,17 @@ use super::tool_calls::{self, Refusals};
 use super::tool_registry::ToolRegistry;
 
 /// Limits of one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Model calls allowed in the thread (resumed threads count earlier calls).
     pub max_model_calls: u32,
     /// Tool calls of one turn executed at once.
     pub max_parallel_tools: usize,
-    /// When the run must stop (`TimedOut`), if it has a deadline.
-    pub deadline: Option<tokio::time::Instant>,
+    /// When the run must stop (`TimedOut`), if it has a deadline; it may move (a question's
+    /// wait in a cluster does not count).
+    pub deadline: Option<Deadline>,
+    /// Tokens the thread may use, when the run has a budget (what a child may claim).
+    pub token_budget: Option<u64>,
 }
 
 impl Default for Limits {
@@ -35,6 +39,7 @@ impl Default for Limits {
             max_model_calls: 50,
             max_parallel_tools: 8,
             deadline: None,
+            token_budget: None,
         }
     }
 }
@@ -126,7 +131,8 @@ impl Agent {
             if self
                 .limits
                 .deadline
-                .is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+                .as_ref()
+                .is_some_and(Deadline::has_passed)
             {
                 return Ok(self.outcome(state, StopReason::TimedOut, None));
             }
@@ -176,8 +182,10 @@ impl Agent {
                         outcome.question = Some(question);
                         return Ok(outcome);
                     }
-                    // Where no one can be asked (a Run's pod until questions reach the run
-                    // API), the model hears so and goes on.
+                    Ok(AskOutcome::Ended { reason, error }) => {
+                        return Ok(self.outcome(state, reason, Some(error)));
+                    }
+                    // Where no one can be asked (a subagent), the model hears so and goes on.
                     Err(ControlError::Refused(why)) => {
                         self.emit(AgentEvent::Warning {
                             agent: self.name.clone(),
@@ -383,7 +391,11 @@ impl Agent {
                         .limits
                         .max_model_calls
                         .saturating_sub(state.usage.model_calls),
-                    deadline: self.limits.deadline,
+                    tokens_left: self
+                        .limits
+                        .token_budget
+                        .map(|budget| budget.saturating_sub(state.usage.total_tokens())),
+                    deadline: self.limits.deadline.as_ref().map(Deadline::instant),
                 },
             },
         };
@@ -592,7 +604,7 @@ mod tests {
             vec![],
             Arc::new(RecordingControl::default()),
         );
-        agent.limits.deadline = Some(tokio::time::Instant::now());
+        agent.limits.deadline = Some(Deadline::at(tokio::time::Instant::now()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::TimedOut);
     }
