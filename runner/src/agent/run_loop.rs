@@ -650,6 +650,67 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_whose_checkpoint_cannot_be_kept_ends_the_run_so() {
+        let control = Arc::new(RecordingControl {
+            end_questions: Some((
+                StopReason::CheckpointTooLarge,
+                "the checkpoint is 2000000 bytes of gzip even summarized".into(),
+            )),
+            ..RecordingControl::default()
+        });
+        let (agent, env) = testing::agent(
+            QueuedModel::new(vec![question_turn(), text("unreachable")]),
+            vec![Arc::new(AskClarification)],
+            vec![],
+            control,
+        );
+        let outcome = agent
+            .run(&mut ThreadState::new("make a report"), &env)
+            .await
+            .unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::CheckpointTooLarge);
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("even summarized"),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.question, None, "no question left open");
+    }
+
+    #[tokio::test]
+    async fn a_tool_sees_the_model_calls_tokens_and_time_left() {
+        let control = Arc::new(RecordingControl::default());
+        let (mut agent, env) = testing::agent(
+            QueuedModel::new(vec![
+                calls(&[(
+                    "task",
+                    json!({"description": "d", "prompt": "p", "subagent_type": "bash"}),
+                )]),
+                text("done"),
+            ]),
+            vec![Arc::new(crate::tools::task::Task)],
+            vec![],
+            control.clone(),
+        );
+        let deadline =
+            Deadline::at(tokio::time::Instant::now() + std::time::Duration::from_secs(60));
+        agent.limits.max_model_calls = 9;
+        agent.limits.token_budget = Some(1000);
+        agent.limits.deadline = Some(deadline.clone());
+        let mut state = ThreadState::new("delegate");
+        state.usage.input_tokens = 300;
+        agent.run(&mut state, &env).await.unwrap();
+        let children = control.children.lock().unwrap();
+        let (_, budget) = &children[0];
+        assert_eq!(budget.model_calls_left, 8);
+        assert_eq!(budget.tokens_left, Some(1000 - 300));
+        assert_eq!(budget.deadline, Some(deadline.instant()));
+    }
+
+    #[tokio::test]
     async fn a_question_no_one_can_be_asked_is_told_to_the_model_and_the_run_goes_on() {
         let control = Arc::new(RecordingControl {
             refuse_questions: Some("asking the user comes later".into()),

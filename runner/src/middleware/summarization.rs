@@ -685,6 +685,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_checkpoint_too_large_is_compacted_whatever_the_triggers_say() {
+        let model = QueuedModel::new(vec![text("The user wants a report; 6 commands ran.")]);
+        // Triggers far away: before_model leaves the thread alone, compact does not.
+        let summarization = middleware(model.clone(), config(1000, 3));
+        let mut state = long_thread();
+        let before = state.clone();
+        summarization.before_model(&mut state).await;
+        assert_eq!(state, before);
+        assert!(model.requests().is_empty());
+
+        assert!(summarization.compact(&mut state).await);
+        let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();
+        assert_eq!(ids, vec!["d", "user-0", "a5", "tool:c5", "final"]);
+        assert_eq!(
+            state.summary.as_deref(),
+            Some("The user wants a report; 6 commands ran.")
+        );
+        assert_eq!(model.requests()[0].context.purpose, Purpose::Summary);
+
+        let short = ThreadState::new("hi");
+        let mut unchanged = short.clone();
+        assert!(
+            !summarization.compact(&mut unchanged).await,
+            "nothing to summarize"
+        );
+        assert_eq!(unchanged, short);
+    }
+
+    #[tokio::test]
     async fn a_failed_or_empty_summary_changes_nothing() {
         let model = QueuedModel::new(vec![text("  ")]);
         let summarization = middleware(model.clone(), config(10, 3));
