@@ -713,7 +713,7 @@ mod tests {
     #[tokio::test]
     async fn a_question_no_one_can_be_asked_is_told_to_the_model_and_the_run_goes_on() {
         let control = Arc::new(RecordingControl {
-            refuse_questions: Some("asking the user comes later".into()),
+            refuse_questions: Some("a subagent cannot ask the user".into()),
             ..RecordingControl::default()
         });
         let model = QueuedModel::new(vec![question_turn(), text("Assuming PDF: done")]);
@@ -732,12 +732,12 @@ mod tests {
         let told = model.requests().pop().unwrap();
         let told = told.messages.last().unwrap().text();
         assert!(
-            told.starts_with("Your question could not be asked (asking the user comes later)."),
+            told.starts_with("Your question could not be asked (a subagent cannot ask the user)."),
             "{told}"
         );
         assert_eq!(
             observer.warnings(),
-            ["the question was not asked: asking the user comes later"]
+            ["the question was not asked: a subagent cannot ask the user"]
         );
     }
 
