@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::RunApiControlPlane;
 use super::child_files::{FileBudget, Placed, Planned, child_folder, destination, files_note};
-use super::client::LONGEST_WAIT;
+use super::client::{LONGEST_WAIT, route_segment};
 use crate::control::{Budget, ControlError};
 use crate::sandbox::client::SandboxClient;
 
@@ -25,8 +25,8 @@ impl RunApiControlPlane {
             deadline.min(self.deadline.instant())
         });
         claim(&mut request, parent, until);
+        let id = route_segment(&request.tool_call_id)?;
         self.client.post("children", &request, until).await?;
-        let id = request.tool_call_id.as_str();
         let mut outcome = self.await_child(id, until).await?;
         if !outcome.artifacts.is_empty() {
             self.copy_files(id, &mut outcome, until).await;

@@ -220,7 +220,11 @@ impl RunApiClient {
     }
 
     /// The Run's route `segments`, each percent-encoded as one path segment, with `query`.
+    /// An empty, `.` or `..` segment (an id no route can hold) is refused.
     fn route(&self, segments: &[&str], query: Option<(&str, String)>) -> Result<Url, ControlError> {
+        for segment in segments {
+            route_segment(segment)?;
+        }
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|()| ControlError::Io(format!("the run API URL {} has no path", self.base)))?
@@ -335,6 +339,17 @@ impl RunApiClient {
         value.set_sensitive(true);
         Ok(value)
     }
+}
+
+/// Refuses what cannot be one segment of a route (a `.` or `..` segment is dropped from a URL,
+/// an empty one names another route).
+pub fn route_segment(segment: &str) -> Result<&str, ControlError> {
+    if matches!(segment, "" | "." | "..") {
+        return Err(ControlError::Refused(format!(
+            "{segment:?} cannot be an id in a run API route"
+        )));
+    }
+    Ok(segment)
 }
 
 impl Exchange {

@@ -1,6 +1,7 @@
 //! A run API for tests: real HTTPS on a loopback port with a certificate issued by the
-//! operator's own code (`herd_operator::certificates`), answering from a closure and recording
-//! every request. Used by the unit tests of the run-API client and, through `#[path]`, by the
+//! operator's own code (`herd_operator::certificates`), answering from a closure (`canned`
+//! answers every route as a Run would, long polls held back as the server holds them) and
+//! recording every request. Used by the unit tests of the run-API client and, through `#[path]`, by the
 //! `herd-runner pod` tests in `runner/tests/`, so it names no `crate::` item.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]

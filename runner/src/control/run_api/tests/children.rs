@@ -331,3 +331,37 @@ async fn without_a_sandbox_the_files_are_listed_as_not_copied() {
     );
     assert!(outcome.artifacts.is_empty());
 }
+
+#[tokio::test]
+async fn a_tool_call_id_is_one_encoded_path_segment_or_refused() {
+    let setup = Setup::new(canned(Canned {
+        child_polls: vec![completed(&[])],
+        ..Canned::default()
+    }))
+    .await;
+    let control = setup.control(vec![]);
+    let odd = ChildRequest {
+        tool_call_id: "call/../x?y#z".into(),
+        ..request()
+    };
+    control.run_child(odd, parent()).await.unwrap();
+    let polls = setup.server.requests_to("/children/call%2F..%2Fx%3Fy%23z");
+    assert_eq!(polls.len(), 1);
+
+    for id in ["", ".", ".."] {
+        let request = ChildRequest {
+            tool_call_id: id.into(),
+            ..request()
+        };
+        let error = control.run_child(request, parent()).await.unwrap_err();
+        assert!(
+            matches!(error, ControlError::Refused(_)),
+            "{id:?}: {error:?}"
+        );
+    }
+    assert_eq!(
+        setup.server.requests_to("/children").len(),
+        1,
+        "no child started for an id no route can hold"
+    );
+}
