@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use herd_crds::report::{Clarification, Usage};
+use herd_crds::report::{Clarification, StopReason, Usage};
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
     ResultReport,
@@ -95,8 +95,11 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> AssistantMessage {
 #[derive(Default)]
 pub struct RecordingControl {
     pub answer: Option<String>,
-    /// Refuse questions with this reason (as a pod's control plane does for now).
+    /// Refuse questions with this reason (as a subagent's control plane does).
     pub refuse_questions: Option<String>,
+    /// End the run at a question so (as the run API's control plane does when the checkpoint
+    /// does not fit).
+    pub end_questions: Option<(StopReason, String)>,
     pub questions: Mutex<Vec<Clarification>>,
     pub children: Mutex<Vec<(ChildRequest, Budget)>>,
     pub results: Mutex<Vec<ResultReport>>,
@@ -138,6 +141,12 @@ impl ControlPlane for RecordingControl {
         self.questions.lock().unwrap().push(question.clone());
         if let Some(why) = &self.refuse_questions {
             return Err(ControlError::Refused(why.clone()));
+        }
+        if let Some((reason, error)) = &self.end_questions {
+            return Ok(AskOutcome::Ended {
+                reason: *reason,
+                error: error.clone(),
+            });
         }
         Ok(match &self.answer {
             Some(answer) => AskOutcome::Answered(answer.clone()),

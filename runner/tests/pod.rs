@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use test_server::{Recorded, Reply, TestRunApi, serving};
+use test_server::{Canned, Recorded, Reply, TestRunApi, canned, serving};
 
 const BIN: &str = env!("CARGO_BIN_EXE_herd-runner");
 const TOKEN: &str = "projected-token-for-herd.dev";
@@ -112,6 +112,11 @@ impl PodDirs {
 
     /// `herd-runner pod` with the `agent` container's environment, serving `api_url`.
     fn start_pod(&self, api_url: &str) -> Running {
+        self.start_pod_attempt(api_url, 1)
+    }
+
+    /// `herd-runner pod` of attempt `attempt`.
+    fn start_pod_attempt(&self, api_url: &str, attempt: u32) -> Running {
         let child = Command::new(BIN)
             .arg("pod")
             .env_clear()
@@ -124,7 +129,7 @@ impl PodDirs {
             .env("HERD_TERMINATION_LOG", &self.termination_log)
             .env("HERD_RUN_NAMESPACE", "team-a")
             .env("HERD_RUN_NAME", "market-map")
-            .env("HERD_ATTEMPT", "1")
+            .env("HERD_ATTEMPT", attempt.to_string())
             .env("HERD_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -433,5 +438,195 @@ fn a_bad_environment_or_an_unverified_run_api_fails_at_once_with_a_message() {
             .contains("HERD_API_URL is unset; HERD_RUN_NAMESPACE is unset"),
         "{}",
         pod.termination_message()
+    );
+}
+
+/// Asks which market, then answers from the answer it got.
+const ASKING_SCRIPT: &str = r#"rules:
+  - match: {purpose: title}
+    respond: {content: "Heat pumps"}
+  - match: {role: lead, call: 1}
+    respond:
+      toolCalls:
+        - name: bash
+          arguments: {description: "Take notes", command: "echo draft > /mnt/user-data/workspace/notes.txt"}
+  - match: {role: lead, call: 2}
+    respond:
+      toolCalls:
+        - name: ask_clarification
+          arguments: {question: "Which market?", clarification_type: missing_info}
+  - match: {role: lead, call: 3, anyMessage: {role: user, contains: "was not persistent"}}
+    respond: {content: "Europe, from scratch: 3 vendors."}
+  - match: {role: lead, call: 3, anyMessage: {role: user, contains: "Europe only"}}
+    respond: {content: "Europe: 3 vendors."}
+"#;
+
+/// The question id of an answers poll (`.../answers/<id>`).
+fn polled_id(request: &Recorded) -> String {
+    request
+        .path
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_question_waits_in_the_pod_until_a_later_poll_brings_the_answer() {
+    let config = run_config(ASKING_SCRIPT, 300, json!([]));
+    let answers = std::sync::Arc::new(|request: &Recorded, earlier: usize| {
+        if request.path.contains("/answers/") {
+            let reply = if earlier < 2 {
+                json!({"secondsLeft": 280})
+            } else {
+                json!({"answer": {"id": polled_id(request), "answer": "Europe only"},
+                    "secondsLeft": 270})
+            };
+            return Some(Reply::json(200, &reply).after(Duration::from_millis(300)));
+        }
+        None
+    });
+    let base = canned(Canned {
+        config,
+        ..Canned::default()
+    });
+    let api = Api::start(std::sync::Arc::new(move |request: &Recorded, earlier| {
+        answers(request, earlier).unwrap_or_else(|| base(request, earlier))
+    }));
+    let pod = PodDirs::new(&api.server.ca_pem);
+    let _sandbox = pod.start_sandbox();
+
+    let (status, stderr) = pod
+        .start_pod(&api.server.url)
+        .exit_within(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    let asked = api.server.requests_to("/clarification");
+    assert_eq!(asked.len(), 1);
+    let question = asked[0].json();
+    assert_eq!(question["attempt"], 1);
+    assert_eq!(question["clarification"]["question"], "Which market?");
+    assert_eq!(question["clarification"]["id"], "q-call_1_0");
+    assert!(question["checkpointGzipBase64"].as_str().unwrap().len() > 100);
+    let polls = api.server.requests_to("/answers/q-call_1_0");
+    assert_eq!(polls.len(), 3, "polled until the answer came");
+    assert!(
+        polls
+            .iter()
+            .all(|poll| poll.query.as_deref() == Some("wait=55"))
+    );
+    let result = api.server.requests_to("/result")[0].json();
+    assert_eq!(result["stopReason"], "completed", "{result}");
+    assert_eq!(result["text"], "Europe: 3 vendors.");
+    assert!(
+        result["seq"].as_u64().unwrap() > question["seq"].as_u64().unwrap(),
+        "the result comes after the question"
+    );
+}
+
+#[test]
+fn a_pod_lost_while_it_waits_is_resumed_from_the_checkpoint_by_the_next_attempt() {
+    // Attempt 1 asks, and no answer comes before its pod is lost.
+    let first = Api::start(canned(Canned {
+        config: run_config(ASKING_SCRIPT, 300, json!([])),
+        answer_polls: vec![
+            Reply::json(200, &json!({"secondsLeft": 280})).after(Duration::from_millis(500)),
+        ],
+        ..Canned::default()
+    }));
+    let lost = PodDirs::new(&first.server.ca_pem);
+    let sandbox = lost.start_sandbox();
+    let runner = lost.start_pod(&first.server.url);
+    let asked = first.wait_for("/clarification", Duration::from_secs(60));
+    let question = asked[0].json();
+    assert!(lost.root.join("user-data/workspace/notes.txt").exists());
+    drop(runner);
+    drop(sandbox);
+
+    // Attempt 2 on a new pod: an emptyDir workspace, the answer in spec.responses.
+    let mut config = run_config(ASKING_SCRIPT, 250, json!([]));
+    config["attempt"] = json!(2);
+    config["checkpointGzipBase64"] = question["checkpointGzipBase64"].clone();
+    config["responses"] = json!([{"id": question["clarification"]["id"], "answer": "Europe only"}]);
+    let second = Api::start(serving(config));
+    let pod = PodDirs::new(&second.server.ca_pem);
+    let _sandbox = pod.start_sandbox();
+    let (status, stderr) = pod
+        .start_pod_attempt(&second.server.url, 2)
+        .exit_within(Duration::from_secs(60));
+
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(
+        second.server.requests_to("/clarification").is_empty()
+            && second.server.requests_to("/answers/q-call_1_0").is_empty(),
+        "answered already: nothing asked again"
+    );
+    let result = second.server.requests_to("/result")[0].json();
+    assert_eq!(result["attempt"], 2);
+    assert_eq!(
+        result["text"], "Europe, from scratch: 3 vendors.",
+        "the model was told its files are gone, then read the answer: {result}"
+    );
+    assert_eq!(result["usage"]["modelCalls"].as_u64(), Some(3), "{result}");
+    assert!(!pod.root.join("user-data/workspace/notes.txt").exists());
+}
+
+#[test]
+fn a_childs_files_land_in_the_sandboxs_outputs_under_the_childs_name() {
+    let script = r#"rules:
+  - match: {purpose: title}
+    respond: {content: "Vendors"}
+  - match: {role: lead, call: 1}
+    respond:
+      toolCalls:
+        - name: task
+          arguments: {description: "Survey vendors", prompt: "List the vendors.", subagent_type: general-purpose}
+  - match: {role: lead, call: 2, lastMessage: {role: tool, contains: "/mnt/user-data/outputs/market-map-1a2b3c4d/lists/vendors.md (14 bytes)"}}
+    respond: {content: "The vendors are in the child's folder."}
+"#;
+    let mut config = run_config(script, 300, json!([]));
+    config["agent"]["subagents"] = json!({"enabled": true});
+    let child = "market-map-1a2b3c4d";
+    let api = Api::start(canned(Canned {
+        config,
+        child_polls: vec![
+            Reply::json(200, &json!({"name": child})).after(Duration::from_millis(200)),
+            Reply::json(
+                200,
+                &json!({"name": child, "status": "completed", "result": "3 vendors.",
+                    "artifacts": [{"path": "/mnt/user-data/outputs/lists/vendors.md", "size": 14}]}),
+            ),
+        ],
+        child_files: vec![Reply::file(
+            "/mnt/user-data/outputs/lists/vendors.md",
+            b"# Vendors\nA B\n",
+        )],
+        ..Canned::default()
+    }));
+    let pod = PodDirs::new(&api.server.ca_pem);
+    let _sandbox = pod.start_sandbox();
+
+    let (status, stderr) = pod
+        .start_pod(&api.server.url)
+        .exit_within(Duration::from_secs(60));
+
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    let started = api.server.requests_to("/children");
+    assert_eq!(started.len(), 1);
+    let request = started[0].json();
+    assert_eq!(request["subagentType"], "general-purpose");
+    assert_eq!(request["modelCallsLeft"], 19, "{request}");
+    assert!(request["secondsLeft"].as_u64().unwrap() <= 300, "{request}");
+    assert_eq!(
+        std::fs::read_to_string(
+            pod.root
+                .join(format!("user-data/outputs/{child}/lists/vendors.md"))
+        )
+        .unwrap(),
+        "# Vendors\nA B\n"
+    );
+    let result = api.server.requests_to("/result")[0].json();
+    assert_eq!(
+        result["text"], "The vendors are in the child's folder.",
+        "{result}"
     );
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use herd_crds::report::{Clarification, StopReason};
 
+use crate::control::deadline::Deadline;
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
@@ -19,14 +20,17 @@ use super::tool_calls::{self, Refusals};
 use super::tool_registry::ToolRegistry;
 
 /// Limits of one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Model calls allowed in the thread (resumed threads count earlier calls).
     pub max_model_calls: u32,
     /// Tool calls of one turn executed at once.
     pub max_parallel_tools: usize,
-    /// When the run must stop (`TimedOut`), if it has a deadline.
-    pub deadline: Option<tokio::time::Instant>,
+    /// When the run must stop (`TimedOut`), if it has a deadline; it may move (a question's
+    /// wait in a cluster does not count).
+    pub deadline: Option<Deadline>,
+    /// Tokens the thread may use, when the run has a budget (what a child may claim).
+    pub token_budget: Option<u64>,
 }
 
 impl Default for Limits {
@@ -35,6 +39,7 @@ impl Default for Limits {
             max_model_calls: 50,
             max_parallel_tools: 8,
             deadline: None,
+            token_budget: None,
         }
     }
 }
@@ -126,7 +131,8 @@ impl Agent {
             if self
                 .limits
                 .deadline
-                .is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+                .as_ref()
+                .is_some_and(Deadline::has_passed)
             {
                 return Ok(self.outcome(state, StopReason::TimedOut, None));
             }
@@ -176,8 +182,10 @@ impl Agent {
                         outcome.question = Some(question);
                         return Ok(outcome);
                     }
-                    // Where no one can be asked (a Run's pod until questions reach the run
-                    // API), the model hears so and goes on.
+                    Ok(AskOutcome::Ended { reason, error }) => {
+                        return Ok(self.outcome(state, reason, Some(error)));
+                    }
+                    // Where no one can be asked (a subagent), the model hears so and goes on.
                     Err(ControlError::Refused(why)) => {
                         self.emit(AgentEvent::Warning {
                             agent: self.name.clone(),
@@ -383,7 +391,11 @@ impl Agent {
                         .limits
                         .max_model_calls
                         .saturating_sub(state.usage.model_calls),
-                    deadline: self.limits.deadline,
+                    tokens_left: self
+                        .limits
+                        .token_budget
+                        .map(|budget| budget.saturating_sub(state.usage.total_tokens())),
+                    deadline: self.limits.deadline.as_ref().map(Deadline::instant),
                 },
             },
         };
@@ -592,7 +604,7 @@ mod tests {
             vec![],
             Arc::new(RecordingControl::default()),
         );
-        agent.limits.deadline = Some(tokio::time::Instant::now());
+        agent.limits.deadline = Some(Deadline::at(tokio::time::Instant::now()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::TimedOut);
     }
@@ -638,9 +650,70 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_whose_checkpoint_cannot_be_kept_ends_the_run_so() {
+        let control = Arc::new(RecordingControl {
+            end_questions: Some((
+                StopReason::CheckpointTooLarge,
+                "the checkpoint is 2000000 bytes of gzip even summarized".into(),
+            )),
+            ..RecordingControl::default()
+        });
+        let (agent, env) = testing::agent(
+            QueuedModel::new(vec![question_turn(), text("unreachable")]),
+            vec![Arc::new(AskClarification)],
+            vec![],
+            control,
+        );
+        let outcome = agent
+            .run(&mut ThreadState::new("make a report"), &env)
+            .await
+            .unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::CheckpointTooLarge);
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("even summarized"),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.question, None, "no question left open");
+    }
+
+    #[tokio::test]
+    async fn a_tool_sees_the_model_calls_tokens_and_time_left() {
+        let control = Arc::new(RecordingControl::default());
+        let (mut agent, env) = testing::agent(
+            QueuedModel::new(vec![
+                calls(&[(
+                    "task",
+                    json!({"description": "d", "prompt": "p", "subagent_type": "bash"}),
+                )]),
+                text("done"),
+            ]),
+            vec![Arc::new(crate::tools::task::Task)],
+            vec![],
+            control.clone(),
+        );
+        let deadline =
+            Deadline::at(tokio::time::Instant::now() + std::time::Duration::from_secs(60));
+        agent.limits.max_model_calls = 9;
+        agent.limits.token_budget = Some(1000);
+        agent.limits.deadline = Some(deadline.clone());
+        let mut state = ThreadState::new("delegate");
+        state.usage.input_tokens = 300;
+        agent.run(&mut state, &env).await.unwrap();
+        let children = control.children.lock().unwrap();
+        let (_, budget) = &children[0];
+        assert_eq!(budget.model_calls_left, 8);
+        assert_eq!(budget.tokens_left, Some(1000 - 300));
+        assert_eq!(budget.deadline, Some(deadline.instant()));
+    }
+
+    #[tokio::test]
     async fn a_question_no_one_can_be_asked_is_told_to_the_model_and_the_run_goes_on() {
         let control = Arc::new(RecordingControl {
-            refuse_questions: Some("asking the user comes later".into()),
+            refuse_questions: Some("a subagent cannot ask the user".into()),
             ..RecordingControl::default()
         });
         let model = QueuedModel::new(vec![question_turn(), text("Assuming PDF: done")]);
@@ -659,12 +732,12 @@ mod tests {
         let told = model.requests().pop().unwrap();
         let told = told.messages.last().unwrap().text();
         assert!(
-            told.starts_with("Your question could not be asked (asking the user comes later)."),
+            told.starts_with("Your question could not be asked (a subagent cannot ask the user)."),
             "{told}"
         );
         assert_eq!(
             observer.warnings(),
-            ["the question was not asked: asking the user comes later"]
+            ["the question was not asked: a subagent cannot ask the user"]
         );
     }
 

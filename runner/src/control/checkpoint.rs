@@ -1,9 +1,15 @@
-//! A local checkpoint: the thread and the open question, saved when a run stops for an answer.
+//! A checkpoint: the thread and the open question, saved when a run stops for an answer —
+//! a file locally, gzip in ConfigMap `<run>-checkpoint` through the run API in a cluster.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read, Write};
 use std::path::Path;
 
+use async_trait::async_trait;
+use base64::Engine as _;
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
 use herd_crds::report::Clarification;
 use serde::{Deserialize, Serialize};
 
@@ -11,8 +17,21 @@ use crate::thread::ThreadState;
 
 /// File name of the checkpoint inside its folder.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+/// Most bytes of a checkpoint's gzip: it goes into a ConfigMap's `binaryData` (etcd objects
+/// are limited to ~1.5 MB), beside nothing else.
+pub const MAX_CHECKPOINT_GZIP_BYTES: usize = 900 * 1024;
+/// Most bytes a checkpoint unpacks to: far above what 900 KiB of gzipped JSON holds in
+/// practice, and a bound on what a broken or hostile one can cost.
+const MAX_CHECKPOINT_JSON_BYTES: u64 = 256 * 1024 * 1024;
 
-/// What a suspended local run needs to continue.
+/// Shrinks a thread too large to checkpoint: the run's summarization, forced.
+#[async_trait]
+pub trait ThreadCompactor: Send + Sync {
+    /// Summarizes the older messages of `state`; whether it changed anything.
+    async fn compact(&self, state: &mut ThreadState) -> bool;
+}
+
+/// What a suspended run needs to continue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Checkpoint {
     pub question: Clarification,
@@ -27,6 +46,33 @@ impl Checkpoint {
         let temp = dir.join(format!(".{CHECKPOINT_FILE}.tmp"));
         fs::write(&temp, json)?;
         fs::rename(temp, dir.join(CHECKPOINT_FILE))
+    }
+
+    /// The checkpoint as gzipped JSON, as the run API stores it.
+    pub fn to_gzip(&self) -> io::Result<Vec<u8>> {
+        let json = serde_json::to_vec(self).map_err(io::Error::other)?;
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(&json)?;
+        encoder.finish()
+    }
+
+    /// A checkpoint from the run API's `checkpointGzipBase64`.
+    pub fn from_gzip_base64(text: &str) -> Result<Self, String> {
+        let gzip = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|error| format!("the checkpoint is not base64: {error}"))?;
+        let mut json = Vec::new();
+        GzDecoder::new(gzip.as_slice())
+            .take(MAX_CHECKPOINT_JSON_BYTES + 1)
+            .read_to_end(&mut json)
+            .map_err(|error| format!("the checkpoint is not gzip: {error}"))?;
+        if json.len() as u64 > MAX_CHECKPOINT_JSON_BYTES {
+            return Err(format!(
+                "the checkpoint unpacks to more than {MAX_CHECKPOINT_JSON_BYTES} bytes"
+            ));
+        }
+        serde_json::from_slice(&json)
+            .map_err(|error| format!("the checkpoint is not a Herd checkpoint: {error}"))
     }
 
     /// Reads the checkpoint of `dir`.
@@ -44,5 +90,64 @@ impl Checkpoint {
                 format!("{} is not a Herd checkpoint: {error}", path.display()),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::report::ClarificationType;
+
+    use super::*;
+    use crate::thread::Message;
+
+    fn checkpoint() -> Checkpoint {
+        let mut state = ThreadState::new("Map the market.");
+        state
+            .messages
+            .push(Message::user("u-2", "ünïcode ".repeat(1000)));
+        Checkpoint {
+            question: Clarification {
+                id: "q-call_1_0".into(),
+                question: "Which market?".into(),
+                kind: ClarificationType::MissingInfo,
+                context: None,
+                options: vec!["EU".into()],
+                asked_at: None,
+            },
+            state,
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_travels_as_gzip_in_base64() {
+        let saved = checkpoint();
+        let gzip = saved.to_gzip().unwrap();
+        assert!(
+            gzip.len() < 1000,
+            "repetitive text packs small: {}",
+            gzip.len()
+        );
+        let text = base64::engine::general_purpose::STANDARD.encode(&gzip);
+        assert_eq!(Checkpoint::from_gzip_base64(&text).unwrap(), saved);
+    }
+
+    #[test]
+    fn what_is_not_a_checkpoint_is_an_error_not_a_panic() {
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let cases = [
+            ("not base64!".to_owned(), "not base64"),
+            (b64(b"plain text"), "not gzip"),
+            (b64(&gzip(b"{\"question\": 1}")), "not a Herd checkpoint"),
+        ];
+        for (text, expected) in cases {
+            let error = Checkpoint::from_gzip_base64(&text).unwrap_err();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
     }
 }

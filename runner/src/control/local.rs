@@ -263,6 +263,7 @@ mod tests {
 
     const BUDGET: Budget = Budget {
         model_calls_left: 10,
+        tokens_left: None,
         deadline: None,
     };
 

@@ -3,11 +3,12 @@
 //! (`herd-runner pod`).
 
 pub(crate) mod checkpoint;
+pub mod deadline;
 pub mod local;
 pub mod run_api;
 
 use async_trait::async_trait;
-use herd_crds::report::Clarification;
+use herd_crds::report::{Clarification, StopReason};
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
 };
@@ -28,6 +29,8 @@ pub struct SubagentCaps {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
     pub model_calls_left: u32,
+    /// Tokens left, when the run has a token budget.
+    pub tokens_left: Option<u64>,
     /// When the run must end, if it has a deadline.
     pub deadline: Option<tokio::time::Instant>,
 }
@@ -53,6 +56,9 @@ pub enum AskOutcome {
     Answered(String),
     /// The question was recorded with a checkpoint; the process should stop and be resumed.
     Suspended,
+    /// The question cannot wait for an answer (its checkpoint does not fit, even summarized):
+    /// the run ends so, saying why.
+    Ended { reason: StopReason, error: String },
 }
 
 /// Where a run reports to.

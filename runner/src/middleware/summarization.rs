@@ -14,6 +14,8 @@
 //! - The summary is one model call (purpose Summary) with `<existing_summary>` and
 //!   `<new_messages>`, stored in `state.summary`, not as a message: DurableContext puts it
 //!   back into every request. An empty or failed summary leaves the thread unchanged.
+//! - The same summary, forced whatever the triggers say, shrinks the checkpoint of a question
+//!   that is too large for its ConfigMap in a cluster (`ThreadCompactor`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -25,6 +27,7 @@ use herd_crds::report::Usage;
 use super::dynamic_context::is_reminder;
 use super::support::side_call::side_call;
 use crate::agent::{Flow, Middleware};
+use crate::control::checkpoint::ThreadCompactor;
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
@@ -261,11 +264,26 @@ impl Middleware for Summarization {
     }
 
     async fn before_model(&self, state: &mut ThreadState) -> Flow {
-        if !self.should_summarize(&state.messages).await {
-            return Flow::Continue;
+        if self.should_summarize(&state.messages).await {
+            self.summarize_thread(state).await;
         }
+        Flow::Continue
+    }
+}
+
+#[async_trait]
+impl ThreadCompactor for Summarization {
+    /// Summarizes now, whatever the triggers say: a checkpoint too large for its ConfigMap.
+    async fn compact(&self, state: &mut ThreadState) -> bool {
+        self.summarize_thread(state).await
+    }
+}
+
+impl Summarization {
+    /// Replaces the messages before the kept suffix by a summary; whether it did.
+    async fn summarize_thread(&self, state: &mut ThreadState) -> bool {
         let Some(cut) = cut_point(&state.messages, self.config.keep_messages) else {
-            return Flow::Continue;
+            return false;
         };
         let latest_user = latest_user_message(&state.messages);
         let preserved =
@@ -277,10 +295,10 @@ impl Middleware for Summarization {
             .map(|(_, message)| message)
             .collect();
         if old.is_empty() {
-            return Flow::Continue;
+            return false;
         }
         let Some((summary, usage)) = self.summarize(state.summary.as_deref(), &old).await else {
-            return Flow::Continue;
+            return false;
         };
         if let Some(usage) = usage {
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
@@ -317,7 +335,7 @@ impl Middleware for Summarization {
         self.cache()
             .counts
             .retain(|id, _| ids.contains(id.as_str()));
-        Flow::Continue
+        true
     }
 }
 
@@ -664,6 +682,35 @@ mod tests {
         );
         assert!(!prompt.contains("turn a5"));
         assert_eq!(state.usage.input_tokens, 10);
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_too_large_is_compacted_whatever_the_triggers_say() {
+        let model = QueuedModel::new(vec![text("The user wants a report; 6 commands ran.")]);
+        // Triggers far away: before_model leaves the thread alone, compact does not.
+        let summarization = middleware(model.clone(), config(1000, 3));
+        let mut state = long_thread();
+        let before = state.clone();
+        summarization.before_model(&mut state).await;
+        assert_eq!(state, before);
+        assert!(model.requests().is_empty());
+
+        assert!(summarization.compact(&mut state).await);
+        let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();
+        assert_eq!(ids, vec!["d", "user-0", "a5", "tool:c5", "final"]);
+        assert_eq!(
+            state.summary.as_deref(),
+            Some("The user wants a report; 6 commands ran.")
+        );
+        assert_eq!(model.requests()[0].context.purpose, Purpose::Summary);
+
+        let short = ThreadState::new("hi");
+        let mut unchanged = short.clone();
+        assert!(
+            !summarization.compact(&mut unchanged).await,
+            "nothing to summarize"
+        );
+        assert_eq!(unchanged, short);
     }
 
     #[tokio::test]

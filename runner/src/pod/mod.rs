@@ -4,9 +4,11 @@
 //! A thin shell around the run plan, like `herd-runner run`: it reads the environment the
 //! operator set (`env`), fetches the Run's `RunConfig`, plans the run (`pod_plan`), connects
 //! to the sandbox and has it copy the Run's inputs into `uploads/`, runs the lead and posts
-//! the result with the presented files. A run stopped by a limit posts its result too: the
-//! operator decides from it. On SIGTERM it stops the agent, sends the progress not reported
-//! yet and exits within [`TERM_BUDGET`].
+//! the result with the presented files. Questions wait in this process for their answer, with
+//! the workspace; an attempt after a lost pod resumes from the question's checkpoint
+//! (`resume`). A run stopped by a limit posts its result too: the operator decides from it.
+//! On SIGTERM it stops the agent, sends the progress not reported yet and exits within
+//! [`TERM_BUDGET`].
 //!
 //! Exit codes: 0 the result is posted (whatever it says); 1 the run could not start (the
 //! environment, the run API, the config or the plan; the message is the termination message)
@@ -16,6 +18,7 @@
 pub mod env;
 mod fallback;
 mod result;
+mod resume;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,9 +33,11 @@ use self::env::{DEFAULT_TERMINATION_LOG, PodEnv};
 pub use self::fallback::FALLBACK_EXIT_CODE;
 use self::fallback::fallback_report;
 use self::result::{fallback_text, outcome_report, result_report};
+use self::resume::{Resume, resume};
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
+use crate::control::deadline::Deadline;
 use crate::control::run_api::{RunApiClient, RunApiControlPlane};
-use crate::control::{ControlError, ControlPlane};
+use crate::control::{AskOutcome, ControlError, ControlPlane};
 use crate::plan::{EnvFacts, RunPlan};
 use crate::runtime::agents::RunAgents;
 use crate::runtime::lead_run::run_lead_until;
@@ -147,8 +152,8 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
     let Started {
         plan,
         control,
-        deadline,
         inputs,
+        resume,
     } = started;
     let mut state = ThreadState::new(plan.task.clone());
     let executor = match unless_stopped(&stop, open_sandbox(env, inputs)).await {
@@ -159,8 +164,15 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
             return post_unless_stopped(&control, report, &stop).await;
         }
     };
+    control.use_sandbox(executor.clone());
+    let lead = Lead {
+        plan: &plan,
+        executor: &executor,
+        control: &control,
+        observer: &observer,
+    };
     let outcome = tokio::select! {
-        outcome = run_lead(&plan, &executor, &control, deadline, &mut state, &observer) => outcome,
+        outcome = lead.run(resume, &mut state) => outcome,
         message = control.superseded() => return Ending::Superseded(message),
         () = stop.clone() => return terminated(&control).await,
     };
@@ -233,11 +245,12 @@ async fn open_sandbox(
 /// What a run starts from.
 struct Started {
     plan: Arc<RunPlan>,
+    /// Holds the Run's deadline.
     control: Arc<RunApiControlPlane>,
-    /// The Run's deadline.
-    deadline: Instant,
     /// The Run's inputs, for the sandbox to copy.
     inputs: Vec<InputCopy>,
+    /// Where an earlier attempt's question left the thread, if one did.
+    resume: Option<Resume>,
 }
 
 /// Reaches the run API, reads the Run's config and plans the run.
@@ -263,14 +276,25 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
             config.attempt, env.attempt
         )));
     }
-    let deadline = Instant::now() + Duration::from_secs(config.seconds_left);
+    let deadline = Deadline::at(Instant::now() + Duration::from_secs(config.seconds_left));
     let plan = pod_plan(&config, facts).map_err(|error| {
         Ending::Failed(format!(
             "the Run {}/{} cannot run: {error}",
             env.target.namespace, env.target.name
         ))
     })?;
-    let control = RunApiControlPlane::new(Arc::new(client), deadline, plan.answers.clone());
+    let resume = resume(&config).map_err(|error| {
+        Ending::Failed(format!(
+            "attempt {} of the Run cannot resume from its checkpoint: {error}",
+            config.attempt
+        ))
+    })?;
+    let control = RunApiControlPlane::new(
+        Arc::new(client),
+        config.attempt,
+        deadline,
+        plan.answers.clone(),
+    );
     let inputs = config
         .run
         .inputs
@@ -284,58 +308,118 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
     Ok(Started {
         plan: Arc::new(plan),
         control: Arc::new(control),
-        deadline,
         inputs,
+        resume,
     })
 }
 
-/// Builds the agents and runs the lead until it ends, keeping time to post the result; what
-/// ends the pod without a result is the error.
-async fn run_lead(
-    plan: &Arc<RunPlan>,
-    executor: &Arc<dyn ToolExecutor>,
-    control: &Arc<RunApiControlPlane>,
-    deadline: Instant,
-    state: &mut ThreadState,
-    observer: &Arc<dyn Observer>,
-) -> Result<RunOutcome, Ending> {
-    let skills =
-        match discover_skills(executor.as_ref(), plan.skills.as_deref(), observer.as_ref()).await {
-            Ok(skills) => skills,
-            Err(error) => return Ok(failed(StopReason::SandboxUnavailable, error.0)),
-        };
-    for warning in &plan.warnings {
-        observer.on_event(AgentEvent::Warning {
-            agent: "lead".into(),
-            message: warning.clone(),
-        });
-    }
-    let agents = RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone())
+/// What the lead runs with.
+struct Lead<'a> {
+    plan: &'a Arc<RunPlan>,
+    executor: &'a Arc<dyn ToolExecutor>,
+    control: &'a Arc<RunApiControlPlane>,
+    observer: &'a Arc<dyn Observer>,
+}
+
+impl Lead<'_> {
+    /// Builds the agents and runs the lead until it ends (from the checkpoint of `resume`,
+    /// once its question is answered, if there is one), keeping time to post the result; what
+    /// ends the pod without a result is the error.
+    async fn run(
+        &self,
+        resume: Option<Resume>,
+        state: &mut ThreadState,
+    ) -> Result<RunOutcome, Ending> {
+        let Lead {
+            plan,
+            executor,
+            control,
+            observer,
+        } = self;
+        let skills =
+            match discover_skills(executor.as_ref(), plan.skills.as_deref(), observer.as_ref())
+                .await
+            {
+                Ok(skills) => skills,
+                Err(error) => return Ok(failed(StopReason::SandboxUnavailable, error.0)),
+            };
+        for warning in &plan.warnings {
+            observer.on_event(AgentEvent::Warning {
+                agent: "lead".into(),
+                message: warning.clone(),
+            });
+        }
+        let agents = RunAgents::start(
+            (*plan).clone(),
+            (*executor).clone(),
+            skills,
+            (*observer).clone(),
+        )
         .await
         .map_err(|error| Ending::Failed(error.to_string()))?;
-    let dyn_control: Arc<dyn ControlPlane> = control.clone();
-    let reserve = POSTING_RESERVE.min(plan.time_left / 10);
-    let lead_deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
-    let lead = agents
-        .lead(&dyn_control, Some(lead_deadline))
-        .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
-    let env = RunEnv {
-        executor: executor.clone(),
-        control: dyn_control,
-    };
-    run_lead_until(
-        lead_deadline,
-        plan.time_left,
-        &lead,
-        state,
-        &env,
-        observer.as_ref(),
-    )
-    .await
-    .map_err(|error| match error.0 {
+        let dyn_control: Arc<dyn ControlPlane> = (*control).clone();
+        let reserve = POSTING_RESERVE.min(plan.time_left / 10);
+        let lead_deadline = control.deadline().earlier_by(reserve);
+        let lead = agents
+            .lead(&dyn_control, Some(lead_deadline.clone()))
+            .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
+        control.use_compactor(agents.checkpoint_compactor(&lead));
+        if let Some(resume) = resume {
+            match self.answer(&resume).await? {
+                Ok(answer) => *state = resume.continued(answer),
+                Err(outcome) => return Ok(outcome),
+            }
+        }
+        let env = RunEnv {
+            executor: (*executor).clone(),
+            control: dyn_control,
+        };
+        run_lead_until(
+            &lead_deadline,
+            plan.time_left,
+            &lead,
+            state,
+            &env,
+            observer.as_ref(),
+        )
+        .await
+        .map_err(|error| stopped(error.0))
+    }
+
+    /// The answer to the question an earlier attempt asked: from `spec.responses`, or asked
+    /// again (this attempt reports the question and waits for it); the inner error is how the
+    /// run ends instead.
+    async fn answer(&self, resume: &Resume) -> Result<Result<String, RunOutcome>, Ending> {
+        let question = &resume.question;
+        tracing::info!(id = %question.id, "resuming from the checkpoint of an earlier attempt");
+        let asked = self
+            .control
+            .ask(question, &resume.state)
+            .await
+            .map_err(stopped)?;
+        match asked {
+            AskOutcome::Answered(answer) => {
+                self.observer.on_event(AgentEvent::Answered {
+                    agent: "lead".into(),
+                    id: question.id.clone(),
+                    answer: answer.clone(),
+                });
+                Ok(Ok(answer))
+            }
+            AskOutcome::Ended { reason, error } => Ok(Err(failed(reason, error))),
+            AskOutcome::Suspended => Err(Ending::Failed(
+                "the run API put the question aside instead of waiting for its answer".into(),
+            )),
+        }
+    }
+}
+
+/// How a control-plane failure ends the pod: a newer attempt replaced it, or it failed.
+fn stopped(error: ControlError) -> Ending {
+    match error {
         ControlError::StaleAttempt(message) => Ending::Superseded(message),
         error => Ending::Failed(error.to_string()),
-    })
+    }
 }
 
 fn failed(stop_reason: StopReason, error: String) -> RunOutcome {

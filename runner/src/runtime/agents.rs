@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use crate::agent::{Agent, AgentEvent, Limits, Observer, RunResources, ToolRegistry};
+use crate::control::checkpoint::ThreadCompactor;
+use crate::control::deadline::Deadline;
 use crate::control::{ControlPlane, SubagentCaps};
 use crate::mcp::catalog::DeferredCatalog;
 use crate::mcp::tool_search::ToolSearch;
 use crate::mcp::{McpToolset, deferral};
 use crate::middleware::chain::{ChainRole, StandardChain};
+use crate::middleware::summarization::{Summarization, SummarizationConfig};
 use crate::model::resolve::{ResolveError, build_model};
 use crate::model::{AgentRole, CallContext};
 use crate::plan::RunPlan;
@@ -153,6 +156,17 @@ impl RunAgents {
         &self.resources
     }
 
+    /// What shrinks `lead`'s thread when its checkpoint is too large: the Agent's
+    /// summarization (its `keepMessages`, with the run's model), whether or not it is enabled
+    /// for long threads.
+    pub fn checkpoint_compactor(&self, lead: &Agent) -> Arc<dyn ThreadCompactor> {
+        Arc::new(Summarization::new(
+            self.resources.model.clone(),
+            SummarizationConfig::from_spec(&self.plan.summarization, self.plan.context_window()),
+            lead.context.clone(),
+        ))
+    }
+
     fn has_group(&self, group: ToolGroup) -> bool {
         self.plan
             .tool_groups
@@ -211,7 +225,7 @@ impl RunAgents {
     pub fn lead(
         &self,
         control: &Arc<dyn ControlPlane>,
-        deadline: Option<tokio::time::Instant>,
+        deadline: Option<Deadline>,
     ) -> Result<Agent, PromptError> {
         let delegates = self.plan.delegates_at(self.plan.depth);
         let tools = self.registry(self.candidate_tools(delegates, true), &[]);
@@ -257,6 +271,7 @@ impl RunAgents {
             limits: Limits {
                 max_model_calls: self.plan.max_model_calls,
                 deadline,
+                token_budget: self.plan.token_budget,
                 ..Limits::default()
             },
             observer: self.resources.observer.clone(),

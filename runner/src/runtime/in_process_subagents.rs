@@ -9,6 +9,7 @@ use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 
 use super::agents::RunAgents;
 use crate::agent::{Agent, Limits, RunEnv};
+use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Questions, SubagentLauncher};
 use crate::control::{Budget, ControlPlane};
 use crate::memory::file::MemoryFile;
@@ -131,7 +132,7 @@ impl InProcessSubagents {
         ));
         let limits = Limits {
             max_model_calls: plan.max_model_calls.min(parent.model_calls_left),
-            deadline: Some(deadline),
+            deadline: Some(Deadline::at(deadline)),
             ..Limits::default()
         };
         let dyn_control: Arc<dyn ControlPlane> = control.clone();

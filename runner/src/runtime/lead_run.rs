@@ -6,21 +6,23 @@ use std::time::Duration;
 use herd_crds::report::StopReason;
 
 use crate::agent::{Agent, AgentEvent, Observer, RunEnv, RunError, RunOutcome};
+use crate::control::deadline::Deadline;
 use crate::thread::ThreadState;
 
-/// Runs `lead` on `state` until it ends or `deadline` passes; then the run is `TimedOut`,
-/// naming `time_left`, the time it had.
+/// Runs `lead` on `state` until it ends or `deadline` passes (wherever it has moved); then the
+/// run is `TimedOut`, naming `time_left`, the time it had.
 pub(crate) async fn run_lead_until(
-    deadline: tokio::time::Instant,
+    deadline: &Deadline,
     time_left: Duration,
     lead: &Agent,
     state: &mut ThreadState,
     env: &RunEnv,
     observer: &dyn Observer,
 ) -> Result<RunOutcome, RunError> {
-    match tokio::time::timeout_at(deadline, lead.run(state, env)).await {
-        Ok(ended) => ended,
-        Err(_) => {
+    tokio::select! {
+        biased;
+        ended = lead.run(state, env) => ended,
+        () = deadline.passed() => {
             observer.on_event(AgentEvent::Stopped {
                 agent: "lead".into(),
                 reason: StopReason::TimedOut,

@@ -22,6 +22,7 @@ use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
 use crate::control::ControlPlane;
 use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint};
+use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
 use crate::memory::file::MemoryFile;
 use crate::plan::{EnvFacts, PlanError, RunPlan};
@@ -126,9 +127,9 @@ pub async fn run_local(
         Arc::new(RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone()).await?);
     let control = Arc::new(local_control(&agents, &request, &workdir, &facts));
     let dyn_control: Arc<dyn ControlPlane> = control.clone();
-    let deadline = tokio::time::Instant::now() + plan.time_left;
+    let deadline = Deadline::at(tokio::time::Instant::now() + plan.time_left);
     let lead = agents
-        .lead(&dyn_control, Some(deadline))
+        .lead(&dyn_control, Some(deadline.clone()))
         .map_err(|error| LocalError(format!("cannot build the system prompt: {error}")))?;
     let mut state = start.thread(observer.as_ref());
     let env = RunEnv {
@@ -136,7 +137,7 @@ pub async fn run_local(
         control: dyn_control.clone(),
     };
     let outcome = run_lead_until(
-        deadline,
+        &deadline,
         plan.time_left,
         &lead,
         &mut state,

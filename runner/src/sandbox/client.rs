@@ -3,6 +3,7 @@
 //! test doubles) has these methods.
 
 use async_trait::async_trait;
+use base64::Engine as _;
 
 use super::executor::ToolExecutor;
 use super::inputs::InputCopy;
@@ -124,6 +125,20 @@ pub trait SandboxClient: ToolExecutor {
         }
     }
 
+    /// Writes `bytes` (binary allowed) under `outputs/`; the virtual path written.
+    async fn write_output_bytes(&self, path: &str, bytes: &[u8]) -> Result<String, SandboxError> {
+        let request = SandboxRequest::WriteOutputBytes {
+            path: path.to_owned(),
+            data_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        };
+        match ask(self, request, "write_output_bytes").await? {
+            SandboxResponse::Done { path: written } => {
+                Ok(written.unwrap_or_else(|| path.to_owned()))
+            }
+            other => Err(unexpected("write_output_bytes", &other)),
+        }
+    }
+
     /// Runs the sandbox tool `name` with the model's arguments.
     async fn run_tool(
         &self,
@@ -198,6 +213,14 @@ mod tests {
         assert!(sandbox.list_uploads().await?.is_empty());
         let written = sandbox.write_output("notes/a.txt", "hello".into()).await?;
         assert_eq!(written, "/mnt/user-data/outputs/notes/a.txt");
+        let binary = sandbox
+            .write_output_bytes("child/chart.png", b"\x89PNG\0")
+            .await?;
+        assert_eq!(binary, "/mnt/user-data/outputs/child/chart.png");
+        assert_eq!(
+            std::fs::read(roots.user_data.join("outputs/child/chart.png"))?,
+            b"\x89PNG\0"
+        );
         let info = sandbox.file_info(&written).await?;
         assert!(info.exists && info.size == 5 && info.sha256.is_some());
         assert_eq!(sandbox.read_file(&written, 100).await?.size, 5);

@@ -198,7 +198,7 @@ fn hash_file(path: &Path) -> io::Result<String> {
 }
 
 /// Writes a framework-produced file under `outputs/` (relative paths are taken from there).
-pub fn write_output(paths: &SandboxPaths, path: &str, content: &str) -> SandboxResponse {
+pub fn write_output(paths: &SandboxPaths, path: &str, content: &[u8]) -> SandboxResponse {
     let trimmed = path.trim();
     let full = if trimmed.starts_with('/') {
         trimmed.to_owned()
@@ -225,6 +225,16 @@ pub fn write_output(paths: &SandboxPaths, path: &str, content: &str) -> SandboxR
             path: Some(resolved.virtual_path),
         },
         Err(failure) => error(io_error(&resolved.virtual_path, &failure)),
+    }
+}
+
+/// Writes base64-encoded bytes under `outputs/`, as [`write_output`] does.
+pub fn write_output_base64(paths: &SandboxPaths, path: &str, data_base64: &str) -> SandboxResponse {
+    match base64::engine::general_purpose::STANDARD.decode(data_base64) {
+        Ok(bytes) => write_output(paths, path, &bytes),
+        Err(failure) => error(format!(
+            "Error: the bytes for {path} are not base64: {failure}"
+        )),
     }
 }
 
@@ -376,7 +386,7 @@ mod tests {
     fn framework_writes_only_go_under_outputs() -> io::Result<()> {
         let (_dir, roots, paths) = setup()?;
         assert_eq!(
-            write_output(&paths, "tool-results/call_1.txt", "big result"),
+            write_output(&paths, "tool-results/call_1.txt", b"big result"),
             SandboxResponse::Done {
                 path: Some("/mnt/user-data/outputs/tool-results/call_1.txt".into())
             }
@@ -386,11 +396,29 @@ mod tests {
             "big result"
         );
         assert!(matches!(
-            write_output(&paths, "/mnt/user-data/workspace/x", "x"),
+            write_output(&paths, "/mnt/user-data/workspace/x", b"x"),
             SandboxResponse::Error { .. }
         ));
         assert!(matches!(
-            write_output(&paths, "/mnt/user-data/outputs", "x"),
+            write_output(&paths, "/mnt/user-data/outputs", b"x"),
+            SandboxResponse::Error { .. }
+        ));
+        assert_eq!(
+            write_output_base64(&paths, "child-1/chart.png", "iVBORw=="),
+            SandboxResponse::Done {
+                path: Some("/mnt/user-data/outputs/child-1/chart.png".into())
+            }
+        );
+        assert_eq!(
+            std::fs::read(roots.user_data.join("outputs/child-1/chart.png"))?,
+            b"\x89PNG"
+        );
+        assert!(matches!(
+            write_output_base64(&paths, "child-1/x", "not base64!"),
+            SandboxResponse::Error { .. }
+        ));
+        assert!(matches!(
+            write_output_base64(&paths, "child-1/../../workspace/x", "eA=="),
             SandboxResponse::Error { .. }
         ));
         Ok(())

@@ -110,7 +110,10 @@ impl SandboxHost {
             }
             SandboxRequest::FileInfo { path } => file_services::file_info(self.paths(), &path),
             SandboxRequest::WriteOutput { path, content } => {
-                file_services::write_output(self.paths(), &path, &content)
+                file_services::write_output(self.paths(), &path, content.as_bytes())
+            }
+            SandboxRequest::WriteOutputBytes { path, data_base64 } => {
+                file_services::write_output_base64(self.paths(), &path, &data_base64)
             }
             // Only a connection can be handed over to a program (`socket::server`).
             SandboxRequest::SpawnStdio { .. } => SandboxResponse::Error {

@@ -271,6 +271,26 @@ fn root_index(root: Root) -> usize {
     }
 }
 
+/// The segments of the absolute virtual path `input` below `outputs/`, refused as `resolve`
+/// refuses (`..`, NUL, outside the roots) and also when relative or not below `outputs/`:
+/// for a path someone other than the model names (a child Run's presented file), checked
+/// before anything touches the file system.
+pub fn below_outputs(input: &str) -> Result<Vec<String>, PathError> {
+    let outside = || PathError::Outside(input.trim().to_owned());
+    if !input.trim().starts_with('/') {
+        return Err(outside());
+    }
+    let (root, rest) = normalize(input)?;
+    match rest.split_first() {
+        Some((first, below))
+            if root == Root::UserData && first == "outputs" && !below.is_empty() =>
+        {
+            Ok(below.to_vec())
+        }
+        _ => Err(outside()),
+    }
+}
+
 /// Splits a model-given path into its root and the segments below it, without touching the
 /// file system.
 fn normalize(input: &str) -> Result<(Root, Vec<String>), PathError> {
@@ -574,7 +594,45 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn paths_below_outputs_are_split_and_the_rest_refused() {
+        assert_eq!(
+            below_outputs("/mnt/user-data/outputs/charts//q1.png"),
+            Ok(vec!["charts".to_owned(), "q1.png".to_owned()])
+        );
+        assert_eq!(
+            below_outputs(" /mnt/user-data/outputs/./a.md"),
+            Ok(vec!["a.md".to_owned()])
+        );
+        for refused in [
+            "",
+            "a.md",
+            "outputs/a.md",
+            "/mnt/user-data/outputs",
+            "/mnt/user-data/outputs/",
+            "/mnt/user-data/workspace/a.md",
+            "/mnt/user-data/outputs/../workspace/a.md",
+            "/mnt/user-data/outputs/a/../../b",
+            "/mnt/skills/public/x/SKILL.md",
+            "/etc/passwd",
+            "/mnt/user-data/outputs/a\0b",
+        ] {
+            assert!(below_outputs(refused).is_err(), "{refused:?}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn below_outputs_gives_plain_segments_only(input in path_string()) {
+            if let Ok(segments) = below_outputs(&input) {
+                prop_assert!(!segments.is_empty());
+                for segment in &segments {
+                    prop_assert!(!segment.is_empty() && segment != "." && segment != "..");
+                    prop_assert!(!segment.contains('/') && !segment.contains('\0'));
+                }
+            }
+        }
+
         #[test]
         fn nothing_resolves_outside_the_roots(input in path_string(), write in any::<bool>()) {
             let f = fixture().map_err(|e| TestCaseError::fail(e.to_string()))?;

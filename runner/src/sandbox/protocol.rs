@@ -12,7 +12,7 @@ use crate::thread::state::UploadedFile;
 /// The version of these requests and answers. A custom `sandbox.image` carries its own
 /// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
 /// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// This build's version, named when the protocols differ.
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -44,6 +44,9 @@ pub enum SandboxRequest {
     /// Writes a file the framework produced (e.g. an externalized tool result) under
     /// `outputs/`, creating folders; returns its virtual path.
     WriteOutput { path: String, content: String },
+    /// Writes bytes (binary allowed) under `outputs/` as `WriteOutput` does: the files a child
+    /// Run presented, which the parent's runner fetched from the run API.
+    WriteOutputBytes { path: String, data_base64: String },
     /// Starts a stdio program (an MCP server). Only as the first request after `Hello` on a
     /// connection: answered with `StdioStarted`, after which the connection carries the
     /// program's standard input and output, byte for byte, until either side closes it.
@@ -71,7 +74,7 @@ pub enum SandboxResponse {
         protocol: u32,
         runner: String,
     },
-    /// `Prepare` and `WriteOutput` done; `path` is the virtual path written, if any.
+    /// `Prepare`, `WriteOutput` and `WriteOutputBytes` done; `path` is the virtual path written, if any.
     Done {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,

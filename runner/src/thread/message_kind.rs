@@ -39,6 +39,8 @@ pub enum MessageKind {
     SummaryRequest,
     /// The single message of a memory-update call.
     MemoryUpdate,
+    /// A resumed run's files did not survive the pod it asked its question in.
+    WorkspaceLost,
     /// A kind this runner does not know (a checkpoint from another version).
     #[serde(other)]
     Other,
@@ -64,6 +66,7 @@ impl MessageKind {
             MessageKind::TitleRequest => "title_request",
             MessageKind::SummaryRequest => "summary_request",
             MessageKind::MemoryUpdate => "memory_update",
+            MessageKind::WorkspaceLost => "workspace_lost",
             MessageKind::Other => "other",
         }
     }
@@ -92,6 +95,7 @@ mod tests {
             MessageKind::TitleRequest,
             MessageKind::SummaryRequest,
             MessageKind::MemoryUpdate,
+            MessageKind::WorkspaceLost,
             MessageKind::Other,
         ];
         for kind in all {

@@ -1,12 +1,14 @@
 //! The HTTPS client of the operator's run API: the server verified against the CA bundle the
 //! operator mounts (and nothing else), the projected token read again for every request (the
-//! kubelet rotates it), failures worth repeating retried until the run's deadline.
+//! kubelet rotates it), failures worth repeating retried until the run's deadline. Long polls
+//! get an HTTP timeout above the server's longest wait; a presented file comes back as bytes
+//! with its path in a header.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use herd_crds::wire::ApiError;
-use reqwest::header::{AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use herd_crds::wire::{ApiError, FILE_PATH_HEADER};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,6 +25,10 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 const LEAST_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest answer read (a `RunConfig` carries the Agent spec, its soul and script).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// The longest wait a long poll asks for (the run API answers within it).
+pub const LONGEST_WAIT: Duration = Duration::from_secs(55);
+/// What a long poll's HTTP timeout adds to its wait: the server's answer, the network.
+const LONG_POLL_MARGIN: Duration = Duration::from_secs(15);
 /// How much of an error answer is read and quoted.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
 const QUOTED_ERROR_CHARS: usize = 300;
@@ -36,6 +42,40 @@ pub struct RunApiTarget {
     pub namespace: String,
     /// `HERD_RUN_NAME`.
     pub name: String,
+}
+
+/// How long one attempt of a request may take.
+#[derive(Clone, Copy, Debug)]
+enum Timeout {
+    /// [`ATTEMPT_TIMEOUT`], less when the deadline is closer (never below
+    /// [`LEAST_ATTEMPT_TIMEOUT`]).
+    UntilDeadline,
+    /// This long, whatever the deadline (a long poll: the server holds the answer back).
+    Fixed(Duration),
+}
+
+/// One request beyond its method and URL.
+#[derive(Clone, Debug)]
+struct Exchange {
+    body: Option<Vec<u8>>,
+    timeout: Timeout,
+    /// Most bytes of a successful answer; a longer one fails.
+    max_answer: usize,
+}
+
+/// A successful answer.
+#[derive(Debug)]
+struct Answer {
+    body: Vec<u8>,
+    headers: HeaderMap,
+}
+
+/// A presented file of a child Run, as the run API gave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchedFile {
+    /// The [`FILE_PATH_HEADER`] as sent (percent-encoded), if there was one readable as text.
+    pub path: Option<String>,
+    pub bytes: Vec<u8>,
 }
 
 /// Talks to `/v1/runs/{namespace}/{name}/` for one Run.
@@ -107,12 +147,61 @@ impl RunApiClient {
         route: &str,
         until: Instant,
     ) -> Result<T, ControlError> {
-        let bytes = self.request(Method::GET, route, None, until).await?;
-        serde_json::from_slice(&bytes).map_err(|error| {
-            ControlError::Io(format!(
-                "the run API's answer to GET {route} is not what this runner reads: {error}"
-            ))
+        let url = self.route(&[route], None)?;
+        let answer = self
+            .request(Method::GET, url, Exchange::json(None), until)
+            .await?;
+        parse(&format!("GET {route}"), &answer.body)
+    }
+
+    /// `GET <segments...>?wait=<wait>`: a long poll, each attempt given the time to wait and
+    /// an answer after it; retried until `until`. The segments are percent-encoded (ids come
+    /// from models and users).
+    pub async fn long_poll<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        wait: Duration,
+        until: Instant,
+    ) -> Result<T, ControlError> {
+        let wait = wait.clamp(Duration::from_secs(1), LONGEST_WAIT);
+        let url = self.route(segments, Some(("wait", wait.as_secs().to_string())))?;
+        let exchange = Exchange {
+            timeout: Timeout::Fixed(wait + LONG_POLL_MARGIN),
+            ..Exchange::json(None)
+        };
+        let answer = self.request(Method::GET, url, exchange, until).await?;
+        parse(&format!("GET {}", segments.join("/")), &answer.body)
+    }
+
+    /// `GET <segments...>`: raw bytes of at most `max_bytes` (more fails) and the file's path
+    /// header, retried until `until`.
+    pub async fn get_file(
+        &self,
+        segments: &[&str],
+        max_bytes: usize,
+        until: Instant,
+    ) -> Result<FetchedFile, ControlError> {
+        let url = self.route(segments, None)?;
+        let exchange = Exchange {
+            max_answer: max_bytes,
+            ..Exchange::json(None)
+        };
+        let answer = self.request(Method::GET, url, exchange, until).await?;
+        let path = answer
+            .headers
+            .get(FILE_PATH_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        Ok(FetchedFile {
+            path,
+            bytes: answer.body,
         })
+    }
+
+    /// Waits until a long poll that started at `started` is at least the least poll period
+    /// old: a run API (or a proxy) that answers at once must not make the runner spin.
+    pub async fn pace_polls(&self, started: Instant) {
+        tokio::time::sleep_until(started + self.backoff.first.saturating_mul(5)).await;
     }
 
     /// `POST <route>` with `body` as JSON, retried until `until`.
@@ -124,24 +213,39 @@ impl RunApiClient {
     ) -> Result<(), ControlError> {
         let json = serde_json::to_vec(body)
             .map_err(|error| ControlError::Io(format!("cannot encode POST {route}: {error}")))?;
-        self.request(Method::POST, route, Some(json), until)
+        let url = self.route(&[route], None)?;
+        self.request(Method::POST, url, Exchange::json(Some(json)), until)
             .await
             .map(drop)
+    }
+
+    /// The Run's route `segments`, each percent-encoded as one path segment, with `query`.
+    /// An empty, `.` or `..` segment (an id no route can hold) is refused.
+    fn route(&self, segments: &[&str], query: Option<(&str, String)>) -> Result<Url, ControlError> {
+        for segment in segments {
+            route_segment(segment)?;
+        }
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|()| ControlError::Io(format!("the run API URL {} has no path", self.base)))?
+            .pop_if_empty()
+            .extend(segments);
+        if let Some((name, value)) = query {
+            url.query_pairs_mut().append_pair(name, &value);
+        }
+        Ok(url)
     }
 
     async fn request(
         &self,
         method: Method,
-        route: &str,
-        body: Option<Vec<u8>>,
+        url: Url,
+        exchange: Exchange,
         until: Instant,
-    ) -> Result<Vec<u8>, ControlError> {
-        let url = self.base.join(route).map_err(|error| {
-            ControlError::Io(format!("the run API route {route} is not a path: {error}"))
-        })?;
+    ) -> Result<Answer, ControlError> {
         let what = format!("{method} {}", url.path());
         retrying(self.backoff, until, &what, || {
-            self.attempt(method.clone(), url.clone(), body.clone(), until, &what)
+            self.attempt(method.clone(), url.clone(), exchange.clone(), until, &what)
         })
         .await
     }
@@ -151,23 +255,26 @@ impl RunApiClient {
         &self,
         method: Method,
         url: Url,
-        body: Option<Vec<u8>>,
+        exchange: Exchange,
         until: Instant,
         what: &str,
-    ) -> Try<Vec<u8>> {
+    ) -> Try<Answer> {
         let token = match self.bearer().await {
             Ok(token) => token,
             Err(error) => return Try::Fail(error),
         };
-        let timeout = until
-            .saturating_duration_since(Instant::now())
-            .clamp(LEAST_ATTEMPT_TIMEOUT, ATTEMPT_TIMEOUT);
+        let timeout = match exchange.timeout {
+            Timeout::UntilDeadline => until
+                .saturating_duration_since(Instant::now())
+                .clamp(LEAST_ATTEMPT_TIMEOUT, ATTEMPT_TIMEOUT),
+            Timeout::Fixed(timeout) => timeout,
+        };
         let mut request = self
             .http
             .request(method, url)
             .header(AUTHORIZATION, token)
             .timeout(timeout);
-        if let Some(body) = body {
+        if let Some(body) = exchange.body {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body);
@@ -184,10 +291,12 @@ impl RunApiClient {
             .and_then(|value| value.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         if status.is_success() {
-            return match read_body(response, MAX_ANSWER_BYTES).await {
-                Ok((bytes, true)) => Try::Done(bytes),
+            let headers = response.headers().clone();
+            let limit = exchange.max_answer;
+            return match read_body(response, limit).await {
+                Ok((body, true)) => Try::Done(Answer { body, headers }),
                 Ok((_, false)) => Try::Fail(ControlError::Io(format!(
-                    "{what}: the answer is over {MAX_ANSWER_BYTES} bytes"
+                    "{what}: the answer is over {limit} bytes"
                 ))),
                 Err(why) => Try::Again {
                     why: format!("{what}: reading the answer failed: {why}"),
@@ -230,6 +339,37 @@ impl RunApiClient {
         value.set_sensitive(true);
         Ok(value)
     }
+}
+
+/// Refuses what cannot be one segment of a route (a `.` or `..` segment is dropped from a URL,
+/// an empty one names another route).
+pub fn route_segment(segment: &str) -> Result<&str, ControlError> {
+    if matches!(segment, "" | "." | "..") {
+        return Err(ControlError::Refused(format!(
+            "{segment:?} cannot be an id in a run API route"
+        )));
+    }
+    Ok(segment)
+}
+
+impl Exchange {
+    /// A JSON request (with `body`, if any) with the usual timeout and answer limit.
+    fn json(body: Option<Vec<u8>>) -> Self {
+        Exchange {
+            body,
+            timeout: Timeout::UntilDeadline,
+            max_answer: MAX_ANSWER_BYTES,
+        }
+    }
+}
+
+/// The JSON answer to `what`.
+fn parse<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, ControlError> {
+    serde_json::from_slice(body).map_err(|error| {
+        ControlError::Io(format!(
+            "the run API's answer to {what} is not what this runner reads: {error}"
+        ))
+    })
 }
 
 /// `<api_url>/v1/runs/<namespace>/<name>/`, each part a path segment of its own.

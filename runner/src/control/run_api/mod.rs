@@ -1,68 +1,112 @@
 //! `RunApiControlPlane`: the control plane of a Run's pod, the operator's run API
-//! (`/v1/runs/{namespace}/{name}/`). Progress and the result go over HTTPS; starting child
-//! Runs, asking the user and memory come with the issue "Run API, part 2" and are refused
-//! here, so the agent goes on without them.
+//! (`/v1/runs/{namespace}/{name}/`). Progress, questions, child Runs, memory and the result go
+//! over HTTPS; a child's presented files are written into this pod's sandbox, and the time a
+//! question waits for its answer moves the run's deadline as the run API says.
 
+mod child_files;
+mod children;
 mod client;
 mod progress;
+mod questions;
 mod retry;
 #[cfg(test)]
 pub(crate) mod test_server;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use herd_crds::report::Clarification;
 use herd_crds::wire::{
-    Answer, ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport,
-    ResultReport,
+    Answer, ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, MemoryUpdate,
+    ProgressReport, ResultReport,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+pub use self::child_files::MAX_CHILD_FILES_BYTES;
 pub use self::client::{RunApiClient, RunApiTarget};
 use self::progress::ProgressSender;
+use super::checkpoint::ThreadCompactor;
+use super::deadline::Deadline;
 use super::{AskOutcome, Budget, ControlError, ControlPlane};
+use crate::sandbox::executor::ToolExecutor;
 use crate::thread::ThreadState;
 
-/// The issue that brings child Runs, questions and memory to the run API.
-pub const RUN_API_PART_2: &str = "Run API, part 2";
-
 /// The run API as the control plane of one attempt of a Run.
-#[derive(Debug)]
 pub struct RunApiControlPlane {
     client: Arc<RunApiClient>,
-    /// Requests are retried until then (the Run's deadline).
-    until: Instant,
+    /// The attempt this pod serves.
+    attempt: u32,
+    /// The Run's deadline: requests are retried until then; a question's wait moves it.
+    deadline: Deadline,
     /// Answers the Run already has (`spec.responses`), by question id.
     answers: Vec<Answer>,
     progress: ProgressSender,
-    /// The highest `seq` reported so far: the result's comes after it.
+    /// The highest `seq` reported so far: a question's and the result's come after it.
     last_seq: Arc<AtomicU64>,
     /// Set once the run API says a newer attempt has replaced this pod (409).
     superseded: Arc<watch::Sender<Option<String>>>,
+    /// Where a child's presented files are written (the pod's sandbox, once connected).
+    sandbox: OnceLock<Arc<dyn ToolExecutor>>,
+    /// Shrinks a thread whose checkpoint is too large (the run's summarization).
+    compactor: OnceLock<Arc<dyn ThreadCompactor>>,
+}
+
+impl std::fmt::Debug for RunApiControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunApiControlPlane")
+            .field("client", &self.client)
+            .field("attempt", &self.attempt)
+            .field("deadline", &self.deadline.instant())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunApiControlPlane {
-    /// Reports to `client` until `until`, handing out `answers` to questions they answer.
-    pub fn new(client: Arc<RunApiClient>, until: Instant, answers: Vec<Answer>) -> Self {
+    /// Reports attempt `attempt` to `client` until `deadline`, handing out `answers` to the
+    /// questions they answer.
+    pub fn new(
+        client: Arc<RunApiClient>,
+        attempt: u32,
+        deadline: Deadline,
+        answers: Vec<Answer>,
+    ) -> Self {
         let superseded = Arc::new(watch::Sender::new(None));
         let noted = superseded.clone();
-        let progress = ProgressSender::start(client.clone(), until, move |error| {
+        let progress = ProgressSender::start(client.clone(), deadline.clone(), move |error| {
             note_stale(&noted, error);
         });
         RunApiControlPlane {
             client,
-            until,
+            attempt,
+            deadline,
             answers,
             progress,
             last_seq: Arc::default(),
             superseded,
+            sandbox: OnceLock::new(),
+            compactor: OnceLock::new(),
         }
+    }
+
+    /// Writes children's presented files into `sandbox` from now on (only the first call
+    /// counts: a pod has one sandbox).
+    pub fn use_sandbox(&self, sandbox: Arc<dyn ToolExecutor>) {
+        let _ = self.sandbox.set(sandbox);
+    }
+
+    /// Shrinks too large checkpoints with `compactor` from now on (only the first call counts).
+    pub fn use_compactor(&self, compactor: Arc<dyn ThreadCompactor>) {
+        let _ = self.compactor.set(compactor);
+    }
+
+    /// The Run's deadline as this control plane holds it (a question's wait moves it).
+    pub fn deadline(&self) -> &Deadline {
+        &self.deadline
     }
 
     /// Resolves when the run API has said that a newer attempt replaced this pod, with what
@@ -79,7 +123,7 @@ impl RunApiControlPlane {
     /// Sends the progress the run API does not have yet, for at most `within` (the pod is
     /// stopping); no progress goes out after it.
     pub async fn flush_progress(&self, within: Duration) {
-        let until = (Instant::now() + within).min(self.until);
+        let until = (Instant::now() + within).min(self.deadline.instant());
         match tokio::time::timeout(within, self.progress.flush(until)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
@@ -90,17 +134,19 @@ impl RunApiControlPlane {
         }
     }
 
+    /// The `seq` of a write that must come after every progress report so far.
+    fn next_seq(&self, at_least: u64) -> u64 {
+        let after_progress = self.last_seq.load(Ordering::SeqCst).saturating_add(1);
+        let seq = at_least.max(after_progress);
+        self.last_seq.fetch_max(seq, Ordering::SeqCst);
+        seq
+    }
+
     fn noting<T>(&self, result: Result<T, ControlError>) -> Result<T, ControlError> {
         if let Err(error) = &result {
             note_stale(&self.superseded, error);
         }
         result
-    }
-
-    fn not_yet(what: &str) -> ControlError {
-        ControlError::Refused(format!(
-            "{what} from a Run's pod comes with the issue '{RUN_API_PART_2}'"
-        ))
     }
 }
 
@@ -126,37 +172,50 @@ impl ControlPlane for RunApiControlPlane {
 
     async fn run_child(
         &self,
-        _request: ChildRequest,
-        _parent: Budget,
+        request: ChildRequest,
+        parent: Budget,
     ) -> Result<ChildOutcome, ControlError> {
-        Err(Self::not_yet("starting a subagent"))
+        let outcome = self.start_and_await_child(request, parent).await;
+        self.noting(outcome)
     }
 
     async fn ask(
         &self,
         question: &Clarification,
-        _checkpoint: &ThreadState,
+        checkpoint: &ThreadState,
     ) -> Result<AskOutcome, ControlError> {
-        match self.answers.iter().find(|given| given.id == question.id) {
-            Some(given) => Ok(AskOutcome::Answered(given.answer.clone())),
-            None => Err(Self::not_yet("asking the user")),
+        if let Some(given) = self.answers.iter().find(|given| given.id == question.id) {
+            return Ok(AskOutcome::Answered(given.answer.clone()));
         }
+        let asked = self.ask_and_await_answer(question, checkpoint).await;
+        self.noting(asked)
     }
 
     async fn post_result(&self, mut result: ResultReport) -> Result<(), ControlError> {
         // The result is the last word: no progress report may land after it.
         self.progress.stop();
-        let after_progress = self.last_seq.load(Ordering::SeqCst).saturating_add(1);
-        result.seq = result.seq.max(after_progress);
-        let posted = self.client.post("result", &result, self.until).await;
+        result.seq = self.next_seq(result.seq);
+        let posted = self
+            .client
+            .post("result", &result, self.deadline.instant())
+            .await;
         self.noting(posted)
     }
 
     async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
-        Err(Self::not_yet("agent memory"))
+        let read = self.client.get("memory", self.deadline.instant()).await;
+        self.noting(read)
     }
 
-    async fn update_memory(&self, _operations: Vec<MemoryOperation>) -> Result<(), ControlError> {
-        Err(Self::not_yet("agent memory"))
+    async fn update_memory(&self, operations: Vec<MemoryOperation>) -> Result<(), ControlError> {
+        let update = MemoryUpdate {
+            attempt: self.attempt,
+            operations,
+        };
+        let posted = self
+            .client
+            .post("memory", &update, self.deadline.instant())
+            .await;
+        self.noting(posted)
     }
 }

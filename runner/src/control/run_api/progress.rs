@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::client::RunApiClient;
 use crate::control::ControlError;
+use crate::control::deadline::Deadline;
 
 /// Sends the latest progress report, one at a time.
 #[derive(Debug)]
@@ -24,10 +25,10 @@ pub(crate) struct ProgressSender {
 }
 
 impl ProgressSender {
-    /// Starts the task; reports are retried until `until`, and a 409 is passed to `stale`.
+    /// Starts the task; reports are retried until `deadline`, and a 409 is passed to `stale`.
     pub fn start(
         client: Arc<RunApiClient>,
-        until: Instant,
+        deadline: Deadline,
         stale: impl Fn(&ControlError) + Send + 'static,
     ) -> Self {
         let (latest, mut waiting) = watch::channel(None::<ProgressReport>);
@@ -39,7 +40,7 @@ impl ProgressSender {
                 let Some(report) = waiting.borrow_and_update().clone() else {
                     continue;
                 };
-                match sender.post("progress", &report, until).await {
+                match sender.post("progress", &report, deadline.instant()).await {
                     Ok(()) => {
                         noted.fetch_max(report.seq.saturating_add(1), Ordering::SeqCst);
                     }
@@ -73,6 +74,14 @@ impl ProgressSender {
     /// trying until `until`.
     pub async fn flush(&self, until: Instant) -> Result<(), ControlError> {
         self.stop();
+        self.deliver_latest(until).await
+    }
+
+    /// Sends the latest report now unless the run API has it already, trying until `until`,
+    /// the task going on: a report that must not be dropped as stale by a write with a later
+    /// `seq` (a question) goes out first. The task may send it too; the run API takes the
+    /// same `seq` twice.
+    pub async fn deliver_latest(&self, until: Instant) -> Result<(), ControlError> {
         let Some(report) = self.latest.borrow().clone() else {
             return Ok(());
         };

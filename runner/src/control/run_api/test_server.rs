@@ -1,6 +1,7 @@
 //! A run API for tests: real HTTPS on a loopback port with a certificate issued by the
-//! operator's own code (`herd_operator::certificates`), answering from a closure and recording
-//! every request. Used by the unit tests of the run-API client and, through `#[path]`, by the
+//! operator's own code (`herd_operator::certificates`), answering from a closure (`canned`
+//! answers every route as a Run would, long polls held back as the server holds them) and
+//! recording every request. Used by the unit tests of the run-API client and, through `#[path]`, by the
 //! `herd-runner pod` tests in `runner/tests/`, so it names no `crate::` item.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -24,6 +25,8 @@ pub struct Recorded {
     pub method: String,
     /// The path, e.g. `/v1/runs/ns/r/result`.
     pub path: String,
+    /// The query string, e.g. `wait=55`.
+    pub query: Option<String>,
     pub authorization: Option<String>,
     pub body: Vec<u8>,
 }
@@ -41,6 +44,8 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// How long the server holds the answer back (a long poll's wait).
+    pub delay: Duration,
 }
 
 impl Reply {
@@ -50,7 +55,31 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: serde_json::to_vec(body).unwrap(),
+            delay: Duration::ZERO,
         }
+    }
+
+    /// `status` with `body` as it is and no headers.
+    pub fn raw(status: u16, body: Vec<u8>) -> Self {
+        Reply {
+            status,
+            headers: vec![],
+            body,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A presented file: its bytes, its virtual path (percent-encoded) in `herd-file-path`.
+    pub fn file(path: &str, bytes: &[u8]) -> Self {
+        Self::raw(200, bytes.to_vec())
+            .with_header("content-type", "application/octet-stream")
+            .with_header("herd-file-path", path)
+    }
+
+    /// The same answer, held back for `delay`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// `status` with the run API's error body.
@@ -147,11 +176,59 @@ impl TestRunApi {
 
 /// Answers by route: `GET config` with `config`, progress 202, result 200; anything else 404.
 pub fn serving(config: serde_json::Value) -> Responder {
-    Arc::new(move |request, _| match request.path.rsplit('/').next() {
-        Some("config") => Reply::json(200, &config),
-        Some("progress") => Reply::json(202, &serde_json::json!({})),
-        Some("result") => Reply::json(200, &serde_json::json!({})),
-        _ => Reply::error(404, "NotFound", "no such route"),
+    canned(Canned {
+        config,
+        ..Canned::default()
+    })
+}
+
+/// What a Run's run API answers on every route, canned.
+#[derive(Clone, Debug, Default)]
+pub struct Canned {
+    /// `GET config`.
+    pub config: serde_json::Value,
+    /// `GET children/{id}?wait=`: what successive polls of one child get (the last repeats).
+    pub child_polls: Vec<Reply>,
+    /// `GET children/{id}/files/{n}`, by `n` (past the end: 404).
+    pub child_files: Vec<Reply>,
+    /// `GET answers/{id}?wait=`: what successive polls of one question get (the last repeats).
+    pub answer_polls: Vec<Reply>,
+    /// `GET memory`.
+    pub memory: serde_json::Value,
+}
+
+/// Answers as `canned` says, and as the operator's run API does where it says nothing:
+/// progress 202; result, children, clarification and memory writes 200; unknown routes 404.
+pub fn canned(canned: Canned) -> Responder {
+    Arc::new(move |request, earlier| {
+        let route: Vec<&str> = request.path.split('/').skip(5).collect();
+        let method = request.method.as_str();
+        let nth = |replies: &[Reply]| -> Reply {
+            match replies.get(earlier.min(replies.len().saturating_sub(1))) {
+                Some(reply) => reply.clone(),
+                None => Reply::error(404, "NotFound", "nothing canned here"),
+            }
+        };
+        match (method, route.as_slice()) {
+            ("GET", ["config"]) => Reply::json(200, &canned.config),
+            ("POST", ["progress"]) => Reply::json(202, &serde_json::json!({})),
+            ("POST", ["result"]) => {
+                let stop = request.json()["stopReason"].clone();
+                Reply::json(200, &serde_json::json!({"stopReason": stop}))
+            }
+            ("POST", ["children"]) => Reply::json(200, &serde_json::json!({})),
+            ("GET", ["children", _]) => nth(&canned.child_polls),
+            ("GET", ["children", _, "files", n]) => n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| canned.child_files.get(n).cloned())
+                .unwrap_or_else(|| Reply::error(404, "NotFound", "no such file")),
+            ("POST", ["clarification"]) => Reply::json(200, &serde_json::json!({})),
+            ("GET", ["answers", _]) => nth(&canned.answer_polls),
+            ("GET", ["memory"]) => Reply::json(200, &canned.memory),
+            ("POST", ["memory"]) => Reply::json(200, &serde_json::json!({})),
+            _ => Reply::error(404, "NotFound", "no such route"),
+        }
     })
 }
 
@@ -179,6 +256,7 @@ async fn handle(
     let request = Recorded {
         method: method.to_string(),
         path: uri.path().to_owned(),
+        query: uri.query().map(str::to_owned),
         authorization: headers
             .get("authorization")
             .and_then(|v| v.to_str().ok())
@@ -192,6 +270,9 @@ async fn handle(
         earlier
     };
     let reply = (shared.responder)(&request, earlier);
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
     for (name, value) in &reply.headers {
         response = response.header(name, value);

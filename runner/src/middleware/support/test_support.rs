@@ -97,6 +97,7 @@ pub fn tool_context(call_id: &str, executor: Arc<dyn ToolExecutor>) -> ToolConte
         attempt: 1,
         budget: Budget {
             model_calls_left: 10,
+            tokens_left: None,
             deadline: None,
         },
     }

@@ -176,6 +176,14 @@ mod tests {
                 path: "/mnt/skills/public/x".into(),
                 content: "r".into(),
             },
+            SandboxRequest::WriteOutputBytes {
+                path: "child-1/chart.png".into(),
+                data_base64: "iVBORwA=".into(),
+            },
+            SandboxRequest::WriteOutputBytes {
+                path: "/mnt/user-data/workspace/x".into(),
+                data_base64: "iVBORwA=".into(),
+            },
         ];
         for request in requests {
             let over_socket = remote.execute(request.clone()).await?;

@@ -57,6 +57,7 @@ pub fn context() -> ToolContext {
         attempt: 1,
         budget: Budget {
             model_calls_left: 10,
+            tokens_left: None,
             deadline: None,
         },
     }

@@ -1,11 +1,15 @@
 //! The run-API client and control plane against a real HTTPS server (`test_server`).
 
+mod children;
+mod memory;
+mod questions;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herd_crds::report::{ClarificationType, StopReason, Usage};
-use herd_crds::wire::{Answer, ChildRequest, ProgressReport, ResultReport};
+use herd_crds::report::{StopReason, Usage};
+use herd_crds::wire::{Answer, ProgressReport, ResultReport};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -19,15 +23,15 @@ const QUICK: Backoff = Backoff {
     cap: Duration::from_millis(20),
 };
 
-struct Setup {
-    server: TestRunApi,
+pub(super) struct Setup {
+    pub(super) server: TestRunApi,
     // Holds the token file.
     _dir: tempfile::TempDir,
     token: PathBuf,
 }
 
 impl Setup {
-    async fn new(responder: Responder) -> Self {
+    pub(super) async fn new(responder: Responder) -> Self {
         let server = TestRunApi::start(responder).await;
         let dir = tempfile::tempdir().unwrap();
         let token = dir.path().join("token");
@@ -55,13 +59,26 @@ impl Setup {
     fn client(&self) -> RunApiClient {
         self.client_trusting(&self.server.ca_pem).unwrap()
     }
+
+    /// The control plane of attempt 1 with 30 s left.
+    pub(super) fn control(&self, answers: Vec<Answer>) -> RunApiControlPlane {
+        self.control_until(Deadline::at(soon()), answers)
+    }
+
+    pub(super) fn control_until(
+        &self,
+        deadline: Deadline,
+        answers: Vec<Answer>,
+    ) -> RunApiControlPlane {
+        RunApiControlPlane::new(Arc::new(self.client()), 1, deadline, answers)
+    }
 }
 
-fn soon() -> Instant {
+pub(super) fn soon() -> Instant {
     Instant::now() + Duration::from_secs(30)
 }
 
-fn progress(seq: u64) -> ProgressReport {
+pub(super) fn progress(seq: u64) -> ProgressReport {
     ProgressReport {
         attempt: 1,
         seq,
@@ -206,21 +223,13 @@ async fn other_refusals_are_not_retried_and_say_what_the_server_said() {
             "413 Payload Too Large: TooLarge: over 2 MiB",
         ),
         (
-            Reply {
-                status: 500,
-                headers: vec![],
-                body: format!("<html>{}</html>", "x".repeat(1000)).into_bytes(),
-            },
+            Reply::raw(
+                500,
+                format!("<html>{}</html>", "x".repeat(1000)).into_bytes(),
+            ),
             "500 Internal Server Error: <html>xxx",
         ),
-        (
-            Reply {
-                status: 401,
-                headers: vec![],
-                body: vec![],
-            },
-            "401 Unauthorized: no message",
-        ),
+        (Reply::raw(401, vec![]), "401 Unauthorized: no message"),
     ];
     for (reply, expected) in cases {
         let setup = Setup::new(in_turn(vec![reply.clone()])).await;
@@ -320,7 +329,7 @@ async fn a_409_is_a_stale_attempt_and_stops_the_run() {
         "attempt 1 is older than attempt 2",
     )]))
     .await;
-    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), vec![]);
+    let control = setup.control(vec![]);
     let error = control.post_result(result()).await.unwrap_err();
     assert!(matches!(error, ControlError::StaleAttempt(_)), "{error:?}");
     let said = tokio::time::timeout(Duration::from_secs(5), control.superseded())
@@ -336,7 +345,7 @@ async fn a_409_to_a_progress_report_stops_the_run_too() {
         Reply::error(409, "StaleAttempt", "attempt 2 is current")
     }))
     .await;
-    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), vec![]);
+    let control = setup.control(vec![]);
     control.report_progress(progress(5)).await.unwrap();
     let said = tokio::time::timeout(Duration::from_secs(5), control.superseded())
         .await
@@ -347,7 +356,7 @@ async fn a_409_to_a_progress_report_stops_the_run_too() {
 #[tokio::test]
 async fn progress_goes_out_without_waiting_and_the_result_comes_after_it() {
     let setup = Setup::new(serving(json!({}))).await;
-    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), vec![]);
+    let control = setup.control(vec![]);
     let seq = 1_700_000_000_000;
     control.report_progress(progress(seq)).await.unwrap();
     let sent = async {
@@ -382,7 +391,7 @@ async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after(
         }
     }))
     .await;
-    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), vec![]);
+    let control = setup.control(vec![]);
     control.report_progress(progress(7)).await.unwrap();
     let refused = async {
         while setup.server.requests_to("/progress").is_empty() {
@@ -407,72 +416,10 @@ async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after(
     );
 
     let quiet = Setup::new(serving(json!({}))).await;
-    let idle = RunApiControlPlane::new(Arc::new(quiet.client()), soon(), vec![]);
+    let idle = quiet.control(vec![]);
     idle.flush_progress(Duration::from_secs(5)).await;
     assert!(
         quiet.server.requests().is_empty(),
         "no progress, nothing to send"
     );
-}
-
-#[tokio::test]
-async fn children_questions_and_memory_are_refused_naming_part_2() {
-    let setup = Setup::new(serving(json!({}))).await;
-    let answers = vec![Answer {
-        id: "q-call_1_0".into(),
-        answer: "Europe only".into(),
-    }];
-    let control = RunApiControlPlane::new(Arc::new(setup.client()), soon(), answers);
-    let child = ChildRequest {
-        attempt: 1,
-        tool_call_id: "call_1".into(),
-        description: "d".into(),
-        prompt: "p".into(),
-        subagent_type: "general-purpose".into(),
-        model_calls_left: None,
-        tokens_left: None,
-        seconds_left: None,
-    };
-    let budget = Budget {
-        model_calls_left: 3,
-        deadline: None,
-    };
-    let question = |id: &str| Clarification {
-        id: id.into(),
-        question: "Which market?".into(),
-        kind: ClarificationType::MissingInfo,
-        context: None,
-        options: vec![],
-        asked_at: None,
-    };
-    let state = ThreadState::new("task");
-    let refusals = [
-        control
-            .run_child(child, budget)
-            .await
-            .map(drop)
-            .unwrap_err(),
-        control
-            .ask(&question("q-call_2_0"), &state)
-            .await
-            .map(drop)
-            .unwrap_err(),
-        control.read_memory().await.map(drop).unwrap_err(),
-        control.update_memory(vec![]).await.unwrap_err(),
-    ];
-    for refusal in refusals {
-        assert!(matches!(refusal, ControlError::Refused(_)), "{refusal:?}");
-        assert!(
-            refusal
-                .to_string()
-                .contains("comes with the issue 'Run API, part 2'"),
-            "{refusal}"
-        );
-    }
-    assert_eq!(
-        control.ask(&question("q-call_1_0"), &state).await.unwrap(),
-        AskOutcome::Answered("Europe only".into()),
-        "an answer the Run already has is handed out"
-    );
-    assert!(setup.server.requests().is_empty());
 }

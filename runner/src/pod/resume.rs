@@ -1,0 +1,171 @@
+//! Resuming a Run whose earlier attempt asked a question and then lost its pod (evicted, node
+//! gone): the new attempt starts from the checkpoint the run API kept, as `herd-runner run
+//! --resume` does from its file, with the answer appended. With an `emptyDir` workspace the
+//! files did not survive the old pod, and the model is told so before it reads the answer.
+
+use herd_crds::report::Clarification;
+use herd_crds::wire::RunConfig;
+
+use crate::control::checkpoint::Checkpoint;
+use crate::sandbox::paths::{OUTPUTS, UPLOADS, WORKSPACE};
+use crate::thread::{Message, MessageKind, ThreadState};
+
+/// Where a resumed attempt starts.
+#[derive(Debug)]
+pub(super) struct Resume {
+    /// The question the earlier attempt asked.
+    pub question: Clarification,
+    /// The thread as it was when it asked.
+    pub state: ThreadState,
+    /// Whether the workspace was an `emptyDir`, gone with the earlier pod.
+    pub workspace_lost: bool,
+}
+
+/// The resume point of the attempt `config` describes, if an earlier one asked a question.
+pub(super) fn resume(config: &RunConfig) -> Result<Option<Resume>, String> {
+    let Some(text) = &config.checkpoint_gzip_base64 else {
+        return Ok(None);
+    };
+    let checkpoint = Checkpoint::from_gzip_base64(text)?;
+    Ok(Some(Resume {
+        question: checkpoint.question,
+        state: checkpoint.state,
+        workspace_lost: config
+            .agent
+            .sandbox
+            .workspace
+            .persistent_volume_claim
+            .is_none(),
+    }))
+}
+
+impl Resume {
+    /// The thread to run on: the checkpoint's, told what was lost with the old pod, then the
+    /// answer.
+    pub fn continued(self, answer: String) -> ThreadState {
+        let mut state = self.state;
+        if self.workspace_lost {
+            let presented = std::mem::take(&mut state.artifacts);
+            state.messages.push(Message::hidden_user(
+                format!("workspace-lost-{}", self.question.id),
+                MessageKind::WorkspaceLost,
+                lost_message(&presented),
+            ));
+        }
+        state.messages.push(Message::user(
+            format!("answer-{}", self.question.id),
+            answer,
+        ));
+        state
+    }
+}
+
+/// What the model reads when its files are gone.
+fn lost_message(presented: &[String]) -> String {
+    let mut text = format!(
+        "This run was resumed on a new pod from its checkpoint: the pod it asked its question \
+         in was lost while it waited for the answer. Its workspace was not persistent, so the \
+         files written under {WORKSPACE} and {OUTPUTS} before are gone ({UPLOADS} holds the \
+         Run's inputs again). Recreate what you still need before you use it."
+    );
+    if !presented.is_empty() {
+        text.push_str(&format!(
+            " The files presented earlier are gone too; present them again once recreated: {}.",
+            presented.join(", ")
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use herd_crds::agent::WorkspaceClaimSpec;
+    use herd_crds::report::ClarificationType;
+
+    use super::*;
+
+    fn config(checkpoint: Option<&Checkpoint>) -> RunConfig {
+        let mut config: RunConfig = serde_json::from_value(serde_json::json!({
+            "attempt": 2,
+            "agent": {},
+            "agentName": "analyst",
+            "run": {"agentRef": {"name": "analyst"}, "task": "Map the market."},
+            "depth": 0,
+            "secondsLeft": 600,
+            "maxModelCalls": 20
+        }))
+        .unwrap();
+        config.checkpoint_gzip_base64 = checkpoint.map(|checkpoint| {
+            base64::engine::general_purpose::STANDARD.encode(checkpoint.to_gzip().unwrap())
+        });
+        config
+    }
+
+    fn checkpoint() -> Checkpoint {
+        let mut state = ThreadState::new("Map the market.");
+        state
+            .artifacts
+            .push("/mnt/user-data/outputs/draft.md".into());
+        Checkpoint {
+            question: Clarification {
+                id: "q-call_1_0".into(),
+                question: "Which market?".into(),
+                kind: ClarificationType::MissingInfo,
+                context: None,
+                options: vec![],
+                asked_at: None,
+            },
+            state,
+        }
+    }
+
+    #[test]
+    fn a_first_attempt_starts_from_the_task() {
+        assert!(resume(&config(None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_emptydir_run_resumes_told_its_files_are_gone_then_answered() {
+        let resumed = resume(&config(Some(&checkpoint()))).unwrap().unwrap();
+        assert_eq!(resumed.question.id, "q-call_1_0");
+        assert!(resumed.workspace_lost);
+        let state = resumed.continued("Europe only".into());
+        let [task, lost, answer] = state.messages.as_slice() else {
+            panic!("{:?}", state.messages);
+        };
+        assert_eq!(task.text(), "Map the market.");
+        let Message::User(lost) = lost else {
+            panic!("{lost:?}")
+        };
+        assert!(lost.meta.hidden);
+        assert_eq!(lost.meta.kind, Some(MessageKind::WorkspaceLost));
+        assert!(
+            lost.content
+                .contains("files written under /mnt/user-data/workspace")
+        );
+        assert!(lost.content.contains("/mnt/user-data/outputs/draft.md"));
+        assert_eq!(answer.id(), "answer-q-call_1_0");
+        assert_eq!(answer.text(), "Europe only");
+        assert!(state.artifacts.is_empty(), "what is gone is not presented");
+    }
+
+    #[test]
+    fn a_claimed_workspace_survives_and_nothing_is_said() {
+        let mut config = config(Some(&checkpoint()));
+        config.agent.sandbox.workspace.persistent_volume_claim =
+            Some(serde_json::from_value::<WorkspaceClaimSpec>(serde_json::json!({})).unwrap());
+        let resumed = resume(&config).unwrap().unwrap();
+        assert!(!resumed.workspace_lost);
+        let state = resumed.continued("Europe only".into());
+        assert_eq!(state.messages.len(), 2);
+        assert_eq!(state.artifacts, ["/mnt/user-data/outputs/draft.md"]);
+    }
+
+    #[test]
+    fn a_broken_checkpoint_is_an_error() {
+        let mut config = config(None);
+        config.checkpoint_gzip_base64 = Some("H4sI-not-really".into());
+        assert!(resume(&config).unwrap_err().contains("checkpoint"));
+    }
+}
