@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use self::env::{DEFAULT_TERMINATION_LOG, PodEnv};
 pub use self::fallback::FALLBACK_EXIT_CODE;
 use self::fallback::fallback_report;
-use self::result::{fallback_text, outcome_report, result_report};
+use self::result::{fallback_text, hand_back_outputs, outcome_report, result_report};
 use self::resume::{Resume, resume};
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
 use crate::control::deadline::Deadline;
@@ -180,6 +180,9 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
         Ok(outcome) => outcome,
         Err(ending) => return ending,
     };
+    if plan.depth > 0 {
+        hand_back_outputs(&mut state, executor.as_ref(), observer.as_ref()).await;
+    }
     let reading = result_report(
         plan.attempt,
         &outcome,

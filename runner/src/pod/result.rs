@@ -108,6 +108,23 @@ pub async fn result_report(
     report
 }
 
+/// What a child Run hands back to its parent: every file it wrote under `outputs/` joins what
+/// it presented (a subagent has no `present_files`, as in DeerFlow, so its deliverables are
+/// its outputs). The framework's hidden `.tool-results/` stay behind.
+pub async fn hand_back_outputs(
+    state: &mut ThreadState,
+    sandbox: &dyn ToolExecutor,
+    observer: &dyn Observer,
+) {
+    match sandbox.list_outputs().await {
+        Ok(paths) => state.artifacts.extend(paths),
+        Err(error) => observer.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message: format!("the files under outputs/ cannot be listed: {error}"),
+        }),
+    }
+}
+
 /// Marks `report` as too large: a run that answered ends so; a failed one keeps its reason,
 /// with `why` added to what failed.
 fn too_large(report: &mut ResultReport, why: String) {
@@ -184,6 +201,31 @@ mod tests {
         base64::engine::general_purpose::STANDARD
             .decode(&file.data_base64)
             .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_child_hands_back_every_output_once_with_what_it_presented() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = sandbox(
+            dir.path(),
+            &[
+                ("note.md", b"note\n".to_vec()),
+                ("brief.md", b"brief".to_vec()),
+            ],
+        );
+        let (outcome, mut state) = finished("Written.", &["/mnt/user-data/outputs/brief.md"]);
+        let observer = RecordingObserver::default();
+        hand_back_outputs(&mut state, &sandbox, &observer).await;
+        let report = result_report(1, &outcome, &state, &sandbox, &observer).await;
+        let paths: Vec<&str> = report.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/mnt/user-data/outputs/brief.md",
+                "/mnt/user-data/outputs/note.md"
+            ]
+        );
+        assert_eq!(decoded(&report.files[1]), b"note\n");
     }
 
     #[tokio::test]

@@ -71,6 +71,14 @@ pub trait SandboxClient: ToolExecutor {
         }
     }
 
+    /// The virtual paths of the files under `outputs/` (hidden ones left out), sorted.
+    async fn list_outputs(&self) -> Result<Vec<String>, SandboxError> {
+        match ask(self, SandboxRequest::ListOutputs, "list_outputs").await? {
+            SandboxResponse::Outputs { paths } => Ok(paths),
+            other => Err(unexpected("list_outputs", &other)),
+        }
+    }
+
     /// Copies the Run's inputs into `uploads/`.
     async fn install_inputs(&self, inputs: Vec<InputCopy>) -> Result<(), SandboxError> {
         let request = SandboxRequest::InstallInputs { inputs };

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::paths::{Access, OUTPUTS, Root, SandboxPaths, UPLOADS, WORKSPACE};
 use super::protocol::{SandboxResponse, SkillFile};
 use super::tools::io_error;
-use super::walk::visible;
+use super::walk::{visible, walk};
 use crate::thread::state::UploadedFile;
 
 /// A SKILL.md larger than this is not a skill description; it is skipped.
@@ -96,6 +96,32 @@ pub fn list_uploads(paths: &SandboxPaths) -> SandboxResponse {
         }
     }
     SandboxResponse::Uploads { files }
+}
+
+/// Files `outputs/` lists at the most: a child's deliverables, not a build tree.
+pub const MAX_LISTED_OUTPUTS: usize = 1000;
+
+/// The files under `outputs/`, as virtual paths, sorted; entries whose name starts with a dot
+/// (the framework's `.tool-results/`, editors' files) and links leaving it are left out.
+pub fn list_outputs(paths: &SandboxPaths) -> SandboxResponse {
+    let Ok(outputs) = paths.resolve(OUTPUTS, Access::Read) else {
+        return SandboxResponse::Outputs { paths: Vec::new() };
+    };
+    let listed = walk(&outputs.host, &outputs.host, None)
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(&outputs.host).ok()?;
+            let parts: Vec<&str> = relative
+                .components()
+                .map(|part| part.as_os_str().to_str())
+                .collect::<Option<_>>()?;
+            (!parts.iter().any(|part| part.starts_with('.')))
+                .then(|| format!("{OUTPUTS}/{}", parts.join("/")))
+        })
+        .take(MAX_LISTED_OUTPUTS)
+        .collect();
+    SandboxResponse::Outputs { paths: listed }
 }
 
 /// Visible entry names of a directory (none if it is missing), sorted; hidden files and
@@ -301,6 +327,30 @@ mod tests {
                     content: "custom skill".into(),
                 },
             ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn outputs_are_listed_deep_without_hidden_entries_or_escaping_links() -> io::Result<()> {
+        let (dir, roots, paths) = setup()?;
+        let outputs = roots.user_data.join("outputs");
+        std::fs::create_dir_all(outputs.join("notes/deep"))?;
+        std::fs::create_dir_all(outputs.join(".tool-results"))?;
+        std::fs::write(outputs.join("notes/deep/b.md"), "b")?;
+        std::fs::write(outputs.join("a.md"), "a")?;
+        std::fs::write(outputs.join(".tool-results/call_1.txt"), "big")?;
+        std::fs::write(outputs.join("notes/.draft.swp"), "x")?;
+        std::fs::write(dir.path().join("secret"), "x")?;
+        std::os::unix::fs::symlink(dir.path().join("secret"), outputs.join("escape"))?;
+        assert_eq!(
+            list_outputs(&paths),
+            SandboxResponse::Outputs {
+                paths: vec![
+                    "/mnt/user-data/outputs/a.md".into(),
+                    "/mnt/user-data/outputs/notes/deep/b.md".into(),
+                ]
+            }
         );
         Ok(())
     }

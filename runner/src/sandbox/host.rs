@@ -102,6 +102,7 @@ impl SandboxHost {
             }
             SandboxRequest::ListSkills => file_services::list_skills(self.paths()),
             SandboxRequest::ListUploads => file_services::list_uploads(self.paths()),
+            SandboxRequest::ListOutputs => file_services::list_outputs(self.paths()),
             SandboxRequest::InstallInputs { inputs } => {
                 install_inputs(self.paths(), self.inputs.as_deref(), &inputs)
             }

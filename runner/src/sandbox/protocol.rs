@@ -35,6 +35,8 @@ pub enum SandboxRequest {
     ListSkills,
     /// Lists the files in `uploads/`.
     ListUploads,
+    /// Lists every file under `outputs/` (hidden ones left out): what a child Run hands back.
+    ListOutputs,
     /// Copies the Run's inputs from their mounts (`/mnt/inputs/<i>`) into `uploads/`.
     InstallInputs { inputs: Vec<InputCopy> },
     /// Reads a whole file (presented files, images), refusing files over `max_bytes`.
@@ -92,6 +94,10 @@ pub enum SandboxResponse {
     },
     Uploads {
         files: Vec<UploadedFile>,
+    },
+    /// The virtual paths of the files under `outputs/`, sorted.
+    Outputs {
+        paths: Vec<String>,
     },
     File {
         /// Base64 of the file's bytes.
