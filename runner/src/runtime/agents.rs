@@ -438,9 +438,56 @@ mod tests {
         bpe.encode_ordinary(&agent.system_prompt).len() + bpe.encode_ordinary(&schemas).len()
     }
 
+    fn control() -> Arc<dyn ControlPlane> {
+        Arc::new(RecordingControl::default())
+    }
+
+    /// Subagents of up to 3 at a time and 6 in all, `max_depth` deep.
+    fn settings(max_depth: u32) -> SubagentSettings {
+        SubagentSettings {
+            caps: SubagentCaps {
+                max_concurrent: 3,
+                max_total: 6,
+            },
+            max_depth,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// A subagent of `kind` with the default limits.
+    fn subagent(
+        agents: &RunAgents,
+        kind: SubagentType,
+        delegates: bool,
+        control: &Arc<dyn ControlPlane>,
+    ) -> Agent {
+        agents
+            .subagent(
+                kind,
+                kind.as_str().to_owned(),
+                delegates,
+                control,
+                Limits::default(),
+            )
+            .unwrap()
+    }
+
+    /// Asserts that `agent`'s system prompt with `schemas` and the chat template fits the
+    /// 2048 tokens a 4k window leaves the prompt.
+    #[track_caller]
+    fn assert_fits_half_of_4k(agent: &Agent, schemas: &(impl serde::Serialize + ?Sized)) {
+        let used = count_tokens(&agent.system_prompt)
+            + count_tokens(&serde_json::to_string(schemas).unwrap())
+            + CHAT_TEMPLATE_TOKENS;
+        assert!(
+            used <= 2048,
+            "system prompt and schemas take {used} of 2048 tokens"
+        );
+    }
+
     #[test]
     fn the_default_agent_fits_its_prompt_and_tools_in_3000_tokens() {
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let control = control();
         let lead = default_agents(None, false).lead(&control, None).unwrap();
         let tokens = prompt_and_schema_tokens(&lead);
         assert!(tokens <= 3000, "default agent: {tokens} tokens");
@@ -448,16 +495,8 @@ mod tests {
 
     #[test]
     fn lead_and_subagents_get_deerflows_tool_sets() {
-        let settings = SubagentSettings {
-            caps: SubagentCaps {
-                max_concurrent: 3,
-                max_total: 6,
-            },
-            max_depth: 1,
-            timeout: Duration::from_secs(60),
-        };
-        let agents = default_agents(Some(settings), true);
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let agents = default_agents(Some(settings(1)), true);
+        let control = control();
         let lead = agents.lead(&control, None).unwrap();
         let lead_tools: Vec<&str> = lead.tools.names().collect();
         for tool in [
@@ -473,15 +512,7 @@ mod tests {
                 "{tool} missing from {lead_tools:?}"
             );
         }
-        let general = agents
-            .subagent(
-                SubagentType::GeneralPurpose,
-                "gp".into(),
-                false,
-                &control,
-                Limits::default(),
-            )
-            .unwrap();
+        let general = subagent(&agents, SubagentType::GeneralPurpose, false, &control);
         let general_tools: Vec<&str> = general.tools.names().collect();
         for absent in ["task", "ask_clarification", "present_files", "write_todos"] {
             assert!(
@@ -490,30 +521,14 @@ mod tests {
             );
         }
         assert!(general_tools.contains(&"web_fetch"));
-        let bash = agents
-            .subagent(
-                SubagentType::Bash,
-                "b".into(),
-                false,
-                &control,
-                Limits::default(),
-            )
-            .unwrap();
+        let bash = subagent(&agents, SubagentType::Bash, false, &control);
         let mut bash_tools: Vec<&str> = bash.tools.names().collect();
         bash_tools.sort_unstable();
         assert_eq!(
             bash_tools,
             vec!["bash", "ls", "read_file", "str_replace", "write_file"]
         );
-        let delegating = agents
-            .subagent(
-                SubagentType::GeneralPurpose,
-                "gp".into(),
-                true,
-                &control,
-                Limits::default(),
-            )
-            .unwrap();
+        let delegating = subagent(&agents, SubagentType::GeneralPurpose, true, &control);
         assert!(
             delegating.tools.contains("task"),
             "below maxDepth a child keeps task"
@@ -522,15 +537,8 @@ mod tests {
 
     #[test]
     fn a_small_window_gets_lean_schemas_a_fitting_prompt_and_room_to_answer() {
-        let settings = SubagentSettings {
-            caps: SubagentCaps {
-                max_concurrent: 3,
-                max_total: 6,
-            },
-            max_depth: 2,
-            timeout: Duration::from_secs(60),
-        };
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let settings = settings(2);
+        let control = control();
         let roomy = default_agents(Some(settings), true)
             .lead(&control, None)
             .unwrap();
@@ -539,13 +547,7 @@ mod tests {
         })
         .lead(&control, None)
         .unwrap();
-        let schemas = serde_json::to_string(small.tools.schemas()).unwrap();
-        let used =
-            count_tokens(&small.system_prompt) + count_tokens(&schemas) + CHAT_TEMPLATE_TOKENS;
-        assert!(
-            used <= 2048,
-            "system prompt and schemas take {used} of 2048 tokens"
-        );
+        assert_fits_half_of_4k(&small, small.tools.schemas());
         assert_eq!(small.options.max_tokens, Some(1024));
         assert_eq!(roomy.options.max_tokens, None);
         let grep = |agent: &Agent| {
@@ -608,7 +610,7 @@ mod tests {
 
     #[test]
     fn many_mcp_tools_are_deferred_behind_tool_search_and_named_in_the_prompt() {
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let control = control();
         let agents = default_agents(None, false).with_mcp(inventory(12));
         let lead = agents.lead(&control, None).unwrap();
         assert!(lead.tools.contains("tool_search"));
@@ -623,26 +625,10 @@ mod tests {
         for name in ["McpRouting", "DeferredToolFilter"] {
             assert!(chain.contains(&name), "{name} missing from {chain:?}");
         }
-        let general = agents
-            .subagent(
-                SubagentType::GeneralPurpose,
-                "gp".into(),
-                false,
-                &control,
-                Limits::default(),
-            )
-            .unwrap();
+        let general = subagent(&agents, SubagentType::GeneralPurpose, false, &control);
         assert!(general.tools.contains("tool_search"));
         assert!(general.system_prompt.contains("<available-deferred-tools>"));
-        let bash = agents
-            .subagent(
-                SubagentType::Bash,
-                "b".into(),
-                false,
-                &control,
-                Limits::default(),
-            )
-            .unwrap();
+        let bash = subagent(&agents, SubagentType::Bash, false, &control);
         assert!(!bash.tools.contains("inventory__stock_in_warehouse_00"));
 
         let few = default_agents(None, false).with_mcp(inventory(3));
@@ -681,7 +667,7 @@ mod tests {
 
     #[test]
     fn deferral_keeps_the_first_request_small_and_a_small_window_fits() {
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let control = control();
         let eager = agents_of(None, false, |plan| plan.mcp.deferred = Some(false))
             .with_mcp(inventory(40))
             .lead(&control, None)
@@ -712,13 +698,7 @@ mod tests {
             .iter()
             .filter(|s| !s.name.starts_with("inventory__"))
             .collect();
-        let used = count_tokens(&small.system_prompt)
-            + count_tokens(&serde_json::to_string(&schemas).unwrap())
-            + CHAT_TEMPLATE_TOKENS;
-        assert!(
-            used <= 2048,
-            "system prompt and schemas take {used} of 2048 tokens"
-        );
+        assert_fits_half_of_4k(&small, &schemas);
     }
 
     #[test]
@@ -726,7 +706,7 @@ mod tests {
         let read_only = agents_of(None, false, |plan| {
             plan.tool_groups = Some(vec![ToolGroup::FileRead]);
         });
-        let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
+        let control = control();
         let lead = read_only.lead(&control, None).unwrap();
         let mut tools: Vec<&str> = lead.tools.names().collect();
         tools.sort_unstable();

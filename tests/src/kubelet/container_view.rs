@@ -184,11 +184,8 @@ fn relative(path: &str, what: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::test_support::container;
     use serde_json::json;
-
-    fn container(value: serde_json::Value) -> Container {
-        serde_json::from_value(value).unwrap()
-    }
 
     fn volumes() -> BTreeMap<String, VolumeDir> {
         BTreeMap::from([

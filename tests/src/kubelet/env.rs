@@ -326,6 +326,7 @@ fn valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::test_support::container;
     use serde_json::json;
 
     fn pod() -> Pod {
@@ -335,10 +336,6 @@ mod tests {
             "spec": {"serviceAccountName": "sa", "containers": []}
         }))
         .unwrap()
-    }
-
-    fn container(value: serde_json::Value) -> Container {
-        serde_json::from_value(value).unwrap()
     }
 
     fn sources() -> Sources {

@@ -653,36 +653,32 @@ pub fn add(at: Timestamp, duration: Duration) -> Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::test_support::{herd_pod, merged, ready, running, t};
     use serde_json::json;
 
-    fn t(seconds: i64) -> Timestamp {
-        Timestamp::from_second(1_700_000_000 + seconds).unwrap()
-    }
-
-    /// A Pod shaped like a Run's: a sidecar with a startup probe, one regular container.
-    fn herd_like(extra: serde_json::Value) -> Pod {
-        let mut spec = json!({
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 30,
-            "initContainers": [{"name": "sandbox", "restartPolicy": "Always",
-                                "startupProbe": {"exec": {"command": ["true"]}}}],
-            "containers": [{"name": "agent"}]
-        });
-        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-            spec.extend(extra.clone());
-        }
+    /// A Pod of one regular container `c`, with `extra` set over its spec.
+    fn one_container(extra: serde_json::Value) -> Pod {
+        let spec = merged(json!({"containers": [{"name": "c"}]}), extra);
         serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
     }
 
-    fn ready(pod: &Pod) -> PodState {
-        let mut state = PodState::new(pod, t(0));
-        state.volumes_ready = true;
+    /// [`herd_pod`] with an init container `setup` first and `extra`, `setup` run from 0 s
+    /// to its exit with 1 at 1 s.
+    fn setup_failed(extra: serde_json::Value) -> PodState {
+        let pod = herd_pod(merged(
+            json!({"initContainers": [{"name": "setup"}]}),
+            extra,
+        ));
+        let mut state = ready(&pod);
+        state.step(t(0));
+        state.started(0, t(0));
+        state.exited(0, 1, None, None, t(1));
         state
     }
 
     #[test]
     fn nothing_starts_before_the_volumes_are_ready() {
-        let mut state = PodState::new(&herd_like(json!({})), t(0));
+        let mut state = PodState::new(&herd_pod(json!({})), t(0));
         assert_eq!(state.step(t(0)), []);
         state.volumes_ready = true;
         assert_eq!(state.step(t(1)), [Action::Start(0)]);
@@ -690,7 +686,7 @@ mod tests {
 
     #[test]
     fn the_sidecar_starts_first_and_the_agent_after_its_startup_probe() {
-        let mut state = ready(&herd_like(json!({})));
+        let mut state = ready(&herd_pod(json!({})));
         assert_eq!(state.step(t(0)), [Action::Start(0)]);
         assert_eq!(state.step(t(0)), [], "each action once");
         state.started(0, t(1));
@@ -714,7 +710,7 @@ mod tests {
 
     #[test]
     fn a_sidecar_without_a_startup_probe_lets_the_next_start_once_running() {
-        let pod = herd_like(json!({"initContainers": [
+        let pod = herd_pod(json!({"initContainers": [
             {"name": "setup"},
             {"name": "side", "restartPolicy": "Always"}
         ]}));
@@ -734,18 +730,8 @@ mod tests {
 
     #[test]
     fn a_failed_init_container_fails_a_never_pod_and_is_retried_otherwise() {
-        let pod = herd_like(json!({"initContainers": [{"name": "setup"}]}));
-        let mut state = ready(&pod);
-        state.step(t(0));
-        state.started(0, t(0));
-        state.exited(0, 1, None, None, t(1));
-        assert_eq!(state.step(t(1)), [Action::Finish]);
-        let pod = herd_like(json!({"restartPolicy": "OnFailure",
-                                   "initContainers": [{"name": "setup"}]}));
-        let mut state = ready(&pod);
-        state.step(t(0));
-        state.started(0, t(0));
-        state.exited(0, 1, None, None, t(1));
+        assert_eq!(setup_failed(json!({})).step(t(1)), [Action::Finish]);
+        let mut state = setup_failed(json!({"restartPolicy": "OnFailure"}));
         assert_eq!(
             state.step(t(1)),
             [Action::Start(0)],
@@ -763,12 +749,7 @@ mod tests {
 
     #[test]
     fn a_sidecar_that_exits_is_restarted_while_the_agent_runs() {
-        let mut state = ready(&herd_like(json!({})));
-        state.step(t(0));
-        state.started(0, t(0));
-        state.probed(0, ProbeResult::Started);
-        state.step(t(1));
-        state.started(1, t(1));
+        let mut state = running(json!({}));
         state.exited(0, 2, None, None, t(5));
         assert_eq!(state.step(t(5)), [Action::Start(0)]);
         assert_eq!(
@@ -779,12 +760,7 @@ mod tests {
 
     #[test]
     fn deletion_terminates_the_agent_then_the_sidecar_and_kills_at_the_end_of_grace() {
-        let mut state = ready(&herd_like(json!({})));
-        state.step(t(0));
-        state.started(0, t(0));
-        state.probed(0, ProbeResult::Started);
-        state.step(t(1));
-        state.started(1, t(1));
+        let mut state = running(json!({}));
         state.deleted(Duration::from_secs(30), t(10));
         assert_eq!(state.step(t(10)), [Action::Terminate(1)], "the agent first");
         assert_eq!(state.step(t(11)), []);
@@ -810,7 +786,7 @@ mod tests {
 
     #[test]
     fn sidecars_stop_in_reverse_order() {
-        let pod = herd_like(json!({"initContainers": [
+        let pod = herd_pod(json!({"initContainers": [
             {"name": "a", "restartPolicy": "Always"},
             {"name": "b", "restartPolicy": "Always"}
         ]}));
@@ -827,12 +803,7 @@ mod tests {
 
     #[test]
     fn the_active_deadline_stops_the_pod() {
-        let mut state = ready(&herd_like(json!({"activeDeadlineSeconds": 60})));
-        state.step(t(0));
-        state.started(0, t(0));
-        state.probed(0, ProbeResult::Started);
-        state.step(t(1));
-        state.started(1, t(1));
+        let mut state = running(json!({"activeDeadlineSeconds": 60}));
         assert_eq!(state.next_wake(), Some(t(60)));
         assert_eq!(state.step(t(59)), []);
         assert_eq!(state.step(t(60)), [Action::Terminate(1)]);
@@ -850,14 +821,14 @@ mod tests {
 
     #[test]
     fn a_pod_deleted_before_anything_ran_finishes_at_once() {
-        let mut state = PodState::new(&herd_like(json!({})), t(0));
+        let mut state = PodState::new(&herd_pod(json!({})), t(0));
         state.deleted(Duration::from_secs(30), t(1));
         assert_eq!(state.step(t(1)), [Action::Finish]);
     }
 
     #[test]
     fn a_failed_startup_probe_kills_and_restarts_the_sidecar() {
-        let mut state = ready(&herd_like(json!({})));
+        let mut state = ready(&herd_pod(json!({})));
         state.step(t(0));
         state.started(0, t(0));
         state.probed(0, ProbeResult::Failed);
@@ -875,10 +846,7 @@ mod tests {
             ("OnFailure", 1, true),
             ("Always", 0, true),
         ] {
-            let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
-                "spec": {"restartPolicy": policy, "containers": [{"name": "c"}]}}))
-            .unwrap();
-            let mut state = ready(&pod);
+            let mut state = ready(&one_container(json!({"restartPolicy": policy})));
             assert_eq!(state.step(t(0)), [Action::Start(0)]);
             state.started(0, t(0));
             state.exited(0, code, None, None, t(1));
@@ -893,11 +861,7 @@ mod tests {
 
     #[test]
     fn config_errors_are_retried_soon() {
-        let pod: Pod = serde_json::from_value(
-            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
-        )
-        .unwrap();
-        let mut state = ready(&pod);
+        let mut state = ready(&one_container(json!({})));
         state.step(t(0));
         state.config_error(0, "secret \"s\" not found".into(), t(0));
         assert_eq!(state.step(t(1)), []);

@@ -36,6 +36,8 @@ mod prober;
 pub mod runtime;
 pub mod status;
 pub mod termination;
+#[cfg(test)]
+mod test_support;
 pub mod token;
 pub mod volume_plan;
 mod worker;

@@ -121,6 +121,7 @@ fn apply(ctx: &Arc<Context>, running: &mut BTreeMap<String, Running>, stream: us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::test_support::merged;
     use serde_json::json;
 
     fn pod(value: serde_json::Value) -> Pod {
@@ -129,13 +130,7 @@ mod tests {
 
     #[test]
     fn this_node_takes_its_own_and_unbound_runnable_pods() {
-        let spec = |extra: serde_json::Value| {
-            let mut spec = json!({"containers": [{"name": "c"}]});
-            if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
-                s.extend(e.clone());
-            }
-            spec
-        };
+        let spec = |extra| merged(json!({"containers": [{"name": "c"}]}), extra);
         assert!(takes(&pod(json!({"spec": spec(json!({}))})), "n"));
         assert!(takes(
             &pod(json!({"spec": spec(json!({"nodeName": "n"}))})),

@@ -257,11 +257,8 @@ impl Counter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::test_support::container;
     use serde_json::json;
-
-    fn container(value: serde_json::Value) -> Container {
-        serde_json::from_value(value).unwrap()
-    }
 
     #[test]
     fn herds_sandbox_probe_with_its_settings_and_the_defaults() {

@@ -288,29 +288,8 @@ fn terminated(ended: &Ended, id: Option<&str>) -> ContainerStateTerminated {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::lifecycle::ProbeResult;
+    use crate::kubelet::test_support::{herd_pod, ready, running, t};
     use serde_json::json;
-
-    fn t(seconds: i64) -> Timestamp {
-        Timestamp::from_second(1_700_000_000 + seconds).unwrap()
-    }
-
-    fn state(extra: serde_json::Value) -> PodState {
-        let mut spec = json!({
-            "restartPolicy": "Never",
-            "initContainers": [{"name": "sandbox", "restartPolicy": "Always", "image": "s:1",
-                                "startupProbe": {"exec": {"command": ["true"]}}}],
-            "containers": [{"name": "agent", "image": "r:1"}]
-        });
-        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-            spec.extend(extra.clone());
-        }
-        let pod: Pod =
-            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
-        let mut state = PodState::new(&pod, t(0));
-        state.volumes_ready = true;
-        state
-    }
 
     fn json_of(status: &PodStatus) -> serde_json::Value {
         serde_json::to_value(status).unwrap()
@@ -326,20 +305,9 @@ mod tests {
             .unwrap()
     }
 
-    /// Runs the Herd-shaped Pod until the agent runs.
-    fn running() -> PodState {
-        let mut s = state(json!({}));
-        s.step(t(0));
-        s.started(0, t(1));
-        s.probed(0, ProbeResult::Started);
-        s.step(t(2));
-        s.started(1, t(2));
-        s
-    }
-
     #[test]
     fn a_new_pod_is_pending_and_initializing() {
-        let mut s = state(json!({}));
+        let mut s = ready(&herd_pod(json!({})));
         s.step(t(0));
         let status = json_of(&pod_status(&s, "u", &[], t(0)));
         assert_eq!(status["phase"], "Pending");
@@ -363,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_running_pod_is_ready_once_every_container_is() {
-        let s = running();
+        let s = running(json!({}));
         let status = json_of(&pod_status(&s, "u", &[], t(3)));
         assert_eq!(status["phase"], "Running");
         assert_eq!(condition(&status, "Ready")["status"], "True");
@@ -381,7 +349,7 @@ mod tests {
 
     #[test]
     fn transition_times_stay_while_a_condition_keeps_its_status() {
-        let s = running();
+        let s = running(json!({}));
         let first = pod_status(&s, "u", &[], t(3));
         let again = pod_status(&s, "u", first.conditions.as_deref().unwrap(), t(50));
         assert_eq!(first.conditions, again.conditions);
@@ -390,7 +358,7 @@ mod tests {
     #[test]
     fn the_agent_exit_and_its_message_are_reported_and_decide_the_phase() {
         for (code, want) in [(0, "Succeeded"), (75, "Failed")] {
-            let mut s = running();
+            let mut s = running(json!({}));
             s.exited(1, code, None, Some("the answer".into()), t(10));
             s.step(t(10));
             assert_eq!(phase(&s), "Running", "the sidecar still stops");
@@ -414,7 +382,7 @@ mod tests {
 
     #[test]
     fn the_deadline_fails_the_pod_with_its_reason() {
-        let mut s = running();
+        let mut s = running(json!({}));
         s.active_deadline = Some(std::time::Duration::from_secs(60));
         s.step(t(60));
         s.exited(1, 143, None, None, t(61));
@@ -428,7 +396,7 @@ mod tests {
 
     #[test]
     fn a_start_error_and_a_restart_show_in_the_states() {
-        let mut s = state(json!({"restartPolicy": "OnFailure"}));
+        let mut s = ready(&herd_pod(json!({"restartPolicy": "OnFailure"})));
         s.step(t(0));
         s.start_failed(0, "cannot run herd-runner".into(), t(1));
         let status = json_of(&pod_status(&s, "u", &[], t(1)));
@@ -449,7 +417,7 @@ mod tests {
 
     #[test]
     fn a_pod_whose_containers_ran_under_an_earlier_kubelet_fails() {
-        let mut s = state(json!({}));
+        let mut s = ready(&herd_pod(json!({})));
         s.step(t(0));
         s.started(0, t(1));
         let status = pod_status(&s, "u", &[], t(3));
@@ -472,7 +440,7 @@ mod tests {
             "the agent never started: {agent}"
         );
         assert_eq!(condition(&lost, "Ready")["status"], "False");
-        let mut fresh = state(json!({}));
+        let mut fresh = ready(&herd_pod(json!({})));
         fresh.step(t(0));
         let pending = Pod {
             status: Some(pod_status(&fresh, "u", &[], t(0))),
@@ -488,7 +456,7 @@ mod tests {
 
     #[test]
     fn a_pod_deleted_before_it_ran_fails() {
-        let mut s = state(json!({}));
+        let mut s = ready(&herd_pod(json!({})));
         s.deleted(std::time::Duration::from_secs(30), t(1));
         s.step(t(1));
         assert_eq!(phase(&s), "Failed");
