@@ -9,6 +9,7 @@ use kube::runtime::reflector::ObjectRef;
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::failure::Failure;
 use crate::controller::run_changes::RunChanges;
 
 /// The longest a poll waits: under the usual 60 s of proxies and load balancers.
@@ -23,6 +24,22 @@ pub struct WaitQuery {
 }
 
 impl WaitQuery {
+    /// The `wait` of a request's query string (`None`: no query), other parameters ignored;
+    /// refused unless it is a number of seconds.
+    pub fn from_query(query: Option<&str>) -> Result<Self, Failure> {
+        let mut wait = None;
+        for pair in query.unwrap_or_default().split('&') {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if key == "wait" {
+                let seconds = value.parse::<u64>().map_err(|_| {
+                    Failure::bad_request(format!("wait={value} is not a number of seconds"))
+                })?;
+                wait = Some(seconds);
+            }
+        }
+        Ok(WaitQuery { wait })
+    }
+
     /// How long this poll may wait.
     pub fn duration(self) -> Duration {
         Duration::from_secs(self.wait.unwrap_or(0)).min(MAX_WAIT)
@@ -82,6 +99,34 @@ mod tests {
             Duration::from_secs(10)
         );
         assert_eq!(WaitQuery { wait: Some(3600) }.duration(), MAX_WAIT);
+    }
+
+    #[test]
+    fn the_wait_is_read_from_the_query() {
+        let wait = |query| WaitQuery::from_query(query).map(|q| q.wait);
+        assert_eq!(wait(None), Ok(None));
+        assert_eq!(wait(Some("")), Ok(None));
+        assert_eq!(wait(Some("wait=30")), Ok(Some(30)));
+        assert_eq!(wait(Some("x=1&wait=2&y")), Ok(Some(2)), "others ignored");
+        assert_eq!(wait(Some("wait=0")), Ok(Some(0)));
+        for bad in ["wait=", "wait", "wait=-1", "wait=1.5", "wait=abc"] {
+            let refused = wait(Some(bad)).unwrap_err();
+            assert_eq!(refused.status.as_u16(), 400, "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_query_is_read_or_refused_never_a_panic(query in ".{0,40}") {
+            let _ = WaitQuery::from_query(Some(&query));
+        }
+
+        #[test]
+        fn a_number_of_seconds_reads_back(seconds: u64, before in "[a-z]{0,5}") {
+            let query = format!("{before}=1&wait={seconds}");
+            let read = WaitQuery::from_query(Some(&query)).map(|q| q.wait);
+            proptest::prop_assert_eq!(read, Ok(Some(seconds)));
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -9,13 +9,18 @@
 //! reads caches and the API server and writes.
 
 pub mod admit;
+pub mod answers;
 pub mod authenticate;
 pub mod authorize;
 pub mod body;
 pub mod certificate;
+pub mod checkpoint;
+pub mod clarification;
 pub mod failure;
 pub mod listener;
 pub mod long_poll;
+pub mod memory;
+pub mod memory_config_map;
 pub mod progress;
 pub mod rate_limit;
 pub mod report;

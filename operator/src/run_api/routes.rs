@@ -19,9 +19,13 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::answers::answer;
 use super::authorize::RunPath;
 use super::body::{parse, read_limited};
+use super::checkpoint::read_checkpoint;
+use super::clarification::clarification;
 use super::failure::Failure;
+use super::memory::{read_memory, update_memory};
 use super::progress::RunKey;
 use super::report::{AfterResult, Stored, after_result};
 use super::report_writer::{Written, write_report};
@@ -34,6 +38,16 @@ use crate::decide::run_status::snapshot_name;
 /// The router of the run API.
 pub fn router(api: Arc<RunApi>) -> Router {
     Router::new()
+        // Questions, answers and memory: in their own modules.
+        .route(
+            "/v1/runs/{namespace}/{name}/clarification",
+            post(clarification),
+        )
+        .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
+        .route(
+            "/v1/runs/{namespace}/{name}/memory",
+            get(read_memory).post(update_memory),
+        )
         .route("/v1/runs/{namespace}/{name}/config", get(config))
         .route("/v1/runs/{namespace}/{name}/progress", post(progress))
         .route("/v1/runs/{namespace}/{name}/result", post(result))
@@ -46,12 +60,12 @@ async fn no_route(method: Method, uri: Uri) -> Failure {
     Failure::not_found(format!("the run API has no route {method} {}", uri.path()))
 }
 
-fn run_path((namespace, name): (String, String)) -> RunPath {
+pub(super) fn run_path((namespace, name): (String, String)) -> RunPath {
     RunPath { namespace, name }
 }
 
 /// Refuses what the live Run shows: another Run of the same name, or a later attempt.
-fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
+pub(super) fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
     if live.uid().as_deref() != Some(admitted.uid.as_str()) {
         return Err(Failure::not_found(format!(
             "Run {} is gone (recreated under its name)",
@@ -65,7 +79,7 @@ fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
     Ok(())
 }
 
-fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
+pub(super) fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
     if body == admitted.attempt {
         Ok(())
     } else {
@@ -91,14 +105,28 @@ async fn config(
     check_live(&live, &admitted)?;
     let snapshot = api.snapshot(&admitted).await?;
     let start = live.status.as_ref().and_then(|s| s.start_time.as_ref());
+    let checkpoint = read_checkpoint(
+        &api.client,
+        &admitted.path.namespace,
+        &admitted.path.name,
+        &admitted.uid,
+    )
+    .await?;
     let now = Time(jiff::Timestamp::now());
-    let config = run_config(&snapshot, &live.spec, admitted.attempt, start, &now);
+    let config = run_config(
+        &snapshot,
+        &live.spec,
+        admitted.attempt,
+        start,
+        &now,
+        checkpoint.as_deref(),
+    );
     Ok(Json(config).into_response())
 }
 
 impl RunApi {
     /// The Run's snapshot: cached, else read live; never another Run's.
-    async fn snapshot(&self, admitted: &Admitted) -> Result<Snapshot, Failure> {
+    pub(super) async fn snapshot(&self, admitted: &Admitted) -> Result<Snapshot, Failure> {
         let name = snapshot_name(&admitted.path.name);
         let namespace = &admitted.path.namespace;
         let cached = admitted

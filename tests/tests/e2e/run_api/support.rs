@@ -14,7 +14,7 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::operator::run_fixtures::{WAIT, create_agent_with, create_run};
+use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run};
 use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
 
 /// The audience of runner tokens.
@@ -32,6 +32,11 @@ impl Fixture {
     /// Starts a leading operator for the test's namespace whose run API's certificate is valid
     /// for 127.0.0.1, and an Agent `helper` with these `runDefaults`; waits for the CA bundle.
     pub async fn start(env: TestEnv, run_defaults: serde_json::Value) -> anyhow::Result<Self> {
+        Self::start_with(env, json!({"runDefaults": run_defaults, "sandbox": {}})).await
+    }
+
+    /// [`Fixture::start`] with the Agent `helper`'s spec fields `spec` (over a plain spec).
+    pub async fn start_with(env: TestEnv, spec: serde_json::Value) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let admin = env.client();
         let namespace = env.namespace().to_owned();
@@ -45,7 +50,7 @@ impl Fixture {
         let mut config = test_config(&[&namespace], &namespace, "only")?;
         config.runs.run_api_url = "https://127.0.0.1:8443".into();
         let running = start_leader(config, operator).await?;
-        create_agent_with(&admin, &namespace, run_defaults, json!({})).await?;
+        create_agent_spec(&admin, &namespace, spec).await?;
         Ok(Fixture {
             admin,
             namespace,
