@@ -2,7 +2,8 @@
 //! served by every replica, whether or not it leads. A runner's projected token is checked by a
 //! TokenReview for the audience `herd.dev` and must be its Pod's, of the Run in the path, of the
 //! Run's latest attempt; each Run may make 20 requests a second. Results and reports are written
-//! result ConfigMap first, then `status.report`, then the runner's 2xx.
+//! result ConfigMap first, then `status.report`, then the runner's 2xx; questions likewise,
+//! checkpoint ConfigMap first.
 //!
 //! Pure parts: [`authenticate::runner_of`], [`authorize::authorize`], [`rate_limit`],
 //! [`run_config::run_config`], [`report`], [`result_config_map::result_config_map`]; the rest
