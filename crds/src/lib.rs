@@ -11,6 +11,7 @@
 //! - [`condition`], [`reason`]: KEP-1623 conditions, `set_condition`, and named reasons.
 //! - [`skill_md`]: SKILL.md frontmatter parsing with DeerFlow's rules (operator and runner).
 //! - [`manifest`]: multi-document YAML to typed resources, for `herd-runner run -f`.
+//! - [`memory`]: memory operations applied to a memory document (runner and operator).
 //! - [`generate`]: the CRDs as committed under `charts/herd/crds/` (bin `crdgen`).
 
 pub mod agent;
@@ -19,6 +20,7 @@ pub mod duration;
 pub mod formats;
 pub mod generate;
 pub mod manifest;
+pub mod memory;
 pub mod reason;
 pub mod refs;
 pub mod report;

@@ -16,7 +16,9 @@ pub const MODEL_CREDENTIALS: &str = "herd.dev/model-credentials";
 pub const MODEL_CREDENTIALS_SELECTOR: &str = "herd.dev/model-credentials=true";
 /// On a Run's Pod, ConfigMaps and NetworkPolicy: the Run's name.
 pub const RUN: &str = "herd.dev/run";
-/// On a Run's Pod: the Agent's name.
+/// On a Run's Pod and a memory ConfigMap: the Agent's name.
 pub const AGENT: &str = "herd.dev/agent";
 /// On a Run's Pod: the attempt number.
 pub const ATTEMPT: &str = "herd.dev/attempt";
+/// On a Run: whose memory it uses when its Agent's memory has `scope: user`.
+pub const USER: &str = "herd.dev/user";

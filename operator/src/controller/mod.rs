@@ -8,6 +8,7 @@ pub mod create_child;
 pub mod prologue;
 pub mod run;
 pub mod run_accept;
+mod run_answers;
 pub mod run_api_tls;
 pub mod run_changes;
 pub mod run_children;

@@ -20,6 +20,7 @@ use tracing::{debug, info};
 
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
+use super::run_answers::judge_answers;
 use super::run_changes::RunChanges;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
 use super::run_context::{Context, Ids, RunCaches, RunSetup};
@@ -218,6 +219,13 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         .creation_timestamp
         .clone()
         .unwrap_or_else(|| now.clone());
+
+    if judge_answers(&ctx, api, &run, &ids, previous).await? {
+        // The annotation's watch event reconciles the new version; a status write from this
+        // one would only conflict.
+        shared.succeeded(&key(NAME, run.as_ref()));
+        return Ok(Action::await_change());
+    }
 
     let accepted = previous.start_time.is_some();
     let mut invalid = None;

@@ -4,6 +4,7 @@ pub mod admission;
 pub mod admission_ledger;
 pub mod agent_refs;
 pub mod agent_status;
+pub mod answers;
 pub mod backoff;
 pub mod child_run;
 pub mod conditions;

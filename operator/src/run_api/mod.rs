@@ -2,22 +2,28 @@
 //! served by every replica, whether or not it leads. A runner's projected token is checked by a
 //! TokenReview for the audience `herd.dev` and must be its Pod's, of the Run in the path, of the
 //! Run's latest attempt; each Run may make 20 requests a second. Results and reports are written
-//! result ConfigMap first, then `status.report`, then the runner's 2xx.
+//! result ConfigMap first, then `status.report`, then the runner's 2xx; questions likewise,
+//! checkpoint ConfigMap first.
 //!
 //! Pure parts: [`authenticate::runner_of`], [`authorize::authorize`], [`rate_limit`],
 //! [`run_config::run_config`], [`report`], [`result_config_map::result_config_map`],
 //! [`child_outcome::child_outcome`]; the rest reads caches and the API server and writes.
 
 pub mod admit;
+pub mod answers;
 pub mod authenticate;
 pub mod authorize;
 pub mod body;
 pub mod certificate;
+pub mod checkpoint;
 pub mod child_outcome;
 pub mod children;
+pub mod clarification;
 pub mod failure;
 pub mod listener;
 pub mod long_poll;
+pub mod memory;
+pub mod memory_config_map;
 pub mod progress;
 pub mod rate_limit;
 pub mod report;

@@ -1,9 +1,10 @@
 //! `status.report` as the run API writes it: always whole, composed from the live report and
 //! the runner's body. Pure. A report of an older attempt, or an older `seq` of the same attempt,
 //! is stale and dropped; a terminal report of an attempt is final (the Run has ended on it);
-//! texts are cut to the CRD's limits so a write never fails on size.
+//! texts are cut to the CRD's limits so a write never fails on size. A question stops the
+//! report at `InputRequired` until the runner reports again.
 
-use herd_crds::report::{Artifact, StopReason, Todo};
+use herd_crds::report::{Artifact, Clarification, StopReason, Todo};
 use herd_crds::run::{MAX_RESULT_TEXT, RunReport, RunResult};
 use herd_crds::wire::{ProgressReport, ResultReport};
 
@@ -147,10 +148,81 @@ pub fn after_result(
     })))
 }
 
+/// What the checkpoint ConfigMap step produced for a question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Checkpointed {
+    /// The checkpoint is in `<run>-checkpoint`.
+    Written,
+    /// It did not fit: why, in a sentence.
+    TooLarge(String),
+}
+
+/// How a question changes the report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AfterClarification {
+    /// Write this report.
+    Write(Box<RunReport>),
+    /// The live report has this question of this `seq` already (a retried post), or ends the
+    /// attempt: nothing to write; the stop reason stored.
+    Stored(StopReason),
+}
+
+/// The report after a question of `attempt` at `seq`: `InputRequired` with the question (the
+/// title, todos and usage of the attempt kept, as the body carries none), or
+/// `CheckpointTooLarge` when the checkpoint did not fit; refused when `seq` is below the live
+/// one.
+pub fn after_clarification(
+    live: Option<&RunReport>,
+    attempt: u32,
+    seq: u64,
+    question: &Clarification,
+    checkpointed: &Checkpointed,
+) -> Result<AfterClarification, Failure> {
+    let same_attempt = live.filter(|l| l.attempt == attempt);
+    if let Some(live) = same_attempt {
+        if terminal(live)
+            && let Some(stop) = live.stop_reason
+        {
+            return Ok(AfterClarification::Stored(stop));
+        }
+        if live.seq > seq {
+            return Err(Failure::bad_request(format!(
+                "seq {seq} is below the report's {}",
+                live.seq
+            )));
+        }
+        if live.seq == seq && live.clarification.as_ref() == Some(question) {
+            return Ok(AfterClarification::Stored(StopReason::InputRequired));
+        }
+    }
+    let (stop_reason, clarification, result) = match checkpointed {
+        Checkpointed::Written => (StopReason::InputRequired, Some(question.clone()), None),
+        Checkpointed::TooLarge(why) => (
+            StopReason::CheckpointTooLarge,
+            None,
+            Some(RunResult {
+                text: truncate_chars(why, MAX_RESULT_TEXT).0,
+                truncated: false,
+                artifacts: Vec::new(),
+            }),
+        ),
+    };
+    Ok(AfterClarification::Write(Box::new(RunReport {
+        attempt,
+        seq,
+        title: same_attempt.and_then(|l| l.title.clone()),
+        todos: same_attempt.map(|l| l.todos.clone()).unwrap_or_default(),
+        usage: same_attempt.map(|l| l.usage).unwrap_or_default(),
+        clarification,
+        result,
+        stop_reason: Some(stop_reason),
+    })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use herd_crds::report::{Clarification, ClarificationType, TodoStatus, Usage};
+    use herd_crds::report::{ClarificationType, TodoStatus, Usage};
     use proptest::prelude::*;
 
     fn live(attempt: u32, seq: u64, stop: Option<StopReason>) -> RunReport {
@@ -371,6 +443,89 @@ mod tests {
             next.todos
                 .iter()
                 .all(|t| t.content.chars().count() == MAX_TODO)
+        );
+    }
+
+    fn question(id: &str) -> Clarification {
+        Clarification {
+            id: id.into(),
+            question: "Which market?".into(),
+            kind: ClarificationType::ApproachChoice,
+            context: None,
+            options: vec!["EU".into(), "US".into()],
+            asked_at: None,
+        }
+    }
+
+    #[test]
+    fn a_question_keeps_the_attempts_progress_and_waits_for_input() {
+        let mut going = live(1, 4, None);
+        going.todos = todos(&progress(1, 4).todos);
+        going.usage.model_calls = 4;
+        let AfterClarification::Write(report) =
+            after_clarification(Some(&going), 1, 5, &question("q-1"), &Checkpointed::Written)
+                .unwrap()
+        else {
+            panic!("written");
+        };
+        assert_eq!((report.attempt, report.seq), (1, 5));
+        assert_eq!(report.stop_reason, Some(StopReason::InputRequired));
+        assert_eq!(report.clarification, Some(question("q-1")));
+        assert_eq!(report.title.as_deref(), Some("Old title"));
+        assert_eq!((report.todos.len(), report.usage.model_calls), (1, 4));
+        assert_eq!(report.result, None);
+        let AfterClarification::Write(fresh) =
+            after_clarification(Some(&going), 2, 1, &question("q-2"), &Checkpointed::Written)
+                .unwrap()
+        else {
+            panic!("written");
+        };
+        assert_eq!(
+            (fresh.title, fresh.todos.len(), fresh.usage),
+            (None, 0, Usage::default()),
+            "another attempt's progress is not kept"
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_too_large_fails_the_run_saying_why() {
+        let AfterClarification::Write(report) = after_clarification(
+            None,
+            1,
+            1,
+            &question("q-1"),
+            &Checkpointed::TooLarge("1 MiB is over 900 KiB".into()),
+        )
+        .unwrap() else {
+            panic!("written");
+        };
+        assert_eq!(report.stop_reason, Some(StopReason::CheckpointTooLarge));
+        assert!(is_terminal(StopReason::CheckpointTooLarge));
+        assert_eq!(report.clarification, None);
+        assert_eq!(report.result.unwrap().text, "1 MiB is over 900 KiB");
+    }
+
+    #[test]
+    fn a_retried_question_is_stored_once_and_older_or_late_ones_are_not_written() {
+        let mut asked = live(1, 5, Some(StopReason::InputRequired));
+        asked.clarification = Some(question("q-1"));
+        let retry = |seq, id: &str| {
+            after_clarification(Some(&asked), 1, seq, &question(id), &Checkpointed::Written)
+        };
+        assert_eq!(
+            retry(5, "q-1"),
+            Ok(AfterClarification::Stored(StopReason::InputRequired))
+        );
+        assert!(
+            matches!(retry(6, "q-2"), Ok(AfterClarification::Write(_))),
+            "the next question"
+        );
+        assert_eq!(retry(4, "q-0").unwrap_err().status.as_u16(), 400);
+        let done = live(1, 7, Some(StopReason::Completed));
+        assert_eq!(
+            after_clarification(Some(&done), 1, 8, &question("q"), &Checkpointed::Written),
+            Ok(AfterClarification::Stored(StopReason::Completed)),
+            "a result is final"
         );
     }
 

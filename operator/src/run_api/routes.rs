@@ -1,6 +1,7 @@
 //! The routes of the run API (DESIGN §3), under `/v1/runs/{namespace}/{name}/`: `config`,
-//! `progress`, `result` and `children` (in [`super::children`]). Every other path, and every
-//! refusal, answers an `ApiError`.
+//! `progress` and `result` here; `children` ([`super::children`]), `clarification`
+//! ([`super::clarification`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
+//! in their own modules. Every other path, and every refusal, answers an `ApiError`.
 
 use std::sync::Arc;
 
@@ -20,10 +21,14 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::answers::answer;
 use super::authorize::RunPath;
 use super::body::{parse, read_limited};
+use super::checkpoint::read_checkpoint;
 use super::children::{child_file, child_outcome_of, start_child};
+use super::clarification::clarification;
 use super::failure::Failure;
+use super::memory::{read_memory, update_memory};
 use super::progress::RunKey;
 use super::report::{AfterResult, Stored, after_result};
 use super::report_writer::{Written, write_report};
@@ -39,6 +44,15 @@ pub fn router(api: Arc<RunApi>) -> Router {
         .route("/v1/runs/{namespace}/{name}/config", get(config))
         .route("/v1/runs/{namespace}/{name}/progress", post(progress))
         .route("/v1/runs/{namespace}/{name}/result", post(result))
+        .route(
+            "/v1/runs/{namespace}/{name}/clarification",
+            post(clarification),
+        )
+        .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
+        .route(
+            "/v1/runs/{namespace}/{name}/memory",
+            get(read_memory).post(update_memory),
+        )
         .route("/v1/runs/{namespace}/{name}/children", post(start_child))
         .route(
             "/v1/runs/{namespace}/{name}/children/{toolCallId}",
@@ -62,7 +76,7 @@ pub(super) fn run_path((namespace, name): (String, String)) -> RunPath {
 }
 
 /// Refuses what the live Run shows: another Run of the same name, or a later attempt.
-fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
+pub(super) fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
     if live.uid().as_deref() != Some(admitted.uid.as_str()) {
         return Err(Failure::not_found(format!(
             "Run {} is gone (recreated under its name)",
@@ -102,14 +116,28 @@ async fn config(
     check_live(&live, &admitted)?;
     let snapshot = api.snapshot(&admitted).await?;
     let start = live.status.as_ref().and_then(|s| s.start_time.as_ref());
+    let checkpoint = read_checkpoint(
+        &api.client,
+        &admitted.path.namespace,
+        &admitted.path.name,
+        &admitted.uid,
+    )
+    .await?;
     let now = Time(jiff::Timestamp::now());
-    let config = run_config(&snapshot, &live.spec, admitted.attempt, start, &now);
+    let config = run_config(
+        &snapshot,
+        &live.spec,
+        admitted.attempt,
+        start,
+        &now,
+        checkpoint.as_deref(),
+    );
     Ok(Json(config).into_response())
 }
 
 impl RunApi {
     /// The Run's snapshot: cached, else read live; never another Run's.
-    async fn snapshot(&self, admitted: &Admitted) -> Result<Snapshot, Failure> {
+    pub(super) async fn snapshot(&self, admitted: &Admitted) -> Result<Snapshot, Failure> {
         let name = snapshot_name(&admitted.path.name);
         let namespace = &admitted.path.namespace;
         let cached = admitted

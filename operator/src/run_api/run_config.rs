@@ -1,7 +1,18 @@
 //! `GET config`: what the runner plans its run from. Pure: the Run's snapshot (fixed at
-//! admission), its live spec (the task, the answers given so far), the Pod's attempt and the
-//! clock (the time left counts queue time and earlier attempts, from `startTime`).
+//! admission), its live spec (the task, the answers given so far), the Pod's attempt, the
+//! Run's checkpoint and the clock (the time left counts queue time and earlier attempts, from
+//! `startTime`).
+//!
+//! The checkpoint (`<run>-checkpoint`, the thread at the Run's latest question) is carried
+//! whenever the Run has one: only a Pod that lost an earlier attempt reads its config after a
+//! question, so an attempt resumes from the latest question rather than from the task, the
+//! answers given so far in `responses`. A Run that moved on after that question redoes the
+//! work since; one that never asked starts from the task.
 
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use herd_crds::run::RunSpec;
 use herd_crds::wire::{Answer, RunConfig};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -9,17 +20,24 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::elapsed;
 
+/// Whole seconds left at `now` before the deadline of a Run whose `timeout` counts from
+/// `start` (its `status.startTime`; all of it when not written yet).
+pub fn seconds_left(timeout: Duration, start: Option<&Time>, now: &Time) -> u64 {
+    let spent = start.map_or(Duration::ZERO, |start| elapsed(start, now));
+    timeout.saturating_sub(spent).as_secs()
+}
+
 /// The configuration of `attempt` of a Run accepted at `start` (its `status.startTime`; now
-/// when not written yet), at `now`.
+/// when not written yet), at `now`, resuming from `checkpoint` (its gzip) when there is one.
 pub fn run_config(
     snapshot: &Snapshot,
     spec: &RunSpec,
     attempt: u32,
     start: Option<&Time>,
     now: &Time,
+    checkpoint: Option<&[u8]>,
 ) -> RunConfig {
-    let spent = start.map_or(std::time::Duration::ZERO, |start| elapsed(start, now));
-    let seconds_left = snapshot.run.timeout().saturating_sub(spent).as_secs();
+    let seconds_left = seconds_left(snapshot.run.timeout(), start, now);
     RunConfig {
         attempt,
         agent: snapshot.agent.clone(),
@@ -30,7 +48,7 @@ pub fn run_config(
         seconds_left,
         max_model_calls: snapshot.run.max_model_calls,
         token_budget: snapshot.run.token_budget,
-        checkpoint_gzip_base64: None,
+        checkpoint_gzip_base64: checkpoint.map(|gzip| STANDARD.encode(gzip)),
         responses: spec
             .responses
             .iter()
@@ -136,7 +154,7 @@ mod tests {
     #[test]
     fn the_researcher_runs_config_is_the_one_the_runner_plans_from() {
         let (snap, spec) = accepted("examples/local/researcher.yaml", None);
-        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100));
+        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100), None);
         assert_eq!(config, runner_fixture("researcher.run-config.json"));
     }
 
@@ -146,7 +164,7 @@ mod tests {
             "examples/local/all-features.yaml",
             Some("Map the European market for heat pumps."),
         );
-        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100));
+        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100), None);
         assert_eq!(config, runner_fixture("all-features.run-config.json"));
     }
 
@@ -155,7 +173,7 @@ mod tests {
         let (snap, spec) = accepted("examples/local/researcher.yaml", None);
         let timeout = snap.run.timeout_seconds;
         let left = |start: Option<&Time>, now: i64| {
-            run_config(&snap, &spec, 2, start, &at(now)).seconds_left
+            run_config(&snap, &spec, 2, start, &at(now), None).seconds_left
         };
         assert_eq!(
             left(Some(&at(100)), 130),
@@ -181,7 +199,7 @@ mod tests {
             id: "q2".into(),
             answer: "yes".into(),
         });
-        let config = run_config(&snap, &spec, 3, Some(&at(0)), &at(1));
+        let config = run_config(&snap, &spec, 3, Some(&at(0)), &at(1), None);
         assert_eq!(
             (
                 config.attempt,
@@ -195,5 +213,14 @@ mod tests {
         assert_eq!(config.responses[1].id, "q2");
         assert_eq!(config.run.task, spec.task);
         assert_eq!(config.checkpoint_gzip_base64, None);
+    }
+
+    #[test]
+    fn an_attempt_resumes_from_the_runs_checkpoint() {
+        let (snap, spec) = accepted("examples/local/researcher.yaml", None);
+        let gzip = [0x1f, 0x8b, 8, 0, 255];
+        let config = run_config(&snap, &spec, 2, Some(&at(0)), &at(1), Some(&gzip));
+        let carried = config.checkpoint_gzip_base64.unwrap();
+        assert_eq!(STANDARD.decode(carried).unwrap(), gzip);
     }
 }

@@ -4,10 +4,10 @@
 
 use std::collections::HashSet;
 
+use herd_crds::memory::MIN_CONFIDENCE;
 use herd_crds::wire::{Fact, MemoryDocument, MemoryOperation};
 use serde::Deserialize;
 
-use super::apply::MIN_CONFIDENCE;
 use super::inject::category_name;
 use crate::text::{escape_tags, head_tail, truncate_chars};
 use crate::thread::Message;

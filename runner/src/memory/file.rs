@@ -5,9 +5,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use herd_crds::memory::{ApplyContext, apply_operations};
 use herd_crds::wire::{MemoryDocument, MemoryOperation};
-
-use super::apply::{ApplyContext, apply_operations};
 
 /// A memory document stored in a local file.
 #[derive(Clone, Debug)]

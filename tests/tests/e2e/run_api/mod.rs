@@ -5,6 +5,8 @@
 //! test plays the kubelet), which the run API does not need.
 
 mod children;
+mod memory;
+mod questions;
 mod refusals;
 mod reports;
 mod support;
@@ -25,6 +27,18 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "run_api::children_start_wait_and_hand_over_files",
             children::children_start_wait_and_hand_over_files,
+        ),
+        E2eTest::shared(
+            "run_api::a_question_waits_for_its_answer_and_the_next_attempt_resumes",
+            questions::a_question_waits_for_its_answer_and_the_next_attempt_resumes,
+        ),
+        E2eTest::shared(
+            "run_api::a_checkpoint_too_large_fails_the_run",
+            questions::a_checkpoint_too_large_fails_the_run,
+        ),
+        E2eTest::shared(
+            "run_api::memory_updates_of_runs_ending_together_lose_nothing",
+            memory::memory_updates_of_runs_ending_together_lose_nothing,
         ),
         E2eTest::shared(
             "run_api::requests_are_refused_as_they_should_be",

@@ -1,7 +1,8 @@
 //! Applies memory operations to a memory document: the one place the memory rules live
-//! (confidence threshold, duplicates, reinforcement, the fact cap).
+//! (confidence threshold, duplicates, reinforcement, the fact cap), shared by the runner's
+//! local memory file and the operator's memory ConfigMaps so both keep the same memory.
 
-use herd_crds::wire::{ContextField, Fact, MemoryDocument, MemoryOperation};
+use crate::wire::{ContextField, Fact, MemoryDocument, MemoryOperation};
 
 /// Facts below this confidence are not stored (DeerFlow's `fact_confidence_threshold`).
 pub const MIN_CONFIDENCE: f64 = 0.7;
@@ -110,7 +111,7 @@ fn evict(document: &mut MemoryDocument, max_facts: usize) {
 
 #[cfg(test)]
 mod tests {
-    use herd_crds::wire::FactCategory;
+    use crate::wire::FactCategory;
 
     use super::*;
 
