@@ -79,10 +79,19 @@ impl Scenario {
 
     /// Creates the Run `name` of `helper` with `task`.
     pub async fn create_run(&self, name: &str, task: &str) -> anyhow::Result<()> {
-        let run: Run = serde_json::from_value(json!({
+        self.create_run_with(name, json!({"task": task})).await
+    }
+
+    /// Creates the Run `name` of `helper` with `spec`'s fields.
+    pub async fn create_run_with(&self, name: &str, spec: Value) -> anyhow::Result<()> {
+        let mut run = json!({
             "apiVersion": "herd.dev/v1alpha1", "kind": "Run", "metadata": {"name": name},
-            "spec": {"agentRef": {"name": "helper"}, "task": task},
-        }))?;
+            "spec": {"agentRef": {"name": "helper"}},
+        });
+        if let (Some(full), Some(given)) = (run["spec"].as_object_mut(), spec.as_object()) {
+            full.extend(given.clone());
+        }
+        let run: Run = serde_json::from_value(run)?;
         self.runs().create(&Default::default(), &run).await?;
         Ok(())
     }
@@ -95,6 +104,18 @@ impl Scenario {
     /// Waits, for at most `timeout`, until the Run `name` has a `Succeeded` condition that is
     /// not `Unknown`; fails early when the kubelet has exited.
     pub async fn finished(&mut self, name: &str, timeout: Duration) -> anyhow::Result<Run> {
+        self.until(name, "finish", timeout, ended).await
+    }
+
+    /// Waits, for at most `timeout`, until the Run `name` is as `done` says (`what` it is
+    /// waited for, for the error); fails early when the kubelet has exited.
+    pub async fn until(
+        &mut self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&Run) -> bool,
+    ) -> anyhow::Result<Run> {
         let runs = self.runs();
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut events = watcher(runs, config).boxed();
@@ -104,7 +125,7 @@ impl Scenario {
                 tokio::select! {
                     event = events.next() => match event {
                         Some(Ok(watcher::Event::Apply(run) | watcher::Event::InitApply(run)))
-                            if ended(&run) => return Ok(run),
+                            if done(&run) => return Ok(run),
                         Some(Err(error)) => return Err(anyhow::Error::from(error)),
                         None => anyhow::bail!("the watch of Run {name} ended"),
                         Some(Ok(_)) => {}
@@ -115,7 +136,7 @@ impl Scenario {
         };
         tokio::time::timeout(timeout, wait).await.with_context(|| {
             format!(
-                "Run {name} did not finish within {timeout:?}; the kubelet's log ends:\n{}",
+                "Run {name} did not {what} within {timeout:?}; the kubelet's log ends:\n{}",
                 herd_e2e::dump::tail(self.kubelet.log(), 40)
             )
         })?

@@ -1,0 +1,121 @@
+//! Subagents in a cluster: each `task` call of the lead becomes a child Run with a Pod of its
+//! own, admitted under the Agent's caps; the files a child writes come back into the parent's
+//! `outputs/<child>/`.
+
+use std::time::Duration;
+
+use anyhow::ensure;
+use herd_crds::condition::ConditionStatus;
+use herd_e2e::TestEnv;
+use kube::ResourceExt;
+use serde_json::{Value, json};
+
+use super::cluster::Scenario;
+use super::script::{script_config_map, scripted_agent};
+use crate::operator::run_fixtures::{message, succeeded};
+
+/// The notes the children write, two per answer of the lead.
+const NOTES: [&str; 6] = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+
+/// The parent's answer once every note is in its outputs.
+const ALL_ARRIVED: &str = "All six notes arrived.";
+
+/// Six children in three rounds of two, each a Pod start and two model calls.
+const FAN_OUT_TIME: Duration = Duration::from_secs(240);
+
+/// The lead starts two children per answer over three answers, then reads what came back;
+/// each child writes its note into its own `outputs/` and answers. (JSON is YAML.)
+fn fan_out_script() -> String {
+    let mut rules =
+        vec![json!({"match": {"purpose": "title"}, "respond": {"content": "Six notes"}})];
+    let mut calls = 0;
+    for pair in NOTES.chunks(2) {
+        calls += 1;
+        let tasks: Vec<Value> = pair
+            .iter()
+            .map(|note| {
+                json!({"name": "task", "arguments": {"description": format!("Note {note}"),
+                    "prompt": format!("Write the note {note}."), "subagent_type": "general-purpose"}})
+            })
+            .collect();
+        rules.push(
+            json!({"match": {"role": "lead", "call": calls}, "respond": {"toolCalls": tasks}}),
+        );
+    }
+    let gather = "find /mnt/user-data/outputs -mindepth 2 -name 'note-*.md' -exec cat {} + | sort";
+    rules.push(
+        json!({"match": {"role": "lead", "call": calls + 1}, "respond": {"toolCalls": [
+        {"name": "bash", "arguments": {"description": "Gather the notes", "command": gather}}]}}),
+    );
+    let mut sorted = NOTES.to_vec();
+    sorted.sort_unstable();
+    let every_note = sorted
+        .iter()
+        .map(|note| format!("note {note}"))
+        .collect::<Vec<_>>()
+        .join(".*");
+    rules.push(json!({"match": {"role": "lead", "call": calls + 2,
+        "lastMessage": {"role": "tool", "regex": format!("(?s){every_note}")}},
+        "respond": {"content": ALL_ARRIVED}}));
+    rules.push(json!({"match": {"role": "lead", "call": calls + 2},
+        "respond": {"content": "Notes are missing."}}));
+    for note in NOTES {
+        rules.push(json!({"match": {"role": "subagent", "call": 1,
+            "lastMessage": {"contains": format!("note {note}.")}},
+            "respond": {"toolCalls": [{"name": "write_file", "arguments": {
+                "description": "Write the note",
+                "path": format!("/mnt/user-data/outputs/note-{note}.md"),
+                "content": format!("note {note}\n")}}]}}));
+    }
+    rules.push(
+        json!({"match": {"role": "subagent", "call": 2}, "respond": {"content": "Written."}}),
+    );
+    json!({ "rules": rules }).to_string()
+}
+
+/// Fan-out under `maxTotal: 6`, `maxConcurrent: 2`: all six children finish, their files
+/// arrive under the parent's `outputs/<child>/`, and the parent answers.
+pub async fn six_children_in_three_rounds_bring_their_files_back(
+    env: TestEnv,
+) -> anyhow::Result<()> {
+    let agent = scripted_agent(json!({
+        "subagents": {"enabled": true, "maxConcurrent": 2, "maxTotal": 6},
+    }));
+    let mut scenario = Scenario::start(&env, agent).await?;
+    script_config_map(&scenario.admin, &scenario.namespace, &fan_out_script()).await?;
+    scenario.create_run("notes", "Collect six notes.").await?;
+    let run = scenario.finished("notes", FAN_OUT_TIME).await?;
+    ensure!(
+        succeeded(&run, ConditionStatus::True, "Succeeded"),
+        "the parent ended otherwise: {}",
+        message(&run)
+    );
+    let answer = run
+        .status
+        .as_ref()
+        .and_then(|s| s.report.as_ref())
+        .and_then(|r| r.result.as_ref())
+        .map(|r| r.text.clone());
+    ensure!(
+        answer.as_deref() == Some(ALL_ARRIVED),
+        "the parent read every child's file from its outputs: {answer:?}"
+    );
+    let children: Vec<_> = scenario
+        .runs()
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|child| child.name_any() != "notes")
+        .collect();
+    ensure!(children.len() == NOTES.len(), "{} children", children.len());
+    for child in &children {
+        ensure!(
+            succeeded(child, ConditionStatus::True, "Succeeded"),
+            "child {} ended otherwise: {}",
+            child.name_any(),
+            message(child)
+        );
+    }
+    Ok(())
+}
