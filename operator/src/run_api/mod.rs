@@ -13,6 +13,7 @@ pub mod authenticate;
 pub mod authorize;
 pub mod body;
 pub mod certificate;
+pub mod connections;
 pub mod failure;
 pub mod listener;
 pub mod long_poll;
@@ -142,9 +143,6 @@ pub async fn serve(
         certificate,
     ));
     let app = routes::router(Arc::new(api));
-    // The server only ends with the operator; connection errors are axum's to handle.
-    let _ = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    connections::serve(listener, app, shutdown).await;
     follower.abort();
 }

@@ -27,8 +27,9 @@ pub const MODEL_KEY: &str = "sk-e2e-secret-value";
 pub struct Scenario {
     pub admin: Client,
     pub namespace: String,
-    /// Kept running for the scenario.
-    _operator: Running,
+    operator: Running,
+    /// What the operator was started with, to start it again.
+    operator_start: (herd_operator::Config, Client),
     kubelet: LocalKubelet,
 }
 
@@ -54,6 +55,7 @@ impl Scenario {
             .port();
         config.run_api_addr = format!("127.0.0.1:{port}").parse()?;
         config.runs.run_api_url = format!("https://127.0.0.1:{port}");
+        let operator_start = (config.clone(), operator.clone());
         let running = start_leader(config, operator).await?;
 
         let kubelet =
@@ -72,7 +74,8 @@ impl Scenario {
         Ok(Scenario {
             admin,
             namespace,
-            _operator: running,
+            operator: running,
+            operator_start,
             kubelet,
         })
     }
@@ -93,6 +96,17 @@ impl Scenario {
         }
         let run: Run = serde_json::from_value(run)?;
         self.runs().create(&Default::default(), &run).await?;
+        Ok(())
+    }
+
+    /// Stops the operator as a crash would (its Lease kept, its run API's connections cut) and
+    /// starts it again with the same settings on the same run API address.
+    pub async fn restart_operator(&mut self) -> anyhow::Result<()> {
+        self.operator.abort();
+        // Ended once aborted: the run API's port is free again.
+        let _ = self.operator.wait().await;
+        let (config, client) = self.operator_start.clone();
+        self.operator = start_leader(config, client).await?;
         Ok(())
     }
 

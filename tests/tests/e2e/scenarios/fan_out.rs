@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use herd_crds::condition::ConditionStatus;
+use herd_crds::run::Run;
 use herd_e2e::TestEnv;
+use herd_e2e::wait::wait_for;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
@@ -19,6 +21,9 @@ const NOTES: [&str; 6] = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
 
 /// The parent's answer once every note is in its outputs.
 const ALL_ARRIVED: &str = "All six notes arrived.";
+
+/// From the parent's creation to its first child: a Pod start and a model call.
+const CHILD_TIME: Duration = Duration::from_secs(90);
 
 /// Six children in three rounds of two, each a Pod start and two model calls.
 const FAN_OUT_TIME: Duration = Duration::from_secs(240);
@@ -78,12 +83,33 @@ fn fan_out_script() -> String {
 pub async fn six_children_in_three_rounds_bring_their_files_back(
     env: TestEnv,
 ) -> anyhow::Result<()> {
+    fan_out(env, false).await
+}
+
+/// The operator crashes while children are in flight and starts again: nothing is lost and no
+/// child is created twice.
+pub async fn an_operator_restart_mid_fan_out_loses_nothing(env: TestEnv) -> anyhow::Result<()> {
+    fan_out(env, true).await
+}
+
+async fn fan_out(env: TestEnv, restart: bool) -> anyhow::Result<()> {
     let agent = scripted_agent(json!({
         "subagents": {"enabled": true, "maxConcurrent": 2, "maxTotal": 6},
     }));
     let mut scenario = Scenario::start(&env, agent).await?;
     script_config_map(&scenario.admin, &scenario.namespace, &fan_out_script()).await?;
     scenario.create_run("notes", "Collect six notes.").await?;
+    if restart {
+        wait_for("a child in flight", CHILD_TIME, || async {
+            Ok(children(&scenario)
+                .await?
+                .iter()
+                .any(|child| !ended(child))
+                .then_some(()))
+        })
+        .await?;
+        scenario.restart_operator().await?;
+    }
     let run = scenario.finished("notes", FAN_OUT_TIME).await?;
     ensure!(
         succeeded(&run, ConditionStatus::True, "Succeeded"),
@@ -100,14 +126,7 @@ pub async fn six_children_in_three_rounds_bring_their_files_back(
         answer.as_deref() == Some(ALL_ARRIVED),
         "the parent read every child's file from its outputs: {answer:?}"
     );
-    let children: Vec<_> = scenario
-        .runs()
-        .list(&Default::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|child| child.name_any() != "notes")
-        .collect();
+    let children = children(&scenario).await?;
     ensure!(children.len() == NOTES.len(), "{} children", children.len());
     for child in &children {
         ensure!(
@@ -118,4 +137,23 @@ pub async fn six_children_in_three_rounds_bring_their_files_back(
         );
     }
     Ok(())
+}
+
+/// The parent's children, as the API server has them.
+async fn children(scenario: &Scenario) -> anyhow::Result<Vec<Run>> {
+    Ok(scenario
+        .runs()
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|child| child.name_any() != "notes")
+        .collect())
+}
+
+fn ended(run: &Run) -> bool {
+    run.status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .is_some_and(|phase| phase.is_finished())
 }

@@ -34,6 +34,10 @@ pub fn tests() -> Vec<E2eTest> {
             fan_out::six_children_in_three_rounds_bring_their_files_back,
         ),
         E2eTest::shared(
+            "scenarios::an_operator_restart_mid_fan_out_loses_nothing",
+            fan_out::an_operator_restart_mid_fan_out_loses_nothing,
+        ),
+        E2eTest::shared(
             "scenarios::an_answer_resumes_the_waiting_pod",
             clarification::an_answer_resumes_the_waiting_pod,
         ),
