@@ -157,3 +157,64 @@ fn ended(run: &Run) -> bool {
         .and_then(|s| s.phase)
         .is_some_and(|phase| phase.is_finished())
 }
+
+/// A `bash` child tries to ask the user and to fetch the web, neither of which its tools
+/// allow; each is an error it sees, and it answers without them.
+fn narrowed_script() -> String {
+    let mut rules = vec![json!({"match": {"purpose": "title"}, "respond": {"content": "Narrow"}})];
+    rules.push(
+        json!({"match": {"role": "lead", "call": 1}, "respond": {"toolCalls": [
+        {"name": "task", "arguments": {"description": "Try to widen",
+            "prompt": "Ask the user, then fetch the web.", "subagent_type": "bash"}}]}}),
+    );
+    rules.push(json!({"match": {"role": "lead", "call": 2,
+        "lastMessage": {"role": "tool", "contains": NARROWED}},
+        "respond": {"content": NARROWED}}));
+    rules.push(
+        json!({"match": {"role": "subagent", "call": 1}, "respond": {"toolCalls": [
+        {"name": "ask_clarification", "arguments": {"question": "May I?",
+            "clarification_type": "missing_info"}},
+        {"name": "web_fetch", "arguments": {"url": "https://example.com/"}}]}}),
+    );
+    rules.push(json!({"match": {"role": "subagent", "call": 2,
+        "anyMessage": {"role": "tool", "contains": "ask_clarification"}},
+        "respond": {"content": NARROWED}}));
+    json!({ "rules": rules }).to_string()
+}
+
+/// What the child answers once its tools were refused, and the parent after it.
+const NARROWED: &str = "Neither tool was mine to use.";
+
+/// A child cannot ask the user a question, nor use a tool its subagent type does not have:
+/// both are refused, the child answers, and the parent finishes.
+pub async fn a_child_cannot_ask_or_widen_its_tools(env: TestEnv) -> anyhow::Result<()> {
+    let agent = scripted_agent(json!({
+        "subagents": {"enabled": true, "maxConcurrent": 1, "maxTotal": 1},
+    }));
+    let mut scenario = Scenario::start(&env, agent).await?;
+    script_config_map(&scenario.admin, &scenario.namespace, &narrowed_script()).await?;
+    scenario
+        .create_run("notes", "Try to widen a child.")
+        .await?;
+    let run = scenario.finished("notes", FAN_OUT_TIME).await?;
+    ensure!(
+        succeeded(&run, ConditionStatus::True, "Succeeded"),
+        "the parent ended otherwise: {}",
+        message(&run)
+    );
+    let children = children(&scenario).await?;
+    let [child] = children.as_slice() else {
+        anyhow::bail!("{} children", children.len());
+    };
+    let report = child.status.as_ref().and_then(|s| s.report.as_ref());
+    ensure!(
+        report.is_some_and(|r| r.clarification.is_none()),
+        "the child asked nothing: {report:?}"
+    );
+    ensure!(
+        succeeded(child, ConditionStatus::True, "Succeeded"),
+        "the child ended otherwise: {}",
+        message(child)
+    );
+    Ok(())
+}

@@ -38,6 +38,10 @@ pub fn tests() -> Vec<E2eTest> {
             fan_out::an_operator_restart_mid_fan_out_loses_nothing,
         ),
         E2eTest::shared(
+            "scenarios::a_child_cannot_ask_or_widen_its_tools",
+            fan_out::a_child_cannot_ask_or_widen_its_tools,
+        ),
+        E2eTest::shared(
             "scenarios::an_answer_resumes_the_waiting_pod",
             clarification::an_answer_resumes_the_waiting_pod,
         ),
