@@ -122,7 +122,8 @@ impl Scenario {
     }
 
     /// Waits, for at most `timeout`, until the Run `name` is as `done` says (`what` it is
-    /// waited for, for the error); fails early when the kubelet has exited.
+    /// waited for, for the error); fails early when the kubelet has exited or the Run ended
+    /// otherwise.
     pub async fn until(
         &mut self,
         name: &str,
@@ -139,7 +140,7 @@ impl Scenario {
                 tokio::select! {
                     event = events.next() => match event {
                         Some(Ok(watcher::Event::Apply(run) | watcher::Event::InitApply(run)))
-                            if done(&run) => return Ok(run),
+                            if done(&run) || ended(&run) => return Ok(run),
                         Some(Err(error)) => return Err(anyhow::Error::from(error)),
                         None => anyhow::bail!("the watch of Run {name} ended"),
                         Some(Ok(_)) => {}
@@ -148,12 +149,22 @@ impl Scenario {
                 }
             }
         };
-        tokio::time::timeout(timeout, wait).await.with_context(|| {
-            format!(
-                "Run {name} did not {what} within {timeout:?}; the kubelet's log ends:\n{}",
+        let run = tokio::time::timeout(timeout, wait)
+            .await
+            .with_context(|| {
+                format!(
+                    "Run {name} did not {what} within {timeout:?}; the kubelet's log ends:\n{}",
+                    herd_e2e::dump::tail(self.kubelet.log(), 40)
+                )
+            })??;
+        if !done(&run) {
+            anyhow::bail!(
+                "Run {name} ended before it could {what}: {}; the kubelet's log ends:\n{}",
+                crate::operator::run_fixtures::message(&run),
                 herd_e2e::dump::tail(self.kubelet.log(), 40)
-            )
-        })?
+            );
+        }
+        Ok(run)
     }
 
     /// Every file a container wrote that a user could read: each container's output and
