@@ -19,6 +19,7 @@ pub mod checkpoint;
 pub mod child_outcome;
 pub mod children;
 pub mod clarification;
+pub mod connections;
 pub mod failure;
 pub mod listener;
 pub mod long_poll;
@@ -150,9 +151,6 @@ pub async fn serve(
         certificate,
     ));
     let app = routes::router(Arc::new(api));
-    // The server only ends with the operator; connection errors are axum's to handle.
-    let _ = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    connections::serve(listener, app, shutdown).await;
     follower.abort();
 }

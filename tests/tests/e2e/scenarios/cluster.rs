@@ -27,8 +27,9 @@ pub const MODEL_KEY: &str = "sk-e2e-secret-value";
 pub struct Scenario {
     pub admin: Client,
     pub namespace: String,
-    /// Kept running for the scenario.
-    _operator: Running,
+    operator: Running,
+    /// What the operator was started with, to start it again.
+    operator_start: (herd_operator::Config, Client),
     kubelet: LocalKubelet,
 }
 
@@ -54,6 +55,7 @@ impl Scenario {
             .port();
         config.run_api_addr = format!("127.0.0.1:{port}").parse()?;
         config.runs.run_api_url = format!("https://127.0.0.1:{port}");
+        let operator_start = (config.clone(), operator.clone());
         let running = start_leader(config, operator).await?;
 
         let kubelet =
@@ -72,18 +74,39 @@ impl Scenario {
         Ok(Scenario {
             admin,
             namespace,
-            _operator: running,
+            operator: running,
+            operator_start,
             kubelet,
         })
     }
 
     /// Creates the Run `name` of `helper` with `task`.
     pub async fn create_run(&self, name: &str, task: &str) -> anyhow::Result<()> {
-        let run: Run = serde_json::from_value(json!({
+        self.create_run_with(name, json!({"task": task})).await
+    }
+
+    /// Creates the Run `name` of `helper` with `spec`'s fields.
+    pub async fn create_run_with(&self, name: &str, spec: Value) -> anyhow::Result<()> {
+        let mut run = json!({
             "apiVersion": "herd.dev/v1alpha1", "kind": "Run", "metadata": {"name": name},
-            "spec": {"agentRef": {"name": "helper"}, "task": task},
-        }))?;
+            "spec": {"agentRef": {"name": "helper"}},
+        });
+        if let (Some(full), Some(given)) = (run["spec"].as_object_mut(), spec.as_object()) {
+            full.extend(given.clone());
+        }
+        let run: Run = serde_json::from_value(run)?;
         self.runs().create(&Default::default(), &run).await?;
+        Ok(())
+    }
+
+    /// Stops the operator as a crash would (its Lease kept, its run API's connections cut) and
+    /// starts it again with the same settings on the same run API address.
+    pub async fn restart_operator(&mut self) -> anyhow::Result<()> {
+        self.operator.abort();
+        // Ended once aborted: the run API's port is free again.
+        let _ = self.operator.wait().await;
+        let (config, client) = self.operator_start.clone();
+        self.operator = start_leader(config, client).await?;
         Ok(())
     }
 
@@ -95,6 +118,19 @@ impl Scenario {
     /// Waits, for at most `timeout`, until the Run `name` has a `Succeeded` condition that is
     /// not `Unknown`; fails early when the kubelet has exited.
     pub async fn finished(&mut self, name: &str, timeout: Duration) -> anyhow::Result<Run> {
+        self.until(name, "finish", timeout, ended).await
+    }
+
+    /// Waits, for at most `timeout`, until the Run `name` is as `done` says (`what` it is
+    /// waited for, for the error); fails early when the kubelet has exited or the Run ended
+    /// otherwise.
+    pub async fn until(
+        &mut self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&Run) -> bool,
+    ) -> anyhow::Result<Run> {
         let runs = self.runs();
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut events = watcher(runs, config).boxed();
@@ -104,7 +140,7 @@ impl Scenario {
                 tokio::select! {
                     event = events.next() => match event {
                         Some(Ok(watcher::Event::Apply(run) | watcher::Event::InitApply(run)))
-                            if ended(&run) => return Ok(run),
+                            if done(&run) || ended(&run) => return Ok(run),
                         Some(Err(error)) => return Err(anyhow::Error::from(error)),
                         None => anyhow::bail!("the watch of Run {name} ended"),
                         Some(Ok(_)) => {}
@@ -113,12 +149,22 @@ impl Scenario {
                 }
             }
         };
-        tokio::time::timeout(timeout, wait).await.with_context(|| {
-            format!(
-                "Run {name} did not finish within {timeout:?}; the kubelet's log ends:\n{}",
+        let run = tokio::time::timeout(timeout, wait)
+            .await
+            .with_context(|| {
+                format!(
+                    "Run {name} did not {what} within {timeout:?}; the kubelet's log ends:\n{}",
+                    herd_e2e::dump::tail(self.kubelet.log(), 40)
+                )
+            })??;
+        if !done(&run) {
+            anyhow::bail!(
+                "Run {name} ended before it could {what}: {}; the kubelet's log ends:\n{}",
+                crate::operator::run_fixtures::message(&run),
                 herd_e2e::dump::tail(self.kubelet.log(), 40)
-            )
-        })?
+            );
+        }
+        Ok(run)
     }
 
     /// Every file a container wrote that a user could read: each container's output and

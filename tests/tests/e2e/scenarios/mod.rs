@@ -3,9 +3,13 @@
 //! Pod's `agent` and `sandbox` containers as `herd-runner pod` and `herd-runner sandbox`, the
 //! runner reports through the run API, and the Run ends with the report in its status.
 
+mod clarification;
 mod cluster;
+mod fan_out;
 mod leaks;
 mod llama;
+mod memory;
+mod script;
 mod scripted;
 
 use herd_e2e::E2eTest;
@@ -24,6 +28,34 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "scenarios::a_run_calls_a_real_model_server",
             llama::a_run_calls_a_real_model_server,
+        ),
+        E2eTest::shared(
+            "scenarios::six_children_in_three_rounds_bring_their_files_back",
+            fan_out::six_children_in_three_rounds_bring_their_files_back,
+        ),
+        E2eTest::shared(
+            "scenarios::an_operator_restart_mid_fan_out_loses_nothing",
+            fan_out::an_operator_restart_mid_fan_out_loses_nothing,
+        ),
+        E2eTest::shared(
+            "scenarios::a_child_cannot_ask_or_widen_its_tools",
+            fan_out::a_child_cannot_ask_or_widen_its_tools,
+        ),
+        E2eTest::shared(
+            "scenarios::an_answer_resumes_the_waiting_pod",
+            clarification::an_answer_resumes_the_waiting_pod,
+        ),
+        E2eTest::shared(
+            "scenarios::a_lost_pod_resumes_from_the_checkpoint",
+            clarification::a_lost_pod_resumes_from_the_checkpoint,
+        ),
+        E2eTest::shared(
+            "scenarios::plan_mode_todos_show_while_the_run_waits",
+            clarification::plan_mode_todos_show_while_the_run_waits,
+        ),
+        E2eTest::shared(
+            "scenarios::runs_ending_together_lose_no_memory",
+            memory::runs_ending_together_lose_no_memory,
         ),
     ]
 }

@@ -8,11 +8,12 @@ use herd_crds::condition::ConditionStatus;
 use herd_crds::report::StopReason;
 use herd_e2e::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
 
 use super::cluster::Scenario;
 use super::leaks::assert_key_nowhere;
+use super::script::{script_config_map, scripted_agent};
 use crate::operator::run_fixtures::{message, succeeded};
 
 /// How long a scripted Run may take from creation to its end: the Pod's two containers start,
@@ -38,29 +39,10 @@ rules:
     respond: {content: "Hello from the pod.", usage: {inputTokens: 300, outputTokens: 6}}
 "##;
 
-async fn script_config_map(
-    admin: &kube::Client,
-    namespace: &str,
-    script: &str,
-) -> anyhow::Result<()> {
-    let config_map: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "script"}, "data": {"script.yaml": script},
-    }))?;
-    Api::<ConfigMap>::namespaced(admin.clone(), namespace)
-        .create(&PostParams::default(), &config_map)
-        .await?;
-    Ok(())
-}
-
-fn scripted_model() -> serde_json::Value {
-    json!({"model": {"provider": "scripted", "name": "script",
-        "scriptFrom": {"configMapKeyRef": {"name": "script", "key": "script.yaml"}}}})
-}
-
 /// A Run of the scripted Agent succeeds: the answer, title and usage in status, `answer.md`
 /// and the presented file in the result ConfigMap; the model key is nowhere but the Secret.
 pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> anyhow::Result<()> {
-    let mut scenario = Scenario::start(&env, scripted_model()).await?;
+    let mut scenario = Scenario::start(&env, scripted_agent(json!({}))).await?;
     script_config_map(&scenario.admin, &scenario.namespace, SCRIPT).await?;
     scenario.create_run("hello", "Say hello.").await?;
     let run = scenario.finished("hello", RUN_TIME).await?;
@@ -118,7 +100,7 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
 /// A runner that cannot start (its script is not YAML) exits non-zero with a termination
 /// message, and the Run fails with that message.
 pub async fn a_crashing_runner_fails_the_run_with_its_message(env: TestEnv) -> anyhow::Result<()> {
-    let mut scenario = Scenario::start(&env, scripted_model()).await?;
+    let mut scenario = Scenario::start(&env, scripted_agent(json!({}))).await?;
     script_config_map(&scenario.admin, &scenario.namespace, "rules: [unclosed").await?;
     scenario.create_run("broken", "Say hello.").await?;
     let run = scenario.finished("broken", RUN_TIME).await?;
