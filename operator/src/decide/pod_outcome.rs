@@ -11,6 +11,9 @@ pub const AGENT_CONTAINER: &str = "agent";
 /// termination log instead.
 pub const FALLBACK_EXIT_CODE: i32 = 75;
 
+/// Exit codes of a process ended by SIGTERM (the runner's own 143) or SIGKILL.
+const STOPPED_BY_SIGNAL: [i32; 2] = [143, 137];
+
 /// Where an attempt's Pod stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodOutcome {
@@ -76,7 +79,18 @@ pub fn pod_outcome(pod: &Pod) -> PodOutcome {
         .iter()
         .flatten()
         .find(|c| c.name == AGENT_CONTAINER);
-    if let Some(exit) = agent.and_then(agent_exit) {
+    let exit = agent.and_then(agent_exit);
+    // A Pod being deleted stops its containers: SIGTERM, then SIGKILL after the grace period.
+    // An agent that ended so (or is still stopping) was ended by the deletion, not by its own
+    // failure. The operator's own deletions (cancel, deadline) have decided the Run before.
+    if pod.metadata.deletion_timestamp.is_some()
+        && exit
+            .as_ref()
+            .is_none_or(|exit| STOPPED_BY_SIGNAL.contains(&exit.exit_code))
+    {
+        return PodOutcome::Infrastructure("the pod was deleted".to_owned());
+    }
+    if let Some(exit) = exit {
         return PodOutcome::AgentExited(exit);
     }
     match status.phase.as_deref() {
@@ -159,6 +173,33 @@ mod tests {
                 oom_killed: true,
                 message: String::new()
             })
+        );
+    }
+
+    #[test]
+    fn a_deleted_pod_stopped_by_its_signals_is_infrastructure_but_not_an_earlier_exit() {
+        let deleting = |state: serde_json::Value| {
+            let mut pod = pod(json!({"phase": "Running", "containerStatuses": agent_state(state)}));
+            pod.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            );
+            pod_outcome(&pod)
+        };
+        let deleted = PodOutcome::Infrastructure("the pod was deleted".into());
+        assert_eq!(deleting(json!({"running": {}})), deleted, "still stopping");
+        for code in [143, 137] {
+            assert_eq!(
+                deleting(json!({"terminated": {"exitCode": code}})),
+                deleted,
+                "exit {code}"
+            );
+        }
+        assert!(
+            matches!(
+                deleting(json!({"terminated": {"exitCode": 1}})),
+                PodOutcome::AgentExited(AgentExit { exit_code: 1, .. })
+            ),
+            "the agent failed on its own before the deletion"
         );
     }
 

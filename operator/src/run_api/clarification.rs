@@ -79,10 +79,14 @@ pub async fn clarification(
             request.seq, live.seq
         )));
     }
-    api.progress.forget(&RunKey {
+    let key = RunKey {
         path: admitted.path.clone(),
         uid: admitted.uid.clone(),
-    });
+    };
+    // Progress sent just before the question may still wait in the coalescer (or be on its
+    // way): the question's report carries it, so the todos written before asking show.
+    let progress = api.progress.latest(&key);
+    api.progress.forget(&key);
     let name = &admitted.path.name;
     let namespace = &admitted.path.namespace;
     let checkpointed = match too_large(name, gzip.len()) {
@@ -106,6 +110,7 @@ pub async fn clarification(
                 request.seq,
                 &question,
                 &checkpointed,
+                progress.as_ref(),
             )? {
                 AfterClarification::Write(next) => {
                     let stop = next.stop_reason.unwrap_or(StopReason::InputRequired);

@@ -42,6 +42,8 @@ pub type WriteProgress =
 /// One Run's writer: the newest report taken and the one waiting to be written.
 struct Slot {
     newest: (u32, u64),
+    /// The newest report taken, written or not.
+    latest: ProgressReport,
     pending: Option<ProgressReport>,
     retries: u32,
 }
@@ -80,6 +82,7 @@ impl Coalescer {
                 return false;
             }
             slot.newest = order;
+            slot.latest = report.clone();
             slot.pending = Some(report);
             return true;
         }
@@ -87,6 +90,7 @@ impl Coalescer {
             run.clone(),
             Slot {
                 newest: order,
+                latest: report.clone(),
                 pending: None,
                 retries: 0,
             },
@@ -100,6 +104,12 @@ impl Coalescer {
             report,
         ));
         true
+    }
+
+    /// The newest report of `run` taken within the last interval: waiting, being written or
+    /// just written.
+    pub fn latest(&self, run: &RunKey) -> Option<ProgressReport> {
+        lock(&self.slots).get(run).map(|slot| slot.latest.clone())
     }
 
     /// Drops what waits for `run` (its result supersedes it).

@@ -168,7 +168,8 @@ pub enum AfterClarification {
 }
 
 /// The report after a question of `attempt` at `seq`: `InputRequired` with the question (the
-/// title, todos and usage of the attempt kept, as the body carries none), or
+/// title, todos and usage of the attempt kept, as the body carries none: from `progress`, the
+/// newest progress the run API took, when the live report does not have it yet), or
 /// `CheckpointTooLarge` when the checkpoint did not fit; refused when `seq` is below the live
 /// one.
 pub fn after_clarification(
@@ -177,6 +178,7 @@ pub fn after_clarification(
     seq: u64,
     question: &Clarification,
     checkpointed: &Checkpointed,
+    progress: Option<&ProgressReport>,
 ) -> Result<AfterClarification, Failure> {
     let same_attempt = live.filter(|l| l.attempt == attempt);
     if let Some(live) = same_attempt {
@@ -207,12 +209,28 @@ pub fn after_clarification(
             }),
         ),
     };
+    let unwritten = progress.filter(|p| {
+        p.attempt == attempt && p.seq < seq && same_attempt.is_none_or(|l| p.seq > l.seq)
+    });
+    let kept_title = || same_attempt.and_then(|l| l.title.clone());
+    let (title, todos, usage) = match unwritten {
+        Some(p) => (
+            title(p.title.as_deref()).or_else(kept_title),
+            todos(&p.todos),
+            p.usage,
+        ),
+        None => (
+            kept_title(),
+            same_attempt.map(|l| l.todos.clone()).unwrap_or_default(),
+            same_attempt.map(|l| l.usage).unwrap_or_default(),
+        ),
+    };
     Ok(AfterClarification::Write(Box::new(RunReport {
         attempt,
         seq,
-        title: same_attempt.and_then(|l| l.title.clone()),
-        todos: same_attempt.map(|l| l.todos.clone()).unwrap_or_default(),
-        usage: same_attempt.map(|l| l.usage).unwrap_or_default(),
+        title,
+        todos,
+        usage,
         clarification,
         result,
         stop_reason: Some(stop_reason),
@@ -462,10 +480,15 @@ mod tests {
         let mut going = live(1, 4, None);
         going.todos = todos(&progress(1, 4).todos);
         going.usage.model_calls = 4;
-        let AfterClarification::Write(report) =
-            after_clarification(Some(&going), 1, 5, &question("q-1"), &Checkpointed::Written)
-                .unwrap()
-        else {
+        let AfterClarification::Write(report) = after_clarification(
+            Some(&going),
+            1,
+            5,
+            &question("q-1"),
+            &Checkpointed::Written,
+            None,
+        )
+        .unwrap() else {
             panic!("written");
         };
         assert_eq!((report.attempt, report.seq), (1, 5));
@@ -474,10 +497,15 @@ mod tests {
         assert_eq!(report.title.as_deref(), Some("Old title"));
         assert_eq!((report.todos.len(), report.usage.model_calls), (1, 4));
         assert_eq!(report.result, None);
-        let AfterClarification::Write(fresh) =
-            after_clarification(Some(&going), 2, 1, &question("q-2"), &Checkpointed::Written)
-                .unwrap()
-        else {
+        let AfterClarification::Write(fresh) = after_clarification(
+            Some(&going),
+            2,
+            1,
+            &question("q-2"),
+            &Checkpointed::Written,
+            None,
+        )
+        .unwrap() else {
             panic!("written");
         };
         assert_eq!(
@@ -488,6 +516,38 @@ mod tests {
     }
 
     #[test]
+    fn a_question_carries_the_progress_not_written_yet_and_no_older_one() {
+        let going = live(1, 2, None);
+        let mut unwritten = progress(1, 4);
+        unwritten.title = Some("Plan".into());
+        let ask = |progress: &ProgressReport| {
+            let AfterClarification::Write(report) = after_clarification(
+                Some(&going),
+                1,
+                5,
+                &question("q-1"),
+                &Checkpointed::Written,
+                Some(progress),
+            )
+            .unwrap() else {
+                panic!("written");
+            };
+            report
+        };
+        let report = ask(&unwritten);
+        assert_eq!(report.title.as_deref(), Some("Plan"));
+        assert_eq!((report.todos.len(), report.usage.model_calls), (1, 3));
+        for stale in [progress(1, 1), progress(1, 6), progress(2, 4)] {
+            let report = ask(&stale);
+            assert_eq!(
+                (report.todos.len(), report.title.as_deref()),
+                (0, Some("Old title")),
+                "{stale:?} is not the question's progress"
+            );
+        }
+    }
+
+    #[test]
     fn a_checkpoint_too_large_fails_the_run_saying_why() {
         let AfterClarification::Write(report) = after_clarification(
             None,
@@ -495,6 +555,7 @@ mod tests {
             1,
             &question("q-1"),
             &Checkpointed::TooLarge("1 MiB is over 900 KiB".into()),
+            None,
         )
         .unwrap() else {
             panic!("written");
@@ -510,7 +571,14 @@ mod tests {
         let mut asked = live(1, 5, Some(StopReason::InputRequired));
         asked.clarification = Some(question("q-1"));
         let retry = |seq, id: &str| {
-            after_clarification(Some(&asked), 1, seq, &question(id), &Checkpointed::Written)
+            after_clarification(
+                Some(&asked),
+                1,
+                seq,
+                &question(id),
+                &Checkpointed::Written,
+                None,
+            )
         };
         assert_eq!(
             retry(5, "q-1"),
@@ -523,7 +591,14 @@ mod tests {
         assert_eq!(retry(4, "q-0").unwrap_err().status.as_u16(), 400);
         let done = live(1, 7, Some(StopReason::Completed));
         assert_eq!(
-            after_clarification(Some(&done), 1, 8, &question("q"), &Checkpointed::Written),
+            after_clarification(
+                Some(&done),
+                1,
+                8,
+                &question("q"),
+                &Checkpointed::Written,
+                None
+            ),
             Ok(AfterClarification::Stored(StopReason::Completed)),
             "a result is final"
         );

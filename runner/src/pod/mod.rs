@@ -34,7 +34,7 @@ pub use self::fallback::FALLBACK_EXIT_CODE;
 use self::fallback::fallback_report;
 use self::result::{fallback_text, hand_back_outputs, outcome_report, result_report};
 use self::resume::{Resume, resume};
-use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
+use crate::agent::{AgentEvent, Limits, Observer, RunEnv, RunOutcome};
 use crate::control::deadline::Deadline;
 use crate::control::run_api::{RunApiClient, RunApiControlPlane};
 use crate::control::{AskOutcome, ControlError, ControlPlane};
@@ -363,9 +363,24 @@ impl Lead<'_> {
         let dyn_control: Arc<dyn ControlPlane> = (*control).clone();
         let reserve = POSTING_RESERVE.min(plan.time_left / 10);
         let lead_deadline = control.deadline().earlier_by(reserve);
-        let lead = agents
-            .lead(&dyn_control, Some(lead_deadline.clone()))
-            .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
+        // A child Run is its parent's `task` call: it runs as that subagent (its prompt, its
+        // tools, no questions or presented files), as it would have in-process.
+        let lead = match plan.subagent_type {
+            Some(kind) => agents.subagent(
+                kind,
+                kind.as_str().to_owned(),
+                plan.delegates_at(plan.depth),
+                &dyn_control,
+                Limits {
+                    max_model_calls: plan.max_model_calls,
+                    deadline: Some(lead_deadline.clone()),
+                    token_budget: plan.token_budget,
+                    ..Limits::default()
+                },
+            ),
+            None => agents.lead(&dyn_control, Some(lead_deadline.clone())),
+        }
+        .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
         control.use_compactor(agents.checkpoint_compactor(&lead));
         if let Some(resume) = resume {
             match self.answer(&resume).await? {

@@ -30,7 +30,9 @@ fn fact(n: usize) -> String {
 fn memory_script() -> String {
     let mut rules = vec![
         json!({"match": {"purpose": "title"}, "respond": {"content": "A fact"}}),
-        json!({"match": {"role": "lead", "call": 1}, "respond": {"content": "Noted."}}),
+        // `call` counts per purpose: without `purpose`, the memory call would match too.
+        json!({"match": {"role": "lead", "purpose": "main", "call": 1},
+            "respond": {"content": "Noted."}}),
     ];
     for n in 1..=RUNS {
         let operations = json!({"operations": [{"op": "add",
