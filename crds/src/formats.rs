@@ -215,10 +215,23 @@ mod tests {
 
     #[test]
     fn reserved_headers() {
-        for reserved in ["Host", "content-type", "MCP-SESSION-ID", "Mcp-Param-Region", "te"] {
+        for reserved in [
+            "Host",
+            "content-type",
+            "MCP-SESSION-ID",
+            "Mcp-Param-Region",
+            "te",
+        ] {
             assert!(is_reserved_header(reserved), "{reserved}");
         }
-        for free in ["Authorization", "X-Api-Key", "X-Content-Type", "Hosts", "Mcp", "Tea"] {
+        for free in [
+            "Authorization",
+            "X-Api-Key",
+            "X-Content-Type",
+            "Hosts",
+            "Mcp",
+            "Tea",
+        ] {
             assert!(!is_reserved_header(free), "{free}");
         }
     }

@@ -778,7 +778,13 @@ fn mcp_names_headers_env_and_urls_are_checked() {
             rules::HEADER_NAME_SUFFIX,
         );
     }
-    for reserved in ["Host", "content-length", "CONTENT-TYPE", "Accept", "Mcp-Session-Id"] {
+    for reserved in [
+        "Host",
+        "content-length",
+        "CONTENT-TYPE",
+        "Accept",
+        "Mcp-Session-Id",
+    ] {
         assert_quoted(
             &header(reserved),
             "spec.mcp.servers[0].headers[0].name",

@@ -208,9 +208,9 @@ mod tests {
         let values = BTreeMap::from([((0, 0), "s3cret".to_owned())]);
         let error = plan_mcp(Some(&reserved), &values).unwrap_err();
         assert!(
-            error
-                .0
-                .starts_with("spec.mcp.servers[0].headers[0].name: \"CONTENT-length\" cannot be set"),
+            error.0.starts_with(
+                "spec.mcp.servers[0].headers[0].name: \"CONTENT-length\" cannot be set"
+            ),
             "{error}"
         );
         let slow = self::spec("servers:\n- {name: t, command: [t], timeout: soon}");

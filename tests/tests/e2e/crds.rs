@@ -191,7 +191,10 @@ async fn reserved_mcp_headers_are_rejected_in_any_case(env: TestEnv) -> anyhow::
     };
     // Each name as listed, lowercased, uppercased and with its case flipped letter by letter.
     let mut reserved: Vec<String> = Vec::new();
-    for name in RESERVED_HEADERS.iter().chain(&["Mcp-Session-Id", "Mcp-Protocol-Version"]) {
+    for name in RESERVED_HEADERS
+        .iter()
+        .chain(&["Mcp-Session-Id", "Mcp-Protocol-Version"])
+    {
         let alternating: String = name
             .chars()
             .enumerate()
@@ -224,10 +227,21 @@ async fn reserved_mcp_headers_are_rejected_in_any_case(env: TestEnv) -> anyhow::
             Err(_) => {}
         }
     }
-    let lookalikes = ["Authorization", "X-Api-Key", "X-Content-Type", "Hosts", "Mcp", "Tea"];
+    let lookalikes = [
+        "Authorization",
+        "X-Api-Key",
+        "X-Content-Type",
+        "Hosts",
+        "Mcp",
+        "Tea",
+    ];
     for (index, name) in lookalikes.iter().enumerate() {
-        if let Err(message) =
-            create_strict(&client, env.namespace(), &agent(reserved.len() + index, name)).await?
+        if let Err(message) = create_strict(
+            &client,
+            env.namespace(),
+            &agent(reserved.len() + index, name),
+        )
+        .await?
         {
             failures.push(format!("{name}: rejected with {message:?}"));
         }
