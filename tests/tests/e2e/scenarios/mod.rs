@@ -6,6 +6,7 @@
 mod cluster;
 mod leaks;
 mod llama;
+mod mcp;
 mod scripted;
 
 use herd_e2e::E2eTest;
@@ -24,6 +25,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "scenarios::a_run_calls_a_real_model_server",
             llama::a_run_calls_a_real_model_server,
+        ),
+        E2eTest::shared(
+            "scenarios::a_run_calls_an_http_mcp_server_with_a_secret_header",
+            mcp::a_run_calls_an_http_mcp_server_with_a_secret_header,
         ),
     ]
 }

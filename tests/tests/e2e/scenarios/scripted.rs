@@ -12,7 +12,7 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use super::cluster::Scenario;
-use super::leaks::assert_key_nowhere;
+use super::leaks::{MODEL_SECRET, assert_secrets_nowhere};
 use crate::operator::run_fixtures::{message, succeeded};
 
 /// How long a scripted Run may take from creation to its end: the Pod's two containers start,
@@ -38,7 +38,8 @@ rules:
     respond: {content: "Hello from the pod.", usage: {inputTokens: 300, outputTokens: 6}}
 "##;
 
-async fn script_config_map(
+/// Creates the ConfigMap `script` holding `script` as `script.yaml`.
+pub async fn script_config_map(
     admin: &kube::Client,
     namespace: &str,
     script: &str,
@@ -111,7 +112,7 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
             .any(|b| b.0 == b"# Hello\n"),
         "the presented file's bytes"
     );
-    assert_key_nowhere(&scenario, &run).await?;
+    assert_secrets_nowhere(&scenario, &run, &[MODEL_SECRET]).await?;
     Ok(())
 }
 
