@@ -44,6 +44,7 @@ static DOT_DOT_SEGMENT: Pattern = LazyLock::new(|| regex("(^|/)[.][.](/|$)"));
 static HYPHENATED_LOWERCASE: Pattern = LazyLock::new(|| regex("^[a-z0-9]+(-[a-z0-9]+)*$"));
 static HEADER_NAME: Pattern = LazyLock::new(|| regex("^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$"));
 static ENV_NAME: Pattern = LazyLock::new(|| regex("^[A-Za-z_][A-Za-z0-9_]*$"));
+static RESERVED_HEADER: Pattern = LazyLock::new(|| regex(crate::rules::RESERVED_HEADER_PATTERN));
 
 /// A DNS-1123 subdomain: what `runtimeClassName`, `storageClassName` and most object names are.
 /// (Lengths are the schema's `maxLength`.)
@@ -70,6 +71,12 @@ pub fn is_mcp_server_name(text: &str) -> bool {
 /// An HTTP header name: letters and digits in groups joined by single hyphens.
 pub fn is_header_name(text: &str) -> bool {
     matches(&HEADER_NAME, text)
+}
+
+/// A header an Agent cannot set on an MCP server (`rules::RESERVED_HEADERS` or an `Mcp-`
+/// header), in any case: the API server's rule and local runs both ask this.
+pub fn is_reserved_header(name: &str) -> bool {
+    matches(&RESERVED_HEADER, name)
 }
 
 /// An environment variable name.
@@ -149,6 +156,7 @@ mod tests {
             &HYPHENATED_LOWERCASE,
             &HEADER_NAME,
             &ENV_NAME,
+            &RESERVED_HEADER,
         ] {
             assert!(pattern.is_some());
         }
@@ -205,9 +213,71 @@ mod tests {
         }
     }
 
+    #[test]
+    fn reserved_headers() {
+        for reserved in [
+            "Host",
+            "content-type",
+            "MCP-SESSION-ID",
+            "Mcp-Param-Region",
+            "te",
+        ] {
+            assert!(is_reserved_header(reserved), "{reserved}");
+        }
+        for free in [
+            "Authorization",
+            "X-Api-Key",
+            "X-Content-Type",
+            "Hosts",
+            "Mcp",
+            "Tea",
+        ] {
+            assert!(!is_reserved_header(free), "{free}");
+        }
+    }
+
+    /// `name` with the case of each letter flipped where `flips` says so.
+    fn recased(name: &str, flips: &[bool]) -> String {
+        name.chars()
+            .zip(flips.iter().cycle())
+            .map(|(c, flip)| {
+                if *flip {
+                    c.to_ascii_uppercase()
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    }
+
     use proptest::prelude::*;
 
     proptest! {
+        #[test]
+        fn a_reserved_header_is_reserved_in_any_case(
+            index in 0..crate::rules::RESERVED_HEADERS.len(),
+            flips in proptest::collection::vec(any::<bool>(), 1..24),
+        ) {
+            let name = recased(crate::rules::RESERVED_HEADERS[index], &flips);
+            prop_assert!(is_reserved_header(&name), "{}", name);
+            let protocol = recased("Mcp-Session-Id", &flips);
+            prop_assert!(is_reserved_header(&protocol), "{}", protocol);
+        }
+
+        #[test]
+        fn case_never_changes_whether_a_header_is_reserved(
+            name in "[A-Za-z0-9]{1,10}(-[A-Za-z0-9]{1,10}){0,3}",
+            flips in proptest::collection::vec(any::<bool>(), 1..24),
+        ) {
+            let reserved = is_reserved_header(&name);
+            prop_assert_eq!(is_reserved_header(&recased(&name, &flips)), reserved);
+            let listed = crate::rules::RESERVED_HEADERS
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(&name));
+            let protocol = name.len() > 4 && name[..4].eq_ignore_ascii_case("mcp-");
+            prop_assert_eq!(reserved, listed || protocol, "{}", name);
+        }
+
         #[test]
         fn never_panic(text in "\\PC{0,80}") {
             let _ = (is_cidr(&text), is_http_url(&text), is_image(&text), is_quantity(&text));

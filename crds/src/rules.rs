@@ -307,6 +307,44 @@ pub const HEADER_NAME_MESSAGE: &str = "'\"' + self + '\" is not an HTTP header n
 /// What [`HEADER_NAME_MESSAGE`] says after the quoted value.
 pub const HEADER_NAME_SUFFIX: &str = " is not an HTTP header name: letters and digits in groups joined by single hyphens, such as Authorization or X-Api-Key";
 
+/// Headers an Agent cannot set on an MCP server, as they read in messages: the ones the MCP
+/// client sets itself (the body's framing, content negotiation, the session) and the hop-by-hop
+/// ones, which describe one connection and are never forwarded. Every `Mcp-` header is the
+/// protocol's own too.
+pub const RESERVED_HEADERS: [&str; 17] = [
+    "Accept",
+    "Accept-Encoding",
+    "Connection",
+    "Content-Encoding",
+    "Content-Length",
+    "Content-Type",
+    "Expect",
+    "Host",
+    "Keep-Alive",
+    "Last-Event-ID",
+    "Proxy-Authenticate",
+    "Proxy-Authorization",
+    "Proxy-Connection",
+    "TE",
+    "Trailer",
+    "Transfer-Encoding",
+    "Upgrade",
+];
+
+/// The regular expression of [`RESERVED_HEADERS`] and the `Mcp-` prefix, case-insensitive as
+/// header names are (RE2 and the `regex` crate read it alike).
+pub const RESERVED_HEADER_PATTERN: &str = "(?i)^(accept|accept-encoding|connection|content-encoding|content-length|content-type|expect|host|keep-alive|last-event-id|proxy-authenticate|proxy-authorization|proxy-connection|te|trailer|transfer-encoding|upgrade|mcp-[a-z0-9-]+)$";
+
+/// Agent `mcp.servers[].headers[].name`: not a reserved header ([`RESERVED_HEADERS`]), in any
+/// case. The client would send both values, or the user's would break the request.
+pub const MCP_HEADER_NOT_RESERVED: &str =
+    const_format::formatcp!("!self.matches('{}')", RESERVED_HEADER_PATTERN);
+/// What [`MCP_HEADER_NOT_RESERVED_MESSAGE`] says after the quoted value.
+pub const MCP_HEADER_NOT_RESERVED_SUFFIX: &str = " cannot be set: the MCP client sets it itself or it is hop-by-hop (Accept, Accept-Encoding, Connection, Content-Encoding, Content-Length, Content-Type, Expect, Host, Keep-Alive, Last-Event-ID, Proxy-Authenticate, Proxy-Authorization, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade and every Mcp- header, in any case)";
+/// messageExpression of [`MCP_HEADER_NOT_RESERVED`].
+pub const MCP_HEADER_NOT_RESERVED_MESSAGE: &str =
+    const_format::formatcp!("'\"' + self + '\"{}'", MCP_HEADER_NOT_RESERVED_SUFFIX);
+
 /// Agent `mcp.servers[].env[].name`: an environment variable name.
 pub const ENV_NAME: &str = "self.matches('^[A-Za-z_][A-Za-z0-9_]*$')";
 /// messageExpression of [`ENV_NAME`].
@@ -314,3 +352,25 @@ pub const ENV_NAME_MESSAGE: &str = "'\"' + self + '\" is not an environment vari
 /// What [`ENV_NAME_MESSAGE`] says after the quoted value.
 pub const ENV_NAME_SUFFIX: &str =
     " is not an environment variable name: letters, digits and _, not starting with a digit";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reserved_header_pattern_and_message_name_every_reserved_header() {
+        let names: Vec<String> = RESERVED_HEADERS
+            .iter()
+            .map(|name| name.to_ascii_lowercase())
+            .collect();
+        assert_eq!(
+            RESERVED_HEADER_PATTERN,
+            format!("(?i)^({}|mcp-[a-z0-9-]+)$", names.join("|"))
+        );
+        assert!(MCP_HEADER_NOT_RESERVED_SUFFIX.ends_with(&format!(
+            "({} and every Mcp- header, in any case)",
+            RESERVED_HEADERS.join(", ")
+        )));
+        assert!(!MCP_HEADER_NOT_RESERVED_SUFFIX.contains('\''));
+    }
+}

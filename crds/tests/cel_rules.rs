@@ -778,6 +778,21 @@ fn mcp_names_headers_env_and_urls_are_checked() {
             rules::HEADER_NAME_SUFFIX,
         );
     }
+    for reserved in [
+        "Host",
+        "content-length",
+        "CONTENT-TYPE",
+        "Accept",
+        "Mcp-Session-Id",
+    ] {
+        assert_quoted(
+            &header(reserved),
+            "spec.mcp.servers[0].headers[0].name",
+            reserved,
+            rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
+        );
+    }
+    assert_valid(&header("X-Content-Type"));
     let env = |name: &str| {
         mcp(json!({"name": "t", "command": ["x"], "env": [{"name": name, "value": "v"}]}))
     };

@@ -12,7 +12,7 @@ use herd_crds::rules;
 use serde_json::Value;
 
 /// Every message of a CEL rule in the CRDs.
-const CEL_MESSAGES: [&str; 35] = [
+const CEL_MESSAGES: [&str; 36] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -47,11 +47,12 @@ const CEL_MESSAGES: [&str; 35] = [
     rules::MCP_HTTP_ONLY_MESSAGE,
     rules::MCP_STDIO_ONLY_MESSAGE,
     rules::HEADER_NAME_SUFFIX,
+    rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
     rules::ENV_NAME_SUFFIX,
 ];
 
 /// The create-time CEL messages: an `examples/invalid/` file per message.
-const CREATE_TIME_MESSAGES: [&str; 29] = [
+const CREATE_TIME_MESSAGES: [&str; 30] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -80,6 +81,7 @@ const CREATE_TIME_MESSAGES: [&str; 29] = [
     rules::MCP_HTTP_ONLY_MESSAGE,
     rules::MCP_STDIO_ONLY_MESSAGE,
     rules::HEADER_NAME_SUFFIX,
+    rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
     rules::ENV_NAME_SUFFIX,
 ];
 

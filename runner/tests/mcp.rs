@@ -6,6 +6,10 @@
 //! The servers live in a virtualenv that `scripts/test-all` (and so `.ci/run`) installs:
 //! `$HERD_MCP_VENV`, else `${XDG_CACHE_HOME:-$HOME/.cache}/herd/mcp-venv`. Without it the tests
 //! say so and skip; with `CI=true` they fail.
+//!
+//! Most runs use `--sandbox off`: the venv lives in the home folder, which the confined sandbox
+//! hides. The confined test gives the sandbox a copy of the venv's packages in the workspace and
+//! a Python of the same version from outside the home folders, as a user would install one.
 
 // Test helpers outside #[test] functions: a failure to set up must fail the test loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -85,9 +89,22 @@ impl Drop for HttpServer {
 }
 
 /// An Agent with both servers, the header's Secret holding `key`, and a scripted model
-/// following `rules`.
+/// following `rules`; the time server in the venv, in UTC.
 fn manifests(venv: &Path, port: u16, key: &str, rules: &str) -> String {
-    let time = venv.join("bin/mcp-server-time");
+    let time = venv.join("bin/mcp-server-time").display().to_string();
+    let stdio = format!("[{time}, --local-timezone, UTC]");
+    manifests_with(port, key, &[("time", &stdio, "[]")], rules)
+}
+
+/// An Agent with the HTTP server (its header's Secret holding `key`), the stdio servers
+/// `(name, command, env)` (YAML flow sequences), and a scripted model following `rules`.
+fn manifests_with(port: u16, key: &str, stdio: &[(&str, &str, &str)], rules: &str) -> String {
+    let stdio: String = stdio
+        .iter()
+        .map(|(name, command, env)| {
+            format!("      - name: {name}\n        command: {command}\n        env: {env}\n")
+        })
+        .collect();
     let indented: String = rules
         .lines()
         .map(|line| format!("      {line}\n"))
@@ -109,9 +126,7 @@ spec:
         headers:
           - name: X-Api-Key
             secretKeyRef: {{name: catalog-key, key: key}}
-      - name: time
-        command: [{time}, --local-timezone, UTC]
----
+{stdio}---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -127,8 +142,7 @@ data:
     rules:
       - match: {{purpose: title}}
         respond: {{content: MCP test}}
-{indented}",
-        time = time.display(),
+{indented}"
     )
 }
 
@@ -136,15 +150,21 @@ data:
 /// lives in the home folder, which the confined sandbox hides).
 fn run(manifests: &str, task: &str) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("agent.yaml");
+    run_in(dir.path(), "off", manifests, task)
+}
+
+/// Runs `herd-runner run --json --sandbox <sandbox>` on `manifests` with `task`, its work
+/// folder `dir/work`.
+fn run_in(dir: &Path, sandbox: &str, manifests: &str, task: &str) -> (Output, Vec<Value>) {
+    let file = dir.join("agent.yaml");
     std::fs::write(&file, manifests).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
-        .args(["run", "--json", "--sandbox", "off", "-f"])
+        .args(["run", "--json", "--sandbox", sandbox, "-f"])
         .arg(&file)
         .arg("--workdir")
-        .arg(dir.path().join("work"))
+        .arg(dir.join("work"))
         .arg(task)
-        .env("HERD_HOME", dir.path())
+        .env("HERD_HOME", dir)
         .output()
         .expect("herd-runner runs");
     let events = String::from_utf8_lossy(&output.stdout)
@@ -158,6 +178,14 @@ fn finished<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events
         .iter()
         .filter(|e| e["event"] == "tool_finished" && e["name"] == name)
+        .collect()
+}
+
+fn warnings(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e["event"] == "warning")
+        .filter_map(|e| e["message"].as_str())
         .collect()
 }
 
@@ -289,4 +317,166 @@ fn deferred_tools_are_names_until_tool_search_promotes_one() {
     assert_eq!(search[0]["ok"], true);
     assert_eq!(calls[1]["ok"], true);
     assert_eq!(answer(&events), "seven units");
+}
+
+/// `mcp-server-time` refuses an unknown timezone at start, on its standard error: the run's
+/// warning carries those words after the reason. The timezone given is the HTTP header's
+/// secret, so the server repeats a secret, and the warning shows it redacted.
+#[test]
+fn a_stdio_server_that_fails_at_start_is_a_warning_with_its_last_words() {
+    let Some(venv) = venv() else { return };
+    let server = HttpServer::start(&venv, false);
+    let time = venv.join("bin/mcp-server-time").display().to_string();
+    let broken = format!("[{time}, --local-timezone, {KEY}]");
+    let rules = "- match: {call: 1}
+  respond: {content: done}";
+    let (output, events) = run(
+        &manifests_with(server.port, KEY, &[("time", &broken, "[]")], rules),
+        "What time is it?",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
+    let warnings = warnings(&events);
+    let warning = warnings
+        .iter()
+        .find(|w| w.starts_with("MCP server time did not start, so its tools are absent:"))
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(
+        warning.contains("its standard error ended with:\n")
+            && warning.contains("invalid --local-timezone '[REDACTED]': not a known IANA timezone"),
+        "{warning}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains(KEY));
+    assert!(!stderr.contains(KEY), "{stderr}");
+}
+
+/// What the confined sandbox needs to run the venv's servers: a Python of the venv's version
+/// outside the home folders (which the sandbox hides), or why there is none.
+fn python_outside_home(venv: &Path) -> Result<PathBuf, String> {
+    let config = std::fs::read_to_string(venv.join("pyvenv.cfg")).map_err(|e| e.to_string())?;
+    let setting = |key: &str| {
+        config.lines().find_map(|line| {
+            let (name, value) = line.split_once('=')?;
+            (name.trim() == key).then(|| value.trim().to_owned())
+        })
+    };
+    let version = setting("version").ok_or("pyvenv.cfg names no version")?;
+    let minor: Vec<&str> = version.split('.').take(2).collect();
+    let name = format!("python{}", minor.join("."));
+    let homes: Vec<PathBuf> = ["/home", "/root"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::env::var_os("HOME").map(PathBuf::from))
+        .collect();
+    let visible = |path: &Path| {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        real.is_file() && !homes.iter().any(|home| real.starts_with(home))
+    };
+    let candidates: Vec<PathBuf> = setting("home")
+        .map(|home| Path::new(&home).join(&name))
+        .into_iter()
+        .chain(
+            ["/usr/local/bin", "/usr/bin"]
+                .iter()
+                .map(|dir| Path::new(dir).join(&name)),
+        )
+        .collect();
+    candidates
+        .iter()
+        .find(|path| visible(path))
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "the venv's Python {version} lives in a home folder, which the confined sandbox \
+             hides, and there is no {name} outside one (looked at {candidates:?})"
+            )
+        })
+}
+
+/// `herd-runner run` confines the sandbox by default on Linux (here `--sandbox strict`, so it
+/// cannot quietly fall back): `mcp-server-time` runs inside it and its tool answers, and a
+/// second copy that fails at start is a warning with its standard error, which comes back
+/// through the sandbox's socket.
+#[test]
+fn the_time_server_runs_in_the_confined_sandbox() {
+    let Some(venv) = venv() else { return };
+    let python = match python_outside_home(&venv) {
+        Ok(python) => python,
+        Err(why) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the confined MCP test must run in CI: {why}"
+            );
+            let _ = writeln!(std::io::stderr(), "SKIPPED confined MCP test: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("work/user-data/workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let packages = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("site-packages"))
+        .find(|path| path.is_dir())
+        .expect("the venv's site-packages");
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(&packages)
+        .arg(workspace.join("mcp-site"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let python = python.display();
+    let time = format!("[{python}, -m, mcp_server_time, --local-timezone, UTC]");
+    let broken = format!("[{python}, -m, mcp_server_time, --local-timezone, Not/AZone]");
+    let env = "[{name: PYTHONPATH, value: /mnt/user-data/workspace/mcp-site}]";
+    let rules = "- match: {call: 1}
+  respond:
+    toolCalls:
+      - name: time__get_current_time
+        arguments: {timezone: Asia/Tokyo}
+- match: {call: 2, lastMessage: {role: tool, contains: \"Asia/Tokyo\"}}
+  respond: {content: \"the confined server answered\"}
+- match: {call: 2}
+  respond: {content: \"no answer from the confined server\"}";
+    // No HTTP server listens on port 9: that server's failure is beside the point here.
+    let manifests = manifests_with(
+        9,
+        KEY,
+        &[("time", &time, env), ("broken", &broken, env)],
+        rules,
+    );
+    let (output, events) = run_in(
+        dir.path(),
+        "strict",
+        &manifests,
+        "What time is it in Tokyo?",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr:\n{stderr}\nevents: {events:?}"
+    );
+    let calls = finished(&events, "time__get_current_time");
+    assert_eq!(
+        calls.first().map(|c| &c["ok"]),
+        Some(&Value::Bool(true)),
+        "{events:?}"
+    );
+    assert_eq!(
+        answer(&events),
+        "the confined server answered",
+        "{events:?}"
+    );
+    let warnings = warnings(&events);
+    let broken = warnings
+        .iter()
+        .find(|w| w.starts_with("MCP server broken did not start"))
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(
+        broken.contains("invalid --local-timezone 'Not/AZone': not a known IANA timezone"),
+        "{broken}"
+    );
 }

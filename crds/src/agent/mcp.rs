@@ -98,9 +98,14 @@ pub struct McpServerSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpHeader {
-    /// The header's name, e.g. `Authorization` or `X-Api-Key`.
+    /// The header's name, e.g. `Authorization` or `X-Api-Key`. Not one the MCP client sets
+    /// itself or a hop-by-hop one (`Host`, `Content-Type`, `Accept`, `Connection`, any
+    /// `Mcp-` header...), in any case.
     #[schemars(length(min = 1, max = 128))]
-    #[x_kube(validation = Rule::new(crate::rules::HEADER_NAME).message(crate::rules::expression(crate::rules::HEADER_NAME_MESSAGE)))]
+    #[x_kube(
+        validation = Rule::new(crate::rules::HEADER_NAME).message(crate::rules::expression(crate::rules::HEADER_NAME_MESSAGE)),
+        validation = Rule::new(crate::rules::MCP_HEADER_NOT_RESERVED).message(crate::rules::expression(crate::rules::MCP_HEADER_NOT_RESERVED_MESSAGE))
+    )]
     pub name: String,
     /// The Secret key holding the header's value. The Secret must carry the label
     /// `herd.dev/model-credentials: "true"`, as model keys do.

@@ -249,6 +249,12 @@ impl McpSpec {
                     &header.name,
                     rules::HEADER_NAME_SUFFIX,
                 );
+                c.quoted(
+                    !formats::is_reserved_header(&header.name),
+                    &format!("{header_path}.name"),
+                    &header.name,
+                    rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
+                );
                 secret_key(
                     c,
                     &format!("{header_path}.secretKeyRef"),

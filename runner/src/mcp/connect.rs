@@ -31,9 +31,9 @@ pub async fn connect(
     server: &McpServerPlan,
     executor: &dyn ToolExecutor,
 ) -> Result<McpClient, String> {
-    let connecting = async {
-        match &server.transport {
-            McpTransport::Http { url, headers } => {
+    match &server.transport {
+        McpTransport::Http { url, headers } => {
+            let connecting = async {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(header_map(headers)?);
                 let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
@@ -41,42 +41,66 @@ pub async fn connect(
                     .serve(transport)
                     .await
                     .map_err(|error| describe(&error.to_string(), url))
-            }
-            McpTransport::Stdio { command, env } => {
-                let pipe = executor
-                    .open_stdio(StdioCommand {
-                        label: server.name.clone(),
-                        argv: command.clone(),
-                        env: env.clone(),
-                    })
-                    .await
-                    .map_err(|error| {
-                        format!(
-                            "{error} (the command must exist in the sandbox: in a cluster, in \
-                             the sandbox image; locally, outside the home folders, which the \
-                             confined sandbox hides)"
-                        )
-                    })?;
-                client_config()
-                    .serve((pipe.reader, pipe.writer))
-                    .await
-                    .map_err(|error| {
-                        format!(
-                            "{} started but did not complete the MCP handshake: {error}",
-                            command.first().map(String::as_str).unwrap_or_default()
-                        )
-                    })
-            }
+            };
+            tokio::time::timeout(server.timeout, connecting)
+                .await
+                .map_err(|_| too_slow(server))?
         }
-    };
-    tokio::time::timeout(server.timeout, connecting)
+        McpTransport::Stdio { command, env } => connect_stdio(server, command, env, executor).await,
+    }
+}
+
+/// Starts a stdio server in the sandbox and completes the handshake; when that fails, the
+/// program's last lines on standard error follow the reason.
+async fn connect_stdio(
+    server: &McpServerPlan,
+    command: &[String],
+    env: &[(String, String)],
+    executor: &dyn ToolExecutor,
+) -> Result<McpClient, String> {
+    let deadline = tokio::time::Instant::now() + server.timeout;
+    let opening = executor.open_stdio(StdioCommand {
+        label: server.name.clone(),
+        argv: command.to_vec(),
+        env: env.to_vec(),
+    });
+    let pipe = tokio::time::timeout_at(deadline, opening)
         .await
-        .map_err(|_| {
+        .map_err(|_| too_slow(server))?
+        .map_err(|error| {
             format!(
-                "it did not start within {} (spec.mcp.servers[].timeout)",
-                humantime::format_duration(server.timeout)
+                "{error} (the command must exist in the sandbox: in a cluster, in the sandbox \
+                 image; locally, outside the home folders, which the confined sandbox hides)"
             )
-        })?
+        })?;
+    let stderr = pipe.stderr;
+    let handshake = client_config().serve((pipe.reader, pipe.writer));
+    let failure = match tokio::time::timeout_at(deadline, handshake).await {
+        Ok(Ok(client)) => return Ok(client),
+        Ok(Err(error)) => format!(
+            "{} started but did not complete the MCP handshake: {error}",
+            command.first().map(String::as_str).unwrap_or_default()
+        ),
+        Err(_) => too_slow(server),
+    };
+    Err(with_stderr(failure, &executor.stdio_stderr(stderr).await))
+}
+
+/// A server that did not start within its timeout.
+fn too_slow(server: &McpServerPlan) -> String {
+    format!(
+        "it did not start within {} (spec.mcp.servers[].timeout)",
+        humantime::format_duration(server.timeout)
+    )
+}
+
+/// `failure`, followed by the program's last lines on standard error when it wrote any.
+fn with_stderr(failure: String, lines: &[String]) -> String {
+    if lines.is_empty() {
+        return failure;
+    }
+    let quoted: String = lines.iter().map(|line| format!("\n  {line}")).collect();
+    format!("{failure}; its standard error ended with:{quoted}")
 }
 
 /// The planned headers as the transport sends them; a value never appears in an error.
@@ -147,6 +171,18 @@ mod tests {
         assert_eq!(
             describe("connection refused", "http://d/mcp"),
             "http://d/mcp: connection refused"
+        );
+    }
+
+    #[test]
+    fn the_programs_last_words_follow_the_failure() {
+        assert_eq!(with_stderr("it exited".into(), &[]), "it exited");
+        assert_eq!(
+            with_stderr(
+                "it exited".into(),
+                &["Traceback".into(), "Error: bad zone".into()]
+            ),
+            "it exited; its standard error ended with:\n  Traceback\n  Error: bad zone"
         );
     }
 

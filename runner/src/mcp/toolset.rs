@@ -10,7 +10,7 @@ use super::connect::{McpClient, connect};
 use super::names::qualified;
 use super::schema::capped;
 use super::tool::McpTool;
-use crate::plan::{McpPlan, McpServerPlan};
+use crate::plan::{McpPlan, McpServerPlan, McpTransport};
 use crate::sandbox::executor::ToolExecutor;
 use crate::tools::Tool;
 
@@ -43,13 +43,16 @@ impl std::fmt::Debug for McpToolset {
 
 impl McpToolset {
     /// Starts every server of `plan`; `warn` hears about the ones that failed and what was
-    /// left out. `vision`: the model accepts images.
+    /// left out, never with a header's value (a server's own words may repeat one).
+    /// `vision`: the model accepts images.
     pub async fn start(
         plan: &McpPlan,
         executor: &dyn ToolExecutor,
         vision: bool,
         warn: &(dyn Fn(String) + Sync),
     ) -> Self {
+        let secrets = header_values(plan);
+        let warn = |message: String| warn(redacted(message, &secrets));
         let started = join_all(
             plan.servers
                 .iter()
@@ -62,7 +65,7 @@ impl McpToolset {
             match result {
                 Ok((client, listed)) => {
                     let (kept, notes) = select(server, listed, &client, vision);
-                    notes.into_iter().for_each(warn);
+                    notes.into_iter().for_each(&warn);
                     tools.extend(kept.into_iter().map(|tool| tool as Arc<dyn Tool>));
                     clients.push(client);
                 }
@@ -105,6 +108,30 @@ impl McpToolset {
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
+}
+
+/// Every header value of the plan's HTTP servers.
+fn header_values(plan: &McpPlan) -> Vec<&str> {
+    plan.servers
+        .iter()
+        .flat_map(|server| match &server.transport {
+            McpTransport::Http { headers, .. } => {
+                headers.iter().map(|h| h.value.as_str()).collect()
+            }
+            McpTransport::Stdio { .. } => Vec::new(),
+        })
+        .filter(|value| !value.is_empty())
+        .collect()
+}
+
+/// `message` with every one of `secrets` replaced.
+fn redacted(mut message: String, secrets: &[&str]) -> String {
+    for secret in secrets {
+        if message.contains(secret) {
+            message = message.replace(secret, "[REDACTED]");
+        }
+    }
+    message
 }
 
 async fn start_server(
@@ -188,6 +215,51 @@ fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_never_carry_a_header_value() {
+        use crate::plan::mcp::HeaderValue;
+        let server = |name: &str, transport| McpServerPlan {
+            name: name.into(),
+            transport,
+            tools: None,
+            timeout: std::time::Duration::from_secs(1),
+        };
+        let plan = McpPlan {
+            servers: vec![
+                server(
+                    "docs",
+                    McpTransport::Http {
+                        url: "http://d/mcp".into(),
+                        headers: vec![
+                            HeaderValue {
+                                name: "A".into(),
+                                value: "tok-123".into(),
+                            },
+                            HeaderValue {
+                                name: "B".into(),
+                                value: String::new(),
+                            },
+                        ],
+                    },
+                ),
+                server(
+                    "time",
+                    McpTransport::Stdio {
+                        command: vec!["t".into()],
+                        env: vec![],
+                    },
+                ),
+            ],
+            deferred: None,
+        };
+        let secrets = header_values(&plan);
+        assert_eq!(secrets, vec!["tok-123"]);
+        assert_eq!(
+            redacted("stderr: using tok-123 (tok-123)".into(), &secrets),
+            "stderr: using [REDACTED] ([REDACTED])"
+        );
+    }
 
     #[test]
     fn deferral_follows_the_setting_else_the_count() {

@@ -78,6 +78,17 @@ pub fn plan_mcp(
             (Some(url), None) => {
                 let mut values = Vec::with_capacity(server.headers.len());
                 for (j, header) in server.headers.iter().enumerate() {
+                    // The API server's rule already refuses these; an Agent read from an older
+                    // CRD or a hand-made config gets the same words.
+                    if herd_crds::formats::is_reserved_header(&header.name) {
+                        return Err(PlanError(format!(
+                            "{field}.headers[{j}].name: {}",
+                            herd_crds::rules::quoted(
+                                &header.name,
+                                herd_crds::rules::MCP_HEADER_NOT_RESERVED_SUFFIX
+                            )
+                        )));
+                    }
                     let value = headers.get(&(i, j)).ok_or_else(|| {
                         PlanError(format!(
                             "{field}.headers[{j}]: no value for header {} (Secret {} key {})",
@@ -189,6 +200,18 @@ mod tests {
         assert_eq!(
             error.0,
             "spec.mcp.servers[0].headers[0]: no value for header A (Secret k key v)"
+        );
+        let reserved = self::spec(
+            "servers:\n- {name: docs, url: 'http://d/mcp', \
+             headers: [{name: CONTENT-length, secretKeyRef: {name: k, key: v}}]}",
+        );
+        let values = BTreeMap::from([((0, 0), "s3cret".to_owned())]);
+        let error = plan_mcp(Some(&reserved), &values).unwrap_err();
+        assert!(
+            error.0.starts_with(
+                "spec.mcp.servers[0].headers[0].name: \"CONTENT-length\" cannot be set"
+            ),
+            "{error}"
         );
         let slow = self::spec("servers:\n- {name: t, command: [t], timeout: soon}");
         let error = plan_mcp(Some(&slow), &BTreeMap::new()).unwrap_err();

@@ -23,4 +23,13 @@ pub trait ToolExecutor: Send + Sync {
             command.program()
         )))
     }
+
+    /// The last lines a program from [`ToolExecutor::open_stdio`] wrote to its standard error
+    /// (its pipe's `stderr` handle); none when the sandbox cannot say.
+    async fn stdio_stderr(&self, handle: u64) -> Vec<String> {
+        match self.execute(SandboxRequest::StdioStderr { handle }).await {
+            Ok(SandboxResponse::StdioStderr { lines }) => lines,
+            _ => Vec::new(),
+        }
+    }
 }

@@ -11,10 +11,15 @@ use super::file_services;
 use super::inputs::install_inputs;
 use super::paths::{SandboxPaths, SandboxRoots};
 use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
+use super::stderr_tail::StderrTails;
 use super::tools::{self, BASH};
 
 /// DeerFlow's `bash_command_timeout`.
 pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long `StdioStderr` waits for a program's standard error to end: a program that just
+/// exited may still have lines in its pipe.
+const STDERR_WAIT: Duration = Duration::from_secs(2);
 
 /// Executes sandbox requests. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -24,6 +29,8 @@ pub struct SandboxHost {
     home: PathBuf,
     /// Where the Run's inputs are mounted (`$HERD_ROOT/inputs`), in a pod's sandbox.
     inputs: Option<PathBuf>,
+    /// What the stdio programs started here wrote to their standard error, lately.
+    stderr_tails: StderrTails,
 }
 
 impl SandboxHost {
@@ -35,6 +42,7 @@ impl SandboxHost {
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             home: std::env::temp_dir(),
             inputs: None,
+            stderr_tails: StderrTails::default(),
         })
     }
 
@@ -71,6 +79,11 @@ impl SandboxHost {
         &self.home
     }
 
+    /// The standard error tails of the stdio programs started here.
+    pub fn stderr_tails(&self) -> &StderrTails {
+        &self.stderr_tails
+    }
+
     /// Answers one request. Never panics; failures are `Error` or error `ToolResult`s.
     pub async fn handle(&self, request: SandboxRequest) -> SandboxResponse {
         if let SandboxRequest::Tool { name, arguments } = &request
@@ -79,6 +92,10 @@ impl SandboxHost {
             return tools::bash::run(self, arguments.clone())
                 .await
                 .into_response(self);
+        }
+        if let SandboxRequest::StdioStderr { handle } = request {
+            let lines = self.stderr_tails.lines(handle, STDERR_WAIT).await;
+            return SandboxResponse::StdioStderr { lines };
         }
         // File system work blocks; keep it off the runtime's worker threads so parallel tool
         // calls and the socket server stay responsive.
@@ -121,6 +138,10 @@ impl SandboxHost {
                 message: "Error: SpawnStdio must be the first request on its own connection"
                     .to_owned(),
             },
+            // Answered in `handle`, which may wait for the program's stream to end.
+            SandboxRequest::StdioStderr { .. } => {
+                SandboxResponse::StdioStderr { lines: Vec::new() }
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod paths;
 pub(crate) mod protocol;
 mod realpath;
 pub(crate) mod socket;
+pub(crate) mod stderr_tail;
 pub(crate) mod stdio;
 pub(crate) mod tools;
 mod walk;

@@ -53,6 +53,9 @@ pub enum SandboxRequest {
     /// connection: answered with `StdioStarted`, after which the connection carries the
     /// program's standard input and output, byte for byte, until either side closes it.
     SpawnStdio { command: StdioCommand },
+    /// The last lines a program started by `SpawnStdio` wrote to its standard error, once it
+    /// ended or after a moment (`stderr` of its `StdioStarted`).
+    StdioStderr { handle: u64 },
 }
 
 /// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
@@ -111,8 +114,15 @@ pub enum SandboxResponse {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sha256: Option<String>,
     },
-    /// `SpawnStdio` started the program; the connection is its pipe from now on.
-    StdioStarted,
+    /// `SpawnStdio` started the program; the connection is its pipe from now on. `stderr`
+    /// names the program in a later `StdioStderr`.
+    StdioStarted {
+        stderr: u64,
+    },
+    /// The last lines of a program's standard error (see `stderr_tail` for the limits).
+    StdioStderr {
+        lines: Vec<String>,
+    },
     /// The request was refused or failed (bad path, file too large...): a message for the model.
     Error {
         message: String,

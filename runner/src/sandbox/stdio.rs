@@ -46,6 +46,8 @@ pub struct StdioError(pub String);
 pub struct StdioPipe {
     pub reader: Pin<Box<dyn AsyncRead + Send>>,
     pub writer: Pin<Box<dyn AsyncWrite + Send>>,
+    /// The handle of its standard error's tail (`SandboxRequest::StdioStderr`).
+    pub stderr: u64,
 }
 
 impl std::fmt::Debug for StdioPipe {
@@ -54,10 +56,12 @@ impl std::fmt::Debug for StdioPipe {
     }
 }
 
-/// A started program: its pipes, and the guard that kills its process group when dropped.
+/// A started program: its pipes, the handle of its standard error's tail, and the guard that
+/// kills its process group when dropped.
 pub struct SpawnedStdio {
     pub stdin: ChildStdin,
     pub stdout: ChildStdout,
+    pub stderr: u64,
     pub guard: ProcessGuard,
 }
 
@@ -82,6 +86,7 @@ impl SpawnedStdio {
                 _guard: self.guard,
             }),
             writer: Box::pin(self.stdin),
+            stderr: self.stderr,
         }
     }
 }
@@ -135,6 +140,7 @@ impl SandboxHost {
             return Err(StdioError(format!("cannot connect to {program}'s pipes")));
         };
         let label = command.label.clone();
+        let (handle, tail) = self.stderr_tails().register();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             let mut logged = 0;
@@ -143,11 +149,13 @@ impl SandboxHost {
                     tracing::info!(server = %label, "stderr: {line}");
                     logged += 1;
                 }
+                tail.push(&line);
             }
         });
         Ok(SpawnedStdio {
             stdin,
             stdout,
+            stderr: handle,
             guard: ProcessGuard { child },
         })
     }
@@ -210,6 +218,24 @@ mod tests {
             "{names:?}"
         );
         assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn what_a_program_writes_to_stderr_is_kept_under_its_handle() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let host = SandboxHost::new(&SandboxRoots::under(dir.path()))?;
+        let script = "echo 'Error: no config' >&2; exit 1";
+        let mut pipe = host
+            .spawn_stdio(&command(&["bash", "-c", script], &[]))?
+            .into_pipe();
+        let mut out = String::new();
+        pipe.reader.read_to_string(&mut out).await?;
+        let lines = host
+            .stderr_tails()
+            .lines(pipe.stderr, std::time::Duration::from_secs(10))
+            .await;
+        assert_eq!(lines, vec!["Error: no config".to_owned()]);
         Ok(())
     }
 

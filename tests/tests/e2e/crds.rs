@@ -31,6 +31,10 @@ pub fn tests() -> Vec<E2eTest> {
             "crds::answers_are_appended_with_a_json_patch",
             answers_are_appended_with_a_json_patch,
         ),
+        E2eTest::shared(
+            "crds::reserved_mcp_headers_are_rejected_in_any_case",
+            reserved_mcp_headers_are_rejected_in_any_case,
+        ),
     ]
 }
 
@@ -168,6 +172,82 @@ async fn answers_are_appended_with_a_json_patch(env: TestEnv) -> anyhow::Result<
         .collect();
     if ids != ["q1", "q2"] {
         bail!("stored answers are {ids:?}, expected q1 and q2");
+    }
+    Ok(())
+}
+
+/// An MCP header the client sets itself or a hop-by-hop one is refused by the API server's
+/// rule in any case, with the words local runs use; names that merely look alike are accepted.
+async fn reserved_mcp_headers_are_rejected_in_any_case(env: TestEnv) -> anyhow::Result<()> {
+    use herd_crds::rules::{MCP_HEADER_NOT_RESERVED_SUFFIX, RESERVED_HEADERS, quoted};
+    let client = env.client();
+    let agent = |index: usize, header: &str| {
+        json!({
+            "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+            "metadata": {"name": format!("reserved-header-{index}")},
+            "spec": {"mcp": {"servers": [{"name": "docs", "url": "https://mcp.example.com/mcp",
+                "headers": [{"name": header, "secretKeyRef": {"name": "k", "key": "v"}}]}]}},
+        })
+    };
+    // Each name as listed, lowercased, uppercased and with its case flipped letter by letter.
+    let mut reserved: Vec<String> = Vec::new();
+    for name in RESERVED_HEADERS
+        .iter()
+        .chain(&["Mcp-Session-Id", "Mcp-Protocol-Version"])
+    {
+        let alternating: String = name
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    c.to_ascii_lowercase()
+                } else {
+                    c.to_ascii_uppercase()
+                }
+            })
+            .collect();
+        reserved.extend([
+            (*name).to_owned(),
+            name.to_ascii_lowercase(),
+            name.to_ascii_uppercase(),
+            alternating,
+        ]);
+    }
+    let mut failures = Vec::new();
+    for (index, name) in reserved.iter().enumerate() {
+        let expected = quoted(name, MCP_HEADER_NOT_RESERVED_SUFFIX);
+        match create_strict(&client, env.namespace(), &agent(index, name)).await? {
+            Ok(_) => failures.push(format!("{name}: accepted")),
+            Err(message)
+                if !message.contains(&expected)
+                    || !message.contains("spec.mcp.servers[0].headers[0].name") =>
+            {
+                failures.push(format!("{name}: rejected with {message:?}"))
+            }
+            Err(_) => {}
+        }
+    }
+    let lookalikes = [
+        "Authorization",
+        "X-Api-Key",
+        "X-Content-Type",
+        "Hosts",
+        "Mcp",
+        "Tea",
+    ];
+    for (index, name) in lookalikes.iter().enumerate() {
+        if let Err(message) = create_strict(
+            &client,
+            env.namespace(),
+            &agent(reserved.len() + index, name),
+        )
+        .await?
+        {
+            failures.push(format!("{name}: rejected with {message:?}"));
+        }
+    }
+    if !failures.is_empty() {
+        bail!("reserved MCP headers misbehaved:\n{}", failures.join("\n"));
     }
     Ok(())
 }

@@ -231,9 +231,10 @@ impl UnixSocketExecutor {
             .await
             .map_err(fail)?
         {
-            SandboxResponse::StdioStarted => Ok(StdioPipe {
+            SandboxResponse::StdioStarted { stderr } => Ok(StdioPipe {
                 reader: Box::pin(reader),
                 writer: Box::pin(write_half),
+                stderr,
             }),
             SandboxResponse::Error { message } => Err(StdioError(
                 message

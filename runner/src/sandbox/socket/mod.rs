@@ -500,6 +500,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_stdio_programs_last_words_on_stderr_are_kept_for_the_agent() -> TestResult {
+        use crate::sandbox::stdio::StdioCommand;
+        use tokio::io::AsyncReadExt;
+
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("s.sock");
+        let server = start(&socket, sandbox(dir.path())?).await?;
+        let executor = UnixSocketExecutor::connect_with(&socket, options()).await?;
+        let failing = StdioCommand {
+            label: "failing".into(),
+            argv: vec![
+                "bash".into(),
+                "-c".into(),
+                "for i in $(seq 1 30); do echo \"line $i\" >&2; done; exit 3".into(),
+            ],
+            env: vec![],
+        };
+        let mut pipe = executor.open_stdio(failing).await?;
+        let mut out = Vec::new();
+        pipe.reader.read_to_end(&mut out).await?;
+        let lines = executor.stdio_stderr(pipe.stderr).await;
+        let expected: Vec<String> = (11..=30).map(|i| format!("line {i}")).collect();
+        assert_eq!(lines, expected);
+        assert!(executor.stdio_stderr(pipe.stderr + 100).await.is_empty());
+        server.abort();
+        let _ = server.await;
+        Ok(())
+    }
+
+    #[tokio::test]
     async fn spawn_stdio_is_refused_after_other_requests_on_a_connection() -> TestResult {
         let dir = tempfile::tempdir()?;
         let socket = dir.path().join("s.sock");

@@ -231,16 +231,17 @@ async fn relay(
             return;
         }
     };
-    if write_envelope(&mut writer, id, SandboxResponse::StdioStarted)
-        .await
-        .is_err()
-    {
+    let started = SandboxResponse::StdioStarted {
+        stderr: spawned.stderr,
+    };
+    if write_envelope(&mut writer, id, started).await.is_err() {
         return;
     }
     let SpawnedStdio {
         mut stdin,
         mut stdout,
         guard,
+        ..
     } = spawned;
     let to_program = async move {
         let _ = tokio::io::copy(&mut reader, &mut stdin).await;

@@ -1,7 +1,7 @@
-//! Where a model key must never appear: the Run's status, the namespace's Events and
-//! ConfigMaps (the snapshot and the result among them), the Pod's spec (which names the Secret
-//! and key only), the operator's logs, and whatever the containers printed or left as their
-//! termination message.
+//! Where a secret the `agent` container holds (the model key, an MCP server's header) must
+//! never appear: the Run's status, the namespace's Events and ConfigMaps (the snapshot and the
+//! result among them), the Pod's spec (which names the Secret and key only), the operator's
+//! logs, and whatever the containers printed or left as their termination message.
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -37,7 +37,7 @@ impl std::io::Write for LogSink {
 }
 
 /// From the first call on, the operator's logs (debug and above, as JSON lines like in a
-/// cluster) are kept for [`assert_key_nowhere`].
+/// cluster) are kept for [`assert_secrets_nowhere`].
 pub fn capture_operator_logs() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
@@ -54,12 +54,40 @@ pub fn capture_operator_logs() {
     });
 }
 
-/// Fails naming the first place outside the Secret where [`MODEL_KEY`] is seen, for the Run
-/// `run` of `scenario` (finished: its Pod has run).
-pub async fn assert_key_nowhere(scenario: &Scenario, run: &Run) -> anyhow::Result<()> {
+/// A secret value, and how the `agent` container gets it: the variable `env` from a
+/// `secretKeyRef` to the Secret `secret`.
+#[derive(Clone, Copy, Debug)]
+pub struct SecretUse<'a> {
+    pub value: &'a str,
+    pub env: &'a str,
+    pub secret: &'a str,
+}
+
+/// The model key every scenario's Agent is given ([`MODEL_KEY`]).
+pub const MODEL_SECRET: SecretUse<'static> = SecretUse {
+    value: MODEL_KEY,
+    env: "HERD_MODEL_API_KEY",
+    secret: "model-key",
+};
+
+/// Fails naming the first place outside its Secret where one of `secrets` is seen, for the Run
+/// `run` of `scenario` (finished: its Pod has run), or the first that reaches the `agent`
+/// container otherwise than through `secretKeyRef`.
+pub async fn assert_secrets_nowhere(
+    scenario: &Scenario,
+    run: &Run,
+    secrets: &[SecretUse<'_>],
+) -> anyhow::Result<()> {
     let namespace = &scenario.namespace;
     let absent = |what: &str, text: &str| -> anyhow::Result<()> {
-        ensure!(!text.contains(MODEL_KEY), "the model key is in {what}");
+        for secret in secrets {
+            ensure!(
+                !text.contains(secret.value),
+                "the value of {} (Secret {}) is in {what}",
+                secret.env,
+                secret.secret
+            );
+        }
         Ok(())
     };
     absent("the Run", &serde_json::to_string(run)?)?;
@@ -94,14 +122,18 @@ pub async fn assert_key_nowhere(scenario: &Scenario, run: &Run) -> anyhow::Resul
     let pod = serde_json::to_value(&pod)?;
     absent("the Pod", &pod.to_string())?;
     let agent = container(&pod, "containers", "agent")?;
-    let key = agent["env"]
-        .as_array()
-        .and_then(|env| env.iter().find(|e| e["name"] == "HERD_MODEL_API_KEY"))
-        .context("the agent container has no HERD_MODEL_API_KEY")?;
-    ensure!(
-        key.get("value").is_none() && key["valueFrom"]["secretKeyRef"]["name"] == "model-key",
-        "the key reaches the agent only through secretKeyRef: {key}"
-    );
+    for secret in secrets {
+        let var = agent["env"]
+            .as_array()
+            .and_then(|env| env.iter().find(|e| e["name"] == secret.env))
+            .with_context(|| format!("the agent container has no {}", secret.env))?;
+        ensure!(
+            var.get("value").is_none() && var["valueFrom"]["secretKeyRef"]["name"] == secret.secret,
+            "{} reaches the agent only through secretKeyRef to {}: {var}",
+            secret.env,
+            secret.secret
+        );
+    }
     let termination: Vec<String> = pod["status"]["containerStatuses"]
         .as_array()
         .into_iter()

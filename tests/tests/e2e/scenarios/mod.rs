@@ -8,6 +8,7 @@ mod cluster;
 mod fan_out;
 mod leaks;
 mod llama;
+mod mcp;
 mod memory;
 mod script;
 mod scripted;
@@ -56,6 +57,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "scenarios::runs_ending_together_lose_no_memory",
             memory::runs_ending_together_lose_no_memory,
+        ),
+        E2eTest::shared(
+            "scenarios::a_run_calls_an_http_mcp_server_with_a_secret_header",
+            mcp::a_run_calls_an_http_mcp_server_with_a_secret_header,
         ),
     ]
 }

@@ -12,7 +12,7 @@ use kube::api::Api;
 use serde_json::json;
 
 use super::cluster::Scenario;
-use super::leaks::assert_key_nowhere;
+use super::leaks::{MODEL_SECRET, assert_secrets_nowhere};
 use super::script::{script_config_map, scripted_agent};
 use crate::operator::run_fixtures::{message, succeeded};
 
@@ -93,7 +93,7 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
             .any(|b| b.0 == b"# Hello\n"),
         "the presented file's bytes"
     );
-    assert_key_nowhere(&scenario, &run).await?;
+    assert_secrets_nowhere(&scenario, &run, &[MODEL_SECRET]).await?;
     Ok(())
 }
 
