@@ -415,13 +415,18 @@ fn transport<T>(error: &reqwest::Error, what: &str, server: &str) -> Try<T> {
     }
 }
 
-/// Whether a rustls error (a certificate that does not verify, a bad handshake) is behind
-/// `error`. An `io::Error` hides the error it wraps from `source()`, so it is opened by hand.
+/// Whether the run API's certificate does not verify against `HERD_CA_FILE` behind `error`:
+/// that will not change by trying again. Other TLS failures will (an operator starting up
+/// refuses handshakes until it has read its certificate; a connection cut mid-handshake).
+/// An `io::Error` hides the error it wraps from `source()`, so it is opened by hand.
 fn is_tls_failure(error: &reqwest::Error) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = cause {
-        if current.is::<rustls::Error>() {
-            return true;
+        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
+            return matches!(
+                tls,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            );
         }
         cause = match current.downcast_ref::<std::io::Error>() {
             Some(io) => io

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use herd_crds::report::{Clarification, StopReason};
-use herd_crds::wire::{AnswerPoll, ClarificationRequest};
+use herd_crds::wire::{AnswerPoll, ClarificationRequest, ProgressReport};
 use tokio::time::Instant;
 
 use super::RunApiControlPlane;
@@ -37,8 +37,17 @@ impl RunApiControlPlane {
         // From here the Run waits for input: its `timeout` clock stands still.
         let _paused = self.deadline.pause();
         let until = self.deadline.instant();
-        // Todos and a title reported just before the question must land before it: a report
-        // with a lower `seq` than the question's is dropped as stale.
+        // The todos and title of this moment go first: the progress middleware reports at
+        // most once a second, so what it last sent may predate them; and they must land before
+        // the question, as a report with a lower `seq` than the question's is dropped as stale.
+        let seq = self.next_seq(0);
+        self.progress.send(ProgressReport {
+            attempt: self.attempt,
+            seq,
+            title: state.title.clone(),
+            todos: state.todos.clone(),
+            usage: state.usage,
+        });
         if let Err(error) = self.progress.deliver_latest(until).await {
             if matches!(error, ControlError::StaleAttempt(_)) {
                 return Err(error);

@@ -26,8 +26,8 @@ const ANSWER_TIME: Duration = Duration::from_secs(120);
 /// The colour the user answers; the lead's last answer repeats it.
 const ANSWER: &str = "teal";
 
-/// The lead asks which colour, then answers with the one it was told. With `todos`, it writes
-/// them first (plan mode).
+/// The lead asks which colour, then answers with the one it was told. With `todos` (plan
+/// mode), it writes them first and closes them before it answers.
 fn ask_script(todos: bool) -> String {
     let mut rules =
         vec![json!({"match": {"purpose": "title"}, "respond": {"content": "A colour"}})];
@@ -47,6 +47,15 @@ fn ask_script(todos: bool) -> String {
         {"name": "ask_clarification", "arguments": {"question": "Which colour?",
             "clarification_type": "missing_info", "options": ["teal", "red"]}}]}}),
     );
+    if todos {
+        // Plan mode holds back an answer while todos are open: they are closed first.
+        call += 1;
+        rules.push(json!({"match": {"role": "lead", "call": call,
+            "anyMessage": {"role": "tool", "contains": ANSWER}},
+            "respond": {"toolCalls": [{"name": "write_todos", "arguments": {"todos": [
+                {"content": "Ask for the colour", "status": "completed"},
+                {"content": "Paint", "status": "completed"}]}}]}}));
+    }
     rules.push(json!({"match": {"role": "lead", "call": call + 1,
         "anyMessage": {"role": "tool", "contains": ANSWER}},
         "respond": {"content": format!("Painting it {ANSWER}.")}}));

@@ -23,6 +23,9 @@ use crate::operator::support::{Rbac, operator_client, start_leader, test_config}
 /// the `agent` container's environment.
 pub const MODEL_KEY: &str = "sk-e2e-secret-value";
 
+/// How long an aborted operator may hold its run API's port.
+const PORT_FREE: Duration = Duration::from_secs(10);
+
 /// The operator and the kubelet of one scenario.
 pub struct Scenario {
     pub admin: Client,
@@ -103,9 +106,14 @@ impl Scenario {
     /// starts it again with the same settings on the same run API address.
     pub async fn restart_operator(&mut self) -> anyhow::Result<()> {
         self.operator.abort();
-        // Ended once aborted: the run API's port is free again.
         let _ = self.operator.wait().await;
         let (config, client) = self.operator_start.clone();
+        // The aborted tasks let go of the run API's port as their cancellation reaches them.
+        let port = config.run_api_addr;
+        herd_e2e::wait::wait_for("the run API's port to be free", PORT_FREE, || async {
+            Ok(std::net::TcpListener::bind(port).ok().map(drop))
+        })
+        .await?;
         self.operator = start_leader(config, client).await?;
         Ok(())
     }

@@ -21,9 +21,15 @@ const RUNS: usize = 10;
 /// Ten Pods starting at once on two cores.
 const MEMORY_TIME: Duration = Duration::from_secs(180);
 
-/// The fact Run `n` teaches; two digits, so no fact's name contains another's.
+/// The token Run `n`'s task names: the memory call recognizes its Run by it. It never appears
+/// in a stored fact (the memory call sees those too) and no token contains another.
+fn token(n: usize) -> String {
+    format!("tok{n}x")
+}
+
+/// The fact Run `n` adds.
 fn fact(n: usize) -> String {
-    format!("fact-{n:02}")
+    format!("Remembers item number {n} of ten")
 }
 
 /// Each Run answers at once; its memory call adds the fact its task named.
@@ -36,10 +42,10 @@ fn memory_script() -> String {
     ];
     for n in 1..=RUNS {
         let operations = json!({"operations": [{"op": "add",
-            "content": format!("The user mentioned {}", fact(n)),
+            "content": fact(n),
             "category": "context", "confidence": 0.9}]});
         rules.push(
-            json!({"match": {"purpose": "memory", "anyMessage": {"contains": fact(n)}},
+            json!({"match": {"purpose": "memory", "anyMessage": {"contains": token(n)}},
             "respond": {"content": operations.to_string()}}),
         );
     }
@@ -52,7 +58,7 @@ pub async fn runs_ending_together_lose_no_memory(env: TestEnv) -> anyhow::Result
     let mut scenario = Scenario::start(&env, agent).await?;
     script_config_map(&scenario.admin, &scenario.namespace, &memory_script()).await?;
     for n in 1..=RUNS {
-        let task = format!("Remember {}.", fact(n));
+        let task = format!("Remember {}.", token(n));
         scenario.create_run(&format!("remember-{n}"), &task).await?;
     }
     for n in 1..=RUNS {

@@ -58,6 +58,10 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
     state
         .messages
         .push(Message::user("u-2", "Quickly, please."));
+    state.todos = vec![herd_crds::report::Todo {
+        content: "Ask for the market".into(),
+        status: herd_crds::report::TodoStatus::InProgress,
+    }];
 
     let asked = control.ask(&question("q-call_1_0"), &state).await.unwrap();
 
@@ -75,8 +79,18 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
 
     let requests = setup.server.requests();
     let position = |suffix: &str| requests.iter().position(|r| r.path.ends_with(suffix));
+    // The sender's task may post the same report again after the question; the run API takes
+    // a `seq` once.
+    let reported = requests
+        .iter()
+        .position(|r| {
+            r.path.ends_with("/progress")
+                && serde_json::from_slice::<ProgressReport>(&r.body)
+                    .is_ok_and(|p| p.seq == 101 && p.todos == state.todos)
+        })
+        .expect("the todos of the moment the question was asked were reported");
     assert!(
-        position("/progress").unwrap() < position("/clarification").unwrap(),
+        reported < position("/clarification").unwrap(),
         "the progress before the question lands before it"
     );
     let asked = setup.server.requests_to("/clarification");
@@ -84,7 +98,7 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
     let (body, checkpoint) = posted_checkpoint(&asked[0]);
     assert_eq!(
         (body.attempt, body.seq),
-        (1, 101),
+        (1, 102),
         "after the last progress"
     );
     assert_eq!(body.clarification, question("q-call_1_0"));
