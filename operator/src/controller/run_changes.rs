@@ -73,12 +73,13 @@ impl RunListener {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
 
-    fn run(name: &str) -> Run {
+    /// A Run `name` in namespace `team`.
+    pub(crate) fn run(name: &str) -> Run {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
             "metadata": {"name": name, "namespace": "team"},

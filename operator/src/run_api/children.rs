@@ -21,12 +21,11 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
-use super::body::{parse, read_limited};
 use super::child_outcome::{child_outcome, deleted, going};
 use super::failure::Failure;
 use super::long_poll::{WaitQuery, long_poll};
 use super::result_config_map::{presented_file, result_name};
-use super::routes::{check_attempt, run_path};
+use super::routes::run_path;
 use crate::controller::create_child::{ChildError, create_child};
 use crate::controller::run_objects::owned_by;
 use crate::decide::child_run::{Refusal, child_name};
@@ -48,9 +47,8 @@ pub async fn start_child(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
-    let request: ChildRequest = parse(&read_limited(body, MAX_BODY).await?)?;
-    check_attempt(request.attempt, &admitted)?;
+    let (admitted, request): (_, ChildRequest) =
+        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let child = create_child(&api.client, &admitted.run, &request)
         .await
         .map_err(refused)?;

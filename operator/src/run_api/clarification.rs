@@ -16,13 +16,12 @@ use kube::Resource;
 use tracing::info;
 
 use super::RunApi;
-use super::body::{parse, read_limited};
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
 use super::progress::RunKey;
 use super::report::{AfterClarification, Checkpointed, after_clarification, truncate_chars};
 use super::report_writer::{Written, write_report};
-use super::routes::{check_attempt, check_live, run_path};
+use super::routes::check_live;
 
 /// Most characters of a question's id (`spec.responses[].id` quotes it).
 pub const MAX_QUESTION_ID: usize = 64;
@@ -60,9 +59,9 @@ pub async fn clarification(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_LARGE_BODY).await?;
-    let request: ClarificationRequest = parse(&read_limited(body, MAX_LARGE_BODY).await?)?;
-    check_attempt(request.attempt, &admitted)?;
+    let (admitted, request): (_, ClarificationRequest) = api
+        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
+        .await?;
     if admitted.run.spec.parent_ref.is_some() {
         return Err(Failure::bad_request(
             "a child Run cannot ask the user a question",

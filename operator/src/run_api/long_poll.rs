@@ -80,16 +80,8 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
+    use crate::controller::run_changes::tests::run;
     use kube::runtime::watcher;
-
-    fn run(name: &str) -> Run {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-            "metadata": {"name": name, "namespace": "team"},
-            "spec": {"agentRef": {"name": "a"}, "task": "t"}
-        }))
-        .expect("a Run")
-    }
 
     #[test]
     fn the_wait_is_capped_and_defaults_to_none() {

@@ -21,10 +21,9 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
-use super::body::{parse, read_limited};
 use super::failure::Failure;
 use super::memory_config_map::{MemoryOwner, memory_config_map, read_document};
-use super::routes::{check_attempt, run_path};
+use super::routes::run_path;
 use crate::labels;
 
 /// Compare-and-swap rounds before giving up (each conflict means another update succeeded).
@@ -101,9 +100,8 @@ pub async fn update_memory(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
-    let update: MemoryUpdate = parse(&read_limited(body, MAX_BODY).await?)?;
-    check_attempt(update.attempt, &admitted)?;
+    let (admitted, update): (_, MemoryUpdate) =
+        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let (owner, max_facts) = api.memory_owner(&admitted).await?;
     let name = owner.config_map_name();
     let namespace = &admitted.path.namespace;

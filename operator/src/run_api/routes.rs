@@ -12,11 +12,15 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use herd_crds::run::Run;
-use herd_crds::wire::{MAX_BODY, MAX_LARGE_BODY, ProgressReport, ResultAccepted, ResultReport};
+use herd_crds::wire::{
+    ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY, MemoryUpdate, ProgressReport,
+    ResultAccepted, ResultReport,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use tracing::info;
 
 use super::RunApi;
@@ -90,14 +94,62 @@ pub(super) fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure>
     Ok(())
 }
 
-pub(super) fn check_attempt(body: u32, admitted: &Admitted) -> Result<(), Failure> {
-    if body == admitted.attempt {
-        Ok(())
-    } else {
-        Err(Failure::bad_request(format!(
-            "the body is of attempt {body}, but this Pod serves attempt {}",
-            admitted.attempt
-        )))
+/// A runner's body that names the attempt it is of.
+pub(super) trait OfAttempt {
+    /// The attempt the body says it is of.
+    fn attempt(&self) -> u32;
+}
+
+impl OfAttempt for ProgressReport {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ResultReport {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ChildRequest {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ClarificationRequest {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for MemoryUpdate {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl RunApi {
+    /// Admits a request with a body of at most `limit` bytes, then reads the body, which must
+    /// be of the attempt the Pod serves.
+    pub(super) async fn admit_with_body<T: DeserializeOwned + OfAttempt>(
+        &self,
+        path: (String, String),
+        headers: &HeaderMap,
+        body: Body,
+        limit: usize,
+    ) -> Result<(Admitted, T), Failure> {
+        let admitted = self.admit(run_path(path), headers, limit).await?;
+        let parsed: T = parse(&read_limited(body, limit).await?)?;
+        let attempt = parsed.attempt();
+        if attempt != admitted.attempt {
+            return Err(Failure::bad_request(format!(
+                "the body is of attempt {attempt}, but this Pod serves attempt {}",
+                admitted.attempt
+            )));
+        }
+        Ok((admitted, parsed))
     }
 }
 
@@ -170,9 +222,8 @@ async fn progress(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
-    let report: ProgressReport = parse(&read_limited(body, MAX_BODY).await?)?;
-    check_attempt(report.attempt, &admitted)?;
+    let (admitted, report): (_, ProgressReport) =
+        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let key = RunKey {
         path: admitted.path,
         uid: admitted.uid,
@@ -188,9 +239,9 @@ async fn result(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_LARGE_BODY).await?;
-    let report: ResultReport = parse(&read_limited(body, MAX_LARGE_BODY).await?)?;
-    check_attempt(report.attempt, &admitted)?;
+    let (admitted, report): (_, ResultReport) = api
+        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
+        .await?;
     let files = decode_files(&report.files)?;
     api.progress.forget(&RunKey {
         path: admitted.path.clone(),
