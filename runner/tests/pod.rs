@@ -115,6 +115,16 @@ impl PodDirs {
         self.start_pod_attempt(api_url, 1)
     }
 
+    /// Starts the sandbox, then `herd-runner pod` of `attempt`, which must exit 0 within a
+    /// minute.
+    fn run_to_success(&self, api_url: &str, attempt: u32) {
+        let _sandbox = self.start_sandbox();
+        let (status, stderr) = self
+            .start_pod_attempt(api_url, attempt)
+            .exit_within(Duration::from_secs(60));
+        assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    }
+
     /// `herd-runner pod` of attempt `attempt`.
     fn start_pod_attempt(&self, api_url: &str, attempt: u32) -> Running {
         let child = Command::new(BIN)
@@ -277,12 +287,7 @@ fn the_pod_copies_the_inputs_runs_the_tools_in_the_sandbox_and_posts_the_result(
     let api = Api::start(serving(run_config(&summarizing_script(), 300, inputs)));
     let pod = PodDirs::new(&api.server.ca_pem);
     pod.mount_input(0, &[("q1.csv", "region,units\nnorth,12\nsouth,7\n")]);
-    let _sandbox = pod.start_sandbox();
-
-    let (status, stderr) = pod
-        .start_pod(&api.server.url)
-        .exit_within(Duration::from_secs(60));
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    pod.run_to_success(&api.server.url, 1);
     assert_eq!(
         std::fs::read_to_string(pod.root.join("user-data/uploads/reports/q1.csv")).unwrap(),
         "region,units\nnorth,12\nsouth,7\n",
@@ -494,12 +499,7 @@ fn a_question_waits_in_the_pod_until_a_later_poll_brings_the_answer() {
         answers(request, earlier).unwrap_or_else(|| base(request, earlier))
     }));
     let pod = PodDirs::new(&api.server.ca_pem);
-    let _sandbox = pod.start_sandbox();
-
-    let (status, stderr) = pod
-        .start_pod(&api.server.url)
-        .exit_within(Duration::from_secs(60));
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    pod.run_to_success(&api.server.url, 1);
     let asked = api.server.requests_to("/clarification");
     assert_eq!(asked.len(), 1);
     let question = asked[0].json();
@@ -549,12 +549,7 @@ fn a_pod_lost_while_it_waits_is_resumed_from_the_checkpoint_by_the_next_attempt(
     config["responses"] = json!([{"id": question["clarification"]["id"], "answer": "Europe only"}]);
     let second = Api::start(serving(config));
     let pod = PodDirs::new(&second.server.ca_pem);
-    let _sandbox = pod.start_sandbox();
-    let (status, stderr) = pod
-        .start_pod_attempt(&second.server.url, 2)
-        .exit_within(Duration::from_secs(60));
-
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    pod.run_to_success(&second.server.url, 2);
     assert!(
         second.server.requests_to("/clarification").is_empty()
             && second.server.requests_to("/answers/q-call_1_0").is_empty(),
@@ -603,13 +598,7 @@ fn a_childs_files_land_in_the_sandboxs_outputs_under_the_childs_name() {
         ..Canned::default()
     }));
     let pod = PodDirs::new(&api.server.ca_pem);
-    let _sandbox = pod.start_sandbox();
-
-    let (status, stderr) = pod
-        .start_pod(&api.server.url)
-        .exit_within(Duration::from_secs(60));
-
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    pod.run_to_success(&api.server.url, 1);
     let started = api.server.requests_to("/children");
     assert_eq!(started.len(), 1);
     let request = started[0].json();
