@@ -182,10 +182,12 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             PodState::NotCreated => {
                 Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
             }
-            PodState::Observed(PodOutcome::Pending) => Outcome::going(reason::POD_PENDING, ""),
+            PodState::Observed(PodOutcome::Pending) => {
+                Outcome::going(reason::POD_PENDING, "the pod is starting")
+            }
             PodState::Observed(PodOutcome::Running) => match question {
                 Some(q) => Outcome::going(reason::WAITING_FOR_INPUT, q.question.clone()),
-                None => Outcome::going(reason::RUNNING, ""),
+                None => Outcome::going(reason::RUNNING, "the agent is working"),
             },
             PodState::Observed(PodOutcome::AgentExited(exit)) => exited(exit),
             PodState::Observed(PodOutcome::DeadlineExceeded) => {
@@ -326,7 +328,7 @@ fn stopped(stop: StopReason, text: Option<&str>) -> Outcome {
         StopReason::Completed => Outcome {
             status: ConditionStatus::True,
             reason: reason::SUCCEEDED,
-            message: String::new(),
+            message: "the agent answered".to_owned(),
         },
         StopReason::ModelCallLimit
         | StopReason::LoopDetected
@@ -511,7 +513,10 @@ mod tests {
             ..facts(PodState::Observed(PodOutcome::Running))
         };
         let s = decide(&running(), &f);
-        assert_eq!(succeeded(&s), (&ConditionStatus::True, "Succeeded", ""));
+        assert_eq!(
+            succeeded(&s),
+            (&ConditionStatus::True, "Succeeded", "the agent answered")
+        );
         assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Succeeded));
         assert_eq!(s.completion_time, Some(at(10)));
         assert_eq!(s.report, None, "the controller never writes report");
@@ -889,7 +894,7 @@ mod tests {
         ));
         assert_eq!(
             succeeded(&decide(&running(), &f)),
-            (&ConditionStatus::True, "Succeeded", "")
+            (&ConditionStatus::True, "Succeeded", "the agent answered")
         );
         let f = facts(exit(
             75,
