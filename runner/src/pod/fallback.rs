@@ -177,7 +177,7 @@ mod tests {
             (
                 StopReason::Completed,
                 long.as_str(),
-                ("True", "Succeeded", ""),
+                ("True", "Succeeded", "the agent answered"),
             ),
         ];
         for (reason, text, (status, why, message)) in cases {
