@@ -153,7 +153,7 @@ mod tests {
             (
                 StopReason::Completed,
                 "the answer",
-                ("True", "Succeeded", ""),
+                ("True", "Succeeded", "the agent answered"),
             ),
             (
                 StopReason::TokenBudgetExceeded,
