@@ -1,6 +1,8 @@
 //! Child Runs over the run API: started once, long-polled until they end, their files written
 //! into the parent's sandbox under `outputs/<child>/`.
 
+#![cfg(test)]
+
 use herd_crds::wire::{ChildRequest, ChildStatus};
 
 use super::super::test_server::{Canned, Reply, canned};

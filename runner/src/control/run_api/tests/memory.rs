@@ -1,5 +1,7 @@
 //! Memory over the run API: the document read, operations posted with the attempt.
 
+#![cfg(test)]
+
 use herd_crds::wire::{FactCategory, MemoryOperation};
 
 use super::super::test_server::{Canned, canned};

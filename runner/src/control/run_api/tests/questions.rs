@@ -2,6 +2,8 @@
 //! the deadline standing still and re-based meanwhile; a checkpoint too large summarized, then
 //! refused.
 
+#![cfg(test)]
+
 use std::sync::atomic::AtomicUsize;
 
 use base64::Engine as _;
