@@ -135,3 +135,10 @@ value can break the manifest.
 {{- $args = append $args (printf "--log-format=%s" $v.logFormat) -}}
 {{- concat $args $v.extraArgs | toYaml -}}
 {{- end -}}
+
+{{/* Checks across values, which the schema cannot express. */}}
+{{- define "herd.validate" -}}
+{{- if eq (int .Values.http.port) (int .Values.runApi.port) -}}
+{{- fail (printf "http.port and runApi.port must differ (both are %d)" (int .Values.http.port)) -}}
+{{- end -}}
+{{- end -}}
