@@ -84,7 +84,7 @@ would print as 1e+06.
 {{- define "herd.runnerResources" -}}
 {{- $pairs := list -}}
 {{- range $kind := list "requests" "limits" -}}
-{{- range $name, $quantity := (get $.Values.runner.resources $kind | default dict) -}}
+{{- range $name, $quantity := (get ($.Values.runner.resources | default dict) $kind | default dict) -}}
 {{- $pairs = append $pairs (printf "%s.%s=%s" $kind $name (include "herd.quantity" $quantity)) -}}
 {{- end -}}
 {{- end -}}
