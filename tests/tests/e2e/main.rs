@@ -4,6 +4,7 @@
 
 mod crds;
 mod fixture;
+mod gitops;
 #[cfg(target_os = "linux")]
 mod kubelet;
 mod operator;
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
         [
             crds::tests(),
             fixture::tests(),
+            gitops::tests(),
             kubelet_tests(),
             operator::tests(),
             run_api::tests(),
