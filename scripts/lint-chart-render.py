@@ -1,0 +1,313 @@
+"""What scripts/lint-chart checks in the chart's rendered manifests (helm template output).
+
+  lint-chart-render.py check SET RENDERED    the objects SET (a charts/herd/ci/ name, or
+                                             `default`) must render, and their fields
+  lint-chart-render.py server RENDERED OUT   writes to OUT the objects an API server without
+                                             the Prometheus Operator's and cert-manager's CRDs
+                                             can take, and names the others on stdout
+
+The release is `herd` in namespace `herd-system` (scripts/lint-chart renders it so).
+"""
+
+import sys
+from pathlib import Path
+
+import yaml
+
+RELEASE_NAMESPACE = "herd-system"
+OPERATOR = "herd-operator"
+RBAC = Path(__file__).resolve().parent.parent / "charts/herd/files/rbac"
+# Kinds whose CRDs the test API server does not have: left out of the server dry run.
+FOREIGN_KINDS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("cert-manager.io/v1", "Issuer"),
+    ("cert-manager.io/v1", "ClusterIssuer"),
+    ("cert-manager.io/v1", "Certificate"),
+}
+# Every flag of operator/src/config.rs that the chart always passes.
+ALWAYS_FLAGS = [
+    "--lease-name",
+    "--lease-namespace",
+    "--http-addr",
+    "--run-api-addr",
+    "--run-api-url",
+    "--run-api-port",
+    "--run-api-dns-names",
+    "--run-api-tls",
+    "--concurrency",
+    "--max-active",
+    "--max-active-per-namespace",
+    "--runner-resources",
+    "--runner-image",
+    "--sandbox-image",
+    "--log-format",
+]
+
+
+class Failed(Exception):
+    """A check that did not hold."""
+
+
+def expect(condition, message):
+    if not condition:
+        raise Failed(message)
+
+
+def load(path):
+    return [doc for doc in yaml.safe_load_all(Path(path).read_text()) if doc]
+
+
+def find(objects, kind, name=None, namespace=None):
+    return [
+        o
+        for o in objects
+        if o["kind"] == kind
+        and (name is None or o["metadata"]["name"] == name)
+        and (namespace is None or o["metadata"].get("namespace") == namespace)
+    ]
+
+
+def one(objects, kind, name, namespace=None):
+    found = find(objects, kind, name, namespace)
+    where = f" in {namespace}" if namespace else ""
+    expect(len(found) == 1, f"expected one {kind} {name}{where}, found {len(found)}")
+    return found[0]
+
+
+def none_of(objects, kind):
+    expect(not find(objects, kind), f"no {kind} expected, found {len(find(objects, kind))}")
+
+
+def flags(deployment):
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    expect("command" not in container, "the operator container must have no command")
+    parsed = {}
+    for arg in container["args"]:
+        name, _, value = arg.partition("=")
+        expect(name not in parsed, f"flag {name} is given twice")
+        parsed[name] = value
+    return parsed
+
+
+def rules_of(file):
+    return yaml.safe_load((RBAC / file).read_text())["rules"]
+
+
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ClusterIssuer"}
+
+
+def check_common(objects):
+    """What every set renders the same way."""
+    for o in objects:
+        expect(o["kind"] in CLUSTER_SCOPED or o["metadata"].get("namespace"),
+               f"{o['kind']}/{o['metadata']['name']} names its namespace")
+    one(objects, "ServiceAccount", OPERATOR, RELEASE_NAMESPACE)
+    cluster = one(objects, "ClusterRole", f"{OPERATOR}-cluster")
+    expect(cluster["rules"] == rules_of("tokenreview-clusterrole.yaml"),
+           "herd-operator-cluster must have the rules of tokenreview-clusterrole.yaml")
+    binding = one(objects, "ClusterRoleBinding", f"{OPERATOR}-cluster")
+    expect(binding["roleRef"]["name"] == f"{OPERATOR}-cluster", "cluster binding roleRef")
+    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
+                                    "namespace": RELEASE_NAMESPACE}], "cluster binding subject")
+
+    view = one(objects, "ClusterRole", "herd-view")
+    edit = one(objects, "ClusterRole", "herd-edit")
+    expect(view["metadata"]["labels"].get("rbac.authorization.k8s.io/aggregate-to-view") == "true",
+           "herd-view aggregates to view")
+    expect(edit["metadata"]["labels"].get("rbac.authorization.k8s.io/aggregate-to-edit") == "true",
+           "herd-edit aggregates to edit")
+    for role, verbs in ((view, {"get", "list", "watch"}),
+                        (edit, {"get", "list", "watch", "create", "update", "patch", "delete",
+                                "deletecollection"})):
+        resources = {r for rule in role["rules"] for r in rule["resources"]}
+        expect(resources == {"agents", "skills", "runs"},
+               f"{role['metadata']['name']} covers exactly agents, skills, runs (never runs/status): {resources}")
+        expect({v for rule in role["rules"] for v in rule["verbs"]} == verbs,
+               f"{role['metadata']['name']} verbs")
+
+    deployment = one(objects, "Deployment", OPERATOR, RELEASE_NAMESPACE)
+    pod = deployment["spec"]["template"]["spec"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    # The run API peer of every Run's NetworkPolicy (operator/src/controller/run.rs).
+    expect(labels.get("app.kubernetes.io/name") == "herd"
+           and labels.get("app.kubernetes.io/component") == "operator",
+           "operator pods are labelled app.kubernetes.io/name=herd, component=operator")
+    expect(pod["serviceAccountName"] == OPERATOR, "the pod runs as herd-operator")
+    container = pod["containers"][0]
+    args = flags(deployment)
+    for flag in ALWAYS_FLAGS:
+        expect(flag in args, f"the operator has {flag}")
+    expect(args["--lease-namespace"] == RELEASE_NAMESPACE, "the Lease is in the release namespace")
+    expect("--leader-elect" not in args, "leader election has no flag")
+    env = {e["name"]: e for e in container["env"]}
+    expect(env["POD_NAME"].get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           == "metadata.name", "POD_NAME from the downward API")
+    security = container["securityContext"]
+    expect(security["allowPrivilegeEscalation"] is False and security["readOnlyRootFilesystem"]
+           and security["capabilities"]["drop"] == ["ALL"], "restricted container securityContext")
+    pod_security = pod["securityContext"]
+    expect(pod_security["runAsNonRoot"] and pod_security["runAsUser"] == 65532
+           and pod_security["runAsGroup"] == 65532
+           and pod_security["seccompProfile"]["type"] == "RuntimeDefault",
+           "restricted pod securityContext")
+    expect(container["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
+    expect(container["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    expect(args["--http-addr"] == f"0.0.0.0:{ports['http']}", "--http-addr on the http port")
+    expect(args["--run-api-addr"] == f"0.0.0.0:{ports['run-api']}", "--run-api-addr on its port")
+    expect(args["--run-api-port"] == str(ports["run-api"]), "--run-api-port is the pod's port")
+
+    service = one(objects, "Service", OPERATOR, RELEASE_NAMESPACE)
+    expect(service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"],
+           "the Service selects the operator's pods")
+    service_ports = {p["name"]: p for p in service["spec"]["ports"]}
+    expect(service_ports["run-api"]["port"] == ports["run-api"], "Service run-api port")
+    expect(service_ports["http-metrics"]["port"] == ports["http"], "Service metrics port")
+    names = args["--run-api-dns-names"].split(",")
+    expect(f"{OPERATOR}.{RELEASE_NAMESPACE}.svc" in names, "the Service's names are DNS names")
+
+    policy = one(objects, "NetworkPolicy", OPERATOR, RELEASE_NAMESPACE)
+    expect(policy["spec"]["policyTypes"] == ["Ingress"], "NetworkPolicy: Ingress only")
+    run_api, metrics = policy["spec"]["ingress"]
+    expect(run_api["ports"] == [{"port": ports["run-api"], "protocol": "TCP"}], "run API port")
+    expect(run_api["from"] == [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
+        {"key": "herd.dev/run", "operator": "Exists"}]}}], "run API from herd.dev/run pods")
+    expect(metrics["ports"] == [{"port": ports["http"], "protocol": "TCP"}], "metrics port")
+    expect("namespaceSelector" in metrics["from"][0], "metrics from a namespace selector")
+    return deployment, args
+
+
+def check_cluster_wide(objects):
+    role = one(objects, "ClusterRole", OPERATOR)
+    expect(role["rules"] == rules_of("clusterrole.yaml"),
+           "herd-operator has the rules of clusterrole.yaml")
+    one(objects, "ClusterRoleBinding", OPERATOR)
+    none_of(objects, "Role")
+    none_of(objects, "RoleBinding")
+
+
+def check_default(objects):
+    deployment, args = check_common(objects)
+    check_cluster_wide(objects)
+    expect("--watch-namespaces" not in args, "all namespaces by default")
+    expect(args["--run-api-url"] == "https://herd-operator.herd-system.svc:8443", "default URL")
+    expect(args["--run-api-tls"] == "operator", "the operator issues the certificate")
+    expect(args["--max-active"] == "500" and args["--max-active-per-namespace"] == "100"
+           and args["--concurrency"] == "16", "the operator's default caps")
+    expect(args["--runner-resources"]
+           == "requests.cpu=50m,requests.memory=128Mi,limits.memory=1Gi",
+           "the operator's default runner resources")
+    expect(not any(a.startswith("--default-model") for a in args), "no default model")
+    expect(deployment["spec"]["replicas"] == 1, "one replica")
+    for kind in ("PodDisruptionBudget", "ServiceMonitor", "Certificate", "Issuer"):
+        none_of(objects, kind)
+
+
+def check_namespaced(objects):
+    _, args = check_common(objects)
+    expect(args["--watch-namespaces"] == "team-a,team-b", "--watch-namespaces")
+    expect(not find(objects, "ClusterRole", OPERATOR), "no cluster-wide ClusterRole")
+    expect(not find(objects, "ClusterRoleBinding", OPERATOR), "no cluster-wide binding")
+    for namespace in ("team-a", "team-b", RELEASE_NAMESPACE):
+        role = one(objects, "Role", OPERATOR, namespace)
+        expect(role["rules"] == rules_of("role.yaml"), f"the Role in {namespace} is role.yaml's")
+        binding = one(objects, "RoleBinding", OPERATOR, namespace)
+        expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": OPERATOR}, f"the RoleBinding in {namespace}")
+    expect(len(find(objects, "Role")) == 3, "a Role in each watched namespace and the release's")
+    expect(args["--default-model-provider"] == "openai"
+           and args["--default-model-name"] == "qwen2.5-7b-instruct"
+           and args["--default-model-base-url"] == "http://vllm.models.svc:8000/v1"
+           and args["--default-model-secret"] == "model-key"
+           and args["--default-model-secret-key"] == "token", "the default model's flags")
+    expect(args["--runner-resources"]
+           == "requests.cpu=1,requests.memory=256Mi,limits.cpu=2000000,limits.memory=2Gi",
+           f"runner resources from YAML numbers: {args['--runner-resources']}")
+    expect(args["--runner-image"] == "ghcr.io/herd-dev/herd-runner:0.1.0", "runner image")
+
+
+def check_certmanager(objects):
+    _, args = check_common(objects)
+    check_cluster_wide(objects)
+    expect(args["--run-api-tls"] == "external", "cert-manager's Secret: --run-api-tls=external")
+    expect(args["--run-api-url"] == "https://herd-run-api.example.com:9443", "runApi.url")
+    selfsigned = one(objects, "Issuer", "herd-selfsigned", RELEASE_NAMESPACE)
+    expect("selfSigned" in selfsigned["spec"], "a self-signed Issuer")
+    ca = one(objects, "Certificate", "herd-run-api-ca", RELEASE_NAMESPACE)
+    expect(ca["spec"]["isCA"] is True and ca["spec"]["issuerRef"]["name"] == "herd-selfsigned",
+           "a CA Certificate from the self-signed Issuer")
+    ca_issuer = one(objects, "Issuer", "herd-run-api-ca", RELEASE_NAMESPACE)
+    expect(ca_issuer["spec"]["ca"]["secretName"] == ca["spec"]["secretName"],
+           "a CA Issuer on the CA's Secret")
+    leaf = one(objects, "Certificate", "herd-run-api", RELEASE_NAMESPACE)
+    expect(leaf["spec"]["secretName"] == "herd-run-api-tls", "the leaf writes herd-run-api-tls")
+    expect(leaf["spec"]["issuerRef"]["name"] == "herd-run-api-ca", "signed by the CA Issuer")
+    dns = leaf["spec"]["dnsNames"]
+    for name in args["--run-api-dns-names"].split(",") + ["herd-run-api.example.com"]:
+        expect(name in dns, f"the certificate names {name}")
+
+
+def check_replicas(objects):
+    deployment, _ = check_common(objects)
+    check_cluster_wide(objects)
+    expect(deployment["spec"]["replicas"] == 2, "two replicas")
+    pdb = one(objects, "PodDisruptionBudget", OPERATOR, RELEASE_NAMESPACE)
+    expect(pdb["spec"]["maxUnavailable"] == 1, "maxUnavailable: 1")
+    expect(pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"],
+           "the PDB selects the operator's pods")
+    template = deployment["spec"]["template"]
+    expect(template["spec"]["priorityClassName"] == "system-cluster-critical", "priorityClassName")
+    expect(template["metadata"]["annotations"] == {"example.com/team": "agents"}, "podAnnotations")
+
+
+def check_servicemonitor(objects):
+    _, args = check_common(objects)
+    check_cluster_wide(objects)
+    expect(args["--log-format"] == "text", "--log-format=text")
+    monitor = one(objects, "ServiceMonitor", OPERATOR, RELEASE_NAMESPACE)
+    expect(monitor["apiVersion"] == "monitoring.coreos.com/v1", "monitoring.coreos.com/v1")
+    expect(monitor["metadata"]["labels"].get("release") == "prometheus", "its labels")
+    service = one(objects, "Service", OPERATOR, RELEASE_NAMESPACE)
+    expect(all(service["metadata"]["labels"].get(k) == v
+               for k, v in monitor["spec"]["selector"]["matchLabels"].items()),
+           "the ServiceMonitor selects the Service")
+    endpoint = monitor["spec"]["endpoints"][0]
+    expect(endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+           and endpoint["path"] == "/metrics", "it scrapes the Service's metrics port")
+
+
+CHECKS = {
+    "default": check_default,
+    "namespaced": check_namespaced,
+    "certmanager": check_certmanager,
+    "replicas": check_replicas,
+    "servicemonitor": check_servicemonitor,
+}
+
+
+def server(rendered, out):
+    objects = load(rendered)
+    kept = [o for o in objects if (o["apiVersion"], o["kind"]) not in FOREIGN_KINDS]
+    for o in objects:
+        if (o["apiVersion"], o["kind"]) in FOREIGN_KINDS:
+            print(f"{o['kind']}/{o['metadata']['name']} ({o['apiVersion']})")
+    Path(out).write_text(yaml.safe_dump_all(kept, sort_keys=False))
+
+
+def main(argv):
+    if len(argv) == 4 and argv[1] == "check" and argv[2] in CHECKS:
+        try:
+            CHECKS[argv[2]](load(argv[3]))
+        except (Failed, KeyError, IndexError, TypeError) as error:
+            print(f"{argv[2]}: {type(error).__name__}: {error}", file=sys.stderr)
+            return 1
+        return 0
+    if len(argv) == 4 and argv[1] == "server":
+        server(argv[2], argv[3])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
