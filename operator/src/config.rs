@@ -37,6 +37,12 @@ pub struct Config {
     #[arg(long, env = "HERD_RUN_API_ADDR", default_value = "0.0.0.0:8443")]
     pub run_api_addr: SocketAddr,
 
+    /// Who writes the run API's TLS Secret `herd-run-api-tls` in the Lease's namespace:
+    /// `operator` (issues and renews a self-signed CA and leaf) or `external` (cert-manager or
+    /// an admin writes `tls.crt`, `tls.key` and `ca.crt`; the operator only reads it).
+    #[arg(long, env = "HERD_RUN_API_TLS", value_enum, default_value_t = RunApiTlsMode::Operator)]
+    pub run_api_tls: RunApiTlsMode,
+
     /// Most reconciles running at once, per controller.
     #[arg(long, env = "HERD_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
@@ -120,6 +126,15 @@ impl AdmissionConfig {
             total: cap(self.max_active),
         }
     }
+}
+
+/// Who writes the run API's TLS Secret.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunApiTlsMode {
+    /// The operator issues the Secret and renews it at two thirds of a certificate's life.
+    Operator,
+    /// Someone else (cert-manager) writes it; the operator never creates or changes it.
+    External,
 }
 
 /// Log output format.
@@ -282,6 +297,14 @@ mod tests {
             config.runs.runner_resources.limits.unwrap()["memory"].0,
             "1Gi"
         );
+    }
+
+    #[test]
+    fn run_api_tls_mode() {
+        assert_eq!(parse(&[]).unwrap().run_api_tls, RunApiTlsMode::Operator);
+        let external = parse(&["--run-api-tls=external"]).unwrap();
+        assert_eq!(external.run_api_tls, RunApiTlsMode::External);
+        assert!(parse(&["--run-api-tls=certManager"]).is_err());
     }
 
     #[test]

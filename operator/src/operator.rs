@@ -131,6 +131,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         client.clone(),
         config.lease.namespace.clone(),
         leaf_names(&config.runs.run_api_dns_names, &config.runs.run_api_url),
+        config.run_api_tls,
     ));
     let admission = Arc::new(Admission::new(config.admission.caps(), metrics.clone()));
     let run_setup = RunSetup {

@@ -1,21 +1,25 @@
 //! The run API's TLS Secret in the operator's namespace and its CA bundle in every namespace
 //! with Run pods: issued when absent (replicas racing at first start read the winner's),
 //! renewed at two thirds of a certificate's life by a timer, copied before any Pod mounts it and
-//! whenever it changes.
+//! whenever it changes. With `--run-api-tls=external` someone else (cert-manager) writes the
+//! Secret: the operator only reads its `ca.crt` and copies it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use kube::runtime::reflector::Store;
+use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::certificates::{new_ca, new_leaf};
+use crate::config::RunApiTlsMode;
 use crate::decide::backoff;
 use crate::decide::run_api_tls::{
     CA_VALIDITY, Issued, LEAF_VALIDITY, Renewal, TLS_SECRET, Validity, ca_config_map,
@@ -151,6 +155,29 @@ pub async fn ensure_tls_secret(
     Ok(Served { bundle, issued })
 }
 
+/// The CA bundle of a Secret someone else writes (`--run-api-tls=external`), never changing it.
+pub async fn read_external_secret(client: &Client, namespace: &str) -> Result<Served, Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = api.get_opt(TLS_SECRET).await?.ok_or_else(|| {
+        Error::Config(format!(
+            "Secret {namespace}/{TLS_SECRET} does not exist: with --run-api-tls=external, \
+             cert-manager (the chart's Certificate) or an admin writes it"
+        ))
+    })?;
+    let bundle = text(&secret, CA_KEY)
+        .filter(|b| !b.trim().is_empty())
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "Secret {namespace}/{TLS_SECRET} has no {CA_KEY}: Run pods need the CA that signed \
+             its tls.crt (cert-manager writes it for CA and self-signed issuers)"
+            ))
+        })?;
+    Ok(Served {
+        bundle,
+        issued: Issued::default(),
+    })
+}
+
 fn issued_by(secret: &Secret) -> Issued {
     secret
         .metadata
@@ -186,22 +213,24 @@ pub async fn ensure_ca_config_map(
     Ok(())
 }
 
-/// The run API's TLS as this operator last made sure of it: the Secret's place and names, and
-/// the CA bundle new namespaces get.
+/// The run API's TLS as this operator last made sure of it: the Secret's place, names and
+/// writer, and the CA bundle new namespaces get.
 pub struct RunApiTls {
     client: Client,
     namespace: String,
     names: Vec<String>,
+    mode: RunApiTlsMode,
     bundle: Mutex<Option<String>>,
 }
 
 impl RunApiTls {
-    /// The TLS of the Secret in `namespace`, for a leaf carrying `names`.
-    pub fn new(client: Client, namespace: String, names: Vec<String>) -> Self {
+    /// The TLS of the Secret in `namespace`, for a leaf carrying `names`, written by `mode`.
+    pub fn new(client: Client, namespace: String, names: Vec<String>, mode: RunApiTlsMode) -> Self {
         RunApiTls {
             client,
             namespace,
             names,
+            mode,
             bundle: Mutex::new(None),
         }
     }
@@ -214,9 +243,15 @@ impl RunApiTls {
         Ok(self.ensure().await?.bundle)
     }
 
-    /// Makes sure of the Secret (issuing or renewing what is due) and remembers its bundle.
+    /// Makes sure of the Secret (issuing or renewing what is due, when the operator writes it)
+    /// and remembers its bundle.
     pub async fn ensure(&self) -> Result<Served, Error> {
-        let served = ensure_tls_secret(&self.client, &self.namespace, &self.names).await?;
+        let served = match self.mode {
+            RunApiTlsMode::Operator => {
+                ensure_tls_secret(&self.client, &self.namespace, &self.names).await?
+            }
+            RunApiTlsMode::External => read_external_secret(&self.client, &self.namespace).await?,
+        };
         *self
             .bundle
             .lock()
@@ -234,7 +269,8 @@ impl RunApiTls {
 
 /// While this replica leads: renews the Secret when two thirds of its leaf's (or CA's) life have
 /// passed, and copies a changed bundle into every namespace's `herd-run-api-ca` (the cached
-/// copies of `config_maps`), without waiting for a new Pod. Runs until aborted.
+/// copies of `config_maps`), without waiting for a new Pod. A change to the Secret (cert-manager
+/// renewing it, an admin editing it) is looked at at once. Runs until aborted.
 pub async fn keep_renewed(
     tls: Arc<RunApiTls>,
     config_maps: Vec<Store<ConfigMap>>,
@@ -243,6 +279,13 @@ pub async fn keep_renewed(
     if leader.wait_for(|leading| *leading).await.is_err() {
         return;
     }
+    let secrets: Api<Secret> = Api::namespaced(tls.client.clone(), &tls.namespace);
+    let one_secret = watcher::Config::default().fields(&format!("metadata.name={TLS_SECRET}"));
+    // Its own writes come back too: a second look then finds nothing due and writes nothing.
+    let mut changes = watcher(secrets, one_secret)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
     let mut failures = 0;
     loop {
         let wait = match renew_and_copy(&tls, &config_maps).await {
@@ -257,7 +300,14 @@ pub async fn keep_renewed(
             }
         };
         debug!(?wait, "next look at the run API's TLS");
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            Some(change) = changes.next() => {
+                if let Err(error) = change {
+                    debug!(%error, "watching the run API's TLS Secret");
+                }
+            }
+        }
     }
 }
 

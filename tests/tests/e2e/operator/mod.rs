@@ -137,6 +137,13 @@ pub fn tests() -> Vec<E2eTest> {
                 tls::tls_is_renewed_and_copied_without_a_pod(operator, admin, ns).await
             },
         ),
+        E2eTest::shared(
+            "operator::external_tls_is_read_never_written",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                tls::external_tls_is_read_never_written(operator, admin, ns).await
+            },
+        ),
         E2eTest::exclusive(
             "operator::namespace_deleted_while_a_run_is_active",
             |env| async move {

@@ -209,3 +209,112 @@ pub async fn tls_is_renewed_and_copied_without_a_pod(
     running.shutdown().await?;
     Ok(())
 }
+
+/// A `kubernetes.io/tls` Secret as cert-manager writes it: `ca.crt`, `tls.crt`, `tls.key`, from
+/// a CA of its own, for `name`.
+fn cert_manager_secret(name: &str) -> anyhow::Result<(Secret, String)> {
+    use herd_operator::certificates::{new_ca, new_leaf};
+    use herd_operator::decide::run_api_tls::Validity;
+    let validity = Validity::starting(
+        jiff::Timestamp::now(),
+        std::time::Duration::from_secs(24 * 3600),
+    )
+    .context("validity")?;
+    let ca = new_ca(validity)?;
+    let leaf = new_leaf(&ca.key, &[name.to_owned()], validity)?;
+    let secret = serde_json::from_value(json!({
+        "metadata": {"name": "herd-run-api-tls",
+            "annotations": {"cert-manager.io/certificate-name": "herd-run-api"}},
+        "type": "kubernetes.io/tls",
+        "stringData": {"ca.crt": ca.cert, "tls.crt": leaf.cert, "tls.key": leaf.key},
+    }))?;
+    Ok((secret, ca.cert))
+}
+
+/// With `--run-api-tls=external` the operator never writes `herd-run-api-tls`: without it the
+/// operator leads but is not ready and makes none; once cert-manager writes it, the run API
+/// serves its leaf, a Run's namespace gets its `ca.crt`, and a renewal reaches the namespace's
+/// copy at once, the Secret untouched by the operator.
+pub async fn external_tls_is_read_never_written(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let mut config = test_config(&[&namespace], &namespace, "only")?;
+    config.run_api_tls = herd_operator::config::RunApiTlsMode::External;
+    let running = herd_operator::start(config, operator).await?;
+    let mut leader = running.leader.clone();
+    tokio::time::timeout(WAIT, leader.wait_for(|l| *l)).await??;
+    let (status, _) = wait_for("/readyz answering", WAIT, || async {
+        Ok(http_get(&running, "/readyz").await.ok())
+    })
+    .await?;
+    ensure!(status == 503, "ready without a certificate: {status}");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    ensure!(
+        secrets.get_opt("herd-run-api-tls").await?.is_none(),
+        "the operator made the Secret cert-manager owns"
+    );
+
+    let (secret, first_ca) = cert_manager_secret("127.0.0.1")?;
+    let written = secrets.create(&PostParams::default(), &secret).await?;
+    wait_for("the operator ready", WAIT, || async {
+        Ok(running.is_ready().then_some(()))
+    })
+    .await?;
+    let https = reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(first_ca.as_bytes())?)
+        .build()?;
+    let url = format!("https://127.0.0.1:{}/", running.run_api_addr.port());
+    https
+        .get(&url)
+        .send()
+        .await
+        .context("the run API does not serve cert-manager's leaf")?;
+
+    create_agent(&admin, &namespace).await?;
+    create_run(&admin, &namespace, "external").await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    wait_for("the Run's Pod", WAIT, || async {
+        Ok(pods.get_opt("external-1").await?)
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let copied = |bundle: String| {
+        let cms = cms.clone();
+        async move {
+            let copy = cms.get("herd-run-api-ca").await?;
+            Ok((copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle)).then_some(()))
+        }
+    };
+    wait_for("ca.crt copied", WAIT, || copied(first_ca.clone())).await?;
+
+    let (mut renewed, second_ca) = cert_manager_secret("127.0.0.1")?;
+    renewed.metadata.resource_version = written.metadata.resource_version.clone();
+    let renewed = secrets
+        .replace("herd-run-api-tls", &PostParams::default(), &renewed)
+        .await?;
+    wait_for("the renewed ca.crt copied", WAIT, || {
+        copied(second_ca.clone())
+    })
+    .await?;
+    let https = reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(second_ca.as_bytes())?)
+        .build()?;
+    wait_for("the renewed leaf served", WAIT, || async {
+        Ok(https.get(&url).send().await.ok().map(|_| ()))
+    })
+    .await?;
+    ensure!(
+        secrets
+            .get("herd-run-api-tls")
+            .await?
+            .metadata
+            .resource_version
+            == renewed.metadata.resource_version,
+        "the operator changed cert-manager's Secret"
+    );
+    running.shutdown().await?;
+    Ok(())
+}
