@@ -194,6 +194,94 @@ fn examples_cover_what_the_issue_asks_for() {
     }
 }
 
+/// `examples/gitops/`: a Kustomization listing every file of its folder, holding Skills and
+/// Agents that parse and pass every rule, and the ConfigMaps they name; never a Run (a synced
+/// Run deleted by its TTL would be created again) nor a Secret.
+#[test]
+fn gitops_example_is_a_kustomization_of_skills_and_agents() {
+    let dir = examples().join("gitops");
+    let kustomization_text = read(&dir.join("kustomization.yaml"));
+    assert!(
+        kustomization_text.contains("Runs do not belong in a synced repository"),
+        "kustomization.yaml must say why Runs are not there"
+    );
+    let kustomization = yaml(&kustomization_text);
+    assert_eq!(kustomization["kind"], "Kustomization");
+    let mut listed: Vec<PathBuf> = kustomization["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| dir.join(r.as_str().expect("a file name")))
+        .collect();
+    listed.sort();
+    let files: Vec<PathBuf> = yaml_files(&dir)
+        .into_iter()
+        .filter(|p| !p.ends_with("kustomization.yaml"))
+        .collect();
+    assert_eq!(
+        listed, files,
+        "kustomization.yaml lists every file of the folder"
+    );
+
+    let mut manifests = Vec::new();
+    let mut config_maps = Vec::new();
+    for path in &files {
+        let text = read(path);
+        let object = yaml(&text);
+        match object["kind"].as_str() {
+            Some("Skill" | "Agent") => {
+                manifests.extend(
+                    parse_manifests(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+                );
+                assert_eq!(
+                    cel_create(&object),
+                    Vec::<String>::new(),
+                    "{}",
+                    path.display()
+                );
+            }
+            Some("ConfigMap") => config_maps.push(object["metadata"]["name"].clone()),
+            other => panic!(
+                "{}: {other:?} does not belong in examples/gitops",
+                path.display()
+            ),
+        }
+    }
+    let skills: Vec<&str> = manifests
+        .iter()
+        .filter(|m| m.kind() == "Skill")
+        .map(Manifest::name)
+        .collect();
+    let agents: Vec<_> = manifests
+        .iter()
+        .filter_map(|m| match m {
+            Manifest::Agent(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !skills.is_empty() && !agents.is_empty(),
+        "a Skill and an Agent"
+    );
+    for agent in agents {
+        for skill in agent.spec.skills.iter().flatten() {
+            assert!(
+                skills.contains(&skill.as_str()),
+                "skill {skill} is not in the folder"
+            );
+        }
+        // The example runs offline: a scripted model whose script is in the folder.
+        let model = serde_json::to_value(&agent.spec.model).unwrap();
+        let name = model
+            .pointer("/scriptFrom/configMapKeyRef/name")
+            .expect("the Agent's scripted model names its ConfigMap");
+        assert!(
+            config_maps.contains(name),
+            "ConfigMap {name} is not in the folder"
+        );
+    }
+}
+
 #[test]
 fn invalid_examples_fail_offline_with_their_message() {
     let files = yaml_files(&examples().join("invalid"));

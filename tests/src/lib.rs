@@ -10,22 +10,28 @@
 //! - [`wait`]: waits with a deadline of at most a minute; [`dump`]: what a failure prints.
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
 //! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC.
+//! - [`argo_cd`], [`flux`], [`lua_literal`]: the GitOps health checks the chart ships, run as
+//!   Argo CD (Lua) and Flux (CEL) run them; [`external_tools`]: `lua5.1` and `kubectl`.
 //! - [`kubelet`]: `local-kubelet`, which runs Pods' containers for real on this machine;
 //!   [`local_kubelet`] starts one for a test.
 //!
 //! An operator run in-process by a test binds its HTTP listeners to port 0, so tests running
 //! side by side never collide.
 
+pub mod argo_cd;
 pub mod cluster;
 pub mod control_plane;
 pub mod crds;
 pub mod dump;
+pub mod external_tools;
 pub mod fixtures;
+pub mod flux;
 pub mod harness;
 #[cfg(target_os = "linux")]
 pub mod kubelet;
 #[cfg(target_os = "linux")]
 pub mod local_kubelet;
+pub mod lua_literal;
 pub mod namespace;
 pub mod operator_rbac;
 pub mod pki;

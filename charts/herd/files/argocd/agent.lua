@@ -1,0 +1,46 @@
+-- Argo CD health of a herd.dev Agent (argocd-cm key
+-- resource.customizations.health.herd.dev_Agent). Argo CD runs it in gopher-lua (Lua 5.1)
+-- without the string library, so it uses only the base library and the `..` operator.
+local function find(conditions, type_)
+  for _, condition in ipairs(conditions) do
+    if condition.type == type_ then
+      return condition
+    end
+  end
+  return nil
+end
+
+-- The condition's message, or its reason when the message is empty (Ready=True has none).
+local function describe(condition)
+  if condition.message ~= nil and condition.message ~= "" then
+    return condition.message
+  end
+  return condition.reason
+end
+
+local status = obj.status
+if status == nil or status.observedGeneration == nil then
+  return { status = "Progressing", message = "waiting for the operator to observe the Agent" }
+end
+-- Conditions older than the spec say nothing about it: the operator has not caught up yet.
+if status.observedGeneration ~= obj.metadata.generation then
+  return {
+    status = "Progressing",
+    message = "waiting for the operator to observe generation " .. obj.metadata.generation,
+  }
+end
+local conditions = status.conditions or {}
+for _, type_ in ipairs({ "Accepted", "ResolvedRefs" }) do
+  local condition = find(conditions, type_)
+  if condition ~= nil and condition.status == "False" then
+    return { status = "Degraded", message = describe(condition) }
+  end
+end
+local ready = find(conditions, "Ready")
+if ready ~= nil and ready.status == "True" then
+  return { status = "Healthy", message = describe(ready) }
+end
+if ready ~= nil and ready.status == "False" then
+  return { status = "Degraded", message = describe(ready) }
+end
+return { status = "Progressing", message = "waiting for the Ready condition" }
