@@ -51,9 +51,11 @@ printf 'greeting=%s\npassword=%s\nsocket=%s\ndata=%s\nlink=%s\nhost=%s\naccount=
 /// What the `in-cluster` Pod's container reports: what an in-cluster client reads.
 const IN_CLUSTER: &str = r#"
 d=/var/run/secrets/kubernetes.io/serviceaccount
-printf 'api=%s:%s\nnamespace=%s\nca=%s\ntoken=%s\n' \
+if [ -e "$HOME/.kube" ]; then kube=yes; else kube=no; fi
+printf 'api=%s:%s\nnamespace=%s\nca=%s\ntoken=%s\nkubeconfig=%s %s\n' \
   "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" "$(cat $d/namespace)" \
-  "$(tr -d '\n' < $d/ca.crt)" "$(cat $d/token)" > /dev/termination-log
+  "$(tr -d '\n' < $d/ca.crt)" "$(cat $d/token)" "${KUBECONFIG-unset}" "$kube" \
+  > /dev/termination-log
 "#;
 
 fn pod(name: &str, spec: serde_json::Value) -> anyhow::Result<Pod> {
@@ -324,7 +326,8 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
 /// The `in-cluster` Pod: the API server's address in its environment (the kubeconfig's, as
 /// there is no kube-proxy), and the ServiceAccount volume admission added, as in-cluster
 /// clients read them: a token of the Pod's account bound to it for the API server, the CA
-/// that `kube-root-ca.crt` publishes, the namespace.
+/// that `kube-root-ca.crt` publishes, the namespace; and no kubeconfig (`KUBECONFIG`,
+/// `$HOME/.kube`), which kube-rs's `Client::try_default` would prefer.
 async fn in_cluster_client_finds_its_files(env: &TestEnv, pods: &Api<Pod>) -> anyhow::Result<()> {
     let client = env.client();
     let namespace = env.namespace();
@@ -347,6 +350,10 @@ async fn in_cluster_client_finds_its_files(env: &TestEnv, pods: &Api<Pod>) -> an
     let address = format!("{}:{}", api.host, api.port);
     ensure!(report.get("api") == Some(&address.as_str()), "{report:?}");
     ensure!(report.get("namespace") == Some(&namespace), "{report:?}");
+    ensure!(
+        report.get("kubeconfig") == Some(&"unset no"),
+        "no kubeconfig for kube-rs to prefer over the in-cluster config: {report:?}"
+    );
     let root_ca = Api::<ConfigMap>::namespaced(client.clone(), namespace)
         .get("kube-root-ca.crt")
         .await?
