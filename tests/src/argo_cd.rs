@@ -200,6 +200,17 @@ mod tests {
     }
 
     #[test]
+    fn the_chart_readme_shows_the_shipped_run_script() {
+        let readme = std::fs::read_to_string(repo_root().join("charts/herd/README.md")).unwrap();
+        let blocks = crate::fixtures::fenced_blocks(&readme, "lua");
+        assert_eq!(
+            blocks,
+            [script("Run").unwrap()],
+            "the lua block of charts/herd/README.md differs from run.lua: copy the file in"
+        );
+    }
+
+    #[test]
     fn output_is_a_status_line_and_the_message() {
         let health = parse_output("Degraded\nskill x not found\nsecond line").unwrap();
         assert_eq!(health.status, "Degraded");

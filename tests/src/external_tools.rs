@@ -38,21 +38,24 @@ impl Tool {
     /// The program, or `Ok(None)` after saying on stderr that `test` is skipped; an error
     /// under `CI=true`, or when the variable names a file that does not exist.
     pub fn find(&self, test: &str) -> anyhow::Result<Option<PathBuf>> {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        self.find_in(
+        let found = self.locate(
             std::env::var_os(self.env).as_deref(),
             std::env::var_os("PATH").as_deref(),
-            ci,
-            test,
-        )
+        )?;
+        if found.is_some() {
+            return Ok(found);
+        }
+        let skipped = self.skip_message(std::env::var("CI").is_ok_and(|v| v == "true"), test)?;
+        // Written to stderr directly so that the skip is visible whatever captures output.
+        let _ = writeln!(std::io::stderr(), "{skipped}");
+        Ok(None)
     }
 
-    fn find_in(
+    /// The file the variable names, else the program on `path`.
+    fn locate(
         &self,
         named: Option<&OsStr>,
         path: Option<&OsStr>,
-        ci: bool,
-        test: &str,
     ) -> anyhow::Result<Option<PathBuf>> {
         if let Some(file) = named.filter(|f| !f.is_empty()) {
             let file = PathBuf::from(file);
@@ -61,9 +64,11 @@ impl Tool {
             }
             return Ok(Some(file));
         }
-        if let Some(found) = path.and_then(|path| on_path(path, self.program)) {
-            return Ok(Some(found));
-        }
+        Ok(path.and_then(|path| on_path(path, self.program)))
+    }
+
+    /// What a missing program means for `test`: the skip message, or under CI the failure.
+    fn skip_message(&self, ci: bool, test: &str) -> anyhow::Result<String> {
         let missing = format!(
             "{} is not on PATH and {} is unset ({})",
             self.program, self.env, self.install
@@ -71,9 +76,7 @@ impl Tool {
         if ci {
             bail!("{missing}; CI=true, so {test} fails");
         }
-        // Written to stderr directly so that the skip is visible whatever captures output.
-        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {missing}");
-        Ok(None)
+        Ok(format!("SKIPPED {test}: {missing}"))
     }
 }
 
@@ -122,11 +125,9 @@ mod tests {
         let on_path_dir = tempfile::tempdir().unwrap();
         executable(on_path_dir.path(), TOOL.program);
         let found = TOOL
-            .find_in(
+            .locate(
                 Some(named.as_os_str()),
                 Some(on_path_dir.path().as_os_str()),
-                false,
-                "t",
             )
             .unwrap();
         assert_eq!(found, Some(named));
@@ -135,7 +136,7 @@ mod tests {
     #[test]
     fn a_named_file_that_does_not_exist_is_an_error() {
         let error = TOOL
-            .find_in(Some(OsStr::new("/nonexistent/tool")), None, false, "t")
+            .locate(Some(OsStr::new("/nonexistent/tool")), None)
             .unwrap_err();
         assert!(error.to_string().contains("HERD_TEST_TOOL"), "{error}");
     }
@@ -146,7 +147,7 @@ mod tests {
         let file = executable(dir.path(), TOOL.program);
         let path = std::env::join_paths(["/nonexistent", dir.path().to_str().unwrap()]).unwrap();
         for named in [None, Some(OsStr::new(""))] {
-            let found = TOOL.find_in(named, Some(&path), true, "t").unwrap();
+            let found = TOOL.locate(named, Some(&path)).unwrap();
             assert_eq!(found.as_ref(), Some(&file));
         }
     }
@@ -154,9 +155,20 @@ mod tests {
     #[test]
     fn missing_skips_outside_ci_and_fails_in_ci() {
         let empty = tempfile::tempdir().unwrap();
-        let path = empty.path().as_os_str();
-        assert_eq!(TOOL.find_in(None, Some(path), false, "t").unwrap(), None);
-        let error = TOOL.find_in(None, Some(path), true, "t").unwrap_err();
-        assert!(error.to_string().contains("CI=true"), "{error}");
+        assert_eq!(
+            TOOL.locate(None, Some(empty.path().as_os_str())).unwrap(),
+            None
+        );
+        let skipped = TOOL.skip_message(false, "area::test").unwrap();
+        assert!(
+            skipped.starts_with("SKIPPED area::test: herd-test-tool"),
+            "{skipped}"
+        );
+        assert!(skipped.contains("HERD_TEST_TOOL"), "{skipped}");
+        let error = TOOL.skip_message(true, "area::test").unwrap_err();
+        assert!(
+            error.to_string().contains("CI=true, so area::test fails"),
+            "{error}"
+        );
     }
 }

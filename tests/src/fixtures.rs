@@ -65,6 +65,24 @@ pub fn subdirectories(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
+/// The fenced code blocks of `markdown` tagged `lang` (```` ```lang ````), in order.
+pub fn fenced_blocks(markdown: &str, lang: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in markdown.lines() {
+        match current.as_mut() {
+            None if line.trim_end() == format!("```{lang}") => current = Some(String::new()),
+            None => {}
+            Some(_) if line.trim_end() == "```" => blocks.extend(current.take()),
+            Some(block) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+        }
+    }
+    blocks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +94,14 @@ mod tests {
             Some("must be x")
         );
         assert_eq!(expected_message("kind: Run\n"), None);
+    }
+
+    #[test]
+    fn fenced_blocks_of_one_language() {
+        let markdown = "a\n```sh\nls\n```\n```lua\nx = 1\n\ny = 2\n```\n```lua\n```\n";
+        assert_eq!(fenced_blocks(markdown, "lua"), ["x = 1\n\ny = 2\n", ""]);
+        assert_eq!(fenced_blocks(markdown, "sh"), ["ls\n"]);
+        assert!(fenced_blocks("```lua\nunclosed\n", "lua").is_empty());
     }
 
     #[test]

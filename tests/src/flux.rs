@@ -223,6 +223,22 @@ mod tests {
     }
 
     #[test]
+    fn the_chart_readme_shows_the_shipped_kustomization() {
+        let readme = std::fs::read_to_string(repo_root().join("charts/herd/README.md")).unwrap();
+        let shown: Vec<Value> = crate::fixtures::fenced_blocks(&readme, "yaml")
+            .iter()
+            .map(|block| crate::fixtures::yaml(block).unwrap())
+            .filter(|document| document["kind"] == "Kustomization")
+            .collect();
+        let shipped = read_yaml(&repo_root().join("charts/herd/files/flux/kustomization.yaml"));
+        assert_eq!(
+            shown,
+            [shipped.unwrap()],
+            "the Kustomization of charts/herd/README.md differs from files/flux/kustomization.yaml"
+        );
+    }
+
+    #[test]
     fn the_snippet_is_a_kustomization_with_an_entry_per_kind() {
         let path = repo_root().join("charts/herd/files/flux/kustomization.yaml");
         let kustomization = read_yaml(&path).unwrap();

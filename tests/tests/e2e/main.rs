@@ -4,6 +4,7 @@
 
 mod crds;
 mod fixture;
+mod gitops;
 #[cfg(target_os = "linux")]
 mod helm;
 #[cfg(target_os = "linux")]
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
         [
             crds::tests(),
             fixture::tests(),
+            gitops::tests(),
             local_kubelet_tests(),
             operator::tests(),
             run_api::tests(),
