@@ -148,12 +148,12 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
 
     helm.run(&["uninstall", &release, "--namespace", &namespace])
         .await?;
-    uninstalled(&env, &release).await
+    uninstalled(&env, &kubelet, &release).await
 }
 
 /// After `helm uninstall`: the release's cluster-wide roles are gone, and so is the operator
-/// Pod (SIGTERM to its PID 1, the operator, through `local-kubelet`).
-async fn uninstalled(env: &TestEnv, release: &str) -> anyhow::Result<()> {
+/// Pod, whose operator (PID 1 of its container) stopped cleanly on `local-kubelet`'s SIGTERM.
+async fn uninstalled(env: &TestEnv, kubelet: &LocalKubelet, release: &str) -> anyhow::Result<()> {
     let client = env.client();
     let view = format!("{release}-view");
     if Api::<ClusterRole>::all(client.clone())
@@ -173,7 +173,16 @@ async fn uninstalled(env: &TestEnv, release: &str) -> anyhow::Result<()> {
             Ok(left.items.is_empty().then_some(()))
         },
     )
-    .await
+    .await?;
+    let log = std::fs::read_to_string(kubelet.log())?;
+    ensure!(
+        log.lines()
+            .any(|line| line.contains(&format!("/{release}-operator-"))
+                && line.ends_with(": operator exited with 0")),
+        "the operator did not exit 0 on SIGTERM; the kubelet's log ends:\n{}",
+        kubelet_tail(kubelet)
+    );
+    Ok(())
 }
 
 /// `helm` with its own empty configuration, against the test cluster.
