@@ -1,13 +1,14 @@
 //! The manifests under `examples/` and `tests/fixtures/transitions/`: valid ones parse into the
-//! Rust types and pass every rule; invalid ones fail offline with the message their comment
-//! names, and the pure-Rust `validate()` agrees with the CEL evaluation.
+//! Rust types and pass every rule (the ConfigMaps an example carries for its Agent aside);
+//! invalid ones fail offline with the message their comment names, and the pure-Rust
+//! `validate()` agrees with the CEL evaluation.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
 use common::{cel_create, cel_update, expected_message, merge_patch, repo_root, yaml, yaml_files};
-use herd_crds::manifest::{Manifest, parse_manifests};
+use herd_crds::manifest::{Manifest, parse_document, parse_manifests};
 use herd_crds::rules;
 use serde_json::Value;
 
@@ -105,21 +106,38 @@ fn valid_example_files() -> Vec<PathBuf> {
     files
 }
 
+/// The Herd documents of a valid example file, parsed. Besides them a file may hold only the
+/// ConfigMaps its Agent reads (a scripted model's script), which are no Herd kind.
+fn herd_documents(path: &Path) -> Vec<(Value, Manifest)> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&read(path))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut herd = Vec::new();
+    for (i, document) in documents.into_iter().enumerate() {
+        if document["apiVersion"] == "v1" && document["kind"] == "ConfigMap" {
+            continue;
+        }
+        let manifest = parse_document(i + 1, document.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        herd.push((document, manifest));
+    }
+    herd
+}
+
 #[test]
 fn valid_examples_parse_validate_and_pass_cel() {
     let mut kinds = Vec::new();
     for path in valid_example_files() {
-        let text = read(&path);
-        let manifests =
-            parse_manifests(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(manifests.len(), 1, "{}", path.display());
-        kinds.push(manifests[0].kind());
-        assert_eq!(
-            cel_create(&yaml(&text)),
-            Vec::<String>::new(),
-            "{}",
-            path.display()
-        );
+        let documents = herd_documents(&path);
+        assert!(!documents.is_empty(), "{}", path.display());
+        for (document, manifest) in documents {
+            kinds.push(manifest.kind());
+            assert_eq!(
+                cel_create(&document),
+                Vec::<String>::new(),
+                "{}",
+                path.display()
+            );
+        }
     }
     for kind in ["Agent", "Skill", "Run"] {
         assert!(kinds.contains(&kind), "no {kind} example");
@@ -130,7 +148,8 @@ fn valid_examples_parse_validate_and_pass_cel() {
 fn examples_cover_what_the_issue_asks_for() {
     let all: Vec<Manifest> = valid_example_files()
         .iter()
-        .flat_map(|path| parse_manifests(&read(path)).unwrap())
+        .flat_map(|path| herd_documents(path))
+        .map(|(_, manifest)| manifest)
         .collect();
     let agent = all
         .iter()

@@ -1,6 +1,7 @@
 //! The Herd operator as a library: [`start`] / [`run`] bring up its caches, controllers,
-//! leader election and HTTP endpoints; the `herd-operator` binary is a thin wrapper, and tests
-//! run several operators in one process (the library never exits the process).
+//! leader election and HTTP endpoints; the `herd-operator` binary is a thin wrapper around
+//! [`cli::process_main`], and tests run several operators in one process (the library never
+//! exits the process).
 //!
 //! Layers: [`decide`] holds the pure decisions; [`controller`] reads caches, decides, applies;
 //! [`operator`] wires them to a [`scope::Scope`], the Lease ([`leader`]), [`http`] and the
@@ -9,6 +10,7 @@
 pub mod apply;
 pub mod builtin_skills;
 pub mod certificates;
+pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod crd_version;

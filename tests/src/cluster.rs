@@ -111,7 +111,8 @@ pub async fn client_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Client>
     Ok(Client::try_from(config_from_kubeconfig(kubeconfig).await?)?)
 }
 
-async fn config_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Config> {
+/// The client configuration of the current context of `kubeconfig`.
+pub async fn config_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Config> {
     // kube's TLS needs exactly one process-wide rustls provider; a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let file = Kubeconfig::read_from(kubeconfig)

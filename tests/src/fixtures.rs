@@ -25,6 +25,13 @@ pub fn read_yaml(path: &Path) -> anyhow::Result<Value> {
     yaml(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
+/// Reads a YAML file of one or more documents (`---`-separated) into JSON, in order.
+pub fn read_yaml_documents(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
 /// The `# expect: <message>` comment of a fixture.
 pub fn expected_message(text: &str) -> Option<String> {
     text.lines()

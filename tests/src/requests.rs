@@ -1,5 +1,6 @@
-//! Writes to Herd objects as `kubectl` makes them, keeping the API server's refusal as a value:
-//! many tests expect a refusal and check its message.
+//! Writes to Herd objects (and the ConfigMaps examples carry for their Agents) as `kubectl`
+//! makes them, keeping the API server's refusal as a value: many tests expect a refusal and
+//! check its message.
 
 use anyhow::bail;
 use kube::Client;
@@ -14,8 +15,11 @@ pub const FIELD_MANAGER: &str = "herd-e2e";
 /// server's message.
 pub type ServerResult = Result<Value, String>;
 
-/// The URL path of a Herd resource collection in `namespace`.
+/// The URL path of a Herd resource collection (or of ConfigMaps) in `namespace`.
 pub fn collection_path(namespace: &str, kind: &str) -> anyhow::Result<String> {
+    if kind == "ConfigMap" {
+        return Ok(format!("/api/v1/namespaces/{namespace}/configmaps"));
+    }
     let plural = match kind {
         "Agent" => "agents",
         "Skill" => "skills",
@@ -148,6 +152,10 @@ mod tests {
         assert_eq!(
             collection_path("ns", "Run").unwrap(),
             "/apis/herd.dev/v1alpha1/namespaces/ns/runs"
+        );
+        assert_eq!(
+            collection_path("ns", "ConfigMap").unwrap(),
+            "/api/v1/namespaces/ns/configmaps"
         );
         assert!(collection_path("ns", "Pod").is_err());
     }

@@ -1,13 +1,17 @@
 //! A container's environment and command line, decided from the Pod and the Secrets and
 //! ConfigMaps it names, as the kubelet makes them: `envFrom` first, then `env` in order (a
 //! later name wins), `$(VAR)` references expanded with what is defined before, `valueFrom`
-//! read from Secrets, ConfigMaps and the Pod's own fields. Under it, what a container
+//! read from Secrets, ConfigMaps and the Pod's own fields. Under it, what the kubelet adds for
+//! the API server (`KUBERNETES_SERVICE_HOST`/`PORT`, see [`ApiServer`]) and what a container
 //! runtime adds from an image: `PATH`, `HOME` and `HOSTNAME` (there is no image here, so the
-//! defaults of one without an `Env`).
+//! defaults of one without an `Env`). Nothing comes from the kubelet's own environment.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, Pod};
+
+use super::image;
+use super::service_env::ApiServer;
 
 /// `PATH` of an image that sets none (containerd's default).
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -52,11 +56,13 @@ pub fn referenced(container: &Container) -> (BTreeSet<String>, BTreeSet<String>)
     (secrets, config_maps)
 }
 
-/// The environment of `container` in `pod` on node `node`, in the order it was defined; an
-/// error names what is missing (the kubelet's `CreateContainerConfigError`).
+/// The environment of `container` in `pod` on node `node`, whose containers reach the API
+/// server at `api`, in the order it was defined; an error names what is missing (the
+/// kubelet's `CreateContainerConfigError`).
 pub fn container_env(
     pod: &Pod,
     node: &str,
+    api: &ApiServer,
     container: &Container,
     sources: &Sources,
 ) -> Result<Vec<(String, String)>, String> {
@@ -65,6 +71,10 @@ pub fn container_env(
     env.set("PATH", DEFAULT_PATH.to_owned());
     env.set("HOSTNAME", pod.metadata.name.clone().unwrap_or_default());
     env.set("HOME", "/".to_owned());
+    // As the kubelet's service variables: the Pod's own win, and `$(VAR)` may use them.
+    for (name, value) in api.env() {
+        env.set(&name, value);
+    }
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.as_deref().unwrap_or_default();
         let data = if let Some(secret) = &from.secret_ref {
@@ -99,16 +109,21 @@ pub fn container_env(
 }
 
 /// The command line: `command` + `args` with `$(VAR)` expanded from `env`. There is no image
-/// to take an entrypoint from, so a container must name its command.
+/// to take an entrypoint from, so a container must name its command, unless its image is one
+/// whose entrypoint this node knows ([`image::entrypoint`]).
 pub fn argv(container: &Container, env: &[(String, String)]) -> Result<Vec<String>, String> {
-    let command = container.command.clone().unwrap_or_default();
-    if command.is_empty() {
-        return Err(format!(
-            "container {:?} has no command: local-kubelet runs no images, so it cannot use an \
-             image's entrypoint",
-            container.name
-        ));
-    }
+    let command = match container.command.clone().unwrap_or_default() {
+        command if !command.is_empty() => command,
+        _ => {
+            image::entrypoint(container.image.as_deref().unwrap_or_default()).ok_or_else(|| {
+                format!(
+                    "container {:?} has no command: local-kubelet runs no images, so it cannot \
+                     use an image's entrypoint (it knows only the operator image's)",
+                    container.name
+                )
+            })?
+        }
+    };
     let lookup = |name: &str| {
         env.iter()
             .rev()
@@ -357,6 +372,13 @@ mod tests {
         }
     }
 
+    fn api() -> ApiServer {
+        ApiServer {
+            host: "127.0.0.1".to_owned(),
+            port: 36443,
+        }
+    }
+
     fn get<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
         env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
@@ -376,7 +398,7 @@ mod tests {
             {"name": "MAYBE", "valueFrom": {"secretKeyRef":
                 {"name": "gone", "key": "k", "optional": true}}}
         ]}));
-        let env = container_env(&pod(), "node-1", &c, &sources()).unwrap();
+        let env = container_env(&pod(), "node-1", &api(), &c, &sources()).unwrap();
         assert_eq!(get(&env, "KEY"), Some("sk-1"));
         assert_eq!(
             get(&env, "URL"),
@@ -409,6 +431,7 @@ mod tests {
             container_env(
                 &pod(),
                 "n",
+                &api(),
                 &container(json!({"name": "c", "env": [var]})),
                 &sources(),
             )
@@ -456,6 +479,65 @@ mod tests {
         );
         let no_command = container(json!({"name": "c", "args": ["x"]}));
         assert!(argv(&no_command, &env).unwrap_err().contains("no command"));
+        let runner_image = container(
+            json!({"name": "c", "image": "ghcr.io/herd-dev/herd-runner:0.1.0",
+                                            "args": ["x"]}),
+        );
+        assert!(
+            argv(&runner_image, &env)
+                .unwrap_err()
+                .contains("no command")
+        );
+    }
+
+    #[test]
+    fn the_operator_image_runs_its_entrypoint_with_the_args() {
+        let env = vec![("NS".to_owned(), "herd".to_owned())];
+        let operator = container(json!({"name": "operator",
+            "image": "ghcr.io/herd-dev/herd-operator:0.1.0",
+            "args": ["--lease-namespace=$(NS)", "--log-format=json"]}));
+        assert_eq!(
+            argv(&operator, &env).unwrap(),
+            [
+                "/herd-operator",
+                "--lease-namespace=herd",
+                "--log-format=json"
+            ]
+        );
+        let mut overridden = operator.clone();
+        overridden.command = Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]);
+        assert_eq!(
+            argv(&overridden, &env).unwrap()[0],
+            "/bin/sh",
+            "a command replaces the entrypoint"
+        );
+    }
+
+    #[test]
+    fn every_container_finds_the_api_server_unless_the_pod_says_otherwise() {
+        let plain = container(json!({"name": "c",
+            "env": [{"name": "API", "value": "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"}]}));
+        let env = container_env(&pod(), "n", &api(), &plain, &sources()).unwrap();
+        assert_eq!(get(&env, "KUBERNETES_SERVICE_HOST"), Some("127.0.0.1"));
+        assert_eq!(get(&env, "KUBERNETES_SERVICE_PORT"), Some("36443"));
+        assert_eq!(get(&env, "API"), Some("https://127.0.0.1:36443"));
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "PATH",
+                "HOSTNAME",
+                "HOME",
+                "KUBERNETES_SERVICE_HOST",
+                "KUBERNETES_SERVICE_PORT",
+                "API"
+            ],
+            "nothing else, and nothing from the kubelet's own environment (no KUBECONFIG)"
+        );
+        let own = container(json!({"name": "c",
+            "env": [{"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}]}));
+        let env = container_env(&pod(), "n", &api(), &own, &sources()).unwrap();
+        assert_eq!(get(&env, "KUBERNETES_SERVICE_PORT"), Some("6443"));
     }
 
     #[test]

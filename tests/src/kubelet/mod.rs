@@ -12,10 +12,15 @@
 //! bound to the Pod and renewed before they expire ([`pod_volumes`]), the start order with
 //! native sidecars and their probes, restarts, `activeDeadlineSeconds` and graceful deletion
 //! ([`lifecycle`]), reported through `pods/status` ([`status`]). A container whose command is
-//! `herd-runner` runs this very binary under that name (it links `herd-runner`).
+//! `herd-runner` runs this very binary under that name (it links `herd-runner`), and so does a
+//! container of the operator's image without a command, as `herd-operator` with its `args`
+//! ([`image`]; it links `herd-operator`): the chart's Deployment runs as it is. Every container
+//! is told the API server's address (`KUBERNETES_SERVICE_HOST`/`PORT`, [`service_env`]) and
+//! gets the ServiceAccount volume the API server's admission adds, so in-cluster clients work.
 //!
 //! What a real node does that this one does not: images (the host's system folders are the
-//! only "image", so a container needs a `command`), `securityContext` users and groups (every
+//! only "image", so a container needs a `command`, the operator's excepted), Service
+//! variables other than the API server's, `securityContext` users and groups (every
 //! process runs as the user of `local-kubelet`; `readOnlyRootFilesystem` is applied),
 //! resource limits, `emptyDir` `medium` and `sizeLimit`, network namespaces (containers share
 //! the host's network: the Pod's IP is `127.0.0.1`), `kubectl logs`/`exec` (output goes to
@@ -27,6 +32,7 @@ mod api;
 pub mod atomic_writer;
 pub mod container_view;
 pub mod env;
+pub mod image;
 pub mod lifecycle;
 mod node;
 mod pod_volumes;
@@ -34,6 +40,7 @@ mod pods;
 pub mod probe_plan;
 mod prober;
 pub mod runtime;
+pub mod service_env;
 pub mod status;
 pub mod termination;
 #[cfg(test)]
@@ -50,6 +57,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Parser;
 use kube::Api;
+
+use self::runtime::played::Played;
 
 /// The node every `local-kubelet` plays unless told otherwise.
 pub const DEFAULT_NODE: &str = "herd-e2e-node";
@@ -78,15 +87,14 @@ struct Args {
     state_dir: Option<PathBuf>,
 }
 
-/// The binary's `main`: `herd-runner` when started under that name (a container's command),
-/// a runtime role when the first argument names one, else the kubelet.
+/// The binary's `main`: `herd-runner` or `herd-operator` when started under that name (a
+/// container's command), a runtime role when the first argument names one, else the kubelet.
 pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if args
-        .first()
-        .is_some_and(|arg0| runtime::spec::is_herd_runner(arg0))
-    {
-        return herd_runner::cli::process_main();
+    match args.first().and_then(|arg0| Played::of(arg0)) {
+        Some(Played::Runner) => return herd_runner::cli::process_main(),
+        Some(Played::Operator) => return herd_operator::cli::process_main(),
+        None => {}
     }
     if let Some(code) = runtime::dispatch(args.get(1..).unwrap_or_default()) {
         return code;
@@ -122,7 +130,9 @@ fn kubelet_main(args: Args) -> ExitCode {
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
-    let client = crate::cluster::client_from_kubeconfig(&args.kubeconfig).await?;
+    let config = crate::cluster::config_from_kubeconfig(&args.kubeconfig).await?;
+    let api = service_env::ApiServer::from_url(&config.cluster_url).map_err(anyhow::Error::msg)?;
+    let client = kube::Client::try_from(config)?;
     let state = args.state_dir.unwrap_or_else(|| {
         std::env::temp_dir()
             .join("local-kubelet")
@@ -142,6 +152,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let ctx = Arc::new(worker::Context {
         client,
         node: args.node_name.clone(),
+        api,
         // The running binary, even after a rebuild replaced its file.
         exe: PathBuf::from("/proc/self/exe"),
         pods,

@@ -22,6 +22,7 @@ use super::probe_plan::{ProbeKind, probe_plans};
 use super::prober::{self, Target};
 use super::runtime::container::{ContainerDir, Exit, Request, StartError, start};
 use super::runtime::spec::ContainerSpec;
+use super::service_env::ApiServer;
 use super::status::{lost_status, pod_status};
 use super::termination::termination_message;
 
@@ -34,6 +35,8 @@ pub struct Context {
     pub client: Client,
     /// This node's name.
     pub node: String,
+    /// Where containers reach the API server.
+    pub api: ApiServer,
     /// This binary, which runs the containers.
     pub exe: PathBuf,
     /// Where Pods' folders go (`<pods>/<uid>`).
@@ -362,7 +365,13 @@ impl Worker {
             Ok(sources) => sources,
             Err(why) => return self.state.config_error(i, why, now),
         };
-        let vars = match env::container_env(&self.pod, &self.ctx.node, &container, &sources) {
+        let vars = match env::container_env(
+            &self.pod,
+            &self.ctx.node,
+            &self.ctx.api,
+            &container,
+            &sources,
+        ) {
             Ok(vars) => vars,
             Err(why) => return self.state.config_error(i, why, now),
         };

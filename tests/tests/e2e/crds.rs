@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use herd_e2e::fixtures::{
-    expected_message, read_yaml, repo_root, subdirectories, yaml, yaml_files,
+    expected_message, read_yaml, read_yaml_documents, repo_root, subdirectories, yaml, yaml_files,
 };
 use herd_e2e::requests::{create_strict, get_object, json_patch, merge_patch};
 use herd_e2e::{E2eTest, TestEnv};
@@ -44,10 +44,11 @@ async fn valid_examples_are_accepted(env: TestEnv) -> anyhow::Result<()> {
     let mut created = 0;
     for dir in ["agents", "skills", "runs"] {
         for path in yaml_files(&repo_root().join("examples").join(dir))? {
-            let object = read_yaml(&path)?;
-            match create_strict(&client, env.namespace(), &object).await? {
-                Ok(_) => created += 1,
-                Err(message) => failures.push(format!("{}: {message}", path.display())),
+            for object in read_yaml_documents(&path)? {
+                match create_strict(&client, env.namespace(), &object).await? {
+                    Ok(_) => created += 1,
+                    Err(message) => failures.push(format!("{}: {message}", path.display())),
+                }
             }
         }
     }

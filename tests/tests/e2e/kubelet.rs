@@ -1,9 +1,10 @@
 //! `local-kubelet` on the real API server, with plain Pods (no Herd Run): it binds them to its
 //! Node, runs their containers as local processes from the Pod object alone (a ConfigMap
 //! volume with `items[].path`, a Secret in the environment, an emptyDir shared by a native
-//! sidecar and the main container, a projected token for audience `herd.dev`), and reports
-//! their end in `pods/status`: Succeeded or Failed with exit codes and termination messages,
-//! DeadlineExceeded, and SIGTERM on deletion.
+//! sidecar and the main container, a projected token for audience `herd.dev`; the
+//! ServiceAccount volume admission adds, and the API server's address, for in-cluster clients),
+//! and reports their end in `pods/status`: Succeeded or Failed with exit codes and termination
+//! messages, DeadlineExceeded, and SIGTERM on deletion.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,9 +42,20 @@ greeting=$(cat /config/demo/dir/greeting)
 data=$(readlink /config/demo/..data)
 link=$(readlink /config/demo/dir)
 if [ -S /run/herd/sandbox.sock ]; then socket=yes; else socket=no; fi
-printf 'greeting=%s\npassword=%s\nsocket=%s\ndata=%s\nlink=%s\nhost=%s\ntoken=%s\n' \
-  "$greeting" "$PASSWORD" "$socket" "$data" "$link" "$HOSTNAME" \
+if [ -e /var/run/secrets/kubernetes.io ]; then account=yes; else account=no; fi
+printf 'greeting=%s\npassword=%s\nsocket=%s\ndata=%s\nlink=%s\nhost=%s\naccount=%s\ntoken=%s\n' \
+  "$greeting" "$PASSWORD" "$socket" "$data" "$link" "$HOSTNAME" "$account" \
   "$(cat /var/run/secrets/herd.dev/token)" > /dev/termination-log
+"#;
+
+/// What the `in-cluster` Pod's container reports: what an in-cluster client reads.
+const IN_CLUSTER: &str = r#"
+d=/var/run/secrets/kubernetes.io/serviceaccount
+if [ -e "$HOME/.kube" ]; then kube=yes; else kube=no; fi
+printf 'api=%s:%s\nnamespace=%s\nca=%s\ntoken=%s\nkubeconfig=%s %s\n' \
+  "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" "$(cat $d/namespace)" \
+  "$(tr -d '\n' < $d/ca.crt)" "$(cat $d/token)" "${KUBECONFIG-unset}" "$kube" \
+  > /dev/termination-log
 "#;
 
 fn pod(name: &str, spec: serde_json::Value) -> anyhow::Result<Pod> {
@@ -127,6 +139,32 @@ fn phase(pod: &Pod) -> Option<&str> {
     pod.status.as_ref()?.phase.as_deref()
 }
 
+/// The `key=value` lines of a termination message.
+fn report(message: Option<&str>) -> BTreeMap<&str, &str> {
+    message
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect()
+}
+
+/// Reviews `token` for the API server's own audiences (`audiences` empty) or those given.
+async fn review(
+    client: &kube::Client,
+    token: &str,
+    audiences: &[&str],
+) -> anyhow::Result<k8s_openapi::api::authentication::v1::UserInfo> {
+    let review: TokenReview =
+        serde_json::from_value(json!({"spec": {"token": token, "audiences": audiences}}))?;
+    let reviewed = Api::<TokenReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?
+        .status
+        .context("a review")?;
+    ensure!(reviewed.authenticated == Some(true), "{reviewed:?}");
+    Ok(reviewed.user.unwrap_or_default())
+}
+
 /// Waits for `name` to reach Succeeded or Failed.
 async fn ended(pods: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
     wait_for(
@@ -195,7 +233,13 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
                    "trap 'echo stopped by SIGTERM > /dev/termination-log; exit 143' TERM; \
                     while true; do sleep 0.1; done")]}),
     )?;
-    for made in [works()?, crashes, overdue, graceful] {
+    // The ServiceAccount admission adds the `kube-api-access-*` volume to this one.
+    let in_cluster = pod(
+        "in-cluster",
+        json!({"restartPolicy": "Never", "serviceAccountName": "runner",
+               "containers": [shell("client", IN_CLUSTER)]}),
+    )?;
+    for made in [works()?, crashes, overdue, graceful, in_cluster] {
         pods.create(&pp, &made).await?;
     }
 
@@ -212,13 +256,7 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
             == Some(herd_e2e::kubelet::DEFAULT_NODE),
         "bound to the kubelet's Node"
     );
-    let report: BTreeMap<&str, &str> = agent
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .collect();
+    let report = report(agent.message.as_deref());
     ensure!(report.get("greeting") == Some(&"hello"), "{report:?}");
     ensure!(report.get("password") == Some(&"s3cret"), "{report:?}");
     ensure!(
@@ -231,20 +269,16 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
         "{report:?}"
     );
     ensure!(report.get("host") == Some(&"works"), "{report:?}");
+    ensure!(
+        report.get("account") == Some(&"no"),
+        "automountServiceAccountToken: false: {report:?}"
+    );
     let sidecar = terminated(&done, "sandbox").context("the sidecar was stopped")?;
     ensure!(sidecar.started_at.is_some(), "{sidecar:?}");
 
     // The token is the Pod's: bound to it, for audience herd.dev.
     let token = report.get("token").copied().unwrap_or_default();
-    let review: TokenReview =
-        serde_json::from_value(json!({"spec": {"token": token, "audiences": ["herd.dev"]}}))?;
-    let reviewed = Api::<TokenReview>::all(client.clone())
-        .create(&pp, &review)
-        .await?
-        .status
-        .context("a review")?;
-    ensure!(reviewed.authenticated == Some(true), "{reviewed:?}");
-    let user = reviewed.user.unwrap_or_default();
+    let user = review(&client, token, &["herd.dev"]).await?;
     ensure!(
         user.username.as_deref() == Some(&format!("system:serviceaccount:{namespace}:runner")),
         "{user:?}"
@@ -256,6 +290,8 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
                 == Some(&vec![done.metadata.uid.clone().unwrap_or_default()]),
         "{extra:?}"
     );
+
+    in_cluster_client_finds_its_files(&env, &pods).await?;
 
     // Failed with its exit code, and the log's end as the message.
     let crashed = ended(&pods, "crashes").await?;
@@ -284,6 +320,67 @@ async fn runs_plain_pods_from_their_spec(env: TestEnv) -> anyhow::Result<()> {
 
     stops_on_sigterm(&pods).await?;
     drop(kubelet);
+    Ok(())
+}
+
+/// The `in-cluster` Pod: the API server's address in its environment (the kubeconfig's, as
+/// there is no kube-proxy), and the ServiceAccount volume admission added, as in-cluster
+/// clients read them: a token of the Pod's account bound to it for the API server, the CA
+/// that `kube-root-ca.crt` publishes, the namespace; and no kubeconfig (`KUBECONFIG`,
+/// `$HOME/.kube`), which kube-rs's `Client::try_default` would prefer.
+async fn in_cluster_client_finds_its_files(env: &TestEnv, pods: &Api<Pod>) -> anyhow::Result<()> {
+    let client = env.client();
+    let namespace = env.namespace();
+    let done = ended(pods, "in-cluster").await?;
+    let injected = done
+        .spec
+        .iter()
+        .flat_map(|spec| spec.volumes.iter().flatten())
+        .any(|volume| volume.name.starts_with("kube-api-access-"));
+    ensure!(injected, "admission adds the ServiceAccount volume");
+    let client_state = terminated(&done, "client").context("client terminated")?;
+    ensure!(
+        phase(&done) == Some("Succeeded"),
+        "in-cluster: {client_state:?}"
+    );
+    let report = report(client_state.message.as_deref());
+    let config = herd_e2e::cluster::config_from_kubeconfig(env.cluster().kubeconfig()).await?;
+    let api = herd_e2e::kubelet::service_env::ApiServer::from_url(&config.cluster_url)
+        .map_err(anyhow::Error::msg)?;
+    let address = format!("{}:{}", api.host, api.port);
+    ensure!(report.get("api") == Some(&address.as_str()), "{report:?}");
+    ensure!(report.get("namespace") == Some(&namespace), "{report:?}");
+    ensure!(
+        report.get("kubeconfig") == Some(&"unset no"),
+        "no kubeconfig for kube-rs to prefer over the in-cluster config: {report:?}"
+    );
+    let root_ca = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get("kube-root-ca.crt")
+        .await?
+        .data
+        .unwrap_or_default()
+        .remove("ca.crt")
+        .unwrap_or_default()
+        .replace('\n', "");
+    ensure!(
+        !root_ca.is_empty() && report.get("ca") == Some(&root_ca.as_str()),
+        "ca.crt is kube-root-ca.crt's: {report:?}"
+    );
+    let user = review(
+        &client,
+        report.get("token").copied().unwrap_or_default(),
+        &[],
+    )
+    .await?;
+    ensure!(
+        user.username.as_deref() == Some(&format!("system:serviceaccount:{namespace}:runner")),
+        "{user:?}"
+    );
+    let extra = user.extra.unwrap_or_default();
+    ensure!(
+        extra.get("authentication.kubernetes.io/pod-name") == Some(&vec!["in-cluster".to_owned()]),
+        "{extra:?}"
+    );
     Ok(())
 }
 

@@ -6,6 +6,8 @@ mod crds;
 mod fixture;
 mod gitops;
 #[cfg(target_os = "linux")]
+mod helm;
+#[cfg(target_os = "linux")]
 mod kubelet;
 mod operator;
 mod run_api;
@@ -19,7 +21,7 @@ fn main() -> ExitCode {
             crds::tests(),
             fixture::tests(),
             gitops::tests(),
-            kubelet_tests(),
+            local_kubelet_tests(),
             operator::tests(),
             run_api::tests(),
             scenarios::tests(),
@@ -30,10 +32,11 @@ fn main() -> ExitCode {
     )
 }
 
-/// `local-kubelet` runs containers with Linux namespaces: its tests exist on Linux only.
-fn kubelet_tests() -> Vec<herd_e2e::E2eTest> {
+/// `local-kubelet` runs containers with Linux namespaces: its tests, and those that need it to
+/// run Pods (the chart's operator), exist on Linux only.
+fn local_kubelet_tests() -> Vec<herd_e2e::E2eTest> {
     #[cfg(target_os = "linux")]
-    return kubelet::tests();
+    return kubelet::tests().into_iter().chain(helm::tests()).collect();
     #[cfg(not(target_os = "linux"))]
     Vec::new()
 }

@@ -9,6 +9,7 @@ pub mod entry;
 pub mod exec;
 mod exec_program;
 pub mod init;
+pub mod played;
 pub mod spec;
 
 use std::path::Path;
