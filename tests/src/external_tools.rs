@@ -1,4 +1,4 @@
-//! Programs some tests run that are not part of the build (`lua5.1`, `kubectl`): found through
+//! Programs some tests run that are not part of the build (`lua5.1`, `kubectl`, `helm`): found through
 //! an environment variable naming the file, else on `PATH`. Outside CI a missing program skips
 //! the test with a message on stderr; under `CI=true` it fails the test, because CI must never
 //! pass without having run it.
@@ -20,6 +20,13 @@ pub const LUA: Tool = Tool {
 pub const KUBECTL: Tool = Tool {
     env: "HERD_KUBECTL",
     program: "kubectl",
+    install: "scripts/k8s-tools prints a folder holding it",
+};
+
+/// `helm` (v4), for installing the chart as users do.
+pub const HELM: Tool = Tool {
+    env: "HERD_HELM",
+    program: "helm",
     install: "scripts/k8s-tools prints a folder holding it",
 };
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, bail, ensure};
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::run::Run;
-use herd_e2e::external_tools::Tool;
+use herd_e2e::external_tools::HELM;
 use herd_e2e::fixtures::{read_yaml_documents, repo_root};
 use herd_e2e::local_kubelet::LocalKubelet;
 use herd_e2e::requests::create_strict;
@@ -28,13 +28,6 @@ use kube::Api;
 use kube::api::ListParams;
 
 use crate::operator::run_fixtures::{message, succeeded};
-
-/// `helm` (v4), from `HERD_HELM` or `PATH`.
-const HELM: Tool = Tool {
-    env: "HERD_HELM",
-    program: "helm",
-    install: "scripts/k8s-tools prints a folder holding it",
-};
 
 const TEST: &str = "helm::the_chart_runs_hello_scripted";
 
