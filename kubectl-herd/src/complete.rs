@@ -54,13 +54,13 @@ pub enum RunFilter {
 
 impl RunFilter {
     fn keeps(self, run: &Run) -> bool {
-        match (self, outcome(run)) {
-            (RunFilter::All, _) => true,
-            (RunFilter::Waiting, Outcome::Waiting(_)) => true,
-            (RunFilter::Going, Outcome::Going | Outcome::Waiting(_)) => true,
-            (RunFilter::Answered, Outcome::Answered(_)) => true,
-            _ => false,
-        }
+        matches!(
+            (self, outcome(run)),
+            (RunFilter::All, _)
+                | (RunFilter::Waiting, Outcome::Waiting(_))
+                | (RunFilter::Going, Outcome::Going | Outcome::Waiting(_))
+                | (RunFilter::Answered, Outcome::Answered(_))
+        )
     }
 }
 

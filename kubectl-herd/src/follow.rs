@@ -88,7 +88,7 @@ struct Follower<'c> {
 
 /// What the watch brought, or the interrupt.
 enum Next {
-    Event(Option<Result<watcher::Event<Run>, watcher::Error>>),
+    Event(Box<Option<Result<watcher::Event<Run>, watcher::Error>>>),
     Interrupted,
 }
 
@@ -110,10 +110,10 @@ pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8
     let mut listed = false;
     let code = loop {
         let next = tokio::select! {
-            event = events.next() => Next::Event(event),
+            event = events.next() => Next::Event(Box::new(event)),
             () = &mut io.interrupt => Next::Interrupted,
         };
-        let step = match next {
+        let event = match next {
             Next::Interrupted => {
                 follower.display.done();
                 let _ = writeln!(
@@ -123,17 +123,24 @@ pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8
                 );
                 break EXIT_INTERRUPTED;
             }
-            Next::Event(None) => {
+            Next::Event(event) => *event,
+        };
+        let step = match event {
+            None => {
                 follower.display.done();
                 return Err(CliError::new(format!(
                     "the watch of Run {name} ended (kubectl herd follow {name} starts it again)"
                 )));
             }
-            Next::Event(Some(Err(error))) => {
+            Some(Err(error)) => {
+                if let Some(fatal) = refused(&error, cluster, name) {
+                    follower.display.done();
+                    return Err(fatal);
+                }
                 follower.watch_failed(&error.to_string(), io);
                 Step::Continue
             }
-            Next::Event(Some(Ok(event))) => {
+            Some(Ok(event)) => {
                 follower.last_error = None;
                 match event {
                     watcher::Event::Init => {
@@ -157,6 +164,33 @@ pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8
     };
     follower.display.done();
     Ok(code)
+}
+
+/// A watch error that retrying cannot mend: no right to list or watch Runs, or no Runs served.
+fn refused(error: &watcher::Error, cluster: &Cluster, name: &str) -> Option<CliError> {
+    let (watcher::Error::InitialListFailed(failed)
+    | watcher::Error::WatchStartFailed(failed)
+    | watcher::Error::WatchFailed(failed)) = error
+    else {
+        return None;
+    };
+    let kube::Error::Api(status) = failed else {
+        return None;
+    };
+    match status.code {
+        401 | 403 => {
+            let object = format!("Run {name}");
+            Some(crate::error::api_error(
+                failed,
+                crate::runs::run_target(cluster, &object, "watching"),
+            ))
+        }
+        404 => Some(CliError::new(
+            "the API server serves no Runs (runs.herd.dev/v1alpha1): Herd's CRDs are not \
+             installed (kubectl apply --server-side -f charts/herd/crds/)",
+        )),
+        _ => None,
+    }
 }
 
 impl Follower<'_> {
