@@ -3,6 +3,8 @@
 //! that cannot be read. (Having an integration test also makes `cargo test` build the binary,
 //! which the end-to-end suite runs against a real API server.)
 
+#![allow(clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
