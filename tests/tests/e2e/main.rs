@@ -4,6 +4,7 @@
 
 mod crds;
 mod fixture;
+mod kubectl_herd;
 #[cfg(target_os = "linux")]
 mod kubelet;
 mod operator;
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
             crds::tests(),
             fixture::tests(),
             kubelet_tests(),
+            kubectl_herd::tests(),
             operator::tests(),
             run_api::tests(),
             scenarios::tests(),
