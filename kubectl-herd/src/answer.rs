@@ -69,6 +69,9 @@ fn no_question(run: &Run) -> String {
         .and_then(|s| s.report.as_ref())
         .and_then(|r| r.clarification.as_ref());
     match (outcome(run), asked) {
+        (Outcome::Going, _) if run.spec.cancel => format!(
+            "Run {name} is being cancelled: it takes no answer any more (kubectl herd get {name})"
+        ),
         (Outcome::Answered(_) | Outcome::Failed { .. }, _) => format!(
             "Run {name} has finished ({}): it asks nothing any more (kubectl herd result {name})",
             phase_name(view(run).phase)
@@ -165,6 +168,12 @@ mod tests {
         assert_eq!(
             answer_patch(&done, "x").unwrap_err(),
             "Run r has finished (Succeeded): it asks nothing any more (kubectl herd result r)"
+        );
+        let mut cancelling = question_run("q1", &[]);
+        cancelling.spec.cancel = true;
+        assert_eq!(
+            answer_patch(&cancelling, "x").unwrap_err(),
+            "Run r is being cancelled: it takes no answer any more (kubectl herd get r)"
         );
         let answered = question_run("q1", &[response("q1", "teal")]);
         assert_eq!(

@@ -84,8 +84,12 @@ pub fn outcome(run: &Run) -> Outcome {
 }
 
 /// The question in the Run's report that `spec.responses` does not answer yet; `None` once the
-/// Run has finished.
+/// Run has finished or is being cancelled (until the operator ends it, its status still shows
+/// the question).
 pub fn pending_question(run: &Run) -> Option<&Clarification> {
+    if run.spec.cancel {
+        return None;
+    }
     let status = run.status.as_ref()?;
     let finished = find_condition(&status.conditions, condition_type::SUCCEEDED)
         .is_some_and(|c| c.status != ConditionStatus::Unknown);
@@ -204,6 +208,14 @@ mod tests {
             }],
         );
         assert!(matches!(outcome(&other), Outcome::Waiting(q) if q.id == "q2"));
+
+        let mut cancelling = question_run("q1", &[]);
+        cancelling.spec.cancel = true;
+        assert_eq!(
+            outcome(&cancelling),
+            Outcome::Going,
+            "no answer can help it"
+        );
 
         let mut timed_out = question_run("q1", &[]);
         if let Some(status) = timed_out.status.as_mut() {

@@ -27,6 +27,8 @@ pub struct View {
     pub children: Vec<ChildRef>,
     /// Tokens and calls so far.
     pub usage: Usage,
+    /// `spec.cancel` is set and the Run has not ended yet.
+    pub cancelling: bool,
 }
 
 /// The view of `run`'s status; an absent or partial status is a `Pending` view.
@@ -34,8 +36,9 @@ pub fn view(run: &Run) -> View {
     let status = run.status.clone().unwrap_or_default();
     let succeeded = find_condition(&status.conditions, condition_type::SUCCEEDED);
     let report = status.report.unwrap_or_default();
+    let phase = status.phase.unwrap_or_else(|| phase_of(&status.conditions));
     View {
-        phase: status.phase.unwrap_or_else(|| phase_of(&status.conditions)),
+        phase,
         reason: succeeded.map(|c| c.reason.clone()).unwrap_or_default(),
         message: succeeded.map(|c| c.message.clone()).unwrap_or_default(),
         attempt: status.attempt,
@@ -43,6 +46,7 @@ pub fn view(run: &Run) -> View {
         todos: report.todos,
         children: status.children,
         usage: report.usage,
+        cancelling: run.spec.cancel && !phase.is_finished(),
     }
 }
 
@@ -89,6 +93,9 @@ pub fn changes(previous: Option<&View>, next: &View) -> Vec<String> {
     });
     if phase_changed {
         lines.push(phase_line(next));
+    }
+    if next.cancelling && previous.is_none_or(|p| !p.cancelling) {
+        lines.push("cancelling: its pod is being deleted".to_owned());
     }
     if let Some(attempt) = next.attempt
         && attempt > 1
@@ -142,6 +149,9 @@ pub fn usage_line(usage: &Usage) -> String {
 /// 1234 tokens`.
 pub fn status_line(name: &str, view: &View) -> String {
     let mut parts = vec![format!("{} {}", one_line(name), phase_name(view.phase))];
+    if view.cancelling {
+        parts.push("cancelling".to_owned());
+    }
     if let Some(title) = &view.title {
         parts.push(one_line(title));
     }
@@ -278,6 +288,22 @@ mod tests {
                 "attempt 2"
             ]
         );
+    }
+
+    #[test]
+    fn a_cancel_shows_until_the_run_ends() {
+        let mut asked = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+        let before = view(&asked);
+        asked.spec.cancel = true;
+        let cancelling = view(&asked);
+        assert_eq!(
+            changes(Some(&before), &cancelling),
+            vec!["cancelling: its pod is being deleted"]
+        );
+        assert_eq!(status_line("r", &cancelling), "r Running · cancelling");
+        let mut ended = run_with(Some((ConditionStatus::False, "Cancelled")), None, None);
+        ended.spec.cancel = true;
+        assert!(!view(&ended).cancelling);
     }
 
     #[test]
