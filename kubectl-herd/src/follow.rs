@@ -66,6 +66,17 @@ impl Display {
             spinner.finish_and_clear();
         }
     }
+
+    /// Clears the spinner away; whether there was one.
+    fn pause(&mut self) -> bool {
+        match self.spinner.take() {
+            Some(spinner) => {
+                spinner.finish_and_clear();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// What the follower does after an event.
@@ -311,24 +322,15 @@ impl Follower<'_> {
             );
             return Ok(Step::Exit(EXIT_INPUT_REQUIRED));
         };
-        let typed = match &self.display.spinner {
-            Some(spinner) => {
-                let spinner = spinner.clone();
-                spinner.set_message(format!("{name} waits for your answer"));
-                // The spinner would draw over the typed line.
-                spinner.disable_steady_tick();
-                let typed = tokio::select! {
-                    typed = prompt.read_line() => Some(typed),
-                    () = &mut io.interrupt => None,
-                };
-                spinner.enable_steady_tick(Duration::from_millis(120));
-                typed
-            }
-            None => tokio::select! {
-                typed = prompt.read_line() => Some(typed),
-                () = &mut io.interrupt => None,
-            },
+        // The spinner would draw over the typed line: it goes while the person types.
+        let spinning = self.display.pause();
+        let typed = tokio::select! {
+            typed = prompt.read_line() => Some(typed),
+            () = &mut io.interrupt => None,
         };
+        if spinning {
+            self.display = Display::new(true);
+        }
         let Some(typed) = typed else {
             self.display.done();
             let _ = writeln!(

@@ -17,7 +17,8 @@ pub fn ask_script() -> String {
         {"match": {"role": "lead", "call": 1}, "respond": {"toolCalls": [
             {"name": "ask_clarification", "arguments": {"question": QUESTION,
                 "clarification_type": "missing_info", "options": [COLOUR, "red"]}}]}},
-        {"match": {"role": "lead", "call": 2, "anyMessage": {"role": "tool", "contains": COLOUR}},
+        // The answer comes as a user message (the question's tool result lists every option).
+        {"match": {"role": "lead", "call": 2, "anyMessage": {"role": "user", "contains": COLOUR}},
             "respond": {"content": PAINTED}},
         {"match": {"role": "lead", "call": 2}, "respond": {"content": "No colour given."}},
     ]})
