@@ -110,7 +110,7 @@ pub async fn answer(cluster: &Cluster, name: &str, text: &str) -> Result<String,
     {
         Ok(_) => Ok(id),
         // A failed `test` operation: the Run was answered or recreated since it was read.
-        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 500 => {
+        Err(kube::Error::Api(status)) if status.code == 422 => {
             let again = get_run(cluster, name).await?;
             match answer_patch(&again, text) {
                 Err(why) => Err(CliError::new(why)),

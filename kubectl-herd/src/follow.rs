@@ -335,7 +335,7 @@ impl Follower<'_> {
             self.display.done();
             let _ = writeln!(
                 io.stderr,
-                "stopped following; Run {name} still waits (kubectl herd answer {name} \"...\")"
+                "\nstopped following; Run {name} still waits (kubectl herd answer {name} \"...\")"
             );
             return Ok(Step::Exit(EXIT_INTERRUPTED));
         };

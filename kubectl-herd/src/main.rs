@@ -8,8 +8,21 @@ use std::process::ExitCode;
 
 use kubectl_herd::{Io, Prompt, StdinPrompt};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(kubectl_herd_main());
+    // A question's prompt may still be reading stdin in a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+async fn kubectl_herd_main() -> u8 {
     let terminal = std::io::stderr().is_terminal();
     let mut stdin_prompt = StdinPrompt;
     // Only a person at a terminal can answer; a pipe or a file on stdin cannot be asked.
@@ -30,5 +43,5 @@ async fn main() -> ExitCode {
             }
         }),
     };
-    ExitCode::from(kubectl_herd::run(std::env::args_os(), &mut io).await)
+    kubectl_herd::run(std::env::args_os(), &mut io).await
 }

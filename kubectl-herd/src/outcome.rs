@@ -47,11 +47,6 @@ impl Outcome {
             Outcome::Failed { .. } => Some(EXIT_FAILED),
         }
     }
-
-    /// Whether the Run has finished.
-    pub fn is_finished(&self) -> bool {
-        matches!(self, Outcome::Answered(_) | Outcome::Failed { .. })
-    }
 }
 
 /// The exit code of an answered Run: 4 when a limit stopped it, else 0.
@@ -162,7 +157,6 @@ mod tests {
         let run = run_with(Some((ConditionStatus::True, "Succeeded")), None, None);
         assert_eq!(outcome(&run), Outcome::Answered(None));
         assert_eq!(outcome(&run).exit_code(), Some(EXIT_ANSWERED));
-        assert!(outcome(&run).is_finished());
     }
 
     #[test]
@@ -186,7 +180,6 @@ mod tests {
         };
         assert_eq!(question.id, "q1");
         assert_eq!(question.kind, ClarificationType::MissingInfo);
-        assert!(!outcome(&run).is_finished());
 
         let answered = question_run(
             "q1",
