@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use herd_crds::run::Run;
 use indicatif::{ProgressBar, ProgressStyle};
-use kube::ResourceExt;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::answer::answer;
@@ -18,6 +17,7 @@ use crate::connect::Cluster;
 use crate::error::CliError;
 use crate::io::Io;
 use crate::outcome::{EXIT_FAILED, EXIT_INPUT_REQUIRED, EXIT_INTERRUPTED, Outcome, outcome};
+use crate::presence::{Presence, Seen};
 use crate::question::{interpret, render};
 use crate::result::{print_answer, read_answer, stopped};
 use crate::runs::runs;
@@ -90,7 +90,6 @@ struct Follower<'c> {
     cluster: &'c Cluster,
     name: String,
     display: Display,
-    uid: Option<String>,
     shown: Option<View>,
     /// Questions shown at the terminal already (answered there, or left for someone else).
     asked: HashSet<String>,
@@ -112,13 +111,11 @@ pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8
         cluster,
         name: name.to_owned(),
         display: Display::new(io.terminal),
-        uid: None,
         shown: None,
         asked: HashSet::new(),
         last_error: None,
     };
-    // Whether the current list (the first, or one after the watch expired) had the Run.
-    let mut listed = false;
+    let mut presence = Presence::default();
     let code = loop {
         let next = tokio::select! {
             event = events.next() => Next::Event(Box::new(event)),
@@ -153,19 +150,21 @@ pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8
             }
             Some(Ok(event)) => {
                 follower.last_error = None;
-                match event {
-                    watcher::Event::Init => {
-                        listed = false;
-                        Step::Continue
+                match presence.see(&event) {
+                    Seen::Nothing => Step::Continue,
+                    Seen::Run(run) => follower.on_run(run, io).await?,
+                    Seen::NotFound => {
+                        follower.display.done();
+                        return Err(CliError::new(format!(
+                            "Run {name} not found in namespace {} ({})",
+                            cluster.namespace,
+                            crate::runs::RUN_NOT_FOUND
+                        )));
                     }
-                    watcher::Event::InitApply(run) => {
-                        listed = true;
-                        follower.on_run(&run, io).await?
+                    Seen::Deleted => follower.gone(io, "was deleted while it was followed"),
+                    Seen::Replaced => {
+                        follower.gone(io, "was deleted and another Run of that name created")
                     }
-                    watcher::Event::Apply(run) => follower.on_run(&run, io).await?,
-                    watcher::Event::InitDone if !listed => follower.missing(io)?,
-                    watcher::Event::InitDone => Step::Continue,
-                    watcher::Event::Delete(run) => follower.deleted(&run, io)?,
                 }
             }
         };
@@ -220,48 +219,14 @@ impl Follower<'_> {
         self.last_error = Some(error);
     }
 
-    /// A list without the Run: it never existed, or went while the watch was away.
-    fn missing(&mut self, io: &mut Io<'_>) -> Result<Step, CliError> {
+    /// The Run is gone: said, exit code 1.
+    fn gone(&self, io: &mut Io<'_>, what: &str) -> Step {
         self.display.done();
-        let name = &self.name;
-        if self.uid.is_some() {
-            let _ = writeln!(io.stderr, "Run {name} was deleted while it was followed");
-            return Ok(Step::Exit(EXIT_FAILED));
-        }
-        Err(CliError::new(format!(
-            "Run {name} not found in namespace {} ({})",
-            self.cluster.namespace,
-            crate::runs::RUN_NOT_FOUND
-        )))
-    }
-
-    fn deleted(&mut self, run: &Run, io: &mut Io<'_>) -> Result<Step, CliError> {
-        if self.uid.is_some() && run.uid() != self.uid {
-            return Ok(Step::Continue);
-        }
-        self.display.done();
-        let _ = writeln!(
-            io.stderr,
-            "Run {} was deleted while it was followed",
-            self.name
-        );
-        Ok(Step::Exit(EXIT_FAILED))
+        let _ = writeln!(io.stderr, "Run {} {what}", self.name);
+        Step::Exit(EXIT_FAILED)
     }
 
     async fn on_run(&mut self, run: &Run, io: &mut Io<'_>) -> Result<Step, CliError> {
-        match (&self.uid, run.uid()) {
-            (None, uid) => self.uid = uid,
-            (Some(known), Some(uid)) if *known != uid => {
-                self.display.done();
-                let _ = writeln!(
-                    io.stderr,
-                    "Run {} was deleted and another Run of that name created",
-                    self.name
-                );
-                return Ok(Step::Exit(EXIT_FAILED));
-            }
-            _ => {}
-        }
         let next = view(run);
         for line in changes(self.shown.as_ref(), &next) {
             self.display.write(io.stderr, &line);

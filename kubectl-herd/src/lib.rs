@@ -27,6 +27,7 @@ pub mod io;
 pub mod logs;
 pub mod manifest;
 pub mod outcome;
+pub mod presence;
 pub mod question;
 pub mod result;
 pub mod runs;

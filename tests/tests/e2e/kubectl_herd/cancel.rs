@@ -1,15 +1,19 @@
 //! `kubectl herd cancel` stops a Run waiting for an answer: it ends `Cancelled`, `follow`
-//! exits 1 saying so, and cancelling or answering it again says it is over.
+//! exits 1 saying so, and cancelling or answering it again says it is over. A Run deleted while
+//! it is followed ends the follow with exit code 1 too.
 
 use std::time::Duration;
 
 use anyhow::ensure;
-use herd_crds::run::RunPhase;
+use herd_crds::run::{Run, RunPhase};
 use herd_e2e::TestEnv;
+use herd_e2e::wait::wait_for;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
 use serde_json::json;
 
-use super::kubectl_herd;
 use super::script::ask_script;
+use super::{kubectl_herd, kubectl_herd_typing};
 use crate::scenarios::cluster::Scenario;
 use crate::scenarios::script::{script_config_map, scripted_agent};
 
@@ -90,6 +94,51 @@ pub async fn cancel_stops_a_waiting_run(env: TestEnv) -> anyhow::Result<()> {
             .starts_with(&format!("error: Run {name} failed (Cancelled: ")),
         "{result:?}"
     );
+    let missing = kubectl_herd(&env, &["follow", "no-such-run"])
+        .await?
+        .expect_code(1)?;
+    ensure!(
+        missing
+            .stderr
+            .starts_with("error: Run no-such-run not found in namespace "),
+        "{missing:?}"
+    );
+
+    // Followed while it waits (the person at the terminal leaves the question open), then
+    // deleted.
+    let follow = kubectl_herd_typing(&env, &["run", "helper", "Paint the barn.", "-w"], &[""]);
+    let delete = async {
+        let runs = scenario.runs();
+        let name = wait_for("the second Run to ask", ASK_TIME, || async {
+            Ok(runs
+                .list(&Default::default())
+                .await?
+                .items
+                .iter()
+                .find_map(|run| {
+                    let waits =
+                        run.status.as_ref().and_then(|s| s.phase) == Some(RunPhase::InputRequired);
+                    (waits && !run.spec.cancel).then(|| run.name_any())
+                }))
+        })
+        .await?;
+        // The follower has seen it by now: it shows the question as soon as it is asked.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Api::<Run>::namespaced(env.client(), env.namespace())
+            .delete(&name, &DeleteParams::default())
+            .await?;
+        anyhow::Ok(name)
+    };
+    let (followed, deleted) = tokio::join!(follow, delete);
+    let (followed, deleted) = (followed?.expect_code(1)?, deleted?);
+    ensure!(
+        followed.stderr.contains("not answered here")
+            && followed.stderr.ends_with(&format!(
+                "Run {deleted} was deleted while it was followed\n"
+            )),
+        "{followed:?}"
+    );
+
     let missing = kubectl_herd(&env, &["cancel", "no-such-run"])
         .await?
         .expect_code(1)?;
