@@ -168,6 +168,7 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
             logs::logs(cluster, &run, &container, follow, io).await?;
             Ok(EXIT_ANSWERED)
         }
+        // Answered before connecting, in `execute`.
         Command::Completion { .. } | Command::Complete { .. } => Ok(EXIT_USAGE),
     }
 }
