@@ -7,6 +7,7 @@ mod fixture;
 mod gitops;
 #[cfg(target_os = "linux")]
 mod helm;
+mod kubectl_herd;
 #[cfg(target_os = "linux")]
 mod kubelet;
 mod operator;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
             crds::tests(),
             fixture::tests(),
             gitops::tests(),
+            kubectl_herd::tests(),
             local_kubelet_tests(),
             operator::tests(),
             run_api::tests(),

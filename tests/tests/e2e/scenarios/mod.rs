@@ -4,13 +4,13 @@
 //! runner reports through the run API, and the Run ends with the report in its status.
 
 mod clarification;
-mod cluster;
+pub(crate) mod cluster;
 mod fan_out;
 mod leaks;
 mod llama;
 mod mcp;
 mod memory;
-mod script;
+pub(crate) mod script;
 mod scripted;
 
 use herd_e2e::E2eTest;

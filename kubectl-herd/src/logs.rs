@@ -1,0 +1,110 @@
+//! `kubectl herd logs RUN [-c sandbox] [-f]`: the logs of the Run's current pod
+//! (`status.podName`, `<run>-<attempt>`) through the API server, as `kubectl logs` reads them.
+
+use futures::{AsyncBufReadExt, TryStreamExt};
+use herd_crds::run::{Run, RunPhase};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, LogParams};
+
+use crate::connect::Cluster;
+use crate::error::{CliError, Target, api_error};
+use crate::io::Io;
+use crate::runs::get_run;
+use crate::view::{phase_name, view};
+
+/// The pod whose logs to read for `run`, or why there is none.
+pub fn log_pod(run: &Run) -> Result<String, String> {
+    let name = run.name_any();
+    let status = run.status.as_ref();
+    if let Some(pod) = status.and_then(|s| s.pod_name.clone()) {
+        return Ok(pod);
+    }
+    if let Some(attempt) = status.and_then(|s| s.attempt) {
+        return Ok(format!("{name}-{attempt}"));
+    }
+    let phase = view(run).phase;
+    let why = match phase {
+        RunPhase::Pending | RunPhase::Queued => "its pod is not created yet",
+        _ => "it names no pod",
+    };
+    Err(format!(
+        "Run {name} has no logs: it is {} and {why} (kubectl herd get {name})",
+        phase_name(phase)
+    ))
+}
+
+/// Copies the logs of `container` in the Run `name`'s pod to stdout, following them with
+/// `follow`.
+pub async fn logs(
+    cluster: &Cluster,
+    name: &str,
+    container: &str,
+    follow: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let run = get_run(cluster, name).await?;
+    let pod = log_pod(&run).map_err(CliError::new)?;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let object = format!("the logs of Pod {pod}");
+    let gone = format!(
+        "the pod of Run {name} is gone: a finished, cancelled or retried Run's pod is deleted, \
+         and its logs with it"
+    );
+    let target = Target {
+        doing: "reading",
+        object: &object,
+        namespace: &cluster.namespace,
+        not_found: &gone,
+    };
+    let params = LogParams {
+        container: Some(container.to_owned()),
+        follow,
+        ..LogParams::default()
+    };
+    let stream = pods
+        .log_stream(&pod, &params)
+        .await
+        .map_err(|e| api_error(&e, target))?;
+    let mut lines = stream.lines();
+    while let Some(line) = lines
+        .try_next()
+        .await
+        .map_err(|e| CliError::new(format!("the logs of Pod {pod} broke off: {e}")))?
+    {
+        let _ = writeln!(io.stdout, "{}", crate::terminal_text::for_terminal(&line));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::condition::ConditionStatus;
+
+    use super::*;
+    use crate::testing::{run_named, run_with};
+
+    #[test]
+    fn the_current_pod_is_read() {
+        let mut run = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+        if let Some(status) = run.status.as_mut() {
+            status.pod_name = Some("r-2".into());
+            status.attempt = Some(2);
+        }
+        assert_eq!(log_pod(&run), Ok("r-2".into()));
+        if let Some(status) = run.status.as_mut() {
+            status.pod_name = None;
+        }
+        assert_eq!(log_pod(&run), Ok("r-2".into()), "from the attempt");
+    }
+
+    #[test]
+    fn a_run_without_a_pod_says_so() {
+        assert_eq!(
+            log_pod(&run_named("r")).unwrap_err(),
+            "Run r has no logs: it is Pending and its pod is not created yet (kubectl herd get r)"
+        );
+        let queued = run_with(Some((ConditionStatus::Unknown, "Queued")), None, None);
+        assert!(log_pod(&queued).unwrap_err().contains("it is Queued"));
+    }
+}

@@ -1,0 +1,34 @@
+//! Reading Runs for a command, with errors that name the Run.
+
+use herd_crds::run::Run;
+use kube::api::Api;
+
+use crate::connect::Cluster;
+use crate::error::{CliError, Target, api_error};
+
+/// What to do when a Run does not exist.
+pub const RUN_NOT_FOUND: &str = "`kubectl herd get` lists the Runs there";
+
+/// The Runs of the cluster's namespace.
+pub fn runs(cluster: &Cluster) -> Api<Run> {
+    Api::namespaced(cluster.client.clone(), &cluster.namespace)
+}
+
+/// The error target of the Run `name` while `doing`.
+pub fn run_target<'a>(cluster: &'a Cluster, object: &'a str, doing: &'a str) -> Target<'a> {
+    Target {
+        doing,
+        object,
+        namespace: &cluster.namespace,
+        not_found: RUN_NOT_FOUND,
+    }
+}
+
+/// Reads the Run `name`.
+pub async fn get_run(cluster: &Cluster, name: &str) -> Result<Run, CliError> {
+    let object = format!("Run {name}");
+    runs(cluster)
+        .get(name)
+        .await
+        .map_err(|e| api_error(&e, run_target(cluster, &object, "reading")))
+}

@@ -1,0 +1,152 @@
+//! `kubectl herd` against the real API server, with the operator and `local-kubelet` running
+//! each Run's Pod and a scripted model: the commands are called in-process through
+//! `kubectl_herd::run` (a kubeconfig, captured output, a scripted person at the "terminal"
+//! where a test needs one), and once through the binary `cargo test` built.
+//!
+//! `kubectl herd logs` is not tested here: `local-kubelet` serves no container logs.
+
+mod binary;
+mod cancel;
+mod follow;
+mod question;
+mod script;
+mod tree;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use herd_e2e::{E2eTest, TestEnv};
+use kubectl_herd::io::BoxFuture;
+use kubectl_herd::{Io, Prompt};
+
+/// Every test of this module.
+pub fn tests() -> Vec<E2eTest> {
+    vec![
+        E2eTest::shared(
+            "kubectl_herd::run_follow_shows_the_run_until_its_answer_and_result_writes_its_files",
+            follow::run_follow_shows_the_run_until_its_answer_and_result_writes_its_files,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::a_question_stops_follow_with_3_until_answer_answers_it",
+            question::a_question_stops_follow_with_3_until_answer_answers_it,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::cancel_stops_a_waiting_run",
+            cancel::cancel_stops_a_waiting_run,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::get_shows_a_parent_with_its_children",
+            tree::get_shows_a_parent_with_its_children,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::the_binary_runs_answers_and_follows",
+            binary::the_binary_runs_answers_and_follows,
+        ),
+    ]
+}
+
+/// What one command did.
+#[derive(Debug)]
+pub struct Ran {
+    /// Its exit code.
+    pub code: u8,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Fails unless the exit code is `code`, showing the output.
+    pub fn expect_code(self, code: u8) -> anyhow::Result<Ran> {
+        anyhow::ensure!(
+            self.code == code,
+            "exit code {} instead of {code}\nstdout:\n{}\nstderr:\n{}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
+        Ok(self)
+    }
+
+    /// The Run the command created, from its `Run <name> created` line.
+    pub fn created(&self) -> anyhow::Result<String> {
+        self.stderr
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("Run ")?
+                    .split_once(" created")
+                    .map(|(n, _)| n)
+            })
+            .map(str::to_owned)
+            .with_context(|| format!("no `Run ... created` line in:\n{}", self.stderr))
+    }
+}
+
+/// The longest a command may take: a follow from a Run's creation to its end.
+const COMMAND_TIME: Duration = Duration::from_secs(180);
+
+/// A person at the terminal typing `lines`, one per question.
+struct Typist {
+    lines: std::collections::VecDeque<String>,
+}
+
+impl Prompt for Typist {
+    fn read_line(&mut self) -> BoxFuture<'_, Option<String>> {
+        let line = self.lines.pop_front();
+        Box::pin(async move { line })
+    }
+}
+
+/// Runs `kubectl herd ARGS` in-process on the test's namespace, with no terminal.
+pub async fn kubectl_herd(env: &TestEnv, args: &[&str]) -> anyhow::Result<Ran> {
+    run(env, args, None).await
+}
+
+/// Runs `kubectl herd ARGS` in-process with someone at the terminal who types `typed`.
+pub async fn kubectl_herd_typing(
+    env: &TestEnv,
+    args: &[&str],
+    typed: &[&str],
+) -> anyhow::Result<Ran> {
+    run(env, args, Some(typed)).await
+}
+
+async fn run(env: &TestEnv, args: &[&str], typed: Option<&[&str]>) -> anyhow::Result<Ran> {
+    let kubeconfig = env.cluster().kubeconfig().display().to_string();
+    let mut full = vec![
+        "kubectl-herd",
+        "--kubeconfig",
+        &kubeconfig,
+        "-n",
+        env.namespace(),
+    ];
+    full.extend_from_slice(args);
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let mut typist = typed.map(|lines| Typist {
+        lines: lines.iter().map(|l| format!("{l}\n")).collect(),
+    });
+    let mut io = Io {
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+        terminal: false,
+        prompt: typist.as_mut().map(|t| t as &mut dyn Prompt),
+        interrupt: Box::pin(std::future::pending()),
+    };
+    let code = tokio::time::timeout(COMMAND_TIME, kubectl_herd::run(full.clone(), &mut io)).await;
+    drop(io);
+    let stdout = String::from_utf8(stdout)?;
+    let stderr = String::from_utf8(stderr)?;
+    let Ok(code) = code else {
+        anyhow::bail!(
+            "`{}` did not end within {COMMAND_TIME:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            full.join(" ")
+        );
+    };
+    Ok(Ran {
+        code,
+        stdout,
+        stderr,
+    })
+}
