@@ -29,5 +29,6 @@ pub mod run;
 mod schema;
 pub mod skill;
 pub mod skill_md;
+pub mod terminal_text;
 pub mod validation;
 pub mod wire;

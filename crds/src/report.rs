@@ -162,6 +162,46 @@ pub struct Clarification {
 }
 
 impl Clarification {
+    /// The question as the user sees it (and the model, as the tool's result): the context,
+    /// the question after an icon of its kind, the options numbered. Raw text: pass it through
+    /// [`crate::terminal_text::for_terminal`] before printing it.
+    pub fn render(&self) -> String {
+        let icon = match self.kind {
+            ClarificationType::MissingInfo => "❓",
+            ClarificationType::AmbiguousRequirement => "🤔",
+            ClarificationType::ApproachChoice => "🔀",
+            ClarificationType::RiskConfirmation => "⚠️",
+            ClarificationType::Suggestion => "💡",
+        };
+        let mut text = String::new();
+        if let Some(context) = &self.context {
+            text.push_str(context);
+            text.push_str("\n\n");
+        }
+        text.push_str(icon);
+        text.push(' ');
+        text.push_str(&self.question);
+        for (index, option) in self.options.iter().enumerate() {
+            text.push_str(&format!("\n  {}. {option}", index + 1));
+        }
+        text
+    }
+
+    /// The answer a line typed at a terminal means: an option's text for its number, else the
+    /// trimmed line; `None` for an empty line.
+    pub fn answer_from(&self, line: &str) -> Option<String> {
+        let line = line.trim();
+        if line.is_empty() {
+            return None;
+        }
+        let picked = line
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|index| self.options.get(index));
+        Some(picked.cloned().unwrap_or_else(|| line.to_owned()))
+    }
+
     /// Checks the CRD's rule on `askedAt` (the run API refuses a question the API server would
     /// refuse, before writing it).
     pub fn validate(&self) -> Result<(), FieldErrors> {
@@ -187,4 +227,39 @@ pub struct Artifact {
     pub path: String,
     /// Size in bytes.
     pub size: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(options: &[&str], context: Option<&str>) -> Clarification {
+        Clarification {
+            id: "q".into(),
+            question: "Format?".into(),
+            kind: ClarificationType::ApproachChoice,
+            context: context.map(str::to_owned),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            asked_at: None,
+        }
+    }
+
+    #[test]
+    fn a_question_renders_context_icon_question_and_numbered_options() {
+        assert_eq!(
+            question(&["PDF", "HTML"], Some("Two ways work.")).render(),
+            "Two ways work.\n\n🔀 Format?\n  1. PDF\n  2. HTML"
+        );
+        assert_eq!(question(&[], None).render(), "🔀 Format?");
+    }
+
+    #[test]
+    fn numbers_pick_options_and_text_passes_through() {
+        let q = question(&["PDF", "HTML"], None);
+        assert_eq!(q.answer_from("2\n").as_deref(), Some("HTML"));
+        assert_eq!(q.answer_from("3").as_deref(), Some("3"));
+        assert_eq!(q.answer_from("0").as_deref(), Some("0"));
+        assert_eq!(q.answer_from(" Markdown ").as_deref(), Some("Markdown"));
+        assert_eq!(q.answer_from("  \n"), None);
+    }
 }

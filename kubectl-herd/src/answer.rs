@@ -3,6 +3,7 @@
 //! applies to the Run and the answers it was decided on.
 
 use herd_crds::run::{MAX_ANSWER, MAX_RESPONSES, Run};
+use herd_crds::terminal_text::one_line;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
@@ -11,7 +12,6 @@ use crate::connect::Cluster;
 use crate::error::{CliError, api_error};
 use crate::outcome::{Outcome, outcome, pending_question};
 use crate::runs::{get_run, run_target, runs};
-use crate::terminal_text::one_line;
 use crate::view::{phase_name, view};
 
 /// The answer to a pending question, as a patch.

@@ -267,11 +267,15 @@ fn run_filter(command: &str) -> RunFilter {
 pub fn render(candidates: &[Candidate], directive: u32) -> String {
     let mut out = String::new();
     for candidate in candidates {
-        let value = crate::terminal_text::one_line(&candidate.value);
+        let value = herd_crds::terminal_text::one_line(&candidate.value);
         match &candidate.help {
             Some(help) => {
                 let first = help.lines().next().unwrap_or_default();
-                let _ = writeln!(out, "{value}\t{}", crate::terminal_text::one_line(first));
+                let _ = writeln!(
+                    out,
+                    "{value}\t{}",
+                    herd_crds::terminal_text::one_line(first)
+                );
             }
             None => {
                 let _ = writeln!(out, "{value}");

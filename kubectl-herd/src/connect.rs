@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
+use herd_crds::terminal_text::one_line;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::error::CliError;
-use crate::terminal_text::one_line;
 
 /// A client and the namespace commands work in.
 #[derive(Clone)]

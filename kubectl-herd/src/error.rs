@@ -51,7 +51,7 @@ pub fn api_error(error: &kube::Error, target: Target<'_>) -> CliError {
     } = target;
     let message = match error {
         kube::Error::Api(status) => {
-            let said = crate::terminal_text::one_line(&status.message);
+            let said = herd_crds::terminal_text::one_line(&status.message);
             match status.code {
                 404 => format!("{object} not found in namespace {namespace} ({not_found})"),
                 401 => format!(
@@ -69,7 +69,7 @@ pub fn api_error(error: &kube::Error, target: Target<'_>) -> CliError {
         other => format!(
             "no answer from the API server while {doing} {object}: {} (is the cluster up? \
              `kubectl cluster-info` checks the kubeconfig's server)",
-            crate::terminal_text::one_line(&other.to_string())
+            herd_crds::terminal_text::one_line(&other.to_string())
         ),
     };
     CliError::new(message)

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use herd_crds::run::Run;
+use herd_crds::terminal_text::{for_terminal, json_line, one_line};
 use indicatif::{ProgressBar, ProgressStyle};
 use kube::runtime::{WatchStreamExt, watcher};
 
@@ -18,10 +19,8 @@ use crate::error::CliError;
 use crate::io::Io;
 use crate::outcome::{EXIT_FAILED, EXIT_INPUT_REQUIRED, EXIT_INTERRUPTED, Outcome, outcome};
 use crate::presence::{Presence, Seen};
-use crate::question::{interpret, render};
 use crate::result::{print_answer, read_answer, stopped};
 use crate::runs::runs;
-use crate::terminal_text::{json_line, one_line};
 use crate::view::{View, changes, phase_name, status_line, usage_line, view};
 
 /// Where the live view goes: a spinner on a terminal (lines scroll above it), else lines.
@@ -273,7 +272,7 @@ impl Follower<'_> {
             &format!(
                 "\nRun {name} asks (question {}):\n{}",
                 one_line(&question.id),
-                render(question)
+                for_terminal(&question.render())
             ),
         );
         let Some(prompt) = io.prompt.as_mut() else {
@@ -312,7 +311,7 @@ impl Follower<'_> {
             );
             return Ok(Step::Exit(EXIT_INPUT_REQUIRED));
         };
-        match interpret(question, &line) {
+        match question.answer_from(&line) {
             None => self.display.write(
                 io.stderr,
                 &format!(

@@ -28,11 +28,9 @@ pub mod logs;
 pub mod manifest;
 pub mod outcome;
 pub mod presence;
-pub mod question;
 pub mod result;
 pub mod runs;
 pub mod start;
-pub mod terminal_text;
 pub mod tree;
 pub mod view;
 
@@ -46,12 +44,13 @@ use kube::ResourceExt;
 
 pub use crate::io::{Io, Prompt, StdinPrompt};
 
+use herd_crds::terminal_text::one_line;
+
 use crate::cli::{Cli, Command};
 use crate::connect::{Cluster, Connection, connect};
 use crate::error::CliError;
 use crate::manifest::RunRequest;
 use crate::outcome::{EXIT_ANSWERED, EXIT_USAGE};
-use crate::terminal_text::one_line;
 
 /// Runs `kubectl herd` with `args` (the first one the program's name); the exit code.
 pub async fn run<I, T>(args: I, io: &mut Io<'_>) -> u8

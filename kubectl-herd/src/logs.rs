@@ -72,7 +72,11 @@ pub async fn logs(
         .await
         .map_err(|e| CliError::new(format!("the logs of Pod {pod} broke off: {e}")))?
     {
-        let _ = writeln!(io.stdout, "{}", crate::terminal_text::for_terminal(&line));
+        let _ = writeln!(
+            io.stdout,
+            "{}",
+            herd_crds::terminal_text::for_terminal(&line)
+        );
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use herd_crds::report::StopReason;
 use herd_crds::run::Run;
+use herd_crds::terminal_text::{for_terminal, one_line};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -16,7 +17,6 @@ use crate::error::{CliError, Target, api_error};
 use crate::io::Io;
 use crate::outcome::{EXIT_ANSWERED, EXIT_STOPPED, Outcome, outcome};
 use crate::runs::get_run;
-use crate::terminal_text::{for_terminal, one_line};
 use crate::view::{phase_name, view};
 
 /// Where presented files live, in the runner's paths.

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use herd_crds::agent::Agent;
 use herd_crds::run::Run;
+use herd_crds::terminal_text::for_terminal;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -14,7 +15,6 @@ use crate::connect::Cluster;
 use crate::error::{CliError, Target, api_error};
 use crate::manifest::{RunRequest, check_task, inputs_config_map, owned_by_run, run_manifest};
 use crate::runs::runs;
-use crate::terminal_text::for_terminal;
 
 /// Reads the `-f` files: their names and bytes.
 pub fn read_files(paths: &[impl AsRef<Path>]) -> Result<Vec<(String, Vec<u8>)>, CliError> {
@@ -135,7 +135,7 @@ async fn own(config_maps: &Api<ConfigMap>, inputs: &str, run: &Run) -> Result<()
                 "ConfigMap {inputs} holds the files but is not owned by Run {}: {} (delete it \
                  once the Run is done)",
                 run.name_any(),
-                crate::terminal_text::one_line(&e.to_string())
+                herd_crds::terminal_text::one_line(&e.to_string())
             )
         })
 }

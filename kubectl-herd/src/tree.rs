@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use herd_crds::run::Run;
+use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::terminal_text::one_line;
 use crate::view::{phase_name, view};
 
 /// One line of the tree.

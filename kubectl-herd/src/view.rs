@@ -5,8 +5,7 @@ use herd_crds::condition::find_condition;
 use herd_crds::reason::condition_type;
 use herd_crds::report::{Todo, TodoStatus, Usage};
 use herd_crds::run::{ChildRef, Run, RunPhase, phase_of};
-
-use crate::terminal_text::one_line;
+use herd_crds::terminal_text::one_line;
 
 /// The parts of a Run's status that `--follow` shows.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,14 +9,12 @@
 //! (`maxModelCalls`, loop detection, token budget, subagent limit, the model's output limit,
 //! a safety stop): the partial answer is on stdout and `stopped: <reason>` on stderr.
 //!
-//! Everything printed for a person passes through `terminal_text::for_terminal`; `--json`
-//! lines through `json_line::json_line`.
+//! Everything printed for a person passes through `herd_crds::terminal_text::for_terminal`;
+//! `--json` lines through its `json_line`.
 
 pub(crate) mod args;
-pub(crate) mod json_line;
 pub(crate) mod progress;
 pub(crate) mod prompter;
-pub(crate) mod terminal_text;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -26,13 +24,12 @@ use std::sync::Arc;
 use clap::Parser;
 use futures::FutureExt as _;
 use herd_crds::report::StopReason;
+use herd_crds::terminal_text::{for_terminal, json_line};
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
-use self::json_line::json_line;
 use self::progress::Progress;
 use self::prompter::TerminalPrompter;
-use self::terminal_text::for_terminal;
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
 use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};

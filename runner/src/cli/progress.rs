@@ -11,11 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use herd_crds::report::{StopReason, TodoStatus};
+use herd_crds::terminal_text::{for_terminal, json_line};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::time::Instant;
 
-use super::json_line::json_line;
-use super::terminal_text::for_terminal;
 use crate::agent::{AgentEvent, Observer};
 
 /// How often a line reports a model call that is still streaming (plain-lines display only).

@@ -1,7 +1,7 @@
 //! Clarification (always last in the chain): an `ask_clarification` call becomes the question
 //! the loop hands to the control plane, which answers it (a terminal) or suspends the run
 //! (a cluster Run, until `spec.responses` carries the answer). The tool body never runs here;
-//! validation and rendering are `AskClarification`'s.
+//! validation is `AskClarification`'s, the text the model sees `Clarification::render`.
 //!
 //! Where nobody can answer (`can_ask` false), the model is told to go on with its best
 //! judgment instead, and the run continues.
@@ -60,7 +60,7 @@ impl Middleware for ClarificationMiddleware {
         };
         match AskClarification::question(&request.ctx.call_id, args) {
             Ok(question) => {
-                let mut output = ToolOutput::ok(AskClarification::render(&question));
+                let mut output = ToolOutput::ok(question.render());
                 output.effect.interrupt = Some(question);
                 output
             }

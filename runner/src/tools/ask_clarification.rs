@@ -64,29 +64,6 @@ impl AskClarification {
             asked_at: Some(jiff::Timestamp::now().to_string()),
         })
     }
-
-    /// The text the model sees as the tool result: the question as the user sees it.
-    pub fn render(question: &Clarification) -> String {
-        let icon = match question.kind {
-            ClarificationType::MissingInfo => "❓",
-            ClarificationType::AmbiguousRequirement => "🤔",
-            ClarificationType::ApproachChoice => "🔀",
-            ClarificationType::RiskConfirmation => "⚠️",
-            ClarificationType::Suggestion => "💡",
-        };
-        let mut text = String::new();
-        if let Some(context) = &question.context {
-            text.push_str(context);
-            text.push_str("\n\n");
-        }
-        text.push_str(icon);
-        text.push(' ');
-        text.push_str(&question.question);
-        for (index, option) in question.options.iter().enumerate() {
-            text.push_str(&format!("\n  {}. {option}", index + 1));
-        }
-        text
-    }
 }
 
 /// Question ids go into `spec.responses[].id` (≤ 64 characters).
@@ -124,7 +101,7 @@ impl Tool for AskClarification {
         };
         match AskClarification::question(&ctx.call_id, args) {
             Ok(question) => {
-                let mut output = ToolOutput::ok(AskClarification::render(&question));
+                let mut output = ToolOutput::ok(question.render());
                 output.effect.interrupt = Some(question);
                 output
             }
@@ -151,7 +128,7 @@ mod tests {
         let q = AskClarification::question("call_1", args("Which one?", vec!["A", "B"])).unwrap();
         assert_eq!(q.id, "q-call_1");
         assert_eq!(
-            AskClarification::render(&q),
+            q.render(),
             "Two ways work.\n\n🔀 Which one?\n  1. A\n  2. B"
         );
     }
