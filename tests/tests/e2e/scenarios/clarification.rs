@@ -51,13 +51,15 @@ fn ask_script(todos: bool) -> String {
         // Plan mode holds back an answer while todos are open: they are closed first.
         call += 1;
         rules.push(json!({"match": {"role": "lead", "call": call,
-            "anyMessage": {"role": "tool", "contains": ANSWER}},
+            "anyMessage": {"role": "user", "contains": ANSWER}},
             "respond": {"toolCalls": [{"name": "write_todos", "arguments": {"todos": [
                 {"content": "Ask for the colour", "status": "completed"},
                 {"content": "Paint", "status": "completed"}]}}]}}));
     }
+    // The answer comes as a user message: the question's tool result lists every option, so
+    // matching the tool's text would pass with any answer.
     rules.push(json!({"match": {"role": "lead", "call": call + 1,
-        "anyMessage": {"role": "tool", "contains": ANSWER}},
+        "anyMessage": {"role": "user", "contains": ANSWER}},
         "respond": {"content": format!("Painting it {ANSWER}.")}}));
     json!({ "rules": rules }).to_string()
 }
