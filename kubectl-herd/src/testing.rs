@@ -1,5 +1,7 @@
 //! Runs in the shapes the operator writes, for the unit tests.
 
+#![cfg(test)]
+
 use herd_crds::condition::{Condition, ConditionStatus};
 use herd_crds::report::{Clarification, ClarificationType, StopReason};
 use herd_crds::run::{Response, Run, RunPhase, RunReport, RunResult, RunSpec, RunStatus, phase_of};
