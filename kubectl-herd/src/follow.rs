@@ -348,9 +348,14 @@ impl Follower<'_> {
             .map(|r| r.artifacts.len())
             .unwrap_or(0);
         if files > 0 {
+            let (count, them) = if files == 1 {
+                ("1 file".to_owned(), "it")
+            } else {
+                (format!("{files} files"), "them")
+            };
             let _ = writeln!(
                 io.stderr,
-                "{files} files presented: kubectl herd result {} -o DIR writes them",
+                "{count} presented: kubectl herd result {} -o DIR writes {them}",
                 self.name
             );
         }

@@ -83,7 +83,7 @@ pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_fil
         name.starts_with("helper-") && name.len() == "helper-".len() + 5,
         "{name}"
     );
-    for shown in ["Succeeded · ", "tokens in", "1 files presented", "todos:"] {
+    for shown in ["Succeeded · ", "tokens in", "1 file presented", "todos:"] {
         ensure!(
             ran.stderr.contains(shown),
             "{shown:?} in the progress:\n{}",
