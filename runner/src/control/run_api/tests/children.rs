@@ -3,6 +3,7 @@
 
 #![cfg(test)]
 
+use anyhow::Context as _;
 use herd_crds::wire::{ChildRequest, ChildStatus};
 
 use super::super::test_server::{Canned, Reply, canned};
@@ -20,18 +21,17 @@ struct Sandbox {
     executor: Arc<dyn ToolExecutor>,
 }
 
-async fn sandbox() -> Sandbox {
-    let dir = tempfile::tempdir().unwrap();
-    let roots = SandboxRoots::under(&dir.path().canonicalize().unwrap());
-    let executor: Arc<dyn ToolExecutor> = Arc::new(InProcessExecutor(Arc::new(
-        SandboxHost::new(&roots).unwrap(),
-    )));
-    executor.prepare().await.unwrap();
-    Sandbox {
+async fn sandbox() -> anyhow::Result<Sandbox> {
+    let dir = tempfile::tempdir()?;
+    let roots = SandboxRoots::under(&dir.path().canonicalize()?);
+    let executor: Arc<dyn ToolExecutor> =
+        Arc::new(InProcessExecutor(Arc::new(SandboxHost::new(&roots)?)));
+    executor.prepare().await?;
+    Ok(Sandbox {
         _dir: dir,
         roots,
         executor,
-    }
+    })
 }
 
 fn request() -> ChildRequest {
@@ -79,7 +79,8 @@ fn outputs(sandbox: &Sandbox, path: &str) -> PathBuf {
 }
 
 #[tokio::test]
-async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
+async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() -> anyhow::Result<()>
+{
     let setup = Setup::new(canned(Canned {
         child_polls: vec![
             running(),
@@ -99,11 +100,11 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
         ..Canned::default()
     }))
     .await;
-    let sandbox = sandbox().await;
+    let sandbox = sandbox().await?;
     let control = setup.control(vec![]);
     control.use_sandbox(sandbox.executor.clone());
 
-    let outcome = control.run_child(request(), parent()).await.unwrap();
+    let outcome = control.run_child(request(), parent()).await?;
 
     assert_eq!(outcome.status, Some(ChildStatus::Completed));
     assert_eq!(outcome.usage.input_tokens, 900);
@@ -114,7 +115,7 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
     assert_eq!(body["subagentType"], "general-purpose");
     assert_eq!(body["modelCallsLeft"], 7);
     assert_eq!(body["tokensLeft"], 5000);
-    let seconds = body["secondsLeft"].as_u64().unwrap();
+    let seconds = body["secondsLeft"].as_u64().context("secondsLeft")?;
     assert!(
         (28..=30).contains(&seconds),
         "the Run's 30 s, not the tool's 120: {seconds}"
@@ -125,11 +126,9 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
         let wait: u64 = poll
             .query
             .as_deref()
-            .unwrap()
-            .strip_prefix("wait=")
-            .unwrap()
-            .parse()
-            .unwrap();
+            .and_then(|q| q.strip_prefix("wait="))
+            .context("a wait= query")?
+            .parse()?;
         assert!(
             (27..=30).contains(&wait),
             "no longer than the Run has: {wait}"
@@ -137,11 +136,11 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
     }
 
     assert_eq!(
-        std::fs::read(outputs(&sandbox, &format!("{CHILD}/report.md"))).unwrap(),
+        std::fs::read(outputs(&sandbox, &format!("{CHILD}/report.md")))?,
         b"# Vendors\n12\n"
     );
     assert_eq!(
-        std::fs::read(outputs(&sandbox, &format!("{CHILD}/charts/q1 été.png"))).unwrap(),
+        std::fs::read(outputs(&sandbox, &format!("{CHILD}/charts/q1 été.png")))?,
         b"\x89PNG\0"
     );
     let where_to = format!("/mnt/user-data/outputs/{CHILD}");
@@ -167,10 +166,11 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() {
             format!("{where_to}/charts/q1 été.png")
         ]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
+async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() -> anyhow::Result<()> {
     let artifacts = [
         ("/mnt/user-data/outputs/a.bin", 6 * MIB),
         ("/mnt/user-data/outputs/b.bin", 5 * MIB),
@@ -198,11 +198,11 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
         ..Canned::default()
     }))
     .await;
-    let sandbox = sandbox().await;
+    let sandbox = sandbox().await?;
     let control = setup.control(vec![]);
     control.use_sandbox(sandbox.executor.clone());
 
-    let outcome = control.run_child(request(), parent()).await.unwrap();
+    let outcome = control.run_child(request(), parent()).await?;
 
     let fetched: Vec<String> = setup
         .server
@@ -216,14 +216,13 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
         "b and e are never fetched"
     );
     let folder = outputs(&sandbox, CHILD);
-    let mut written: Vec<String> = std::fs::read_dir(&folder)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let mut written: Vec<String> = std::fs::read_dir(&folder)?
+        .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+        .collect::<anyhow::Result<_>>()?;
     written.sort();
     assert_eq!(written, ["a.bin", "d.bin"]);
     assert_eq!(
-        std::fs::metadata(folder.join("d.bin")).unwrap().len(),
+        std::fs::metadata(folder.join("d.bin"))?.len(),
         3 * MIB as u64
     );
     assert!(!sandbox.roots.user_data.join("workspace/evil.sh").exists());
@@ -233,7 +232,7 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
     let skipped = note
         .split("Not copied, over the 10 MiB per subagent (the subagent's paths):\n")
         .nth(1)
-        .unwrap();
+        .context(note.clone())?;
     assert!(
         skipped.starts_with(
             "- /mnt/user-data/outputs/b.bin (5242880 bytes)\n\
@@ -244,7 +243,7 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
     let failed = note
         .split("Could not be copied (the subagent's paths):\n")
         .nth(1)
-        .unwrap();
+        .context(note.clone())?;
     let lines: Vec<&str> = failed.lines().collect();
     assert_eq!(lines.len(), 3, "{note}");
     assert!(
@@ -261,10 +260,11 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() {
             && lines[2].contains("only files under /mnt/user-data/outputs/"),
         "{note}"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_child_still_running_at_the_parents_deadline_counts_as_timed_out() {
+async fn a_child_still_running_at_the_parents_deadline_counts_as_timed_out() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         child_polls: vec![running().after(Duration::from_millis(300))],
         ..Canned::default()
@@ -276,7 +276,7 @@ async fn a_child_still_running_at_the_parents_deadline_counts_as_timed_out() {
         deadline: Some(Instant::now() + Duration::from_millis(1500)),
         ..parent()
     };
-    let outcome = control.run_child(request(), budget).await.unwrap();
+    let outcome = control.run_child(request(), budget).await?;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -284,7 +284,10 @@ async fn a_child_still_running_at_the_parents_deadline_counts_as_timed_out() {
     );
     assert_eq!(outcome.status, Some(ChildStatus::TimedOut));
     assert!(
-        outcome.error.as_deref().unwrap().contains("time ran out"),
+        outcome
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("time ran out")),
         "{outcome:?}"
     );
     let polls = setup.server.requests_to("/children/call_7");
@@ -294,10 +297,11 @@ async fn a_child_still_running_at_the_parents_deadline_counts_as_timed_out() {
         Some("wait=1"),
         "a poll never waits past the deadline"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_stale_attempt_starting_a_child_stops_the_run() {
+async fn a_stale_attempt_starting_a_child_stops_the_run() -> anyhow::Result<()> {
     let setup = Setup::new(Arc::new(|_: &Recorded, _| {
         Reply::error(409, "StaleAttempt", "attempt 2 is current")
     }))
@@ -305,25 +309,20 @@ async fn a_stale_attempt_starting_a_child_stops_the_run() {
     let control = setup.control(vec![]);
     let error = control.run_child(request(), parent()).await.unwrap_err();
     assert!(matches!(error, ControlError::StaleAttempt(_)), "{error:?}");
-    let said = tokio::time::timeout(Duration::from_secs(5), control.superseded())
-        .await
-        .unwrap();
+    let said = tokio::time::timeout(Duration::from_secs(5), control.superseded()).await?;
     assert!(said.contains("attempt 2 is current"), "{said}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn without_a_sandbox_the_files_are_listed_as_not_copied() {
+async fn without_a_sandbox_the_files_are_listed_as_not_copied() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         child_polls: vec![completed(&[("/mnt/user-data/outputs/report.md", 3)])],
         child_files: vec![Reply::file("/mnt/user-data/outputs/report.md", b"abc")],
         ..Canned::default()
     }))
     .await;
-    let outcome = setup
-        .control(vec![])
-        .run_child(request(), parent())
-        .await
-        .unwrap();
+    let outcome = setup.control(vec![]).run_child(request(), parent()).await?;
     assert!(
         outcome
             .result
@@ -332,10 +331,11 @@ async fn without_a_sandbox_the_files_are_listed_as_not_copied() {
         outcome.result
     );
     assert!(outcome.artifacts.is_empty());
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_tool_call_id_is_one_encoded_path_segment_or_refused() {
+async fn a_tool_call_id_is_one_encoded_path_segment_or_refused() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         child_polls: vec![completed(&[])],
         ..Canned::default()
@@ -346,7 +346,7 @@ async fn a_tool_call_id_is_one_encoded_path_segment_or_refused() {
         tool_call_id: "call/../x?y#z".into(),
         ..request()
     };
-    control.run_child(odd, parent()).await.unwrap();
+    control.run_child(odd, parent()).await?;
     let polls = setup.server.requests_to("/children/call%2F..%2Fx%3Fy%23z");
     assert_eq!(polls.len(), 1);
 
@@ -366,4 +366,5 @@ async fn a_tool_call_id_is_one_encoded_path_segment_or_refused() {
         1,
         "no child started for an id no route can hold"
     );
+    Ok(())
 }

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::AtomicUsize;
 
+use anyhow::Context as _;
 use base64::Engine as _;
 use herd_crds::report::ClarificationType;
 use herd_crds::wire::ClarificationRequest;
@@ -31,14 +32,16 @@ fn poll(body: Value) -> Reply {
     Reply::json(200, &body).after(Duration::from_millis(400))
 }
 
-fn posted_checkpoint(request: &Recorded) -> (ClarificationRequest, Checkpoint) {
-    let body: ClarificationRequest = serde_json::from_slice(&request.body).unwrap();
-    let checkpoint = Checkpoint::from_gzip_base64(&body.checkpoint_gzip_base64).unwrap();
-    (body, checkpoint)
+fn posted_checkpoint(request: &Recorded) -> anyhow::Result<(ClarificationRequest, Checkpoint)> {
+    let body: ClarificationRequest = serde_json::from_slice(&request.body)?;
+    let checkpoint =
+        Checkpoint::from_gzip_base64(&body.checkpoint_gzip_base64).map_err(anyhow::Error::msg)?;
+    Ok((body, checkpoint))
 }
 
 #[tokio::test]
-async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased() {
+async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
+-> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         answer_polls: vec![
             poll(json!({"secondsLeft": 1})),
@@ -55,7 +58,7 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
     let deadline = Deadline::at(Instant::now() + Duration::from_secs(1));
     let lead = deadline.earlier_by(Duration::from_millis(500));
     let control = setup.control_until(deadline.clone(), vec![]);
-    control.report_progress(progress(100)).await.unwrap();
+    control.report_progress(progress(100)).await?;
     let mut state = ThreadState::new("Map the market.");
     state
         .messages
@@ -65,7 +68,7 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
         status: herd_crds::report::TodoStatus::InProgress,
     }];
 
-    let asked = control.ask(&question("q-call_1_0"), &state).await.unwrap();
+    let asked = control.ask(&question("q-call_1_0"), &state).await?;
 
     assert_eq!(asked, AskOutcome::Answered("Europe only".into()));
     assert!(
@@ -92,12 +95,12 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
         })
         .expect("the todos of the moment the question was asked were reported");
     assert!(
-        reported < position("/clarification").unwrap(),
+        reported < position("/clarification").context("a question posted")?,
         "the progress before the question lands before it"
     );
     let asked = setup.server.requests_to("/clarification");
     assert_eq!(asked.len(), 1);
-    let (body, checkpoint) = posted_checkpoint(&asked[0]);
+    let (body, checkpoint) = posted_checkpoint(&asked[0])?;
     assert_eq!(
         (body.attempt, body.seq),
         (1, 102),
@@ -113,10 +116,11 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
             .iter()
             .all(|p| p.method == "GET" && p.query.as_deref() == Some("wait=55"))
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_answer_the_run_already_has_is_handed_out_without_asking() {
+async fn an_answer_the_run_already_has_is_handed_out_without_asking() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned::default())).await;
     let answers = vec![Answer {
         id: "q-call_1_0".into(),
@@ -125,14 +129,15 @@ async fn an_answer_the_run_already_has_is_handed_out_without_asking() {
     let control = setup.control(answers);
     let state = ThreadState::new("task");
     assert_eq!(
-        control.ask(&question("q-call_1_0"), &state).await.unwrap(),
+        control.ask(&question("q-call_1_0"), &state).await?,
         AskOutcome::Answered("Europe only".into())
     );
     assert!(setup.server.requests().is_empty());
+    Ok(())
 }
 
 #[tokio::test]
-async fn an_answer_to_another_question_does_not_answer_this_one() {
+async fn an_answer_to_another_question_does_not_answer_this_one() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         answer_polls: vec![
             Reply::json(200, &json!({"answer": {"id": "q-other", "answer": "no"}})),
@@ -144,15 +149,15 @@ async fn an_answer_to_another_question_does_not_answer_this_one() {
     let control = setup.control(vec![]);
     let asked = control
         .ask(&question("q/odd?#"), &ThreadState::new("task"))
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(asked, AskOutcome::Answered("yes".into()));
     let polls = setup.server.requests_to("/answers/q%2Fodd%3F%23");
     assert_eq!(polls.len(), 2, "the id is one path segment, encoded");
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_newer_attempt_while_waiting_stops_the_run() {
+async fn a_newer_attempt_while_waiting_stops_the_run() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         answer_polls: vec![Reply::error(409, "StaleAttempt", "attempt 2 is current")],
         ..Canned::default()
@@ -164,6 +169,7 @@ async fn a_newer_attempt_while_waiting_stops_the_run() {
         .await
         .unwrap_err();
     assert!(matches!(error, ControlError::StaleAttempt(_)), "{error:?}");
+    Ok(())
 }
 
 /// Summarizes as the run's summarization does, deterministically: all but the last `keep`
@@ -205,7 +211,7 @@ fn heavy_thread(dumps: usize, each: usize) -> ThreadState {
 }
 
 #[tokio::test]
-async fn an_oversize_checkpoint_is_summarized_before_it_is_posted() {
+async fn an_oversize_checkpoint_is_summarized_before_it_is_posted() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned {
         answer_polls: vec![Reply::json(
             200,
@@ -225,23 +231,25 @@ async fn an_oversize_checkpoint_is_summarized_before_it_is_posted() {
         question: question("q-1"),
         state: state.clone(),
     };
-    assert!(unsummarized.to_gzip().unwrap().len() > MAX_CHECKPOINT_GZIP_BYTES);
+    assert!(unsummarized.to_gzip()?.len() > MAX_CHECKPOINT_GZIP_BYTES);
 
-    let asked = control.ask(&question("q-1"), &state).await.unwrap();
+    let asked = control.ask(&question("q-1"), &state).await?;
 
     assert_eq!(asked, AskOutcome::Answered("EU".into()));
     assert_eq!(compactor.calls.load(Ordering::SeqCst), 1);
-    let (_, checkpoint) = posted_checkpoint(&setup.server.requests_to("/clarification")[0]);
+    let (_, checkpoint) = posted_checkpoint(&setup.server.requests_to("/clarification")[0])?;
     assert_eq!(checkpoint.state.messages.len(), 2);
     assert_eq!(
         checkpoint.state.summary.as_deref(),
         Some("19 messages of data dumps were read.")
     );
     assert_eq!(checkpoint.state.messages[1], state.messages[20]);
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_checkpoint_too_large_even_summarized_ends_the_run_checkpoint_too_large() {
+async fn a_checkpoint_too_large_even_summarized_ends_the_run_checkpoint_too_large()
+-> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned::default())).await;
     let control = setup.control(vec![]);
     let compactor = Arc::new(KeepLast {
@@ -252,7 +260,7 @@ async fn a_checkpoint_too_large_even_summarized_ends_the_run_checkpoint_too_larg
     // The kept messages alone are too large.
     let state = heavy_thread(3, 700 * 1024);
 
-    let asked = control.ask(&question("q-1"), &state).await.unwrap();
+    let asked = control.ask(&question("q-1"), &state).await?;
 
     let AskOutcome::Ended { reason, error } = asked else {
         panic!("{asked:?}");
@@ -269,20 +277,25 @@ async fn a_checkpoint_too_large_even_summarized_ends_the_run_checkpoint_too_larg
     );
 
     let plain = setup.control(vec![]);
-    let AskOutcome::Ended { error, .. } = plain.ask(&question("q-1"), &state).await.unwrap() else {
+    let AskOutcome::Ended { error, .. } = plain.ask(&question("q-1"), &state).await? else {
         panic!("not ended");
     };
     assert!(!error.contains("summarized"), "{error}");
+    Ok(())
 }
 
 #[test]
-fn the_checkpoint_in_the_request_is_base64_of_gzip() {
+fn the_checkpoint_in_the_request_is_base64_of_gzip() -> anyhow::Result<()> {
     let checkpoint = Checkpoint {
         question: question("q-1"),
         state: ThreadState::new("task"),
     };
-    let gzip = checkpoint.to_gzip().unwrap();
+    let gzip = checkpoint.to_gzip()?;
     assert_eq!(&gzip[..2], &[0x1f, 0x8b], "gzip magic");
     let text = base64::engine::general_purpose::STANDARD.encode(&gzip);
-    assert_eq!(Checkpoint::from_gzip_base64(&text).unwrap(), checkpoint);
+    assert_eq!(
+        Checkpoint::from_gzip_base64(&text).map_err(anyhow::Error::msg)?,
+        checkpoint
+    );
+    Ok(())
 }
