@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use herd_crds::agent::Agent;
 use herd_crds::condition::ConditionStatus;
-use herd_crds::run::Run;
+use herd_crds::run::{Run, RunReport};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -116,6 +116,19 @@ pub(crate) fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> boo
     run.status
         .as_ref()
         .is_some_and(|s| has_condition(&s.conditions, "Succeeded", status, reason))
+}
+
+/// The report of `run`, which must have succeeded (else an error with its message).
+pub(crate) fn succeeded_report(run: &Run) -> anyhow::Result<&RunReport> {
+    anyhow::ensure!(
+        succeeded(run, ConditionStatus::True, "Succeeded"),
+        "the Run ended otherwise: {}",
+        message(run)
+    );
+    run.status
+        .as_ref()
+        .and_then(|s| s.report.as_ref())
+        .context("no report")
 }
 
 pub(crate) fn message(run: &Run) -> String {

@@ -15,7 +15,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
-use herd_crds::condition::ConditionStatus;
 use herd_e2e::TestEnv;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -24,7 +23,7 @@ use serde_json::json;
 use super::cluster::Scenario;
 use super::leaks::{MODEL_SECRET, SecretUse, assert_secrets_nowhere};
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::succeeded_report;
 
 /// The header value the server accepts: a secret that must appear nowhere but in the Secret.
 const MCP_KEY: &str = "mcp-e2e-header-secret-5f1c";
@@ -146,16 +145,7 @@ pub async fn a_run_calls_an_http_mcp_server_with_a_secret_header(
         .create_run("release", "Which is the latest release of herd?")
         .await?;
     let run = scenario.finished("release", RUN_TIME).await?;
-    ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the Run ended otherwise: {}",
-        message(&run)
-    );
-    let report = run
-        .status
-        .as_ref()
-        .and_then(|s| s.report.as_ref())
-        .context("no report")?;
+    let report = succeeded_report(&run)?;
     let answer = report.result.as_ref().map(|r| r.text.as_str());
     ensure!(
         answer.is_some_and(|a| a.contains("herd 4.2.0 (released 2026-11-03)")),

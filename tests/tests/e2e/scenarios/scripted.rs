@@ -14,7 +14,7 @@ use serde_json::json;
 use super::cluster::Scenario;
 use super::leaks::{MODEL_SECRET, assert_secrets_nowhere};
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::{message, succeeded_report};
 
 /// How long a scripted Run may take from creation to its end: the Pod's two containers start,
 /// the sandbox's probe passes, and the runner makes a few calls.
@@ -46,16 +46,7 @@ pub async fn a_scripted_run_succeeds_and_keeps_its_key_secret(env: TestEnv) -> a
     script_config_map(&scenario.admin, &scenario.namespace, SCRIPT).await?;
     scenario.create_run("hello", "Say hello.").await?;
     let run = scenario.finished("hello", RUN_TIME).await?;
-    ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the Run ended otherwise: {}",
-        message(&run)
-    );
-    let report = run
-        .status
-        .as_ref()
-        .and_then(|s| s.report.as_ref())
-        .context("no report")?;
+    let report = succeeded_report(&run)?;
     ensure!(
         report.result.as_ref().map(|r| r.text.as_str()) == Some("Hello from the pod."),
         "{report:?}"
