@@ -1,7 +1,10 @@
 //! The `herd-runner` command line.
 //!
 //! `herd-runner pod` and `herd-runner sandbox` are the two containers of a Run's pod (see
-//! `crate::pod` for the pod's exit codes).
+//! `crate::pod` for the agent's exit codes). `herd-runner sandbox` exits 0 when it is stopped
+//! (SIGTERM or SIGINT: the kubelet stops the sidecar once the agent has exited, or the Pod is
+//! deleted) and 1 when it fails (it cannot open its folders or bind its socket, accepting
+//! fails).
 //!
 //! Exit codes of `herd-runner run`: 0 the agent answered; 1 the run failed (model error,
 //! timeout...); 2 bad usage or manifests; 3 the agent asked a question and a checkpoint was
@@ -144,6 +147,7 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
+    let groups = sandbox.process_groups().clone();
     let serving = async {
         if args.listen_stdin {
             crate::sandbox::socket::serve_stdin(sandbox).await
@@ -152,11 +156,19 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
         }
     };
     // As a container's PID 1 a signal without a handler is ignored: without this, every Pod
-    // would wait its whole grace period for the sidecar. The commands it runs go with it (the
-    // container's processes end with its PID 1).
+    // would wait its whole grace period for the sidecar. Being stopped is how every Run's
+    // sandbox ends (the kubelet stops a native sidecar once the agent has exited), so it is
+    // a clean ending, exit code 0: a non-zero code would read as a container error on every
+    // Run. The commands still running get SIGTERM and a moment, then SIGKILL, well within
+    // the Pod's grace period. The server is only dropped after that, which SIGKILLs what is
+    // left of its requests at once.
+    tokio::pin!(serving);
     let served = tokio::select! {
-        served = serving => served,
-        () = sigterm() => return ExitCode::from(crate::pod::EXIT_TERMINATED),
+        served = &mut serving => served,
+        () = stop_requested() => {
+            groups.terminate(TOOL_GRACE).await;
+            return ExitCode::SUCCESS;
+        }
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -164,6 +176,29 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::from(EXIT_FAILED)
         }
+    }
+}
+
+/// How long a stopping sandbox gives its commands between SIGTERM and SIGKILL.
+const TOOL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resolves at the first SIGTERM or SIGINT; a signal that cannot be watched is said in the
+/// log and never resolves.
+async fn stop_requested() {
+    async fn watch(kind: SignalKind) {
+        match signal(kind) {
+            Ok(mut watched) => {
+                watched.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for a stop signal");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    tokio::select! {
+        () = watch(SignalKind::terminate()) => {}
+        () = watch(SignalKind::interrupt()) => {}
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::file_services;
 use super::inputs::install_inputs;
 use super::paths::{SandboxPaths, SandboxRoots};
+use super::process_groups::ProcessGroups;
 use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
 use super::stderr_tail::StderrTails;
 use super::tools::{self, BASH};
@@ -31,6 +32,9 @@ pub struct SandboxHost {
     inputs: Option<PathBuf>,
     /// What the stdio programs started here wrote to their standard error, lately.
     stderr_tails: StderrTails,
+    /// The process groups of the commands and programs started here, ended when the
+    /// sandbox stops.
+    process_groups: ProcessGroups,
 }
 
 impl SandboxHost {
@@ -43,6 +47,7 @@ impl SandboxHost {
             home: std::env::temp_dir(),
             inputs: None,
             stderr_tails: StderrTails::default(),
+            process_groups: ProcessGroups::default(),
         })
     }
 
@@ -82,6 +87,11 @@ impl SandboxHost {
     /// The standard error tails of the stdio programs started here.
     pub fn stderr_tails(&self) -> &StderrTails {
         &self.stderr_tails
+    }
+
+    /// The process groups started here (shared by every clone).
+    pub fn process_groups(&self) -> &ProcessGroups {
+        &self.process_groups
     }
 
     /// Answers one request. Never panics; failures are `Error` or error `ToolResult`s.

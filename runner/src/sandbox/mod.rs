@@ -12,6 +12,7 @@ pub mod in_process;
 pub(crate) mod inputs;
 mod mask;
 pub(crate) mod paths;
+pub(crate) mod process_groups;
 pub(crate) mod protocol;
 mod realpath;
 pub(crate) mod socket;

@@ -134,6 +134,7 @@ impl SandboxHost {
             .kill_on_drop(true)
             .spawn()
             .map_err(|failure| StdioError(format!("cannot start {program}: {failure}")))?;
+        self.process_groups().add(child.id());
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -74,6 +74,7 @@ async fn execute(sandbox: &SandboxHost, command: &str) -> ToolReply {
         Ok(child) => child,
         Err(failure) => return ToolReply::error(format!("Error: could not run bash: {failure}")),
     };
+    sandbox.process_groups().add(child.id());
     // Armed until the command ends by itself: a timeout, or this future being dropped (the
     // client went away), takes down everything the command started.
     let mut group = GroupKiller {
