@@ -8,7 +8,9 @@ use herd_crds::agent::Provider;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 
 use crate::decide::admission::Caps;
-use crate::decide::runner_resources::{DEFAULT_RUNNER_RESOURCES, parse_resources};
+use crate::decide::runner_resources::{
+    DEFAULT_RUNNER_RESOURCES, DEFAULT_SANDBOX_RESOURCES, parse_resources,
+};
 
 /// How the operator runs: which namespaces it watches, its Lease, its HTTP listener, its
 /// default model.
@@ -103,6 +105,10 @@ pub struct RunPodConfig {
     /// `requests.<resource>=<quantity>,limits.<resource>=<quantity>`.
     #[arg(long, env = "HERD_RUNNER_RESOURCES", default_value = DEFAULT_RUNNER_RESOURCES, value_parser = parse_resources)]
     pub runner_resources: ResourceRequirements,
+    /// Default requests and limits of the `sandbox` container, in the same form; an Agent's
+    /// `sandbox.resources` is merged over them key by key when a Run is accepted.
+    #[arg(long, env = "HERD_SANDBOX_RESOURCES", default_value = DEFAULT_SANDBOX_RESOURCES, value_parser = parse_resources)]
+    pub sandbox_resources: ResourceRequirements,
 }
 
 /// The caps on active top-level Runs (a child Run counts against its parent's
@@ -335,6 +341,18 @@ mod tests {
         assert_eq!(resources.requests.unwrap()["cpu"].0, "1");
         assert_eq!(resources.limits.unwrap()["memory"].0, "2Gi");
         assert!(parse(&["--runner-resources=requests.cpu=lots"]).is_err());
+    }
+
+    #[test]
+    fn sandbox_resources_flag() {
+        let defaults = parse(&[]).unwrap().runs.sandbox_resources;
+        assert_eq!(defaults.requests.unwrap()["memory"].0, "256Mi");
+        assert_eq!(defaults.limits.unwrap()["memory"].0, "2Gi");
+        let config = parse(&["--sandbox-resources=limits.ephemeral-storage=4Gi"]).unwrap();
+        let resources = config.runs.sandbox_resources;
+        assert_eq!(resources.requests, None);
+        assert_eq!(resources.limits.unwrap()["ephemeral-storage"].0, "4Gi");
+        assert!(parse(&["--sandbox-resources=requests.memory=4Gi,limits.memory=1Gi"]).is_err());
     }
 
     #[test]

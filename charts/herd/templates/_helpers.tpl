@@ -80,11 +80,15 @@ would print as 1e+06.
 {{- end -}}
 {{- end -}}
 
-{{/* runner.resources as `requests.cpu=50m,requests.memory=128Mi,limits.memory=1Gi`. */}}
-{{- define "herd.runnerResources" -}}
+{{/*
+runner.resources or sandbox.resources (the dict given) as
+`requests.cpu=50m,requests.memory=128Mi,limits.memory=1Gi`.
+*/}}
+{{- define "herd.resourcePairs" -}}
+{{- $resources := . | default dict -}}
 {{- $pairs := list -}}
 {{- range $kind := list "requests" "limits" -}}
-{{- range $name, $quantity := (get ($.Values.runner.resources | default dict) $kind | default dict) -}}
+{{- range $name, $quantity := (get $resources $kind | default dict) -}}
 {{- $pairs = append $pairs (printf "%s.%s=%s" $kind $name (include "herd.quantity" $quantity)) -}}
 {{- end -}}
 {{- end -}}
@@ -118,7 +122,8 @@ value can break the manifest.
 {{- $args = append $args (printf "--concurrency=%d" (int $v.concurrency)) -}}
 {{- $args = append $args (printf "--max-active=%d" (int $v.maxActive)) -}}
 {{- $args = append $args (printf "--max-active-per-namespace=%d" (int $v.maxActivePerNamespace)) -}}
-{{- $args = append $args (printf "--runner-resources=%s" (include "herd.runnerResources" .)) -}}
+{{- $args = append $args (printf "--runner-resources=%s" (include "herd.resourcePairs" $v.runner.resources)) -}}
+{{- $args = append $args (printf "--sandbox-resources=%s" (include "herd.resourcePairs" $v.sandbox.resources)) -}}
 {{- $args = append $args (printf "--runner-image=%s" (include "herd.image" (list $v.runner.image .))) -}}
 {{- $args = append $args (printf "--sandbox-image=%s" (include "herd.image" (list $v.sandbox.image .))) -}}
 {{- if $model.name -}}

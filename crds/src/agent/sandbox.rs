@@ -19,7 +19,12 @@ pub struct SandboxSpec {
     #[schemars(length(max = 1024))]
     #[x_kube(validation = Rule::new(crate::rules::IMAGE).message(crate::rules::expression(crate::rules::IMAGE_MESSAGE)))]
     pub image: Option<String>,
-    /// CPU and memory of the `sandbox` container.
+    /// Requests and limits of the `sandbox` container, merged key by key over the operator's
+    /// default (`--sandbox-resources`, by default requests `cpu: 100m`, `memory: 256Mi`, limit
+    /// `memory: 2Gi`) when a Run is accepted: a key set here wins, the others keep the default.
+    /// A request set here above the default limit raises that limit to it; a limit set here
+    /// below the default request lowers that request to it. The `ephemeral-storage` limit (else
+    /// request) also sizes the emptyDir workspace (default `10Gi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<SandboxResources>,
     /// RuntimeClass of the pod (a DNS-1123 subdomain), e.g. `gvisor` or `kata` for stronger

@@ -18,6 +18,7 @@ use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
 use crate::decide::run_status::{AgentState, elapsed, snapshot_name};
+use crate::decide::runner_resources::sandbox_resources;
 use crate::error::Error;
 
 /// What accepting found.
@@ -117,7 +118,15 @@ async fn from_agent(ctx: &Context, run: &Run, ids: &Ids<'_>) -> Result<Taken, Er
         },
     );
     Ok(match taken {
-        Ok(snap) => Taken::Snapshot(Box::new(snap)),
+        Ok(mut snap) => {
+            // The operator's default, like the images, is fixed in the snapshot: every attempt
+            // gets the resources the Run was accepted with.
+            snap.agent.sandbox.resources = sandbox_resources(
+                &ctx.images.sandbox_resources,
+                snap.agent.sandbox.resources.as_ref(),
+            );
+            Taken::Snapshot(Box::new(snap))
+        }
         Err(error) => Taken::Invalid(error.to_string()),
     })
 }

@@ -187,7 +187,8 @@ fn restricted() -> SecurityContext {
     }
 }
 
-/// The sandbox's resources from the Agent.
+/// The sandbox's resources from the snapshot: the Agent's merged over `--sandbox-resources`
+/// when the Run was accepted.
 fn sandbox_resources(snapshot: &Snapshot) -> Option<ResourceRequirements> {
     let spec = snapshot.agent.sandbox.resources.as_ref()?;
     let map = |m: &BTreeMap<String, Quantity>| (!m.is_empty()).then(|| m.clone());
