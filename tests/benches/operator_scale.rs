@@ -24,7 +24,7 @@ use anyhow::{Context, bail};
 use futures::{StreamExt, TryStreamExt};
 use herd_crds::run::Run;
 use herd_e2e::cluster::{Cluster, Source};
-use herd_e2e::namespace::create_namespace;
+use herd_e2e::namespace::{PodSecurity, create_namespace};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -110,7 +110,7 @@ fn run(name: &str, task: &str) -> anyhow::Result<Run> {
 /// 1,000 Runs at once; the time until their 1,000 Pods exist.
 async fn burst(cluster: &Cluster) -> anyhow::Result<()> {
     let admin = cluster.client();
-    let namespace = create_namespace(&admin, "bench::burst").await?;
+    let namespace = create_namespace(&admin, "bench::burst", PodSecurity::Unset).await?;
     let operator = Operator::start(
         cluster,
         &namespace,
@@ -197,7 +197,7 @@ fn statuses(name: &str) -> (Value, Value) {
 /// The operator's memory with no Run, with 10,000 finished Runs, and with their snapshots.
 async fn memory(cluster: &Cluster) -> anyhow::Result<()> {
     let admin = cluster.client();
-    let namespace = create_namespace(&admin, "bench::memory").await?;
+    let namespace = create_namespace(&admin, "bench::memory", PodSecurity::Unset).await?;
     let empty = {
         let operator = Operator::start(cluster, &namespace, &[]).await?;
         operator.settle().await?;

@@ -28,7 +28,7 @@ use herd_crds::report::{Todo, TodoStatus, Usage};
 use herd_crds::run::Run;
 use herd_crds::wire::{ProgressReport, RunConfig};
 use herd_e2e::cluster::{Cluster, Source};
-use herd_e2e::namespace::create_namespace;
+use herd_e2e::namespace::{PodSecurity, create_namespace};
 use herd_e2e::wait::wait_for;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
@@ -65,7 +65,7 @@ async fn bench() -> anyhow::Result<()> {
     let cluster = Cluster::connect(&source).await?;
     let admin = cluster.client();
     herd_e2e::crds::apply_crds(&admin).await?;
-    let namespace = create_namespace(&admin, "bench::run_api").await?;
+    let namespace = create_namespace(&admin, "bench::run_api", PodSecurity::Unset).await?;
     let run_api = free_addr()?;
     let url = format!("https://{run_api}");
     let _operator = Operator::start(

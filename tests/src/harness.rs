@@ -4,6 +4,12 @@
 //! Without a server (neither `KUBEBUILDER_ASSETS` nor `HERD_E2E_KUBECONFIG`), the tests are
 //! reported as ignored with a message on stderr; with `CI=true` they fail instead, because CI
 //! must never pass without having talked to an API server.
+//!
+//! Two lanes: most tests need only an API server ([`Lane::ApiServer`]: the nodeless control
+//! plane, where no Pod runs unless a test starts `local-kubelet`); the tests whose Pods must run
+//! ([`Lane::Node`]: the scenarios, the chart, `kubectl herd`) run on the real node
+//! `HERD_E2E_NODE` names (`scripts/e2e-node` starts it; see [`crate::node`]). Without one they
+//! run on the API server with `local-kubelet` playing the node, and with `CI=true` they fail.
 
 use std::future::Future;
 use std::io::Write as _;
@@ -17,11 +23,23 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use tokio::sync::RwLock;
 
 use crate::cluster::{ASSETS_ENV, Cluster, EXISTING_CLUSTER_ENV, Source};
-use crate::namespace::{create_namespace, delete_namespace};
+use crate::namespace::{PodSecurity, create_namespace, delete_namespace};
+use crate::node::{NODE_ENV, RealNode};
 
 /// Held shared by every test, and exclusively by a test that runs an operator watching all
-/// namespaces (it would take the other tests' Runs).
+/// namespaces (it would take the other tests' Runs): one per cluster.
 static CLUSTER_LOCK: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
+static NODE_LOCK: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
+
+/// Where a test's Pods run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// The nodeless API server: Pods stay Pending unless the test starts `local-kubelet`.
+    ApiServer,
+    /// The real node when `HERD_E2E_NODE` names one (required with `CI=true`), else the API
+    /// server with `local-kubelet`.
+    Node,
+}
 
 /// How a test shares the API server with the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +57,7 @@ type TestFn =
 pub struct E2eTest {
     name: String,
     lock: Lock,
+    lane: Lane,
     body: Arc<TestFn>,
 }
 
@@ -47,11 +66,20 @@ impl std::fmt::Debug for E2eTest {
         f.debug_struct("E2eTest")
             .field("name", &self.name)
             .field("lock", &self.lock)
+            .field("lane", &self.lane)
             .finish_non_exhaustive()
     }
 }
 
 impl E2eTest {
+    /// The same test, its Pods on the real node ([`Lane::Node`]).
+    pub fn on_node(self) -> E2eTest {
+        E2eTest {
+            lane: Lane::Node,
+            ..self
+        }
+    }
+
     /// A test that shares the server with the others (the usual case).
     pub fn shared<F, Fut>(name: &str, body: F) -> E2eTest
     where
@@ -78,6 +106,7 @@ impl E2eTest {
         E2eTest {
             name: name.to_owned(),
             lock,
+            lane: Lane::ApiServer,
             body: Arc::new(move |env| Box::pin(body(env))),
         }
     }
@@ -87,6 +116,7 @@ impl E2eTest {
 #[derive(Clone)]
 pub struct TestEnv {
     cluster: Arc<Cluster>,
+    node: Option<Arc<RealNode>>,
     namespace: String,
     logs: Arc<Mutex<Vec<PathBuf>>>,
     held: Arc<Mutex<Vec<Box<dyn Send>>>>,
@@ -117,6 +147,11 @@ impl TestEnv {
         &self.cluster
     }
 
+    /// The real node this test's Pods run on; `None` where `local-kubelet` must play it.
+    pub fn node(&self) -> Option<&RealNode> {
+        self.node.as_deref()
+    }
+
     /// Adds a log file (an operator's, a runner's) to what a failure of this test prints.
     pub fn attach_log(&self, path: impl Into<PathBuf>) {
         if let Ok(mut logs) = self.logs.lock() {
@@ -135,10 +170,22 @@ impl TestEnv {
 
 /// Why the suite has no cluster to run against.
 enum Setup {
-    Ready(Arc<Cluster>),
+    Ready {
+        cluster: Arc<Cluster>,
+        node: NodeSetup,
+    },
     /// No server configured on a developer machine: the tests are ignored.
     Skipped,
     /// No server in CI, or the server could not start: every test fails with this.
+    Broken(String),
+}
+
+/// What the [`Lane::Node`] tests run on.
+enum NodeSetup {
+    Real(Arc<RealNode>),
+    /// No node named: `local-kubelet` on the API server.
+    LocalKubelet,
+    /// No node in CI, or it could not be reached: the node tests fail with this.
     Broken(String),
 }
 
@@ -186,9 +233,46 @@ async fn setup(ci: bool) -> Setup {
         );
         return Setup::Skipped;
     };
-    match connect(&source).await {
-        Ok(cluster) => Setup::Ready(Arc::new(cluster)),
-        Err(e) => Setup::Broken(format!("{e:#}")),
+    let cluster = match connect(&source).await {
+        Ok(cluster) => Arc::new(cluster),
+        Err(e) => return Setup::Broken(format!("{e:#}")),
+    };
+    Setup::Ready {
+        cluster,
+        node: node_setup(ci).await,
+    }
+}
+
+async fn node_setup(ci: bool) -> NodeSetup {
+    let Some(dir) = RealNode::dir_from_env() else {
+        if ci {
+            return NodeSetup::Broken(format!(
+                "CI=true and no real node: set {NODE_ENV} (scripts/e2e-node starts one)"
+            ));
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "herd-e2e: no real node ({NODE_ENV} unset): the node tests run on local-kubelet"
+        );
+        return NodeSetup::LocalKubelet;
+    };
+    let connected = async {
+        let node = RealNode::connect(&dir).await?;
+        crate::crds::apply_crds(&node.cluster().client()).await?;
+        anyhow::Ok(node)
+    };
+    match connected.await {
+        Ok(node) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "herd-e2e: the node tests run on the real node {} ({}, {}); CRDs applied",
+                node.node_name(),
+                node.node_ip(),
+                dir.display()
+            );
+            NodeSetup::Real(Arc::new(node))
+        }
+        Err(e) => NodeSetup::Broken(format!("the real node in {}: {e:#}", dir.display())),
     }
 }
 
@@ -213,22 +297,53 @@ async fn connect(source: &Source) -> anyhow::Result<Cluster> {
 }
 
 fn trial(test: E2eTest, setup: &Setup, runtime: &tokio::runtime::Handle) -> Trial {
-    let E2eTest { name, lock, body } = test;
-    match setup {
-        Setup::Skipped => Trial::test(name, || Ok(())).with_ignored_flag(true),
-        Setup::Broken(why) => {
-            let why = why.clone();
-            Trial::test(name, move || Err(Failed::from(why.clone())))
-        }
-        Setup::Ready(cluster) => {
-            let cluster = cluster.clone();
-            let runtime = runtime.clone();
-            let test_name = name.clone();
-            Trial::test(name, move || {
-                runtime.block_on(run_test(&test_name, lock, &body, cluster.clone()))
-            })
-        }
-    }
+    let E2eTest {
+        name,
+        lock,
+        lane,
+        body,
+    } = test;
+    let failing = |why: &String| {
+        let why = why.clone();
+        move || Err(Failed::from(why.clone()))
+    };
+    let (cluster, node) = match (setup, lane) {
+        (Setup::Skipped, _) => return Trial::test(name, || Ok(())).with_ignored_flag(true),
+        (Setup::Broken(why), _) => return Trial::test(name, failing(why)),
+        (Setup::Ready { cluster, .. }, Lane::ApiServer)
+        | (
+            Setup::Ready {
+                cluster,
+                node: NodeSetup::LocalKubelet,
+            },
+            Lane::Node,
+        ) => (cluster.clone(), None),
+        (
+            Setup::Ready {
+                node: NodeSetup::Broken(why),
+                ..
+            },
+            Lane::Node,
+        ) => return Trial::test(name, failing(why)),
+        (
+            Setup::Ready {
+                node: NodeSetup::Real(node),
+                ..
+            },
+            Lane::Node,
+        ) => (node.cluster().clone(), Some(node.clone())),
+    };
+    let runtime = runtime.clone();
+    let test_name = name.clone();
+    Trial::test(name, move || {
+        runtime.block_on(run_test(
+            &test_name,
+            lock,
+            &body,
+            cluster.clone(),
+            node.clone(),
+        ))
+    })
 }
 
 async fn run_test(
@@ -236,17 +351,32 @@ async fn run_test(
     lock: Lock,
     body: &Arc<TestFn>,
     cluster: Arc<Cluster>,
+    node: Option<Arc<RealNode>>,
 ) -> Result<(), Failed> {
+    let cluster_lock = if node.is_some() {
+        &NODE_LOCK
+    } else {
+        &CLUSTER_LOCK
+    };
     let _guard: Box<dyn Send + Sync + '_> = match lock {
-        Lock::Shared => Box::new(CLUSTER_LOCK.read().await),
-        Lock::Exclusive => Box::new(CLUSTER_LOCK.write().await),
+        Lock::Shared => Box::new(cluster_lock.read().await),
+        Lock::Exclusive => Box::new(cluster_lock.write().await),
     };
     let client = cluster.client();
-    let namespace = create_namespace(&client, name)
+    // On the real node every test namespace enforces the restricted Pod Security Standard, as
+    // a careful cluster would: Herd's Pods must pass it.
+    let pod_security = if node.is_some() {
+        PodSecurity::Restricted
+    } else {
+        PodSecurity::Unset
+    };
+    let namespace = create_namespace(&client, name, pod_security)
         .await
         .map_err(|e| Failed::from(format!("{e:#}")))?;
+    let is_node = node.is_some();
     let env = TestEnv {
         cluster,
+        node,
         namespace: namespace.clone(),
         logs: Arc::default(),
         held: Arc::default(),
@@ -260,7 +390,15 @@ async fn run_test(
             .map_err(|e| Failed::from(format!("{e:#}"))),
         Err(error) => {
             let logs = logs.lock().map(|l| l.clone()).unwrap_or_default();
-            let dump = crate::dump::dump_namespace(&client, &namespace, &logs).await;
+            let mut dump = crate::dump::dump_namespace(&client, &namespace, &logs).await;
+            if is_node {
+                for (container, text) in crate::node::container_logs(&client, &namespace).await {
+                    dump.push_str(&format!("--- container {container} (last 40 lines)\n"));
+                    let lines: Vec<&str> = text.lines().collect();
+                    dump.push_str(&lines[lines.len().saturating_sub(40)..].join("\n"));
+                    dump.push('\n');
+                }
+            }
             Err(Failed::from(format!(
                 "{error:#}\n{dump}(namespace {namespace} is kept for inspection)"
             )))

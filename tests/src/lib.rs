@@ -13,7 +13,9 @@
 //! - [`argo_cd`], [`flux`], [`lua_literal`]: the GitOps health checks the chart ships, run as
 //!   Argo CD (Lua) and Flux (CEL) run them; [`external_tools`]: `lua5.1` and `kubectl`.
 //! - [`kubelet`]: `local-kubelet`, which runs Pods' containers for real on this machine;
-//!   [`local_kubelet`] starts one for a test.
+//!   [`local_kubelet`] starts one for a test; [`node`]: the real node (kubelet, scheduler,
+//!   containerd) the Pods of [`Lane::Node`] tests run on, and [`relay`]: a port on the node's
+//!   address forwarding to a loopback server (a model server, an MCP server).
 //!
 //! An operator run in-process by a test binds its HTTP listeners to port 0, so tests running
 //! side by side never collide.
@@ -33,10 +35,12 @@ pub mod kubelet;
 pub mod local_kubelet;
 pub mod lua_literal;
 pub mod namespace;
+pub mod node;
 pub mod operator_rbac;
 pub mod pki;
 pub mod process;
+pub mod relay;
 pub mod requests;
 pub mod wait;
 
-pub use harness::{E2eTest, Lock, TestEnv, run_suite};
+pub use harness::{E2eTest, Lane, Lock, TestEnv, run_suite};

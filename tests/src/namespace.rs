@@ -30,11 +30,28 @@ pub fn namespace_name(test: &str) -> String {
     format!("herd-e2e-{}-{suffix}", slug.trim_end_matches('-'))
 }
 
+/// The Pod Security Standard a test namespace enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodSecurity {
+    /// No label: the cluster's default (privileged).
+    Unset,
+    /// `pod-security.kubernetes.io/enforce: restricted`.
+    Restricted,
+}
+
 /// Creates a labelled namespace named after `test`; returns its name.
-pub async fn create_namespace(client: &Client, test: &str) -> anyhow::Result<String> {
+pub async fn create_namespace(
+    client: &Client,
+    test: &str,
+    pod_security: PodSecurity,
+) -> anyhow::Result<String> {
     let name = namespace_name(test);
+    let mut labels = json!({NAMESPACE_LABEL: "true"});
+    if pod_security == PodSecurity::Restricted {
+        labels["pod-security.kubernetes.io/enforce"] = json!("restricted");
+    }
     let namespace: Namespace = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {NAMESPACE_LABEL: "true"}}
+        "metadata": {"name": name, "labels": labels}
     }))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)

@@ -1,13 +1,15 @@
 //! The chart as users install it: `helm install` of `charts/herd` into the test's namespace
-//! (watching only it), `local-kubelet` running the operator Pod of the chart's Deployment (the
-//! chart's args, env, probes, ServiceAccount and RBAC, with the in-cluster client config the
-//! Pod's ServiceAccount volume and `KUBERNETES_SERVICE_*` give it), then
-//! `examples/runs/hello-scripted.yaml` applied and succeeding, then `helm uninstall`.
+//! (watching only it), the operator Pod of the chart's Deployment running with the chart's args,
+//! env, probes, ServiceAccount and RBAC and the in-cluster client config its ServiceAccount
+//! volume and `KUBERNETES_SERVICE_*` give it, then `examples/runs/hello-scripted.yaml` applied
+//! and succeeding, then `helm uninstall`, on which the operator exits 0.
 //!
-//! No cluster DNS here: the release points `runApi.url` at `https://127.0.0.1:<port>`, and both
-//! listeners get free ports (containers share the host's network). Exclusive: the release's
-//! ClusterRoles and ClusterRoleBindings are cluster-wide, and no operator of another test may
-//! reconcile meanwhile.
+//! On the real node the images are the ones `scripts/e2e-node` imported, and Run Pods reach the
+//! run API through the chart's Service by its DNS name (the chart's default `runApi.url`).
+//! Under `local-kubelet` there is no cluster DNS and containers share the host's network: the
+//! release points `runApi.url` at `https://127.0.0.1:<port>`, and both listeners get free ports.
+//! Exclusive: the release's ClusterRoles and ClusterRoleBindings are cluster-wide, and no
+//! operator of another test may reconcile meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +20,7 @@ use herd_crds::run::Run;
 use herd_e2e::external_tools::HELM;
 use herd_e2e::fixtures::{read_yaml_documents, repo_root};
 use herd_e2e::local_kubelet::LocalKubelet;
+use herd_e2e::node::RealNode;
 use herd_e2e::requests::create_strict;
 use herd_e2e::wait::wait_for;
 use herd_e2e::{E2eTest, TestEnv};
@@ -40,7 +43,7 @@ const RUN_TIME: Duration = Duration::from_secs(60);
 
 /// Every test of this module.
 pub fn tests() -> Vec<E2eTest> {
-    vec![E2eTest::exclusive(TEST, the_chart_runs_hello_scripted)]
+    vec![E2eTest::exclusive(TEST, the_chart_runs_hello_scripted).on_node()]
 }
 
 async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
@@ -54,27 +57,36 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
     // namespace is kept) never collide with the next.
     let suffix = namespace.rsplit('-').next().unwrap_or_default();
     let release = format!("herd-{suffix}");
-    let http_port = free_port()?;
-    let run_api_port = free_port()?;
-
-    let kubelet = LocalKubelet::start(&env, Path::new(env!("CARGO_BIN_EXE_local-kubelet"))).await?;
     let chart = repo_root().join("charts/herd");
-    helm.run(&[
-        "install",
-        &release,
-        &chart.display().to_string(),
-        "--namespace",
-        &namespace,
-        "--set",
-        &format!("watchNamespaces={{{namespace}}}"),
-        "--set",
-        &format!("runApi.url=https://127.0.0.1:{run_api_port}"),
-        "--set",
-        &format!("runApi.port={run_api_port}"),
-        "--set",
-        &format!("http.port={http_port}"),
-    ])
-    .await?;
+    let mut values = vec![format!("watchNamespaces={{{namespace}}}")];
+    let kubelet = match env.node() {
+        Some(_) => {
+            for (value, image) in [("image", "operator"), ("runner.image", "runner")]
+                .into_iter()
+                .chain([("sandbox.image", "sandbox")])
+            {
+                let reference = RealNode::image(image);
+                let (repository, tag) = reference.rsplit_once(':').context("an image tag")?;
+                values.push(format!("{value}.repository={repository}"));
+                values.push(format!("{value}.tag={tag}"));
+            }
+            None
+        }
+        None => {
+            let run_api_port = free_port()?;
+            values.push(format!("runApi.url=https://127.0.0.1:{run_api_port}"));
+            values.push(format!("runApi.port={run_api_port}"));
+            values.push(format!("http.port={}", free_port()?));
+            Some(LocalKubelet::start(&env, Path::new(env!("CARGO_BIN_EXE_local-kubelet"))).await?)
+        }
+    };
+    let chart_path = chart.display().to_string();
+    let mut args = vec!["install", &release, &chart_path, "--namespace", &namespace];
+    for value in &values {
+        args.extend(["--set", value]);
+    }
+    helm.run(&args).await?;
+    let exits = OperatorExits::watch(&env, &release);
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
     let deployment = format!("{release}-operator");
@@ -87,7 +99,12 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
         Ok((available == 1).then_some(()))
     })
     .await
-    .with_context(|| format!("the kubelet's log ends:\n{}", kubelet_tail(&kubelet)))?;
+    .with_context(|| {
+        format!(
+            "the kubelet's log ends:\n{}",
+            kubelet_tail(kubelet.as_ref())
+        )
+    })?;
 
     let example = repo_root().join("examples/runs/hello-scripted.yaml");
     for object in read_yaml_documents(&example)? {
@@ -106,7 +123,12 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
         Ok(ended.then_some(run))
     })
     .await
-    .with_context(|| format!("the kubelet's log ends:\n{}", kubelet_tail(&kubelet)))?;
+    .with_context(|| {
+        format!(
+            "the kubelet's log ends:\n{}",
+            kubelet_tail(kubelet.as_ref())
+        )
+    })?;
     ensure!(
         succeeded(&run, ConditionStatus::True, "Succeeded"),
         "Run hello ended otherwise: {}",
@@ -141,12 +163,63 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
 
     helm.run(&["uninstall", &release, "--namespace", &namespace])
         .await?;
-    uninstalled(&env, &kubelet, &release).await
+    uninstalled(&env, kubelet.as_ref(), &release, exits).await
+}
+
+/// Watches the operator Pods of a release and keeps each container's last terminated state,
+/// which a deleted Pod shows for a moment before it is gone.
+struct OperatorExits {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, i32)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl OperatorExits {
+    fn watch(env: &TestEnv, release: &str) -> OperatorExits {
+        use futures::StreamExt as _;
+        use kube::runtime::WatchStreamExt as _;
+        let pods: Api<Pod> = Api::namespaced(env.client(), env.namespace());
+        let config = kube::runtime::watcher::Config::default()
+            .labels(&format!("app.kubernetes.io/instance={release}"));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut events = kube::runtime::watcher(pods, config)
+                .applied_objects()
+                .boxed();
+            while let Some(Ok(pod)) = events.next().await {
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                let statuses = pod.status.and_then(|s| s.container_statuses);
+                for status in statuses.into_iter().flatten() {
+                    if let Some(exit) = status.state.and_then(|s| s.terminated) {
+                        if let Ok(mut seen) = record.lock() {
+                            seen.push((name.clone(), exit.exit_code));
+                        }
+                    }
+                }
+            }
+        });
+        OperatorExits { seen, task }
+    }
+
+    fn exits(&self) -> Vec<(String, i32)> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for OperatorExits {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// After `helm uninstall`: the release's cluster-wide roles are gone, and so is the operator
-/// Pod, whose operator (PID 1 of its container) stopped cleanly on `local-kubelet`'s SIGTERM.
-async fn uninstalled(env: &TestEnv, kubelet: &LocalKubelet, release: &str) -> anyhow::Result<()> {
+/// Pod, whose operator (PID 1 of its container) stopped cleanly on the kubelet's SIGTERM.
+async fn uninstalled(
+    env: &TestEnv,
+    kubelet: Option<&LocalKubelet>,
+    release: &str,
+    exits: OperatorExits,
+) -> anyhow::Result<()> {
     let client = env.client();
     let view = format!("{release}-view");
     if Api::<ClusterRole>::all(client.clone())
@@ -167,13 +240,21 @@ async fn uninstalled(env: &TestEnv, kubelet: &LocalKubelet, release: &str) -> an
         },
     )
     .await?;
+    let Some(kubelet) = kubelet else {
+        let exits = exits.exits();
+        ensure!(
+            !exits.is_empty() && exits.iter().all(|(_, code)| *code == 0),
+            "the operator exits 0 on SIGTERM: its Pods' last states {exits:?}"
+        );
+        return Ok(());
+    };
     let log = std::fs::read_to_string(kubelet.log())?;
     ensure!(
         log.lines()
             .any(|line| line.contains(&format!("/{release}-operator-"))
                 && line.ends_with(": operator exited with 0")),
         "the operator did not exit 0 on SIGTERM; the kubelet's log ends:\n{}",
-        kubelet_tail(kubelet)
+        kubelet_tail(Some(kubelet))
     );
     Ok(())
 }
@@ -228,8 +309,11 @@ impl Helm {
     }
 }
 
-fn kubelet_tail(kubelet: &LocalKubelet) -> String {
-    herd_e2e::dump::tail(kubelet.log(), 40)
+fn kubelet_tail(kubelet: Option<&LocalKubelet>) -> String {
+    match kubelet {
+        Some(kubelet) => herd_e2e::dump::tail(kubelet.log(), 40),
+        None => "(the real node: see the Pods' logs below)".to_owned(),
+    }
 }
 
 /// A loopback port nobody listened on a moment ago.

@@ -25,23 +25,28 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "kubectl_herd::run_follow_shows_the_run_until_its_answer_and_result_writes_its_files",
             follow::run_follow_shows_the_run_until_its_answer_and_result_writes_its_files,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "kubectl_herd::a_question_stops_follow_with_3_until_answer_answers_it",
             question::a_question_stops_follow_with_3_until_answer_answers_it,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "kubectl_herd::cancel_stops_a_waiting_run",
             cancel::cancel_stops_a_waiting_run,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "kubectl_herd::get_shows_a_parent_with_its_children",
             tree::get_shows_a_parent_with_its_children,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "kubectl_herd::the_binary_runs_answers_and_follows",
             binary::the_binary_runs_answers_and_follows,
-        ),
+        )
+        .on_node(),
     ]
 }
 

@@ -765,7 +765,12 @@ pub async fn namespace_deleted_while_a_run_is_active(
     namespace: String,
 ) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
-    let doomed = herd_e2e::namespace::create_namespace(&admin, "operator::doomed").await?;
+    let doomed = herd_e2e::namespace::create_namespace(
+        &admin,
+        "operator::doomed",
+        herd_e2e::namespace::PodSecurity::Unset,
+    )
+    .await?;
     let config = test_config(&[], &namespace, "only")?;
     let running = start_leader(config, operator).await?;
     create_agent_with(&admin, &doomed, json!({"retries": 2}), json!({})).await?;

@@ -1,7 +1,10 @@
-//! One scenario's cluster side: a leading operator whose run API listens on a loopback port
-//! its Pods are told (`--run-api-url`), and a `local-kubelet` process for the test's namespace.
+//! One scenario's cluster side: a leading operator (in-process, under the chart's RBAC) whose
+//! run API listens where the scenario's Pods reach it (`--run-api-url`), and what runs those
+//! Pods: the real node (`HERD_E2E_NODE`, the run API on the node's bridge address, the images
+//! `scripts/e2e-node` imported), or else a `local-kubelet` process for the test's namespace (the
+//! run API on loopback, which its containers share).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -9,6 +12,7 @@ use futures::StreamExt;
 use herd_crds::run::Run;
 use herd_e2e::TestEnv;
 use herd_e2e::local_kubelet::LocalKubelet;
+use herd_e2e::node::{RealNode, container_logs};
 use herd_operator::Running;
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -26,6 +30,14 @@ pub const MODEL_KEY: &str = "sk-e2e-secret-value";
 /// How long an aborted operator may hold its run API's port.
 const PORT_FREE: Duration = Duration::from_secs(10);
 
+/// Who runs the scenario's Pods.
+enum Kubelet {
+    /// The real node's kubelet, on containerd.
+    Real,
+    /// `local-kubelet`, on this machine's processes.
+    Local(LocalKubelet),
+}
+
 /// The operator and the kubelet of one scenario.
 pub struct Scenario {
     pub admin: Client,
@@ -33,14 +45,27 @@ pub struct Scenario {
     operator: Running,
     /// What the operator was started with, to start it again.
     operator_start: (herd_operator::Config, Client),
-    kubelet: LocalKubelet,
+    kubelet: Kubelet,
+    /// Where Pods reach this machine: the node's address, or loopback under `local-kubelet`.
+    host: std::net::IpAddr,
 }
 
 impl Scenario {
-    /// Starts the operator (run API on a free loopback port, valid for 127.0.0.1) and a
-    /// `local-kubelet` for the test's namespace, and creates the Agent `helper` with `spec`'s
-    /// fields over a plain one (its model key a labelled Secret holding [`MODEL_KEY`]).
+    /// Starts the operator (run API on a free port where the Pods reach it) and, without a real
+    /// node, a `local-kubelet` for the test's namespace, and creates the Agent `helper` with
+    /// `spec`'s fields over a plain one (its model key a labelled Secret holding [`MODEL_KEY`]).
     pub async fn start(env: &TestEnv, spec: Value) -> anyhow::Result<Self> {
+        let mut scenario = Self::start_operator(env, |_| Ok(())).await?;
+        scenario.create_helper(spec).await?;
+        Ok(scenario)
+    }
+
+    /// Starts the operator as [`Scenario::start`] does, with `adjust` changing its settings
+    /// first (a flag under test), and creates no Agent.
+    pub async fn start_operator(
+        env: &TestEnv,
+        adjust: impl FnOnce(&mut herd_operator::Config) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         leaks::capture_operator_logs();
         let admin = env.client();
@@ -53,17 +78,41 @@ impl Scenario {
         )
         .await?;
         let mut config = test_config(&[&namespace], &namespace, "only")?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        config.run_api_addr = format!("127.0.0.1:{port}").parse()?;
-        config.runs.run_api_url = format!("https://127.0.0.1:{port}");
+        let (host, kubelet) = match env.node() {
+            Some(node) => {
+                config.runs.runner_image = RealNode::image("runner");
+                config.runs.sandbox_image = RealNode::image("sandbox");
+                config.runs.run_api_cidr = Some(format!("{}/32", node.node_ip()));
+                (node.node_ip(), Kubelet::Real)
+            }
+            None => (
+                std::net::Ipv4Addr::LOCALHOST.into(),
+                Kubelet::Local(
+                    LocalKubelet::start(env, Path::new(env!("CARGO_BIN_EXE_local-kubelet")))
+                        .await?,
+                ),
+            ),
+        };
+        let address = std::net::TcpListener::bind((host, 0))?.local_addr()?;
+        config.run_api_addr = address;
+        config.runs.run_api_port = i32::from(address.port());
+        config.runs.run_api_url = format!("https://{address}");
+        adjust(&mut config)?;
         let operator_start = (config.clone(), operator.clone());
         let running = start_leader(config, operator).await?;
+        Ok(Scenario {
+            admin,
+            namespace,
+            operator: running,
+            operator_start,
+            kubelet,
+            host,
+        })
+    }
 
-        let kubelet =
-            LocalKubelet::start(env, Path::new(env!("CARGO_BIN_EXE_local-kubelet"))).await?;
-
+    /// Creates the Agent `helper` with `spec`'s fields over a plain one (its model key a
+    /// labelled Secret holding [`MODEL_KEY`]).
+    pub async fn create_helper(&mut self, spec: Value) -> anyhow::Result<()> {
         let mut model = json!({"apiKeySecretRef": {"name": "model-key", "key": "api-key"}});
         if let (Some(model), Some(given)) = (
             model.as_object_mut(),
@@ -73,14 +122,17 @@ impl Scenario {
         }
         let mut full = spec;
         full["model"] = model;
-        create_agent_spec(&admin, &namespace, full).await?;
-        Ok(Scenario {
-            admin,
-            namespace,
-            operator: running,
-            operator_start,
-            kubelet,
-        })
+        create_agent_spec(&self.admin, &self.namespace, full).await
+    }
+
+    /// Where the scenario's Pods reach this machine: a server they must call listens here.
+    pub fn host(&self) -> std::net::IpAddr {
+        self.host
+    }
+
+    /// Whether the Pods run on the real node.
+    pub fn on_real_node(&self) -> bool {
+        matches!(self.kubelet, Kubelet::Real)
     }
 
     /// Creates the Run `name` of `helper` with `task`.
@@ -153,40 +205,101 @@ impl Scenario {
                         None => anyhow::bail!("the watch of Run {name} ended"),
                         Some(Ok(_)) => {}
                     },
-                    _ = check.tick() => self.kubelet.check_running()?,
+                    _ = check.tick() => self.check_kubelet()?,
                 }
             }
         };
-        let run = tokio::time::timeout(timeout, wait)
-            .await
-            .with_context(|| {
-                format!(
-                    "Run {name} did not {what} within {timeout:?}; the kubelet's log ends:\n{}",
-                    herd_e2e::dump::tail(self.kubelet.log(), 40)
-                )
-            })??;
+        let Ok(run) = tokio::time::timeout(timeout, wait).await else {
+            anyhow::bail!(
+                "Run {name} did not {what} within {timeout:?}; {}",
+                self.containers_said().await
+            );
+        };
+        let run = run?;
         if !done(&run) {
             anyhow::bail!(
-                "Run {name} ended before it could {what}: {}; the kubelet's log ends:\n{}",
+                "Run {name} ended before it could {what}: {}; {}",
                 crate::operator::run_fixtures::message(&run),
-                herd_e2e::dump::tail(self.kubelet.log(), 40)
+                self.containers_said().await
             );
         }
         Ok(run)
     }
 
-    /// Every file a container wrote that a user could read: each container's output and
-    /// termination message, and the kubelet's own log (which repeats the containers' output).
-    pub fn container_outputs(&self) -> anyhow::Result<Vec<PathBuf>> {
-        let mut found = vec![self.kubelet.log().to_owned()];
-        for entry in walkdir::WalkDir::new(self.kubelet.state()) {
+    /// `Err` with the end of its log when `local-kubelet` has exited.
+    fn check_kubelet(&mut self) -> anyhow::Result<()> {
+        match &mut self.kubelet {
+            Kubelet::Local(kubelet) => kubelet.check_running(),
+            Kubelet::Real => Ok(()),
+        }
+    }
+
+    /// The end of what the containers printed, for a failure message.
+    pub async fn containers_said(&self) -> String {
+        match &self.kubelet {
+            Kubelet::Local(kubelet) => format!(
+                "the kubelet's log ends:\n{}",
+                herd_e2e::dump::tail(kubelet.log(), 40)
+            ),
+            Kubelet::Real => {
+                let mut said = String::from("the containers' logs end:\n");
+                for (container, text) in container_logs(&self.admin, &self.namespace).await {
+                    let lines: Vec<&str> = text.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+                    said.push_str(&format!("--- {container}\n{tail}\n"));
+                }
+                said
+            }
+        }
+    }
+
+    /// Everything a container printed that a user could read, as `(where, text)`: on the real
+    /// node each container's log through the API server (`kubectl logs`); under
+    /// `local-kubelet` each container's output and termination message, and the kubelet's own
+    /// log (which repeats the containers' output).
+    pub async fn container_outputs(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let kubelet = match &self.kubelet {
+            Kubelet::Real => {
+                self.pods_ended().await?;
+                return Ok(container_logs(&self.admin, &self.namespace).await);
+            }
+            Kubelet::Local(kubelet) => kubelet,
+        };
+        let mut files = vec![kubelet.log().to_owned()];
+        for entry in walkdir::WalkDir::new(kubelet.state()) {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy();
             if entry.file_type().is_file() && (name == "output.log" || name == "termination-log") {
-                found.push(entry.path().to_owned());
+                files.push(entry.path().to_owned());
             }
         }
-        Ok(found)
+        files
+            .into_iter()
+            .map(|path| {
+                let text = std::fs::read(&path).with_context(|| path.display().to_string())?;
+                Ok((
+                    path.display().to_string(),
+                    String::from_utf8_lossy(&text).into_owned(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Waits until every Pod of the namespace has ended (phase `Succeeded` or `Failed`): a Run
+    /// ends when its result is posted, a moment before its `agent` process exits and the
+    /// kubelet stops the sandbox, and only then are their logs complete.
+    async fn pods_ended(&self) -> anyhow::Result<()> {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.admin.clone(), &self.namespace);
+        herd_e2e::wait::wait_for("the Pods to end", Duration::from_secs(60), || async {
+            let list = pods.list(&Default::default()).await?;
+            let ended = list.items.iter().all(|pod| {
+                let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+                matches!(phase, Some("Succeeded" | "Failed"))
+            });
+            Ok(ended.then_some(()))
+        })
+        .await
     }
 
     /// The name of the scenario's Pod of `run`'s first attempt.

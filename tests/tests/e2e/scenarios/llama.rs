@@ -1,7 +1,8 @@
 //! A Run whose Agent points at a real OpenAI-compatible server: llama.cpp's `llama-server` of
 //! `../shared/llama` with its small model, so the model calls are real HTTP from the Pod's
 //! `agent` process. Without the server the test is skipped with a message, except under
-//! `CI=true`, where it fails.
+//! `CI=true`, where it fails. The server listens on loopback only: on the real node a relay on
+//! the node's address forwards the Pod's calls to it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
 use herd_e2e::TestEnv;
+use herd_e2e::relay::Relay;
 use serde_json::json;
 
 use super::cluster::Scenario;
@@ -81,13 +83,23 @@ pub async fn a_run_calls_a_real_model_server(env: TestEnv) -> anyhow::Result<()>
             return Ok(());
         }
     };
+    let mut scenario = Scenario::start_operator(&env, |_| Ok(())).await?;
+    let loopback: std::net::SocketAddr = server
+        .base_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .parse()
+        .with_context(|| format!("the server's address in {}", server.base_url))?;
+    let relay = Relay::start((scenario.host(), 0).into(), loopback).await?;
     let spec = json!({
-        "model": {"provider": "openai", "name": "smollm2", "baseURL": server.base_url,
-            "maxTokens": 24, "maxRetries": 0, "egressCIDRs": ["127.0.0.1/32"]},
+        "model": {"provider": "openai", "name": "smollm2",
+            "baseURL": format!("http://{}/v1", relay.address()),
+            "maxTokens": 24, "maxRetries": 0,
+            "egressCIDRs": [format!("{}/32", scenario.host())]},
         "runDefaults": {"maxModelCalls": 2},
         "summarization": {"enabled": false},
     });
-    let mut scenario = Scenario::start(&env, spec).await?;
+    scenario.create_helper(spec).await?;
     scenario
         .create_run("ask", "Say hello in three words.")
         .await?;

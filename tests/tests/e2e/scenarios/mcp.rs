@@ -1,8 +1,9 @@
 //! A Run whose Agent uses an MCP server over streamable HTTP: the test server written with the
 //! official Python SDK (`runner/tests/fixtures/mcp/http_server.py`), which refuses any request
 //! without its key in a header. The key is a labelled Secret the Agent names; the operator puts
-//! it into the `agent` container's environment through `secretKeyRef`, `local-kubelet`
-//! resolves it, and `herd-runner pod` sends it. The scripted model calls the server's tool and
+//! it into the `agent` container's environment through `secretKeyRef`, the kubelet resolves
+//! it, and `herd-runner pod` sends it. The server listens where the Pods reach this machine (the
+//! real node's address, or loopback under `local-kubelet`). The scripted model calls the server's tool and
 //! answers only once the tool's result reached it.
 //!
 //! The server lives in the virtualenv `scripts/mcp-venv` makes (`$HERD_MCP_VENV`, else
@@ -81,11 +82,14 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start(venv: &Path) -> anyhow::Result<Self> {
+    /// Starts the server on `host`.
+    fn start(venv: &Path, host: std::net::IpAddr) -> anyhow::Result<Self> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../runner/tests/fixtures/mcp/http_server.py");
         let mut child = Command::new(venv.join("bin/python"))
             .arg(&script)
+            .arg("--bind")
+            .arg(host.to_string())
             .env("HERD_TEST_MCP_KEY", MCP_KEY)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -121,7 +125,9 @@ pub async fn a_run_calls_an_http_mcp_server_with_a_secret_header(
     let Some(venv) = venv()? else {
         return Ok(());
     };
-    let server = HttpServer::start(&venv)?;
+    let mut scenario = Scenario::start_operator(&env, |_| Ok(())).await?;
+    let host = scenario.host();
+    let server = HttpServer::start(&venv, host)?;
     let admin = env.client();
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "catalog-key", "labels": {"herd.dev/model-credentials": "true"}},
@@ -133,13 +139,13 @@ pub async fn a_run_calls_an_http_mcp_server_with_a_secret_header(
     let spec = scripted_agent(json!({
         "mcp": {"servers": [{
             "name": "catalog",
-            "url": format!("http://127.0.0.1:{}/mcp", server.port),
+            "url": format!("http://{host}:{}/mcp", server.port),
             "headers": [{"name": "X-Api-Key", "secretKeyRef": {"name": "catalog-key", "key": "key"}}],
-            "egressCIDRs": ["127.0.0.1/32"],
+            "egressCIDRs": [format!("{host}/32")],
             "timeout": "30s",
         }]},
     }));
-    let mut scenario = Scenario::start(&env, spec).await?;
+    scenario.create_helper(spec).await?;
     script_config_map(&scenario.admin, &scenario.namespace, SCRIPT).await?;
     scenario
         .create_run("release", "Which is the latest release of herd?")

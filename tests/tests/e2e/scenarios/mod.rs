@@ -21,46 +21,57 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "scenarios::a_scripted_run_succeeds_and_keeps_its_key_secret",
             scripted::a_scripted_run_succeeds_and_keeps_its_key_secret,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::a_crashing_runner_fails_the_run_with_its_message",
             scripted::a_crashing_runner_fails_the_run_with_its_message,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::a_run_calls_a_real_model_server",
             llama::a_run_calls_a_real_model_server,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::six_children_in_three_rounds_bring_their_files_back",
             fan_out::six_children_in_three_rounds_bring_their_files_back,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::an_operator_restart_mid_fan_out_loses_nothing",
             fan_out::an_operator_restart_mid_fan_out_loses_nothing,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::a_child_cannot_ask_or_widen_its_tools",
             fan_out::a_child_cannot_ask_or_widen_its_tools,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::an_answer_resumes_the_waiting_pod",
             clarification::an_answer_resumes_the_waiting_pod,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::a_lost_pod_resumes_from_the_checkpoint",
             clarification::a_lost_pod_resumes_from_the_checkpoint,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::plan_mode_todos_show_while_the_run_waits",
             clarification::plan_mode_todos_show_while_the_run_waits,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::runs_ending_together_lose_no_memory",
             memory::runs_ending_together_lose_no_memory,
-        ),
+        )
+        .on_node(),
         E2eTest::shared(
             "scenarios::a_run_calls_an_http_mcp_server_with_a_secret_header",
             mcp::a_run_calls_an_http_mcp_server_with_a_secret_header,
-        ),
+        )
+        .on_node(),
     ]
 }
