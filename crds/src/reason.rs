@@ -112,6 +112,38 @@ pub mod run {
     pub const CHECKPOINT_TOO_LARGE: &str = "CheckpointTooLarge";
     /// `Succeeded=False`: the spec is invalid in a way the schema could not catch.
     pub const INVALID_SPEC: &str = "InvalidSpec";
+    /// `Succeeded=False`: the Run's snapshot ConfigMap was deleted while the Run was active.
+    pub const SNAPSHOT_LOST: &str = "SnapshotLost";
+
+    // Why a Run's Pod does not start, from the kubelet's waiting reasons and the scheduler:
+    // `Succeeded=Unknown` as soon as the Pod shows one, `Succeeded=False` (or a retry) once the
+    // Pod has not started within the operator's `--pod-start-timeout`.
+
+    /// The scheduler finds no node for the Pod (`PodScheduled=False`).
+    pub const UNSCHEDULABLE: &str = "Unschedulable";
+    /// The kubelet backs off pulling an image after failed pulls.
+    pub const IMAGE_PULL_BACK_OFF: &str = "ImagePullBackOff";
+    /// An image pull failed (missing image or tag, no credentials, registry unreachable).
+    pub const ERR_IMAGE_PULL: &str = "ErrImagePull";
+    /// An image reference does not parse; never retried (the snapshot's image cannot change).
+    pub const INVALID_IMAGE_NAME: &str = "InvalidImageName";
+    /// The image is not on the node and its pull policy is `Never`.
+    pub const ERR_IMAGE_NEVER_PULL: &str = "ErrImageNeverPull";
+    /// The kubelet could not inspect an image.
+    pub const IMAGE_INSPECT_ERROR: &str = "ImageInspectError";
+    /// A container's configuration cannot be made, e.g. a Secret or key named by its
+    /// environment is missing, or its image runs as root.
+    pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
+    /// The container runtime could not create a container.
+    pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
+    /// The container runtime could not start a container.
+    pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
+    /// A container keeps exiting (the `sandbox` sidecar, restarted by the kubelet).
+    pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+    /// The kubelet's pre-create step (device, CPU or memory manager) failed.
+    pub const PRE_CREATE_HOOK_ERROR: &str = "PreCreateHookError";
+    /// The kubelet's pre-start step (device, CPU or memory manager) failed.
+    pub const PRE_START_HOOK_ERROR: &str = "PreStartHookError";
     /// `InputRequired=False`: no question is open.
     pub const NO_QUESTION: &str = "NoQuestion";
     /// `InputRequired=False`: the open question was answered.

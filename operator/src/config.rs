@@ -109,6 +109,12 @@ pub struct RunPodConfig {
     /// `sandbox.resources` is merged over them key by key when a Run is accepted.
     #[arg(long, env = "HERD_SANDBOX_RESOURCES", default_value = DEFAULT_SANDBOX_RESOURCES, value_parser = parse_resources)]
     pub sandbox_resources: ResourceRequirements,
+    /// How long a Run's Pod that shows it will not start by itself (an image it cannot pull, a
+    /// Secret its container needs, no node that fits it, a crash-looping sandbox) may take from
+    /// its creation before the attempt fails with that reason (`runDefaults.retries` apply). A
+    /// Pod that is only slow (`ContainerCreating`) waits for the Run's timeout.
+    #[arg(long, env = "HERD_POD_START_TIMEOUT", value_parser = parse_duration, default_value = "5m")]
+    pub pod_start_timeout: Duration,
 }
 
 /// The caps on active top-level Runs (a child Run counts against its parent's
@@ -353,6 +359,17 @@ mod tests {
         assert_eq!(resources.requests, None);
         assert_eq!(resources.limits.unwrap()["ephemeral-storage"].0, "4Gi");
         assert!(parse(&["--sandbox-resources=requests.memory=4Gi,limits.memory=1Gi"]).is_err());
+    }
+
+    #[test]
+    fn pod_start_timeout_flag() {
+        assert_eq!(
+            parse(&[]).unwrap().runs.pod_start_timeout,
+            Duration::from_secs(300)
+        );
+        let config = parse(&["--pod-start-timeout=90s"]).unwrap();
+        assert_eq!(config.runs.pod_start_timeout, Duration::from_secs(90));
+        assert!(parse(&["--pod-start-timeout=soon"]).is_err());
     }
 
     #[test]

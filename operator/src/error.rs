@@ -18,6 +18,10 @@ pub enum Error {
     /// The HTTP listener failed.
     #[error("HTTP listener: {0}")]
     Http(#[from] std::io::Error),
+    /// The API server refused a create because the namespace is being deleted: whatever the
+    /// reconcile was doing is moot, and nothing of it is written.
+    #[error("namespace {0} is being deleted")]
+    NamespaceTerminating(String),
 }
 
 impl Error {

@@ -122,6 +122,7 @@ value can break the manifest.
 {{- $args = append $args (printf "--concurrency=%d" (int $v.concurrency)) -}}
 {{- $args = append $args (printf "--max-active=%d" (int $v.maxActive)) -}}
 {{- $args = append $args (printf "--max-active-per-namespace=%d" (int $v.maxActivePerNamespace)) -}}
+{{- $args = append $args (printf "--pod-start-timeout=%s" $v.podStartTimeout) -}}
 {{- $args = append $args (printf "--runner-resources=%s" (include "herd.resourcePairs" $v.runner.resources)) -}}
 {{- $args = append $args (printf "--sandbox-resources=%s" (include "herd.resourcePairs" $v.sandbox.resources)) -}}
 {{- $args = append $args (printf "--runner-image=%s" (include "herd.image" (list $v.runner.image .))) -}}

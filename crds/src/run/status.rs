@@ -26,9 +26,14 @@ pub struct RunStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Succeeded` (Unknown while the Run goes, with reasons `Queued`, `PodPending`, `Running`,
-    /// `WaitingForInput`, `AgentNotFound`; True; or False with `Failed`, `TimedOut`,
-    /// `InputTimedOut`, `Cancelled`, `PodFailed`, `OOMKilled`, `Evicted`, `ModelError`,
-    /// `ResultTooLarge`, `CheckpointTooLarge`, `InvalidSpec`) and `InputRequired`.
+    /// `WaitingForInput`, `AgentNotFound`, `AgentNotReady`; True; or False with `Failed`,
+    /// `TimedOut`, `InputTimedOut`, `Cancelled`, `PodFailed`, `OOMKilled`, `Evicted`,
+    /// `ModelError`, `ResultTooLarge`, `CheckpointTooLarge`, `InvalidSpec`, `SnapshotLost`) and
+    /// `InputRequired`. A Pod that will not start by itself gives its reason, Unknown at once
+    /// and False (or a retry) after the operator's pod start timeout: `Unschedulable`,
+    /// `ImagePullBackOff`, `ErrImagePull`, `InvalidImageName`, `ErrImageNeverPull`,
+    /// `ImageInspectError`, `CreateContainerConfigError`, `CreateContainerError`,
+    /// `RunContainerError`, `CrashLoopBackOff`, `PreCreateHookError`, `PreStartHookError`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]

@@ -24,19 +24,19 @@ use super::run_answers::judge_answers;
 use super::run_changes::RunChanges;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
 use super::run_context::{Context, Ids, RunCaches, RunSetup};
-use super::run_objects::{PreparedNamespaces, delete_pod, owned_by};
+use super::run_objects::{PreparedNamespaces, delete_pod, owned_by, probe_namespace_terminating};
 use super::run_start::{Started, start_pod};
 use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
-use crate::decide::pod_outcome::pod_outcome;
+use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, elapsed, is_terminal, next_status,
-    snapshot_name,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, elapsed, is_terminal,
+    next_status, start_deadline,
 };
 use crate::error::Error;
 use crate::labels;
@@ -200,8 +200,25 @@ fn runs_waiting_for(runs: &Store<Run>, agent: &Agent) -> Vec<ObjectRef<Run>> {
         .collect()
 }
 
-/// Reads, decides, creates what is missing, and applies the Run's status.
+/// Reads, decides, creates what is missing, and applies the Run's status; a Run that is being
+/// deleted, or whose namespace is, is not decided at all: what goes away with it (its Pod, its
+/// snapshot) is no failure of the Run, so it gets no status, no Event and no metric.
 pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if run.metadata.deletion_timestamp.is_some() {
+        debug!(run = %run.name_any(), "being deleted: not decided");
+        return Ok(Action::await_change());
+    }
+    match decide_run(run.clone(), ctx.clone()).await {
+        Err(Error::NamespaceTerminating(namespace)) => {
+            debug!(run = %run.name_any(), %namespace, "namespace being deleted: not decided");
+            ctx.shared.succeeded(&key(NAME, run.as_ref()));
+            Ok(Action::await_change())
+        }
+        other => other,
+    }
+}
+
+async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
     let Some(start) = begin(shared, NAME, run.as_ref())? else {
         return Ok(Action::await_change());
@@ -229,16 +246,12 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
 
     let accepted = previous.start_time.is_some();
     let mut invalid = None;
+    // Every attempt must use exactly what the Run was accepted with; never re-snapshot a live
+    // Agent that may have changed since.
+    let mut snapshot_lost = false;
     let (agent_state, snap) = if accepted {
         let snap = load_snapshot(&ctx, &ids).await?;
-        if snap.is_none() {
-            // Every attempt must use exactly what the Run was accepted with; never re-snapshot
-            // a live Agent that may have changed since.
-            invalid = Some(format!(
-                "snapshot ConfigMap {} is missing or not this Run's",
-                snapshot_name(ids.name)
-            ));
-        }
+        snapshot_lost = snap.is_none();
         (AgentState::Ready, snap)
     } else {
         accept(&ctx, &run, &ids, &mut invalid).await?
@@ -313,6 +326,11 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         pod_name: pod.as_ref().map(|_| this_pod.clone()),
         blocked: None,
         invalid,
+        snapshot_lost,
+        pod_created: pod
+            .as_ref()
+            .and_then(|pod| pod.metadata.creation_timestamp.clone()),
+        pod_start_timeout: ctx.images.pod_start_timeout,
         now: now.clone(),
     };
     let mut decision = next_status(previous, &facts);
@@ -336,16 +354,26 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
             }
             Started::Queued(why) => facts.blocked = Some(why),
             Started::Refused(why) => facts.invalid = Some(why),
+            Started::SnapshotLost => facts.snapshot_lost = true,
         }
         decision = next_status(previous, &facts);
     }
     set_children(&mut decision.status, previous, &children);
-    if operator_stopped(&decision.status)
+    let changed = decision.status != controller_part(previous);
+    // A namespace being deleted takes the Run's Pod and snapshot before the Run: such a loss is
+    // checked before it is taken for the Run's failure.
+    if changed
+        && caused_by_loss(&facts)
+        && probe_namespace_terminating(&shared.client, ids.namespace).await?
+    {
+        return Err(Error::NamespaceTerminating(ids.namespace.to_owned()));
+    }
+    if (decision.stop_pod || operator_stopped(&decision.status))
         && let Some(pod) = &pod
     {
         delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
     }
-    if decision.status != controller_part(previous) {
+    if changed {
         apply_status(api, run.as_ref(), &decision.status).await?;
         record_finish(shared, &run, previous, &decision.status);
         announce(
@@ -361,9 +389,15 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
         return Ok(shared.failed(NAME, key(NAME, run.as_ref())));
     }
     shared.succeeded(&key(NAME, run.as_ref()));
-    Ok(Action::requeue(
-        next_requeue(&decision.status, &created, limits, now).max(Duration::from_secs(1)),
-    ))
+    let mut wait = next_requeue(&decision.status, &created, limits, now);
+    if !decision.stop_pod
+        && decision.status.completion_time.is_none()
+        && let Some(start_deadline) = start_deadline(&facts)
+    {
+        // Nothing else may happen to a Pod stuck pulling or unschedulable: wake for its timeout.
+        wait = wait.min(start_deadline);
+    }
+    Ok(Action::requeue(wait.max(Duration::from_secs(1))))
 }
 
 /// The current attempt's report read live when it ends the attempt: the cache keeps no result,
@@ -396,19 +430,21 @@ fn controller_part(status: &RunStatus) -> RunStatus {
     }
 }
 
-/// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec), so
-/// its Pod, maybe still working, is deleted; a Run the runner's report or exit ended lets its
-/// Pod finish.
+/// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec, a
+/// lost snapshot, a Pod that did not start in time), so its Pod, maybe still working or
+/// waiting, is deleted; a Run the runner's report or exit ended lets its Pod finish.
 fn operator_stopped(status: &RunStatus) -> bool {
     find_condition(&status.conditions, condition_type::SUCCEEDED).is_some_and(|c| {
         c.status == ConditionStatus::False
-            && [
+            && ([
                 reason::CANCELLED,
                 reason::TIMED_OUT,
                 reason::INPUT_TIMED_OUT,
                 reason::INVALID_SPEC,
+                reason::SNAPSHOT_LOST,
             ]
             .contains(&c.reason.as_str())
+                || is_start_failure(&c.reason))
     })
 }
 

@@ -30,8 +30,9 @@ pub enum Created {
     Foreign(String),
     /// A ResourceQuota refused it: retried with backoff, the Run stays `Queued`.
     Quota(String),
-    /// The API server refused it for good (Pod Security, an admission policy, a namespace
-    /// being deleted): the Run fails `InvalidSpec`.
+    /// The API server refused it for good (Pod Security, an admission policy): the Run fails
+    /// `InvalidSpec`. A namespace being deleted is no refusal of the Run's: it is
+    /// [`Error::NamespaceTerminating`], and the Run is left alone.
     Refused(String),
 }
 
@@ -49,6 +50,47 @@ pub fn controller_uid<K: Resource>(object: &K) -> Option<&str> {
         .flatten()
         .find(|o| o.controller == Some(true))
         .map(|o| o.uid.as_str())
+}
+
+/// The cause the API server's NamespaceLifecycle admission gives when it refuses to create
+/// anything in a namespace being deleted (with a 403 Forbidden).
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
+/// Whether a refusal says the namespace is being deleted: a 403 whose details carry the
+/// `NamespaceTerminating` cause (or, from a server that gives no details, its message).
+pub fn namespace_terminating(status: &kube::core::Status) -> bool {
+    status.code == 403
+        && (status
+            .details
+            .iter()
+            .flat_map(|d| d.causes.iter())
+            .any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)
+            || status.message.contains("because it is being terminated"))
+}
+
+/// Whether `namespace` is being deleted, asked the one way the operator's RBAC allows without
+/// reading Namespaces: a dry-run create of a ConfigMap, which the API server refuses in a
+/// namespace being deleted and otherwise accepts without storing anything. A refusal for
+/// another reason says nothing either way: `false`.
+pub async fn probe_namespace_terminating(client: &Client, namespace: &str) -> Result<bool, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let probe = ConfigMap {
+        metadata: ObjectMeta {
+            generate_name: Some("herd-namespace-probe-".to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    let params = PostParams {
+        dry_run: true,
+        field_manager: None,
+    };
+    match api.create(&params, &probe).await {
+        Ok(_) => Ok(false),
+        Err(kube::Error::Api(status)) if namespace_terminating(&status) => Ok(true),
+        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Classifies a refusal of the API server (a 4xx): a quota is retried, the rest is final.
@@ -82,9 +124,16 @@ where
                 None => Err(Error::Kube(kube::Error::Api(status))),
             }
         }
+        Err(kube::Error::Api(status)) if namespace_terminating(&status) => {
+            Err(Error::NamespaceTerminating(api_namespace(object)))
+        }
         Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => Ok(refusal(&status)),
         Err(error) => Err(error.into()),
     }
+}
+
+fn api_namespace<K: Resource>(object: &K) -> String {
+    object.meta().namespace.clone().unwrap_or_default()
 }
 
 /// Creates `object` unless an object of its name exists (whoever made it).
@@ -95,6 +144,9 @@ where
     match api.create(&PostParams::default(), object).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(kube::Error::Api(status)) if namespace_terminating(&status) => {
+            Err(Error::NamespaceTerminating(api_namespace(object)))
+        }
         Err(error) => Err(error.into()),
     }
 }
@@ -207,16 +259,33 @@ mod tests {
             refusal(&status(403, security)),
             Created::Refused(security.to_owned())
         );
-        let terminating =
-            "unable to create new content in namespace ns because it is being terminated";
-        assert_eq!(
-            refusal(&status(403, terminating)),
-            Created::Refused(terminating.to_owned())
-        );
+
         assert_eq!(
             refusal(&status(422, "exceeded quota")),
             Created::Refused("exceeded quota".to_owned()),
             "only a 403 is a quota"
+        );
+    }
+
+    #[test]
+    fn a_namespace_being_deleted_is_told_by_its_cause_or_its_message() {
+        let message = "configmaps \"x\" is forbidden: unable to create new content in namespace \
+                       ns because it is being terminated";
+        assert!(namespace_terminating(&status(403, message)));
+        let detailed: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "code": 403, "reason": "Forbidden", "message": "forbidden",
+            "details": {"causes": [{"reason": "NamespaceTerminating",
+                "message": "namespace ns is being terminated", "field": "metadata.namespace"}]}
+        }))
+        .unwrap();
+        assert!(namespace_terminating(&detailed));
+        assert!(!namespace_terminating(&status(
+            403,
+            "pods \"r-1\" is forbidden: violates PodSecurity"
+        )));
+        assert!(
+            !namespace_terminating(&status(409, message)),
+            "only a 403 is the namespace's lifecycle"
         );
     }
 

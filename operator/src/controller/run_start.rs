@@ -37,6 +37,8 @@ pub(super) enum Started {
     Queued(String),
     /// The API server refused an object for good.
     Refused(String),
+    /// The Run's snapshot ConfigMap is gone: no attempt may start without it.
+    SnapshotLost,
 }
 
 /// The inputs' and skill versions' check, admission, the per-namespace objects, the
@@ -130,9 +132,7 @@ pub(super) async fn start_pod(
             .await?
             .is_some_and(|cm| owned_by(&cm, &ids.uid))
     {
-        return Ok(Started::Refused(format!(
-            "snapshot ConfigMap {name} is missing or not this Run's"
-        )));
+        return Ok(Started::SnapshotLost);
     }
     let pod = desired_pod(
         &PodInputs {

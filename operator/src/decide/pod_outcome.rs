@@ -1,8 +1,10 @@
 //! What a Run's Pod says about the attempt: read from the `agent` container's terminated state
 //! first, and from the Pod's own phase, reason and conditions for what the kubelet or the
-//! cluster did to it.
+//! cluster did to it; before `agent` runs, from the containers' waiting reasons and the
+//! scheduler's `PodScheduled` condition, for a Pod that will not start by itself.
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use herd_crds::reason::run as reason;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 
 /// The name of the container whose exit ends the Pod.
 pub const AGENT_CONTAINER: &str = "agent";
@@ -14,11 +16,38 @@ pub const FALLBACK_EXIT_CODE: i32 = 75;
 /// Exit codes of a process ended by SIGTERM (the runner's own 143) or SIGKILL.
 const STOPPED_BY_SIGNAL: [i32; 2] = [143, 137];
 
+/// The kubelet's waiting reasons of a container that is not going to start without a change
+/// (an image, a Secret, the node): pulls and restarts are retried by the kubelet with backoff,
+/// so one may still clear, which `--pod-start-timeout` waits for. `ContainerCreating` and
+/// `PodInitializing` are progress, not failures, and are not here.
+pub const WAITING_FAILURES: [&str; 11] = [
+    reason::IMAGE_PULL_BACK_OFF,
+    reason::ERR_IMAGE_PULL,
+    reason::INVALID_IMAGE_NAME,
+    reason::ERR_IMAGE_NEVER_PULL,
+    reason::IMAGE_INSPECT_ERROR,
+    reason::CREATE_CONTAINER_CONFIG_ERROR,
+    reason::CREATE_CONTAINER_ERROR,
+    reason::RUN_CONTAINER_ERROR,
+    reason::CRASH_LOOP_BACK_OFF,
+    reason::PRE_CREATE_HOOK_ERROR,
+    reason::PRE_START_HOOK_ERROR,
+];
+
+/// Every reason a Pod that does not start gives a Run: [`WAITING_FAILURES`] and the
+/// scheduler's `Unschedulable`.
+pub fn is_start_failure(why: &str) -> bool {
+    why == reason::UNSCHEDULABLE || WAITING_FAILURES.contains(&why)
+}
+
 /// Where an attempt's Pod stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodOutcome {
     /// Created, `agent` not started yet (scheduling, image pulls, the sandbox's startup probe).
     Pending,
+    /// Created, `agent` not started, and a container or the scheduler says why it will not
+    /// start by itself.
+    NotStarting(StartFailure),
     /// `agent` is running.
     Running,
     /// `agent` terminated.
@@ -27,9 +56,21 @@ pub enum PodOutcome {
     DeadlineExceeded,
     /// The kubelet or the eviction API evicted the Pod.
     Evicted(String),
-    /// Something outside the agent ended the Pod: a disruption (`DisruptionTarget=True`), a
-    /// kubelet admission rejection, or a deletion by anyone but the operator. Retried.
+    /// Something outside the agent ended the Pod: a disruption (`DisruptionTarget=True`) or a
+    /// kubelet admission rejection. Retried.
     Infrastructure(String),
+    /// The Pod is being deleted by anyone but the operator, and `agent` was stopped by it (or
+    /// is stopping). Retried, unless the Run or its namespace is going away.
+    Deleted,
+}
+
+/// Why a Pod does not start: the waiting reason (or `Unschedulable`) and its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartFailure {
+    /// One of [`WAITING_FAILURES`] or `Unschedulable`: the Run's condition reason.
+    pub reason: &'static str,
+    /// The kubelet's or the scheduler's message, with the container it is about.
+    pub message: String,
 }
 
 /// The `agent` container's terminated state.
@@ -88,7 +129,7 @@ pub fn pod_outcome(pod: &Pod) -> PodOutcome {
             .as_ref()
             .is_none_or(|exit| STOPPED_BY_SIGNAL.contains(&exit.exit_code))
     {
-        return PodOutcome::Infrastructure("the pod was deleted".to_owned());
+        return PodOutcome::Deleted;
     }
     if let Some(exit) = exit {
         return PodOutcome::AgentExited(exit);
@@ -109,8 +150,76 @@ pub fn pod_outcome(pod: &Pod) -> PodOutcome {
         {
             PodOutcome::Running
         }
-        _ => PodOutcome::Pending,
+        _ => start_failure(&status).map_or(PodOutcome::Pending, PodOutcome::NotStarting),
     }
+}
+
+/// Why a Pod whose `agent` has not started will not start by itself, if it says so: a
+/// container (init containers, the `sandbox` sidecar among them, first: they start first)
+/// waiting with one of [`WAITING_FAILURES`], else the scheduler's `Unschedulable`.
+fn start_failure(status: &PodStatus) -> Option<StartFailure> {
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    for container in containers {
+        let Some(waiting) = container.state.as_ref().and_then(|s| s.waiting.as_ref()) else {
+            continue;
+        };
+        let Some(&known) = waiting
+            .reason
+            .as_deref()
+            .and_then(|why| WAITING_FAILURES.iter().find(|known| **known == why))
+        else {
+            continue;
+        };
+        let said = waiting.message.as_deref().unwrap_or_default().trim();
+        let mut message = format!(
+            "container {}: {}",
+            container.name,
+            if said.is_empty() { known } else { said }
+        );
+        // A crash loop's message only says it backs off; the last exit says why.
+        if let Some(last) = container
+            .last_state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+        {
+            let why = last
+                .message
+                .as_deref()
+                .or(last.reason.as_deref())
+                .unwrap_or_default()
+                .trim();
+            message.push_str(&format!(" (last exit code {}", last.exit_code));
+            if !why.is_empty() {
+                message.push_str(&format!(": {why}"));
+            }
+            message.push(')');
+        }
+        return Some(StartFailure {
+            reason: known,
+            message,
+        });
+    }
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some(reason::UNSCHEDULABLE)
+        })
+        .map(|c| StartFailure {
+            reason: reason::UNSCHEDULABLE,
+            message: c
+                .message
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| "no node fits the pod".to_owned()),
+        })
 }
 
 fn agent_exit(container: &ContainerStatus) -> Option<AgentExit> {
@@ -143,6 +252,133 @@ mod tests {
         let waiting = pod(json!({"phase": "Pending",
             "containerStatuses": agent_state(json!({"waiting": {"reason": "ContainerCreating"}}))}));
         assert_eq!(pod_outcome(&waiting), PodOutcome::Pending);
+    }
+
+    fn waiting(name: &str, why: &str, message: &str) -> serde_json::Value {
+        json!({"name": name, "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+               "state": {"waiting": {"reason": why, "message": message}}})
+    }
+
+    fn not_starting(why: &'static str, message: &str) -> PodOutcome {
+        PodOutcome::NotStarting(StartFailure {
+            reason: why,
+            message: message.to_owned(),
+        })
+    }
+
+    #[test]
+    fn every_waiting_failure_of_agent_or_sandbox_is_a_start_failure_with_the_kubelets_message() {
+        for why in WAITING_FAILURES {
+            let agent = pod(json!({"phase": "Pending",
+                "containerStatuses": [waiting("agent", why, "it says why")]}));
+            assert_eq!(
+                pod_outcome(&agent),
+                not_starting(why, "container agent: it says why"),
+                "{why}"
+            );
+            let sandbox = pod(json!({"phase": "Pending",
+                "initContainerStatuses": [waiting("sandbox", why, "")],
+                "containerStatuses": [waiting("agent", "PodInitializing", "")]}));
+            assert_eq!(
+                pod_outcome(&sandbox),
+                not_starting(why, &format!("container sandbox: {why}")),
+                "{why}: no message, the reason"
+            );
+            assert!(is_start_failure(why));
+        }
+        assert!(is_start_failure("Unschedulable"));
+        assert!(!is_start_failure("ContainerCreating"));
+    }
+
+    #[test]
+    fn an_image_pull_back_off_carries_the_kubelets_words() {
+        let pulling = pod(json!({"phase": "Pending",
+            "initContainerStatuses": [waiting("sandbox", "ImagePullBackOff",
+                "Back-off pulling image \"ghcr.io/acme/nope:1\"")]}));
+        assert_eq!(
+            pod_outcome(&pulling),
+            not_starting(
+                "ImagePullBackOff",
+                "container sandbox: Back-off pulling image \"ghcr.io/acme/nope:1\""
+            )
+        );
+    }
+
+    #[test]
+    fn a_crash_looping_sandbox_says_how_it_last_exited() {
+        let looping = pod(json!({"phase": "Pending", "initContainerStatuses": [{
+            "name": "sandbox", "image": "i", "imageID": "", "ready": false, "restartCount": 4,
+            "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                  "message": "back-off 40s restarting failed container=sandbox"}},
+            "lastState": {"terminated": {"exitCode": 127, "reason": "Error",
+                                         "message": "herd-runner: not found"}}}]}));
+        assert_eq!(
+            pod_outcome(&looping),
+            not_starting(
+                "CrashLoopBackOff",
+                "container sandbox: back-off 40s restarting failed container=sandbox \
+                 (last exit code 127: herd-runner: not found)"
+            )
+        );
+        let mut reasonless = looping.clone();
+        if let Some(last) = reasonless
+            .status
+            .as_mut()
+            .and_then(|s| s.init_container_statuses.as_mut())
+            .and_then(|c| c[0].last_state.as_mut())
+            .and_then(|l| l.terminated.as_mut())
+        {
+            last.message = None;
+            last.reason = None;
+        }
+        assert_eq!(
+            pod_outcome(&reasonless),
+            not_starting(
+                "CrashLoopBackOff",
+                "container sandbox: back-off 40s restarting failed container=sandbox \
+                 (last exit code 127)"
+            )
+        );
+    }
+
+    #[test]
+    fn an_unschedulable_pod_carries_the_schedulers_message() {
+        let message = "0/1 nodes are available: 1 node(s) didn't match Pod's node \
+                       affinity/selector. preemption: 0/1 nodes are available.";
+        let unschedulable = pod(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": message}]}));
+        assert_eq!(
+            pod_outcome(&unschedulable),
+            not_starting("Unschedulable", message)
+        );
+        let silent = pod(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}));
+        assert_eq!(
+            pod_outcome(&silent),
+            not_starting("Unschedulable", "no node fits the pod")
+        );
+        for (status, why) in [("True", "Unschedulable"), ("False", "SchedulerError")] {
+            let other = pod(json!({"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": status, "reason": why}]}));
+            assert_eq!(pod_outcome(&other), PodOutcome::Pending, "{status} {why}");
+        }
+    }
+
+    #[test]
+    fn progress_is_pending_and_a_started_agent_is_not_a_start_failure() {
+        let creating = pod(json!({"phase": "Pending",
+            "initContainerStatuses": [waiting("sandbox", "ContainerCreating", "")],
+            "containerStatuses": [waiting("agent", "PodInitializing", "")]}));
+        assert_eq!(pod_outcome(&creating), PodOutcome::Pending);
+        let running = pod(json!({"phase": "Running",
+            "initContainerStatuses": [waiting("sandbox", "CrashLoopBackOff", "")],
+            "containerStatuses": agent_state(json!({"running": {}}))}));
+        assert_eq!(
+            pod_outcome(&running),
+            PodOutcome::Running,
+            "a sandbox lost after the start is the runner's to report"
+        );
     }
 
     #[test]
@@ -185,7 +421,7 @@ mod tests {
             );
             pod_outcome(&pod)
         };
-        let deleted = PodOutcome::Infrastructure("the pod was deleted".into());
+        let deleted = PodOutcome::Deleted;
         assert_eq!(deleting(json!({"running": {}})), deleted, "still stopping");
         for code in [143, 137] {
             assert_eq!(

@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 
 use super::conditions::merge;
-use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome};
+use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome, StartFailure};
 
 /// How long a Run waits for its Agent when no timeout is known yet.
 pub const DEFAULT_ACCEPT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -73,6 +73,14 @@ pub struct RunFacts<'a> {
     /// Why the Run can never start (the API server refused its Pod, PVC or NetworkPolicy, or
     /// its snapshot cannot be taken), if so: `InvalidSpec`.
     pub invalid: Option<String>,
+    /// The accepted Run's snapshot ConfigMap is gone (or replaced by another object's):
+    /// `SnapshotLost`, since no attempt may run without what the Run was accepted with.
+    pub snapshot_lost: bool,
+    /// The current attempt's Pod's `metadata.creationTimestamp`, once observed.
+    pub pod_created: Option<Time>,
+    /// How long a Pod that shows it will not start may take from its creation
+    /// (`--pod-start-timeout`) before the attempt fails.
+    pub pod_start_timeout: Duration,
     /// The reconcile's clock.
     pub now: Time,
 }
@@ -84,6 +92,9 @@ pub struct RunDecision {
     pub status: RunStatus,
     /// Why a new attempt starts, when an infrastructure failure is retried.
     pub retried: Option<String>,
+    /// The operator gave up on the attempt's Pod (it did not start in time): delete it, else
+    /// it would keep pulling or waiting for a node.
+    pub stop_pod: bool,
 }
 
 /// The runner's fallback report: what it writes to its termination log when it cannot post its
@@ -132,6 +143,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         return RunDecision {
             status,
             retried: None,
+            stop_pod: false,
         };
     }
     let accepted = previous.start_time.is_some() || facts.agent == AgentState::Ready;
@@ -147,6 +159,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         .map(|c| c.last_transition_time.clone());
 
     let mut retried = None;
+    let mut stop_pod = false;
     let mut next_attempt = attempt;
     let outcome = if !accepted {
         not_accepted(facts)
@@ -159,6 +172,14 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             current_report
                 .and_then(|r| r.result.as_ref())
                 .map(|r| r.text.as_str()),
+        )
+    } else if facts.snapshot_lost {
+        Outcome::failed(
+            reason::SNAPSHOT_LOST,
+            format!(
+                "snapshot ConfigMap {} was deleted while the Run was active",
+                snapshot_name(facts.name)
+            ),
         )
     } else if let Some(why) = &facts.invalid {
         Outcome::failed(reason::INVALID_SPEC, why.clone())
@@ -185,6 +206,14 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             PodState::Observed(PodOutcome::Pending) => {
                 Outcome::going(reason::POD_PENDING, "the pod is starting")
             }
+            PodState::Observed(PodOutcome::NotStarting(failure)) => {
+                if start_timed_out(facts) {
+                    stop_pod = true;
+                    start_failed(attempt, facts, failure, &mut retried)
+                } else {
+                    Outcome::going(failure.reason, failure.message.clone())
+                }
+            }
             PodState::Observed(PodOutcome::Running) => match question {
                 Some(q) => Outcome::going(reason::WAITING_FOR_INPUT, q.question.clone()),
                 None => Outcome::going(reason::RUNNING, "the agent is working"),
@@ -210,7 +239,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 cause,
                 &mut retried,
             ),
-            PodState::Gone => infrastructure(
+            PodState::Observed(PodOutcome::Deleted) | PodState::Gone => infrastructure(
                 attempt,
                 facts.retries,
                 reason::POD_FAILED,
@@ -278,7 +307,64 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         child_counts: previous.child_counts,
         snapshot: accepted.then(|| snapshot_name(facts.name)),
     };
-    RunDecision { status, retried }
+    RunDecision {
+        status,
+        retried,
+        stop_pod,
+    }
+}
+
+/// Whether the current attempt's Pod, which shows it will not start, has had its
+/// `--pod-start-timeout` since its creation.
+fn start_timed_out(facts: &RunFacts<'_>) -> bool {
+    facts
+        .pod_created
+        .as_ref()
+        .is_some_and(|created| passed(created, facts.pod_start_timeout, &facts.now))
+}
+
+/// How long until the current attempt's Pod, which shows it will not start, reaches its
+/// `--pod-start-timeout`; `None` for any other Pod (nothing to wake up for).
+pub fn start_deadline(facts: &RunFacts<'_>) -> Option<Duration> {
+    let PodState::Observed(PodOutcome::NotStarting(_)) = &facts.pod else {
+        return None;
+    };
+    let created = facts.pod_created.as_ref()?;
+    Some(
+        facts
+            .pod_start_timeout
+            .saturating_sub(elapsed(created, &facts.now)),
+    )
+}
+
+/// A Pod that did not start in time: an infrastructure failure, retried while `retries` allow
+/// (a node may free up, a registry come back, a Secret appear), but never for an image name
+/// that does not parse: the snapshot fixes it, so every attempt would fail the same way.
+fn start_failed(
+    attempt: u32,
+    facts: &RunFacts<'_>,
+    failure: &StartFailure,
+    retried: &mut Option<String>,
+) -> Outcome {
+    let cause = format!(
+        "the pod did not start within {}: {}",
+        human(facts.pod_start_timeout),
+        failure.message
+    );
+    if failure.reason == reason::INVALID_IMAGE_NAME {
+        return Outcome::failed(failure.reason, cause);
+    }
+    infrastructure(attempt, facts.retries, failure.reason, &cause, retried)
+}
+
+/// Whether the facts include something deleted under the Run (its snapshot, its Pod), as a
+/// namespace being deleted does: the controller then checks the namespace before deciding.
+pub fn caused_by_loss(facts: &RunFacts<'_>) -> bool {
+    facts.snapshot_lost
+        || matches!(
+            facts.pod,
+            PodState::Gone | PodState::Observed(PodOutcome::Deleted)
+        )
 }
 
 /// The name of a Run's snapshot ConfigMap.
@@ -450,6 +536,9 @@ mod tests {
             pod_name: None,
             blocked: None,
             invalid: None,
+            snapshot_lost: false,
+            pod_created: None,
+            pod_start_timeout: Duration::from_secs(300),
             now: at(10),
         }
     }
@@ -995,6 +1084,193 @@ mod tests {
             assert_eq!(decision.retried, None);
             assert_eq!(decision.status.attempt, Some(2));
         }
+    }
+
+    fn not_starting(why: &'static str) -> PodState {
+        PodState::Observed(PodOutcome::NotStarting(StartFailure {
+            reason: why,
+            message: format!("container sandbox: {why} says the kubelet"),
+        }))
+    }
+
+    /// A Pod created at 1 that shows `why`, looked at `now` with `retries`.
+    fn start_facts(why: &'static str, now: i64, retries: u32) -> RunFacts<'static> {
+        RunFacts {
+            pod_created: Some(at(1)),
+            pod_name: Some("r-1".into()),
+            retries,
+            now: at(now),
+            ..facts(not_starting(why))
+        }
+    }
+
+    #[test]
+    fn a_pod_that_will_not_start_shows_why_at_once_for_every_reason() {
+        let reasons = crate::decide::pod_outcome::WAITING_FAILURES
+            .into_iter()
+            .chain([reason::UNSCHEDULABLE]);
+        for why in reasons {
+            let decision = next_status(&running(), &start_facts(why, 5, 0));
+            let message = format!("container sandbox: {why} says the kubelet");
+            assert_eq!(
+                succeeded(&decision.status),
+                (&ConditionStatus::Unknown, why, message.as_str()),
+                "{why}"
+            );
+            assert!(!decision.stop_pod, "{why}");
+            assert_eq!(decision.status.completion_time, None);
+            assert_eq!(
+                decision.status.phase,
+                Some(herd_crds::run::RunPhase::Running)
+            );
+        }
+    }
+
+    #[test]
+    fn a_pod_that_did_not_start_within_the_timeout_fails_with_its_reason() {
+        let reasons = crate::decide::pod_outcome::WAITING_FAILURES
+            .into_iter()
+            .chain([reason::UNSCHEDULABLE]);
+        for why in reasons {
+            // Created at 1, a 5m timeout: still waiting at 300, failed at 301.
+            let waiting = next_status(&running(), &start_facts(why, 300, 0));
+            assert_eq!(succeeded(&waiting.status).0, &ConditionStatus::Unknown);
+            let failed = next_status(&running(), &start_facts(why, 301, 0));
+            let message = format!(
+                "the pod did not start within 5m: container sandbox: {why} says the kubelet"
+            );
+            assert_eq!(
+                succeeded(&failed.status),
+                (&ConditionStatus::False, why, message.as_str()),
+                "{why}"
+            );
+            assert!(
+                failed.stop_pod,
+                "{why}: the operator deletes the Pod it gave up on"
+            );
+            assert_eq!(failed.status.completion_time, Some(at(301)));
+            assert_eq!(failed.retried, None);
+        }
+    }
+
+    #[test]
+    fn start_failures_retry_while_retries_allow_except_an_invalid_image_name() {
+        let retried = next_status(
+            &running(),
+            &start_facts(reason::IMAGE_PULL_BACK_OFF, 400, 1),
+        );
+        assert_eq!(
+            succeeded(&retried.status),
+            (
+                &ConditionStatus::Unknown,
+                "Queued",
+                "attempt 2 after attempt 1 failed: the pod did not start within 5m: \
+                 container sandbox: ImagePullBackOff says the kubelet"
+            )
+        );
+        assert_eq!(retried.status.attempt, Some(2));
+        assert_eq!(retried.status.pod_name, None);
+        assert!(retried.stop_pod);
+        assert!(retried.retried.is_some());
+        let unschedulable = next_status(&running(), &start_facts(reason::UNSCHEDULABLE, 400, 1));
+        assert_eq!(unschedulable.status.attempt, Some(2));
+
+        let invalid = next_status(&running(), &start_facts(reason::INVALID_IMAGE_NAME, 400, 3));
+        assert_eq!(invalid.retried, None);
+        assert_eq!(
+            succeeded(&invalid.status).1,
+            "InvalidImageName",
+            "the snapshot's image name can never parse"
+        );
+        assert!(invalid.stop_pod);
+    }
+
+    #[test]
+    fn the_run_timeout_still_wins_over_a_start_failure() {
+        let f = start_facts(reason::UNSCHEDULABLE, 1801, 0);
+        assert_eq!(succeeded(&decide(&running(), &f)).1, "TimedOut");
+    }
+
+    #[test]
+    fn the_start_deadline_counts_from_the_pods_creation() {
+        assert_eq!(
+            start_deadline(&start_facts(reason::ERR_IMAGE_PULL, 101, 0)),
+            Some(Duration::from_secs(200))
+        );
+        assert_eq!(
+            start_deadline(&start_facts(reason::ERR_IMAGE_PULL, 999, 0)),
+            Some(Duration::ZERO)
+        );
+        let pending = RunFacts {
+            pod_created: Some(at(1)),
+            ..facts(PodState::Observed(PodOutcome::Pending))
+        };
+        assert_eq!(start_deadline(&pending), None, "slow is not failing");
+        let unknown_creation = RunFacts {
+            pod_created: None,
+            ..start_facts(reason::ERR_IMAGE_PULL, 999, 0)
+        };
+        assert_eq!(start_deadline(&unknown_creation), None);
+        assert_eq!(
+            succeeded(&decide(&running(), &unknown_creation)).0,
+            &ConditionStatus::Unknown,
+            "no creation time: never timed out"
+        );
+    }
+
+    #[test]
+    fn a_lost_snapshot_fails_snapshot_lost_never_invalid_spec() {
+        let f = RunFacts {
+            snapshot_lost: true,
+            invalid: Some("also refused".into()),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        assert_eq!(
+            succeeded(&decide(&running(), &f)),
+            (
+                &ConditionStatus::False,
+                "SnapshotLost",
+                "snapshot ConfigMap r-snapshot was deleted while the Run was active"
+            )
+        );
+        assert!(caused_by_loss(&f));
+    }
+
+    #[test]
+    fn losses_are_a_lost_snapshot_or_a_deleted_pod() {
+        for pod in [PodState::Gone, PodState::Observed(PodOutcome::Deleted)] {
+            assert!(caused_by_loss(&facts(pod.clone())), "{pod:?}");
+            let decision = next_status(&running(), &facts(pod));
+            assert_eq!(
+                succeeded(&decision.status),
+                (&ConditionStatus::False, "PodFailed", "the pod was deleted")
+            );
+        }
+        for pod in [
+            PodState::NotCreated,
+            PodState::Observed(PodOutcome::Running),
+            PodState::Observed(PodOutcome::Evicted("e".into())),
+            PodState::Observed(PodOutcome::Infrastructure("i".into())),
+            exit(1, false, ""),
+        ] {
+            assert!(!caused_by_loss(&facts(pod.clone())), "{pod:?}");
+        }
+    }
+
+    #[test]
+    fn an_evicted_pod_fails_evicted_with_the_kubelets_message() {
+        let cause = "the pod was evicted: Pod ephemeral local storage usage exceeds the total \
+                     limit of containers 1Gi.";
+        let f = facts(PodState::Observed(PodOutcome::Evicted(cause.into())));
+        let decision = next_status(&running(), &f);
+        assert_eq!(
+            succeeded(&decision.status),
+            (&ConditionStatus::False, "Evicted", cause)
+        );
+        assert!(
+            !decision.stop_pod,
+            "an evicted Pod is kept, Failed, until the Run goes"
+        );
     }
 
     #[test]
