@@ -125,6 +125,9 @@ mod tests {
             pod_name: Some("r-1".into()),
             blocked: None,
             invalid: None,
+            snapshot_lost: false,
+            pod_created: Some(at(0)),
+            pod_start_timeout: Duration::from_secs(600),
             now: at(1),
         };
         let before = next_status(&RunStatus::default(), &running).status;
