@@ -66,6 +66,90 @@ impl Usage {
     }
 }
 
+/// Most layers in a [`SandboxReport`].
+pub const MAX_SANDBOX_LAYERS: usize = 16;
+/// Most characters of a [`SandboxLayer`]'s `detail`.
+pub const MAX_SANDBOX_LAYER_DETAIL: usize = 512;
+
+/// The isolation around a Run's tools, as its sandbox found it when it started: which layers
+/// confine the model's commands and file tools, and which could not be used here.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxReport {
+    /// Each layer the sandbox knows of, active or not.
+    #[serde(default)]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Atomic)]
+    pub layers: Vec<SandboxLayer>,
+}
+
+/// One layer of isolation around the tools.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxLayer {
+    /// The layer: `landlock` (file access rules), `userNamespaces` (a private user and mount
+    /// namespace, local runs only), `seccomp`, `noNewPrivileges`, `capabilities` (none held).
+    #[schemars(length(max = 64))]
+    pub name: String,
+    /// Whether the layer confines the tools.
+    pub active: bool,
+    /// What the layer enforces, or why it is not active (e.g. `ABI 6: writes only to
+    /// /mnt/user-data and /tmp`, `unavailable: the kernel does not support Landlock`).
+    #[serde(default)]
+    #[schemars(length(max = 512))]
+    pub detail: String,
+}
+
+impl SandboxLayer {
+    /// A layer named `name`, active or not, saying `detail`.
+    pub fn new(name: &str, active: bool, detail: impl Into<String>) -> Self {
+        SandboxLayer {
+            name: name.to_owned(),
+            active,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl SandboxReport {
+    /// The report cut to the CRD's limits (layers and characters), so a status write never
+    /// fails on a sandbox that says too much.
+    pub fn bounded(&self) -> SandboxReport {
+        SandboxReport {
+            layers: self
+                .layers
+                .iter()
+                .take(MAX_SANDBOX_LAYERS)
+                .map(|layer| SandboxLayer {
+                    name: layer.name.chars().take(64).collect(),
+                    active: layer.active,
+                    detail: layer
+                        .detail
+                        .chars()
+                        .take(MAX_SANDBOX_LAYER_DETAIL)
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// One line for a person: `landlock on (ABI 6: …), userNamespaces off (…)`.
+    pub fn summary(&self) -> String {
+        self.layers
+            .iter()
+            .map(|layer| {
+                let state = if layer.active { "on" } else { "off" };
+                if layer.detail.is_empty() {
+                    format!("{} {state}", layer.name)
+                } else {
+                    format!("{} {state} ({})", layer.name, layer.detail)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Why the agent loop stopped.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,6 +1,6 @@
 //! What the loop tells observers (the terminal display, `--json`, the pod's logs).
 
-use herd_crds::report::{StopReason, Todo};
+use herd_crds::report::{SandboxLayer, StopReason, Todo};
 use serde::Serialize;
 
 use crate::model::AgentRole;
@@ -53,6 +53,12 @@ pub enum AgentEvent {
     Warning { agent: String, message: String },
     /// The loop stopped.
     Stopped { agent: String, reason: StopReason },
+    /// Where the tools run and which layers of isolation hold them (once, when the sandbox
+    /// is open): `mode` is `confined`, `landlock` or `in-process`.
+    Sandbox {
+        mode: String,
+        layers: Vec<SandboxLayer>,
+    },
 }
 
 /// Receives events; must be cheap, it is called on the loop's path.

@@ -90,9 +90,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub memory_dir: Option<PathBuf>,
 
-    /// Where the tools run: `auto` confines them as in a pod's sandbox container where this
-    /// machine allows it (Linux user namespaces and Landlock) and says so where it does not;
-    /// `strict` refuses to run them unconfined; `off` runs them unconfined in this process.
+    /// Where the tools run: `strict` confines them as in a pod's sandbox container (Linux user
+    /// and mount namespaces, then Landlock: the host read-only, the home folder hidden, the
+    /// work folder at /mnt/user-data, a private /tmp) or refuses to run; `landlock` confines
+    /// them with Landlock alone, for where user namespaces are refused (inside a container):
+    /// the host read-only, writes only to the work folder and /tmp, but no private mounts, so
+    /// the home folder stays readable; `auto` takes the first of these that works here and
+    /// says so, else runs them unconfined with a warning; `off` runs them unconfined in this
+    /// process.
     #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
     pub sandbox: SandboxMode,
 }

@@ -53,16 +53,36 @@ pub fn process_main() -> ExitCode {
     // A confined sandbox child unshares namespaces, which the kernel allows only while the
     // process has a single thread: before the tokio runtime starts its workers.
     #[cfg(target_os = "linux")]
-    if let crate::sandbox::confine::Entry::Exit(code) =
-        crate::sandbox::confine::enter_if_requested()
-    {
-        return code;
-    }
+    let layers = match crate::sandbox::confine::enter_if_requested() {
+        crate::sandbox::confine::Entry::Continue(layers) => layers,
+        crate::sandbox::confine::Entry::Exit(code) => return code,
+    };
+    #[cfg(not(target_os = "linux"))]
+    let layers = Vec::new();
+    let cli = Cli::parse();
+    // A Pod's sandbox binds its socket and restricts itself with Landlock while it has a
+    // single thread too: Landlock binds the calling thread and what it starts later.
+    let command = match cli.command {
+        Command::Sandbox(args) if !args.ready && !args.listen_stdin => {
+            match crate::sandbox::socket::bind_listener(&args.socket) {
+                Ok(listener) => Started::PodSandbox {
+                    layers: restrict_pod_sandbox(&args),
+                    args,
+                    listener,
+                },
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    return ExitCode::from(EXIT_FAILED);
+                }
+            }
+        }
+        command => Started::Command { command, layers },
+    };
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(main()),
+        Ok(runtime) => runtime.block_on(main(command)),
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
             ExitCode::FAILURE
@@ -70,16 +90,54 @@ pub fn process_main() -> ExitCode {
     }
 }
 
-/// Parses the command line and runs it.
-pub async fn main() -> ExitCode {
+/// The command line, with what was done before the runtime started.
+enum Started {
+    /// A Pod's sandbox: its socket bound, Landlock applied (as `layers` say).
+    PodSandbox {
+        args: SandboxArgs,
+        listener: std::os::unix::net::UnixListener,
+        layers: Vec<herd_crds::report::SandboxLayer>,
+    },
+    /// Any other command; `layers` of a confined sandbox child.
+    Command {
+        command: Command,
+        layers: Vec<herd_crds::report::SandboxLayer>,
+    },
+}
+
+/// Landlock over a Pod's sandbox: writes only to the workspace and the temp folder.
+#[cfg(target_os = "linux")]
+fn restrict_pod_sandbox(args: &SandboxArgs) -> Vec<herd_crds::report::SandboxLayer> {
+    let user_data = SandboxRoots::under(&args.root).user_data;
+    // A rule needs the folder to exist; the sandbox creates its subfolders on `Prepare`.
+    if let Err(error) = std::fs::create_dir_all(&user_data) {
+        eprintln!("warning: cannot create {}: {error}", user_data.display());
+    }
+    crate::sandbox::confine::restrict_pod_sandbox(vec![user_data, std::env::temp_dir()])
+}
+
+/// Elsewhere there is no Landlock.
+#[cfg(not(target_os = "linux"))]
+fn restrict_pod_sandbox(_args: &SandboxArgs) -> Vec<herd_crds::report::SandboxLayer> {
+    Vec::new()
+}
+
+/// Runs the command line.
+async fn main(started: Started) -> ExitCode {
     // reqwest is built without a default TLS provider; choose ring, which kube also uses.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
     init_logging();
-    match cli.command {
-        Command::Run(args) => run(args).await,
-        Command::Sandbox(args) => sandbox(args).await,
-        Command::Pod => pod().await,
+    match started {
+        Started::PodSandbox {
+            args,
+            listener,
+            layers,
+        } => sandbox(args, Some(listener), layers).await,
+        Started::Command { command, layers } => match command {
+            Command::Run(args) => run(args).await,
+            Command::Sandbox(args) => sandbox(args, None, layers).await,
+            Command::Pod => pod().await,
+        },
     }
 }
 
@@ -132,13 +190,21 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
     terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
-async fn sandbox(args: SandboxArgs) -> ExitCode {
+/// `herd-runner sandbox`: serves on `listener` when it is bound already (a Pod's sandbox),
+/// else on standard input (`--listen-stdin`), telling `layers` in its handshake.
+async fn sandbox(
+    args: SandboxArgs,
+    listener: Option<std::os::unix::net::UnixListener>,
+    layers: Vec<herd_crds::report::SandboxLayer>,
+) -> ExitCode {
     if args.ready {
         return sandbox_ready(&args.socket).await;
     }
     let roots = SandboxRoots::under(&args.root);
     let sandbox = match SandboxHost::new(&roots) {
-        Ok(sandbox) => sandbox.with_inputs(args.root.join("inputs")),
+        Ok(sandbox) => sandbox
+            .with_inputs(args.root.join("inputs"))
+            .with_layers(layers),
         Err(error) => {
             eprintln!(
                 "error: cannot open the sandbox under {}: {error}",
@@ -149,10 +215,10 @@ async fn sandbox(args: SandboxArgs) -> ExitCode {
     };
     let groups = sandbox.process_groups().clone();
     let serving = async {
-        if args.listen_stdin {
-            crate::sandbox::socket::serve_stdin(sandbox).await
-        } else {
-            crate::sandbox::socket::serve(&args.socket, sandbox).await
+        match listener {
+            Some(listener) => crate::sandbox::socket::serve_listener(listener, sandbox).await,
+            None if args.listen_stdin => crate::sandbox::socket::serve_stdin(sandbox).await,
+            None => crate::sandbox::socket::serve(&args.socket, sandbox).await,
         }
     };
     // As a container's PID 1 a signal without a handler is ignored: without this, every Pod

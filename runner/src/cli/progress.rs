@@ -153,7 +153,7 @@ impl Progress {
                     entry.streamed += text.chars().count();
                 }
             }
-            AgentEvent::Warning { .. } => {}
+            AgentEvent::Warning { .. } | AgentEvent::Sandbox { .. } => {}
             AgentEvent::ToolStarted { agent, .. }
             | AgentEvent::ToolFinished { agent, .. }
             | AgentEvent::Asked { agent, .. }
@@ -238,6 +238,14 @@ impl Observer for Progress {
             }
             AgentEvent::Warning { agent, message } => {
                 self.line(&format!("[{agent}] warning: {message}"));
+            }
+            AgentEvent::Sandbox { mode, layers } => {
+                let report = herd_crds::report::SandboxReport { layers };
+                if report.layers.is_empty() {
+                    self.line(&format!("sandbox: {mode}"));
+                } else {
+                    self.line(&format!("sandbox: {mode}: {}", report.summary()));
+                }
             }
             // The lead's end is reported once, with the answer; a finished subagent's result
             // shows as its `task` call's.

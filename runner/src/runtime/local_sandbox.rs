@@ -9,7 +9,7 @@ use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer};
 use crate::sandbox::SandboxHost;
 use crate::sandbox::client::SandboxClient;
-use crate::sandbox::confined::ConfinedSandbox;
+use crate::sandbox::confined::{ConfinedSandbox, Unavailable, View};
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::in_process::InProcessExecutor;
 use crate::skills::{Skill, SkillCatalog};
@@ -17,53 +17,201 @@ use crate::skills::{Skill, SkillCatalog};
 /// Where the tools of a local run execute.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SandboxMode {
-    /// Confined like a pod's sandbox container where this machine allows it; otherwise
-    /// unconfined in this process, with a warning.
+    /// Confined like a pod's sandbox container where this machine allows it; else Landlock
+    /// alone where that works, with a warning; else unconfined in this process, with a
+    /// warning.
     Auto,
-    /// Confined, or the run does not start.
+    /// Confined like a pod's sandbox container (private namespaces and Landlock), or the run
+    /// does not start.
     Strict,
+    /// Landlock alone (where user namespaces are refused, e.g. inside a container): the host
+    /// read-only, writes only to the work folder and /tmp, no signals to or ptrace of other
+    /// processes; but no private mount namespace, so the home folder stays readable. The run
+    /// does not start without Landlock.
+    Landlock,
     /// Unconfined in this process, paths mapped onto the work folder (the default for
     /// library callers, which may not be the `herd-runner` binary the confined child needs).
     #[default]
     Off,
 }
 
+/// What the probes found: whether each confinement works here, or why not. A probe not run
+/// (the mode does not need it) reads as unavailable and is never consulted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Available {
+    /// Private user and mount namespaces with Landlock.
+    pub namespaces: Result<(), String>,
+    /// Landlock alone.
+    pub landlock: Result<(), String>,
+}
+
+/// Where the tools go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// A confined `herd-runner sandbox` child, with a warning to show first if any.
+    Confined(View, Option<String>),
+    /// This process, with a warning to show first if any.
+    InProcess(Option<String>),
+}
+
+/// Whether `mode` needs the probe of Landlock alone: for `--sandbox landlock`, and where the
+/// namespaces failed (to fall back on, or to name in the error).
+pub(crate) fn needs_landlock_probe(mode: SandboxMode, namespaces: &Result<(), String>) -> bool {
+    match mode {
+        SandboxMode::Landlock => true,
+        SandboxMode::Auto | SandboxMode::Strict => namespaces.is_err(),
+        SandboxMode::Off => false,
+    }
+}
+
+/// The decision, from what works here: the strongest confinement the mode accepts, or why the
+/// run cannot start.
+pub(crate) fn choose(mode: SandboxMode, available: &Available) -> Result<Choice, String> {
+    const HOME_READABLE: &str = "the host read-only, writes only to the work folder and /tmp, \
+                                 but the home folder stays readable";
+    match (mode, &available.namespaces, &available.landlock) {
+        (SandboxMode::Off, _, _) => Ok(Choice::InProcess(None)),
+        (SandboxMode::Auto | SandboxMode::Strict, Ok(()), _) => {
+            Ok(Choice::Confined(View::Namespaces, None))
+        }
+        (SandboxMode::Auto, Err(why), Ok(())) => Ok(Choice::Confined(
+            View::LandlockOnly,
+            Some(format!(
+                "user namespaces are not available here ({why}): the tools are confined by \
+                 Landlock alone ({HOME_READABLE}); --sandbox=strict refuses to run like this"
+            )),
+        )),
+        (SandboxMode::Auto, Err(why), Err(_)) => Ok(Choice::InProcess(Some(format!(
+            "tools run UNCONFINED on this machine ({why}); --sandbox=strict refuses to run \
+             like this, --sandbox=off runs unconfined without this check"
+        )))),
+        (SandboxMode::Strict, Err(why), Ok(())) => Err(format!(
+            "--sandbox=strict: user namespaces are not available here: {why}; use --sandbox \
+             landlock to run with Landlock alone ({HOME_READABLE})"
+        )),
+        (SandboxMode::Strict, Err(why), Err(_)) => Err(format!(
+            "--sandbox=strict: the tools cannot be confined on this machine: {why}"
+        )),
+        (SandboxMode::Landlock, _, Ok(())) => Ok(Choice::Confined(View::LandlockOnly, None)),
+        (SandboxMode::Landlock, _, Err(why)) => Err(format!(
+            "--sandbox=landlock: Landlock is not available here: {why}"
+        )),
+    }
+}
+
 /// The confined sandbox when `mode` asks for it and this machine allows it, else the
-/// in-process one. `exe` is the `herd-runner` binary the confined child runs.
+/// in-process one; says which, with its layers. `exe` is the `herd-runner` binary the
+/// confined child runs.
 pub(crate) async fn open_sandbox(
     mode: SandboxMode,
     exe: std::io::Result<PathBuf>,
     workdir: &Workdir,
     observer: &dyn Observer,
 ) -> Result<(Arc<dyn ToolExecutor>, Option<ConfinedSandbox>), LocalError> {
-    if mode != SandboxMode::Off {
-        let skills = workdir.root.join("skills");
-        let started = match exe {
-            Ok(exe) => ConfinedSandbox::start(&exe, &workdir.roots.user_data, &skills)
-                .await
-                .map_err(|unavailable| unavailable.0),
-            Err(error) => Err(format!("cannot find the herd-runner binary: {error}")),
-        };
-        match started {
-            Ok(confined) => return Ok((confined.executor(), Some(confined))),
-            Err(reason) if mode == SandboxMode::Strict => {
-                return Err(LocalError(format!(
-                    "--sandbox=strict: the tools cannot be confined on this machine: {reason}"
-                )));
-            }
-            Err(reason) => observer.on_event(AgentEvent::Warning {
-                agent: "lead".into(),
-                message: format!(
-                    "tools run UNCONFINED on this machine ({reason}); --sandbox=strict refuses \
-                     to run like this, --sandbox=off runs unconfined without this check"
-                ),
-            }),
+    let choice = match (&exe, mode) {
+        (_, SandboxMode::Off) => Choice::InProcess(None),
+        (Err(error), _) => {
+            let why = Err(format!("cannot find the herd-runner binary: {error}"));
+            choose(
+                mode,
+                &Available {
+                    namespaces: why.clone(),
+                    landlock: why,
+                },
+            )
+            .map_err(LocalError)?
         }
+        (Ok(exe), _) => {
+            let namespaces = if mode == SandboxMode::Landlock {
+                Err("not probed".to_owned())
+            } else {
+                probe(exe, View::Namespaces).await
+            };
+            let landlock = if needs_landlock_probe(mode, &namespaces) {
+                probe(exe, View::LandlockOnly).await
+            } else {
+                Err("not probed".to_owned())
+            };
+            choose(
+                mode,
+                &Available {
+                    namespaces,
+                    landlock,
+                },
+            )
+            .map_err(LocalError)?
+        }
+    };
+    let warn = |message: String| {
+        observer.on_event(AgentEvent::Warning {
+            agent: "lead".into(),
+            message,
+        });
+    };
+    let fallback = match choice {
+        Choice::InProcess(warning) => warning,
+        Choice::Confined(view, warning) => {
+            if let Some(warning) = warning {
+                warn(warning);
+            }
+            let started = match &exe {
+                Ok(exe) => ConfinedSandbox::start(exe, &workdir.root, view).await,
+                Err(error) => Err(Unavailable(format!(
+                    "cannot find the herd-runner binary: {error}"
+                ))),
+            };
+            match started {
+                Ok(confined) => {
+                    let executor = confined.executor();
+                    observer.on_event(AgentEvent::Sandbox {
+                        mode: match view {
+                            View::Namespaces => "confined",
+                            View::LandlockOnly => "landlock",
+                        }
+                        .to_owned(),
+                        layers: executor.sandbox_layers(),
+                    });
+                    return Ok((executor, Some(confined)));
+                }
+                Err(unavailable) if mode != SandboxMode::Auto => {
+                    return Err(LocalError(format!(
+                        "--sandbox={}: {unavailable}",
+                        mode_name(mode)
+                    )));
+                }
+                Err(unavailable) => Some(format!(
+                    "tools run UNCONFINED on this machine ({unavailable}); --sandbox=strict \
+                     refuses to run like this, --sandbox=off runs unconfined without this check"
+                )),
+            }
+        }
+    };
+    if let Some(warning) = fallback {
+        warn(warning);
     }
+    observer.on_event(AgentEvent::Sandbox {
+        mode: "in-process".to_owned(),
+        layers: Vec::new(),
+    });
     let sandbox = SandboxHost::new(&workdir.roots)
         .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
         .with_home(workdir.state_dir());
     Ok((Arc::new(InProcessExecutor(Arc::new(sandbox))), None))
+}
+
+async fn probe(exe: &std::path::Path, view: View) -> Result<(), String> {
+    ConfinedSandbox::probe(exe, view)
+        .await
+        .map_err(|unavailable| unavailable.0)
+}
+
+fn mode_name(mode: SandboxMode) -> &'static str {
+    match mode {
+        SandboxMode::Auto => "auto",
+        SandboxMode::Strict => "strict",
+        SandboxMode::Landlock => "landlock",
+        SandboxMode::Off => "off",
+    }
 }
 
 pub(crate) async fn discover_skills(
@@ -90,6 +238,83 @@ mod tests {
     use super::*;
     use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
     use crate::testing::RecordingObserver;
+
+    fn available(namespaces: bool, landlock: bool) -> Available {
+        let result = |works: bool, why: &str| if works { Ok(()) } else { Err(why.to_owned()) };
+        Available {
+            namespaces: result(namespaces, "creating a user and mount namespace: EPERM"),
+            landlock: result(landlock, "this kernel has no Landlock"),
+        }
+    }
+
+    #[test]
+    fn each_mode_takes_the_strongest_confinement_it_accepts_or_says_what_is_missing() {
+        use SandboxMode::{Auto, Landlock, Off, Strict};
+        let everything = available(true, true);
+        let in_a_container = available(false, true);
+        let nothing = available(false, false);
+        let confined = |view| Ok(Choice::Confined(view, None));
+
+        assert_eq!(choose(Off, &everything), Ok(Choice::InProcess(None)));
+        assert_eq!(choose(Strict, &everything), confined(View::Namespaces));
+        assert_eq!(choose(Auto, &everything), confined(View::Namespaces));
+        assert_eq!(choose(Landlock, &everything), confined(View::LandlockOnly));
+        assert_eq!(
+            choose(Landlock, &in_a_container),
+            confined(View::LandlockOnly)
+        );
+
+        // Inside a container: strict names the missing layer and the flag that accepts
+        // Landlock alone; auto takes Landlock alone and says so.
+        let refused = choose(Strict, &in_a_container).err().unwrap_or_default();
+        assert!(
+            refused.starts_with(
+                "--sandbox=strict: user namespaces are not available here: creating a user \
+                 and mount namespace: EPERM; use --sandbox landlock to run with Landlock alone"
+            ),
+            "{refused}"
+        );
+        let Ok(Choice::Confined(View::LandlockOnly, Some(warning))) = choose(Auto, &in_a_container)
+        else {
+            panic!("auto in a container takes Landlock alone, with a warning");
+        };
+        assert!(
+            warning.contains("the home folder stays readable"),
+            "{warning}"
+        );
+
+        // Nothing works: auto runs unconfined with a warning, the others refuse.
+        let Ok(Choice::InProcess(Some(warning))) = choose(Auto, &nothing) else {
+            panic!("auto without confinement runs in process, with a warning");
+        };
+        assert!(warning.starts_with("tools run UNCONFINED on this machine ("));
+        assert_eq!(
+            choose(Strict, &nothing),
+            Err(
+                "--sandbox=strict: the tools cannot be confined on this machine: creating a \
+                 user and mount namespace: EPERM"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            choose(Landlock, &nothing),
+            Err(
+                "--sandbox=landlock: Landlock is not available here: this kernel has no Landlock"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn landlock_alone_is_probed_only_when_needed() {
+        let works = Ok(());
+        let fails = Err("no".to_owned());
+        assert!(needs_landlock_probe(SandboxMode::Landlock, &works));
+        assert!(!needs_landlock_probe(SandboxMode::Strict, &works));
+        assert!(needs_landlock_probe(SandboxMode::Strict, &fails));
+        assert!(needs_landlock_probe(SandboxMode::Auto, &fails));
+        assert!(!needs_landlock_probe(SandboxMode::Off, &fails));
+    }
 
     /// A binary that cannot confine anything: what a machine without support looks like.
     fn no_binary() -> std::io::Result<PathBuf> {

@@ -1,6 +1,7 @@
 //! The `ToolExecutor` seam: in-process for `herd-runner run`, a unix socket in a pod.
 
 use async_trait::async_trait;
+use herd_crds::report::SandboxLayer;
 
 use super::protocol::{SandboxRequest, SandboxResponse};
 use super::stdio::{StdioCommand, StdioError, StdioPipe};
@@ -14,6 +15,12 @@ pub struct ExecutorError(pub String);
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
     async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError>;
+
+    /// The layers of isolation around the tools, as the sandbox told them; none from an
+    /// executor that cannot say (in-process: none hold).
+    fn sandbox_layers(&self) -> Vec<SandboxLayer> {
+        Vec::new()
+    }
 
     /// Starts a stdio program (an MCP server) in the sandbox and connects to its standard
     /// input and output; it stops when the pipe is dropped. Executors that cannot say so.

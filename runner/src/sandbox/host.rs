@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use herd_crds::report::SandboxLayer;
+
 use super::file_services;
 use super::inputs::install_inputs;
 use super::paths::{SandboxPaths, SandboxRoots};
@@ -35,6 +37,8 @@ pub struct SandboxHost {
     /// The process groups of the commands and programs started here, ended when the
     /// sandbox stops.
     process_groups: ProcessGroups,
+    /// The layers of isolation around this sandbox, told in `Hello`.
+    layers: Arc<Vec<SandboxLayer>>,
 }
 
 impl SandboxHost {
@@ -48,6 +52,7 @@ impl SandboxHost {
             inputs: None,
             stderr_tails: StderrTails::default(),
             process_groups: ProcessGroups::default(),
+            layers: Arc::default(),
         })
     }
 
@@ -66,6 +71,12 @@ impl SandboxHost {
     /// Sets where the Run's inputs are mounted, one folder per input (`<dir>/<i>`).
     pub fn with_inputs(mut self, dir: PathBuf) -> Self {
         self.inputs = Some(dir);
+        self
+    }
+
+    /// Sets the layers of isolation this sandbox tells in its `Hello` answer.
+    pub fn with_layers(mut self, layers: Vec<SandboxLayer>) -> Self {
+        self.layers = Arc::new(layers);
         self
     }
 
@@ -122,6 +133,7 @@ impl SandboxHost {
             SandboxRequest::Hello { .. } => SandboxResponse::Hello {
                 protocol: PROTOCOL_VERSION,
                 runner: RUNNER_VERSION.to_owned(),
+                layers: self.layers.to_vec(),
             },
             SandboxRequest::Prepare => file_services::prepare(self.paths()),
             SandboxRequest::Tool { name, arguments } => {

@@ -3,6 +3,7 @@
 //! The same enum travels in-process (`herd-runner run`) and as JSON lines over the unix socket
 //! between the pod's `agent` and `sandbox` containers, so both paths run the same code.
 
+use herd_crds::report::SandboxLayer;
 use serde::{Deserialize, Serialize};
 
 use super::inputs::InputCopy;
@@ -12,7 +13,7 @@ use crate::thread::state::UploadedFile;
 /// The version of these requests and answers. A custom `sandbox.image` carries its own
 /// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
 /// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// This build's version, named when the protocols differ.
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -74,10 +75,13 @@ pub struct SkillFile {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SandboxResponse {
-    /// The versions the sandbox speaks.
+    /// The versions the sandbox speaks, and the layers of isolation it holds (see
+    /// `confine::layers`; none from a sandbox that cannot say, e.g. in-process).
     Hello {
         protocol: u32,
         runner: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        layers: Vec<SandboxLayer>,
     },
     /// `Prepare`, `WriteOutput` and `WriteOutputBytes` done; `path` is the virtual path written, if any.
     Done {

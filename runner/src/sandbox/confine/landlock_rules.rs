@@ -10,11 +10,20 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
-    path_beneath_rules,
+    ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope, path_beneath_rules,
 };
 
 use super::Confinement;
+
+/// What Landlock enforces on this process now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enforced {
+    /// The ABI in force: what both the kernel and this build know.
+    pub abi: i32,
+    /// Every requested right is enforced (older kernels enforce only the rights they know).
+    pub fully: bool,
+}
 
 /// Newest ABI whose rights are requested; older kernels enforce what they know.
 const ABI_REQUESTED: ABI = ABI::V7;
@@ -22,8 +31,10 @@ const ABI_REQUESTED: ABI = ABI::V7;
 /// Character devices programs write to as a matter of course.
 const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
-/// Restricts this process (and everything it starts) as `spec` describes.
-pub fn restrict(spec: &Confinement) -> io::Result<()> {
+/// Restricts this process (and everything it starts) as `spec` describes; an error when the
+/// kernel enforces nothing. Only the calling thread is restricted (and the threads and
+/// processes it starts later): call it while the process has one thread.
+pub fn restrict(spec: &Confinement) -> io::Result<Enforced> {
     let abi = ABI_REQUESTED;
     let readable = readable_paths(Path::new("/"), &spec.hidden);
     let status = Ruleset::default()
@@ -42,15 +53,34 @@ pub fn restrict(spec: &Confinement) -> io::Result<()> {
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi))))
         .and_then(|ruleset| ruleset.restrict_self())
         .map_err(io::Error::other)?;
-    if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(io::Error::other("this kernel does not enforce Landlock"));
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi),
+        LandlockStatus::NotEnabled => {
+            return Err(io::Error::other(
+                "Landlock is built into this kernel but not enabled (the lsm= boot option)",
+            ));
+        }
+        LandlockStatus::NotImplemented => {
+            return Err(io::Error::other("this kernel has no Landlock"));
+        }
+    };
+    match status.ruleset {
+        RulesetStatus::NotEnforced => {
+            Err(io::Error::other("this kernel does not enforce Landlock"))
+        }
+        RulesetStatus::PartiallyEnforced => Ok(Enforced { abi, fully: false }),
+        RulesetStatus::FullyEnforced => Ok(Enforced { abi, fully: true }),
     }
-    Ok(())
+}
+
+/// The ABI's number (`V6` is 6).
+fn abi_number(abi: ABI) -> i32 {
+    abi as i32
 }
 
 /// The entries under `root` that may be read: all of them except the hidden folders, going
 /// down into the folders that hold a hidden one. A symlink counts as where it leads and is
-/// never gone down into. Sorted.
+/// never gone down into. Sorted. With nothing to hide, `root` itself (so `ls /` works).
 fn readable_paths(root: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
     let hidden: Vec<PathBuf> = hidden
         .iter()
@@ -58,6 +88,9 @@ fn readable_paths(root: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
         // Hiding the root would hide everything; such a "home" is not one.
         .filter(|path| path.parent().is_some())
         .collect();
+    if hidden.is_empty() {
+        return vec![root.to_path_buf()];
+    }
     let mut readable = Vec::new();
     collect(root, &hidden, &mut readable);
     readable.sort();
@@ -120,10 +153,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_hidden_grants_every_entry() -> io::Result<()> {
+    fn nothing_hidden_grants_the_root_itself() -> io::Result<()> {
         let dir = tempfile::tempdir()?;
         std::fs::create_dir_all(dir.path().join("a/b"))?;
-        assert_eq!(readable_paths(dir.path(), &[]), vec![dir.path().join("a")]);
+        assert_eq!(
+            readable_paths(dir.path(), &[]),
+            vec![dir.path().to_path_buf()]
+        );
+        let missing = [dir.path().join("missing")];
+        assert_eq!(
+            readable_paths(dir.path(), &missing),
+            vec![dir.path().to_path_buf()]
+        );
         Ok(())
     }
 }

@@ -11,10 +11,17 @@
 //! working `unshare` proves little (AppArmor on Ubuntu ≥ 23.10 lets it succeed and then
 //! denies `mount`).
 //!
+//! Without user namespaces (in a container, where seccomp refuses `unshare`), Landlock can
+//! still be applied alone ([`Confinement::landlock_only`]): `herd-runner run --sandbox
+//! landlock`, and a Pod's `sandbox` container, which restricts itself in
+//! [`restrict_pod_sandbox`]. Either way the sandbox says which layers it holds
+//! ([`layers`]), in its `hello` answer.
+//!
 //! [`ContainerRoot`] is the other view: a container of a Pod, for the e2e suite's kubelet.
 
 mod container;
 mod landlock_rules;
+pub mod layers;
 mod mountinfo;
 mod mounts;
 mod probe;
@@ -24,6 +31,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use herd_crds::report::SandboxLayer;
 use serde::{Deserialize, Serialize};
 
 pub use container::{ContainerRoot, ProcView, Symlink, init_container, join_container};
@@ -65,17 +73,29 @@ pub struct Bind {
 /// What a confined process sees.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Confinement {
+    /// In private user and mount namespaces (with the tmpfs mounts and binds below); without
+    /// them, Landlock alone over the host's own tree.
+    #[serde(default = "yes")]
+    pub namespaces: bool,
     /// Mounted first, in order, over the read-only host tree.
     pub tmpfs: Vec<Tmpfs>,
     /// Bound after the tmpfs mounts, in order.
     pub binds: Vec<Bind>,
     /// Host folders Landlock keeps unreadable (missing ones are skipped).
     pub hidden: Vec<PathBuf>,
+    /// More folders Landlock lets be written, besides the writable tmpfs mounts and binds
+    /// (Landlock alone has neither).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
     /// The working directory inside.
     pub cwd: PathBuf,
     /// Check the confinement and exit instead of running the command.
     #[serde(default)]
     pub probe: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Confinement {
@@ -106,16 +126,34 @@ impl Confinement {
                 },
             ],
             hidden: host_homes(),
+            writable: Vec::new(),
+            namespaces: true,
             cwd: "/mnt/user-data".into(),
             probe: false,
         }
     }
 
-    /// Where writes are allowed inside: the writable tmpfs mounts and binds.
+    /// Landlock alone: the host's tree as it is, readable everywhere (home folders too:
+    /// hiding them would hide the work folder and the tools installed there), writable only
+    /// in `writable` (the first is the working directory).
+    pub fn landlock_only(writable: Vec<PathBuf>) -> Self {
+        Confinement {
+            namespaces: false,
+            tmpfs: Vec::new(),
+            binds: Vec::new(),
+            hidden: Vec::new(),
+            cwd: writable.first().cloned().unwrap_or_else(|| "/".into()),
+            writable,
+            probe: false,
+        }
+    }
+
+    /// Where writes are allowed inside: the writable tmpfs mounts and binds, and `writable`.
     pub fn writable_paths(&self) -> Vec<&Path> {
         let tmpfs = self.tmpfs.iter().filter(|t| t.writable).map(|t| &*t.path);
         let binds = self.binds.iter().filter(|b| b.writable).map(|b| &*b.target);
-        tmpfs.chain(binds).collect()
+        let more = self.writable.iter().map(PathBuf::as_path);
+        tmpfs.chain(binds).chain(more).collect()
     }
 
     /// A command running `exe` (a `herd-runner` binary) confined as described, with an
@@ -151,8 +189,9 @@ fn host_homes() -> Vec<PathBuf> {
 /// What `main` does after [`enter_if_requested`].
 #[derive(Debug)]
 pub enum Entry {
-    /// Not a confined child, or confined now: go on with the command line.
-    Continue,
+    /// Not a confined child (no layers), or confined now with these layers: go on with the
+    /// command line.
+    Continue(Vec<SandboxLayer>),
     /// A probe finished or confinement failed: exit with this code.
     Exit(ExitCode),
 }
@@ -161,11 +200,11 @@ pub enum Entry {
 /// [`CONFINE_ENV`]). Call it first thing in `main`, while the process has a single thread.
 pub fn enter_if_requested() -> Entry {
     let Some(raw) = std::env::var_os(CONFINE_ENV) else {
-        return Entry::Continue;
+        return Entry::Continue(Vec::new());
     };
     match enter(raw) {
-        Ok(false) => Entry::Continue,
-        Ok(true) => Entry::Exit(ExitCode::SUCCESS),
+        Ok(Some(layers)) => Entry::Continue(layers),
+        Ok(None) => Entry::Exit(ExitCode::SUCCESS),
         Err(error) => {
             eprintln!("error: cannot confine the sandbox: {error}");
             Entry::Exit(ExitCode::from(EXIT_CONFINE_FAILED))
@@ -173,16 +212,41 @@ pub fn enter_if_requested() -> Entry {
     }
 }
 
-/// Confines this process; `true` when it was a probe that passed.
-fn enter(raw: OsString) -> Result<bool, ConfineError> {
+/// Confines this process: its layers, or `None` when it was a probe that passed.
+fn enter(raw: OsString) -> Result<Option<Vec<SandboxLayer>>, ConfineError> {
     let spec: Confinement = serde_json::from_slice(raw.as_encoded_bytes())
         .map_err(|error| ConfineError::new("reading the description", error.into()))?;
-    setup::confine(&spec)?;
+    let enforced = setup::confine(&spec)?;
     if spec.probe {
         probe::check(&spec)?;
-        return Ok(true);
+        return Ok(None);
     }
-    Ok(false)
+    Ok(Some(vec![
+        layers::namespaces(&spec),
+        layers::landlock(&Ok(enforced), &spec),
+    ]))
+}
+
+/// Restricts a Pod's `sandbox` container process with Landlock, best effort: writes only to
+/// `writable` (the workspace and the temp folder), reads everywhere. Call it while the
+/// process has a single thread, after binding the socket (whose folder stays unwritable).
+/// Never fails: where the kernel has no Landlock the sandbox runs on without it, as the
+/// returned layers (and the log) say, beside what the container itself holds.
+pub fn restrict_pod_sandbox(writable: Vec<PathBuf>) -> Vec<SandboxLayer> {
+    // Before Landlock, which sets no_new_privs itself.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let spec = Confinement::landlock_only(writable);
+    let enforced = landlock_rules::restrict(&spec).map_err(|error| error.to_string());
+    if let Err(why) = &enforced {
+        // The log is not set up yet: straight to the container's log.
+        eprintln!("warning: the tools run without Landlock: {why}");
+    }
+    let mut layers = vec![
+        layers::landlock(&enforced, &spec),
+        layers::namespaces_in_a_pod(),
+    ];
+    layers.extend(layers::process(&status));
+    layers
 }
 
 #[cfg(test)]

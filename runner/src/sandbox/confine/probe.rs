@@ -10,8 +10,12 @@ use super::mounts::with_path;
 use super::{ConfineError, Confinement};
 use crate::sandbox::confined::Unavailable;
 
-/// Runs the whole confinement in a child of `exe` (a `herd-runner` binary).
-pub fn probe(exe: &Path) -> Result<(), Unavailable> {
+/// Runs the whole confinement `view` describes over two scratch folders (`user-data`,
+/// `skills`) in a child of `exe` (a `herd-runner` binary).
+pub fn probe(
+    exe: &Path,
+    view: impl FnOnce(&Path, &Path) -> Confinement,
+) -> Result<(), Unavailable> {
     let scratch = tempfile::tempdir()
         .map_err(|error| Unavailable(format!("cannot create a scratch folder: {error}")))?;
     let user_data = scratch.path().join("user-data");
@@ -20,7 +24,7 @@ pub fn probe(exe: &Path) -> Result<(), Unavailable> {
         std::fs::create_dir_all(folder)
             .map_err(|error| Unavailable(format!("cannot create a scratch folder: {error}")))?;
     }
-    let mut spec = Confinement::sandbox_container(&user_data, &skills);
+    let mut spec = view(&user_data, &skills);
     spec.probe = true;
     let output = spec
         .command(exe)

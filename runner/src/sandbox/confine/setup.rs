@@ -37,9 +37,18 @@ impl<T, E: Into<io::Error>> Step<T> for Result<T, E> {
     }
 }
 
-/// Confines this process as `spec` describes.
-pub fn confine(spec: &Confinement) -> Result<(), ConfineError> {
+/// Confines this process as `spec` describes; what Landlock enforces.
+pub fn confine(spec: &Confinement) -> Result<landlock_rules::Enforced, ConfineError> {
     let parent = getppid();
+    if !spec.namespaces {
+        // Landlock alone: the host's own tree, paths mapped by the sandbox; no capability to
+        // drop (an unprivileged process holds none, and Landlock sets no_new_privs).
+        std::env::set_current_dir(&spec.cwd)
+            .map_err(|e| mounts::with_path(e, &spec.cwd))
+            .step("entering the working directory")?;
+        die_with(parent)?;
+        return landlock_rules::restrict(spec).step("restricting with Landlock");
+    }
     unshare_as_self(CloneFlags::empty())?;
     mounts::make_private().step("making mounts private")?;
     let trees = spec
@@ -74,9 +83,9 @@ pub fn confine(spec: &Confinement) -> Result<(), ConfineError> {
 
     // The sandbox never outlives the run that started it.
     die_with(parent)?;
-    landlock_rules::restrict(spec).step("restricting with Landlock")?;
+    let enforced = landlock_rules::restrict(spec).step("restricting with Landlock")?;
     drop_capabilities().step("dropping capabilities")?;
-    Ok(())
+    Ok(enforced)
 }
 
 /// Moves this process into a new user namespace (and the namespaces `more` names, owned by

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use herd_crds::report::SandboxLayer;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
@@ -64,6 +65,8 @@ pub struct UnixSocketExecutor {
     options: SocketOptions,
     next_id: AtomicU64,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The layers of isolation the sandbox told in its latest handshake.
+    layers: Mutex<Vec<SandboxLayer>>,
 }
 
 impl UnixSocketExecutor {
@@ -82,6 +85,7 @@ impl UnixSocketExecutor {
             options,
             next_id: AtomicU64::new(1),
             connection: tokio::sync::Mutex::new(None),
+            layers: Mutex::new(Vec::new()),
         };
         executor.live_connection().await?;
         Ok(executor)
@@ -122,7 +126,11 @@ impl UnixSocketExecutor {
         })?;
         let wait = self.options.request_timeout.min(HANDSHAKE_TIMEOUT);
         match tokio::time::timeout(wait, receiver).await {
-            Ok(Ok(answer)) => check_versions(&self.path, answer),
+            Ok(Ok(answer)) => {
+                let layers = check_versions(&self.path, answer)?;
+                *self.layers.lock().unwrap_or_else(PoisonError::into_inner) = layers;
+                Ok(())
+            }
             Ok(Err(_)) => Err(ExecutorError(format!(
                 "the sandbox at {} closed the connection during the handshake",
                 self.path.display()
@@ -170,6 +178,13 @@ impl UnixSocketExecutor {
 
 #[async_trait]
 impl ToolExecutor for UnixSocketExecutor {
+    fn sandbox_layers(&self) -> Vec<SandboxLayer> {
+        self.layers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     async fn open_stdio(&self, command: StdioCommand) -> Result<StdioPipe, StdioError> {
         self.stdio_connection(command).await
     }
@@ -287,15 +302,23 @@ impl UnixSocketExecutor {
     }
 }
 
-/// Whether the sandbox's answer to the handshake names this side's protocol.
-fn check_versions(path: &Path, answer: SandboxResponse) -> Result<(), ExecutorError> {
+/// Whether the sandbox's answer to the handshake names this side's protocol; the layers it
+/// told when it does.
+fn check_versions(
+    path: &Path,
+    answer: SandboxResponse,
+) -> Result<Vec<SandboxLayer>, ExecutorError> {
     let fix = format!(
         "use a sandbox image whose herd-runner is version {RUNNER_VERSION} (the Agent's \
          sandbox.image)"
     );
     match answer {
-        SandboxResponse::Hello { protocol, .. } if protocol == PROTOCOL_VERSION => Ok(()),
-        SandboxResponse::Hello { protocol, runner } => Err(ExecutorError(format!(
+        SandboxResponse::Hello {
+            protocol, layers, ..
+        } if protocol == PROTOCOL_VERSION => Ok(layers),
+        SandboxResponse::Hello {
+            protocol, runner, ..
+        } => Err(ExecutorError(format!(
             "the sandbox at {} speaks protocol {protocol} (herd-runner {runner}), this runner \
              protocol {PROTOCOL_VERSION} (herd-runner {RUNNER_VERSION}): {fix}",
             path.display()

@@ -47,6 +47,7 @@ pub(crate) fn hello(protocol: u32, runner: &str) -> Option<SandboxResponse> {
     Some(SandboxResponse::Hello {
         protocol,
         runner: runner.to_owned(),
+        layers: Vec::new(),
     })
 }
 

@@ -8,7 +8,7 @@ mod server;
 mod wire;
 
 pub use client::{SocketOptions, UnixSocketExecutor};
-pub use server::{serve, serve_stdin};
+pub use server::{bind_listener, serve, serve_listener, serve_stdin};
 
 #[cfg(test)]
 mod tests {

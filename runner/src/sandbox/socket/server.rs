@@ -30,6 +30,14 @@ pub async fn serve(socket: &Path, sandbox: SandboxHost) -> anyhow::Result<()> {
     SandboxServer::bind(socket, sandbox).await?.run().await
 }
 
+/// Serves `sandbox` on `listener`, bound earlier by [`bind_listener`].
+pub async fn serve_listener(
+    listener: std::os::unix::net::UnixListener,
+    sandbox: SandboxHost,
+) -> anyhow::Result<()> {
+    SandboxServer::listening(listener, sandbox)?.run().await
+}
+
 /// Serves `sandbox` on the listening socket that is this process's standard input (inetd
 /// style): how `herd-runner run` hands its confined sandbox a socket on the host, where the
 /// sandbox itself cannot create one.
@@ -42,17 +50,41 @@ pub async fn serve_stdin(sandbox: SandboxHost) -> anyhow::Result<()> {
     listener
         .local_addr()
         .context("standard input is not a listening unix socket")?;
-    listener
-        .set_nonblocking(true)
-        .context("preparing the socket on standard input")?;
-    SandboxServer {
-        listener: UnixListener::from_std(listener)
-            .context("preparing the socket on standard input")?,
-        sandbox,
-        max_request_bytes: MAX_REQUEST_BYTES,
+    SandboxServer::listening(listener, sandbox)
+        .context("preparing the socket on standard input")?
+        .run()
+        .await
+}
+
+/// Binds `socket`, creating its folder and replacing a stale socket file; a live server on
+/// the same path is an error. Needs no async runtime, so a Pod's sandbox binds before it
+/// restricts itself with Landlock (and before the runtime's threads exist).
+pub fn bind_listener(socket: &Path) -> anyhow::Result<std::os::unix::net::UnixListener> {
+    if let Some(parent) = socket.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
-    .run()
-    .await
+    match std::fs::symlink_metadata(socket) {
+        Ok(metadata) if metadata.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+                anyhow::bail!("another sandbox is already serving on {}", socket.display());
+            }
+            std::fs::remove_file(socket)
+                .with_context(|| format!("removing stale socket {}", socket.display()))?;
+        }
+        Ok(_) => anyhow::bail!(
+            "refusing to replace {}: it exists and is not a socket",
+            socket.display()
+        ),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("inspecting {}", socket.display()));
+        }
+    }
+    std::os::unix::net::UnixListener::bind(socket)
+        .with_context(|| format!("binding sandbox socket {}", socket.display()))
 }
 
 /// A bound socket server (bind first, then `run`, so callers know when it accepts).
@@ -64,35 +96,21 @@ pub struct SandboxServer {
 }
 
 impl SandboxServer {
-    /// Binds `socket`, creating its folder and replacing a stale socket file.
+    /// Binds `socket` (see [`bind_listener`]).
     pub async fn bind(socket: &Path, sandbox: SandboxHost) -> anyhow::Result<Self> {
-        if let Some(parent) = socket.parent()
-            && !parent.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        match std::fs::symlink_metadata(socket) {
-            Ok(metadata) if metadata.file_type().is_socket() => {
-                if UnixStream::connect(socket).await.is_ok() {
-                    anyhow::bail!("another sandbox is already serving on {}", socket.display());
-                }
-                std::fs::remove_file(socket)
-                    .with_context(|| format!("removing stale socket {}", socket.display()))?;
-            }
-            Ok(_) => anyhow::bail!(
-                "refusing to replace {}: it exists and is not a socket",
-                socket.display()
-            ),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(error).with_context(|| format!("inspecting {}", socket.display()));
-            }
-        }
-        let listener = UnixListener::bind(socket)
-            .with_context(|| format!("binding sandbox socket {}", socket.display()))?;
+        Self::listening(bind_listener(socket)?, sandbox)
+    }
+
+    /// Serves on a listener bound already.
+    fn listening(
+        listener: std::os::unix::net::UnixListener,
+        sandbox: SandboxHost,
+    ) -> anyhow::Result<Self> {
+        listener
+            .set_nonblocking(true)
+            .context("preparing the socket")?;
         Ok(SandboxServer {
-            listener,
+            listener: UnixListener::from_std(listener).context("preparing the socket")?,
             sandbox,
             max_request_bytes: MAX_REQUEST_BYTES,
         })
