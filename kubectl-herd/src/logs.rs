@@ -13,6 +13,15 @@ use crate::io::Io;
 use crate::runs::get_run;
 use crate::view::{phase_name, view};
 
+/// How often `logs -f` asks again for a container that has not started.
+const START_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether the API server refused a log read because the container has not started yet
+/// (`container "agent" in pod "r-1" is waiting to start: PodInitializing`).
+fn not_started_yet(refusal: &kube::core::Status) -> bool {
+    refusal.code == 400 && refusal.message.contains("is waiting to start")
+}
+
 /// The pod whose logs to read for `run`, or why there is none.
 pub fn log_pod(run: &Run) -> Result<String, String> {
     let name = run.name_any();
@@ -62,10 +71,29 @@ pub async fn logs(
         follow,
         ..LogParams::default()
     };
-    let stream = pods
-        .log_stream(&pod, &params)
-        .await
-        .map_err(|e| api_error(&e, target))?;
+    let mut said_waiting = false;
+    let stream = loop {
+        match pods.log_stream(&pod, &params).await {
+            Ok(stream) => break stream,
+            // The kubelet reports a started container a moment after it starts (and the Run may
+            // already show what the agent did): `-f` waits for it as a person would.
+            Err(kube::Error::Api(refusal)) if follow && not_started_yet(&refusal) => {
+                if !said_waiting {
+                    let _ = writeln!(
+                        io.stderr,
+                        "waiting for container {container} of Pod {pod} to start ({})",
+                        refusal.message
+                    );
+                    said_waiting = true;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(START_POLL) => {}
+                    () = &mut io.interrupt => return Ok(()),
+                }
+            }
+            Err(error) => return Err(api_error(&error, target)),
+        }
+    };
     let mut lines = stream.lines();
     while let Some(line) = lines
         .try_next()
@@ -100,6 +128,22 @@ mod tests {
             status.pod_name = None;
         }
         assert_eq!(log_pod(&run), Ok("r-2".into()), "from the attempt");
+    }
+
+    #[test]
+    fn only_a_container_waiting_to_start_is_waited_for() {
+        let refusal = |code: u16, message: &str| {
+            kube::core::Status::failure(message, "BadRequest").with_code(code)
+        };
+        assert!(not_started_yet(&refusal(
+            400,
+            "container \"agent\" in pod \"r-1\" is waiting to start: PodInitializing"
+        )));
+        assert!(!not_started_yet(&refusal(
+            400,
+            "container \"nope\" is not valid for pod \"r-1\""
+        )));
+        assert!(!not_started_yet(&refusal(404, "pods \"r-1\" not found")));
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub enum Lane {
     /// The real node when `HERD_E2E_NODE` names one (required with `CI=true`), else the API
     /// server with `local-kubelet`.
     Node,
+    /// The real node only (what `local-kubelet` cannot do: container logs, images, cgroup
+    /// limits, eviction); without one the test is ignored, and with `CI=true` it fails.
+    RealNode,
 }
 
 /// How a test shares the API server with the others.
@@ -76,6 +79,14 @@ impl E2eTest {
     pub fn on_node(self) -> E2eTest {
         E2eTest {
             lane: Lane::Node,
+            ..self
+        }
+    }
+
+    /// The same test, on the real node or not at all ([`Lane::RealNode`]).
+    pub fn on_real_node(self) -> E2eTest {
+        E2eTest {
+            lane: Lane::RealNode,
             ..self
         }
     }
@@ -252,7 +263,8 @@ async fn node_setup(ci: bool) -> NodeSetup {
         }
         let _ = writeln!(
             std::io::stderr(),
-            "herd-e2e: no real node ({NODE_ENV} unset): the node tests run on local-kubelet"
+            "herd-e2e: no real node ({NODE_ENV} unset): the node tests run on local-kubelet, \
+             and those only a real node can run are ignored"
         );
         return NodeSetup::LocalKubelet;
     };
@@ -320,17 +332,24 @@ fn trial(test: E2eTest, setup: &Setup, runtime: &tokio::runtime::Handle) -> Tria
         ) => (cluster.clone(), None),
         (
             Setup::Ready {
+                node: NodeSetup::LocalKubelet,
+                ..
+            },
+            Lane::RealNode,
+        ) => return Trial::test(name, || Ok(())).with_ignored_flag(true),
+        (
+            Setup::Ready {
                 node: NodeSetup::Broken(why),
                 ..
             },
-            Lane::Node,
+            Lane::Node | Lane::RealNode,
         ) => return Trial::test(name, failing(why)),
         (
             Setup::Ready {
                 node: NodeSetup::Real(node),
                 ..
             },
-            Lane::Node,
+            Lane::Node | Lane::RealNode,
         ) => (node.cluster().clone(), Some(node.clone())),
     };
     let runtime = runtime.clone();

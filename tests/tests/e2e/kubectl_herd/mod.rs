@@ -3,11 +3,12 @@
 //! `kubectl_herd::run` (a kubeconfig, captured output, a scripted person at the "terminal"
 //! where a test needs one), and once through the binary `cargo test` built.
 //!
-//! `kubectl herd logs` is not tested here: `local-kubelet` serves no container logs.
+//! `kubectl herd logs` is tested on the real node only: `local-kubelet` serves no container logs.
 
 mod binary;
 mod cancel;
 mod follow;
+mod logs;
 mod question;
 mod script;
 mod tree;
@@ -42,6 +43,11 @@ pub fn tests() -> Vec<E2eTest> {
             tree::get_shows_a_parent_with_its_children,
         )
         .on_node(),
+        E2eTest::shared(
+            "kubectl_herd::logs_follow_the_agent_through_its_answer",
+            logs::logs_follow_the_agent_through_its_answer,
+        )
+        .on_real_node(),
         E2eTest::shared(
             "kubectl_herd::the_binary_runs_answers_and_follows",
             binary::the_binary_runs_answers_and_follows,
