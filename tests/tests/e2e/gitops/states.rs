@@ -461,6 +461,9 @@ async fn run_in(admin: &Client, ns: &str, state: &RunState) -> anyhow::Result<Va
         pod_name: matches!(state.pod, PodState::Observed(_)).then(|| format!("{}-1", state.name)),
         blocked: state.blocked.map(str::to_owned),
         invalid: None,
+        snapshot_lost: false,
+        pod_created: None,
+        pod_start_timeout: Duration::from_secs(300),
         now: now(),
     };
     let decision = run_status::next_status(&RunStatus::default(), &facts);
