@@ -172,12 +172,18 @@ pub struct RunDefaultsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub token_budget: Option<u64>,
-    /// How often a Run is retried after an infrastructure failure (eviction, node loss), 0 to 3.
-    /// Failures of the agent itself are never retried. Default 0.
+    /// How often a Run is retried after an infrastructure failure (eviction, node loss, a Pod
+    /// deleted by someone else, a Pod that did not start within the operator's pod start
+    /// timeout unless its image name is invalid), 0 to 3. A retry resumes from the Run's
+    /// checkpoint (its latest question) when it has one. Failures of the agent itself are never
+    /// retried. Default 0.
     #[serde(default)]
     #[x_kube(validation = Rule::new(crate::rules::RETRIES).message(crate::rules::RETRIES_MESSAGE))]
     pub retries: u32,
-    /// Seconds after which a finished Run is deleted. Absent: kept until deleted.
+    /// Seconds after which a finished Run is deleted, with what it owns: its Pods (the Failed
+    /// Pods of earlier attempts, such as an evicted one, are kept until then for `kubectl
+    /// describe`), snapshot, result, checkpoint, NetworkPolicy and workspace claim. Absent: kept
+    /// until deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<u32>,

@@ -115,7 +115,8 @@ pub struct RunSpec {
     #[serde(default)]
     #[x_kube(validation = Rule::new(crate::rules::CANCEL_STAYS).message(crate::rules::CANCEL_STAYS_MESSAGE))]
     pub cancel: bool,
-    /// Seconds after which the finished Run is deleted. Absent: the Agent's
+    /// Seconds after which the finished Run is deleted, with what it owns (its Pods, the
+    /// Failed ones of earlier attempts included). Absent: the Agent's
     /// `runDefaults.ttlSecondsAfterFinished`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]

@@ -465,6 +465,25 @@ mod tests {
     }
 
     #[test]
+    fn an_eviction_carries_the_kubelets_message() {
+        for message in [
+            "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.",
+            "Usage of EmptyDir volume \"workspace\" exceeds the limit \"1Gi\".",
+        ] {
+            let evicted = pod(
+                json!({"phase": "Failed", "reason": "Evicted", "message": message,
+                "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                "reason": "TerminationByKubelet"}],
+                "containerStatuses": agent_state(json!({"terminated": {"exitCode": 137}}))}),
+            );
+            assert_eq!(
+                pod_outcome(&evicted),
+                PodOutcome::Evicted(format!("the pod was evicted: {message}"))
+            );
+        }
+    }
+
+    #[test]
     fn a_pod_failed_before_the_agent_ran_was_rejected_by_the_kubelet() {
         let rejected = pod(json!({"phase": "Failed", "reason": "OutOfcpu",
             "message": "Node didn't have enough resource: cpu"}));
