@@ -317,6 +317,30 @@ pub struct Artifact {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_sandbox_report_is_cut_to_the_crds_limits_and_summarized_on_one_line() {
+        let report = SandboxReport {
+            layers: (0..20)
+                .map(|i| SandboxLayer::new(&format!("layer{i}"), i == 0, "x".repeat(600)))
+                .collect(),
+        };
+        let bounded = report.bounded();
+        assert_eq!(bounded.layers.len(), MAX_SANDBOX_LAYERS);
+        assert!(
+            bounded
+                .layers
+                .iter()
+                .all(|layer| layer.detail.chars().count() == MAX_SANDBOX_LAYER_DETAIL)
+        );
+        let short = SandboxReport {
+            layers: vec![
+                SandboxLayer::new("landlock", true, "ABI 6"),
+                SandboxLayer::new("userNamespaces", false, ""),
+            ],
+        };
+        assert_eq!(short.summary(), "landlock on (ABI 6), userNamespaces off");
+    }
+
     fn question(options: &[&str], context: Option<&str>) -> Clarification {
         Clarification {
             id: "q".into(),

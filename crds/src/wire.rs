@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::AgentSpec;
-use crate::report::{Artifact, Clarification, StopReason, Todo, Usage};
+use crate::report::{Artifact, Clarification, SandboxReport, StopReason, Todo, Usage};
 use crate::run::RunSpec;
 
 /// Most bytes of a `result` or `clarification` body (413 past it).
@@ -64,6 +64,20 @@ pub struct ProgressReport {
     pub todos: Vec<Todo>,
     #[serde(default)]
     pub usage: Usage,
+}
+
+/// `POST /v1/runs/{ns}/{name}/progress` as runners send it: a [`ProgressReport`] with, beside
+/// its fields, the layers of isolation around the Run's tools as the `sandbox` container told
+/// them. A run API that does not know `sandbox` reads the body as a plain `ProgressReport`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressBody {
+    /// The progress itself.
+    #[serde(flatten)]
+    pub report: ProgressReport,
+    /// The sandbox's layers, once the runner has reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
 }
 
 /// `POST /v1/runs/{ns}/{name}/children`: start a child Run for one `task` call (idempotent on
@@ -346,6 +360,34 @@ pub mod api_error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::SandboxLayer;
+
+    #[test]
+    fn a_progress_body_is_a_progress_report_with_the_sandbox_beside_it() {
+        let body = ProgressBody {
+            report: ProgressReport {
+                attempt: 2,
+                seq: 7,
+                title: Some("t".into()),
+                ..ProgressReport::default()
+            },
+            sandbox: Some(SandboxReport {
+                layers: vec![SandboxLayer::new("landlock", true, "ABI 6")],
+            }),
+        };
+        let json = serde_json::to_value(&body).unwrap();
+        assert_eq!(json["seq"], 7);
+        assert_eq!(json["sandbox"]["layers"][0]["name"], "landlock");
+        // What an operator that does not know the sandbox reads, and the way back.
+        let plain: ProgressReport = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(plain, body.report);
+        assert_eq!(serde_json::from_value::<ProgressBody>(json).unwrap(), body);
+        let old = serde_json::to_value(&body.report).unwrap();
+        assert_eq!(
+            serde_json::from_value::<ProgressBody>(old).unwrap().sandbox,
+            None
+        );
+    }
 
     #[test]
     fn memory_operations_are_tagged_by_op() {

@@ -200,6 +200,13 @@ async fn sandbox(
     if args.ready {
         return sandbox_ready(&args.socket).await;
     }
+    if !layers.is_empty() {
+        // The container's log says once which layers hold the tools (also in the handshake).
+        let report = herd_crds::report::SandboxReport {
+            layers: layers.clone(),
+        };
+        eprintln!("sandbox: {}", for_terminal(&report.summary()));
+    }
     let roots = SandboxRoots::under(&args.root);
     let sandbox = match SandboxHost::new(&roots) {
         Ok(sandbox) => sandbox

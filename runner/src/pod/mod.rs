@@ -165,6 +165,11 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
         }
     };
     control.use_sandbox(executor.clone());
+    // In the agent's log: which layers hold the tools, as the sandbox container told them.
+    observer.on_event(AgentEvent::Sandbox {
+        mode: "sandbox container".to_owned(),
+        layers: executor.sandbox_layers(),
+    });
     let lead = Lead {
         plan: &plan,
         executor: &executor,

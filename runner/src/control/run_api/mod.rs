@@ -94,8 +94,14 @@ impl RunApiControlPlane {
     }
 
     /// Writes children's presented files into `sandbox` from now on (only the first call
-    /// counts: a pod has one sandbox).
+    /// counts: a pod has one sandbox); its layers of isolation go with every progress report
+    /// from now on.
     pub fn use_sandbox(&self, sandbox: Arc<dyn ToolExecutor>) {
+        let layers = sandbox.sandbox_layers();
+        if !layers.is_empty() {
+            self.progress
+                .set_sandbox(herd_crds::report::SandboxReport { layers }.bounded());
+        }
         let _ = self.sandbox.set(sandbox);
     }
 

@@ -2,10 +2,11 @@
 //! them, reports queued while one is on its way collapse into the latest, and the result stops
 //! the task so no progress report lands after it.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use herd_crds::wire::ProgressReport;
+use herd_crds::report::SandboxReport;
+use herd_crds::wire::{ProgressBody, ProgressReport};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -21,6 +22,9 @@ pub(crate) struct ProgressSender {
     latest: watch::Sender<Option<ProgressReport>>,
     /// One more than the `seq` of the last report the run API accepted (0: none yet).
     delivered: Arc<AtomicU64>,
+    /// The sandbox's layers, sent with every report once known (a coalescing run API may
+    /// write any one of them).
+    sandbox: Arc<OnceLock<SandboxReport>>,
     task: JoinHandle<()>,
 }
 
@@ -33,14 +37,17 @@ impl ProgressSender {
     ) -> Self {
         let (latest, mut waiting) = watch::channel(None::<ProgressReport>);
         let delivered = Arc::new(AtomicU64::new(0));
+        let sandbox = Arc::new(OnceLock::new());
         let sender = client.clone();
         let noted = delivered.clone();
+        let layers = sandbox.clone();
         let task = tokio::spawn(async move {
             while waiting.changed().await.is_ok() {
                 let Some(report) = waiting.borrow_and_update().clone() else {
                     continue;
                 };
-                match sender.post("progress", &report, deadline.instant()).await {
+                let body = body(report.clone(), &layers);
+                match sender.post("progress", &body, deadline.instant()).await {
                     Ok(()) => {
                         noted.fetch_max(report.seq.saturating_add(1), Ordering::SeqCst);
                     }
@@ -56,8 +63,14 @@ impl ProgressSender {
             client,
             latest,
             delivered,
+            sandbox,
             task,
         }
+    }
+
+    /// Sends `sandbox` with every report from now on (only the first call counts).
+    pub fn set_sandbox(&self, sandbox: SandboxReport) {
+        let _ = self.sandbox.set(sandbox);
     }
 
     /// Queues `report`, replacing any report not sent yet.
@@ -88,10 +101,21 @@ impl ProgressSender {
         if self.delivered.load(Ordering::SeqCst) > report.seq {
             return Ok(());
         }
-        self.client.post("progress", &report, until).await?;
+        let seq = report.seq;
+        self.client
+            .post("progress", &body(report, &self.sandbox), until)
+            .await?;
         self.delivered
-            .fetch_max(report.seq.saturating_add(1), Ordering::SeqCst);
+            .fetch_max(seq.saturating_add(1), Ordering::SeqCst);
         Ok(())
+    }
+}
+
+/// The body of `report`, with the sandbox's layers when known.
+fn body(report: ProgressReport, sandbox: &OnceLock<SandboxReport>) -> ProgressBody {
+    ProgressBody {
+        report,
+        sandbox: sandbox.get().cloned(),
     }
 }
 

@@ -423,3 +423,39 @@ async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after(
         "no progress, nothing to send"
     );
 }
+
+/// A sandbox that tells its layers and runs nothing.
+struct Layered;
+
+#[async_trait::async_trait]
+impl ToolExecutor for Layered {
+    async fn execute(
+        &self,
+        _request: crate::sandbox::protocol::SandboxRequest,
+    ) -> Result<crate::sandbox::protocol::SandboxResponse, crate::sandbox::executor::ExecutorError>
+    {
+        Err(crate::sandbox::executor::ExecutorError("not here".into()))
+    }
+
+    fn sandbox_layers(&self) -> Vec<herd_crds::report::SandboxLayer> {
+        vec![herd_crds::report::SandboxLayer::new(
+            "landlock", true, "ABI 6",
+        )]
+    }
+}
+
+#[tokio::test]
+async fn progress_carries_the_sandboxs_layers_once_it_is_reached() {
+    let setup = Setup::new(serving(json!({}))).await;
+    let control = setup.control(vec![]);
+    control.use_sandbox(Arc::new(Layered));
+    control.report_progress(progress(3)).await.unwrap();
+    control.flush_progress(Duration::from_secs(5)).await;
+    let sent = setup.server.requests_to("/progress");
+    let body = sent.last().map(Recorded::json).unwrap_or_default();
+    assert_eq!(body["seq"], 3);
+    assert_eq!(
+        body["sandbox"],
+        json!({"layers": [{"name": "landlock", "active": true, "detail": "ABI 6"}]})
+    );
+}
