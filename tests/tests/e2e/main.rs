@@ -10,6 +10,7 @@ mod helm;
 mod kubectl_herd;
 #[cfg(target_os = "linux")]
 mod kubelet;
+mod node;
 mod operator;
 mod run_api;
 mod scenarios;
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
             gitops::tests(),
             kubectl_herd::tests(),
             local_kubelet_tests(),
+            node::tests(),
             operator::tests(),
             run_api::tests(),
             scenarios::tests(),
