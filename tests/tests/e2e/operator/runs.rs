@@ -785,12 +785,38 @@ pub async fn namespace_deleted_while_a_run_is_active(
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
+    // Every state the Run shows until it is gone: none may be an outcome, since a Run going
+    // away with its namespace is not decided (garbage collection taking its snapshot or Pod
+    // first must not read as InvalidSpec or PodFailed).
+    let decided = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = decided.clone();
+    let watch_runs = runs.clone();
+    let watching = tokio::spawn(async move {
+        use futures::StreamExt as _;
+        use kube::runtime::WatchStreamExt as _;
+        let mut events = kube::runtime::watcher(watch_runs, Default::default())
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(run)) = events.next().await {
+            if !succeeded(&run, ConditionStatus::Unknown, "Running") {
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push(message(&run));
+                }
+            }
+        }
+    });
     herd_e2e::namespace::delete_namespace(&admin, &doomed).await?;
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     wait_for("the namespace to go", WAIT, || async {
         Ok(namespaces.get_opt(&doomed).await?.is_none().then_some(()))
     })
     .await?;
+    watching.abort();
+    let decided = decided.lock().map(|d| d.clone()).unwrap_or_default();
+    ensure!(
+        decided.is_empty(),
+        "the Run of the deleted namespace was decided on its way out: {decided:?}"
+    );
     let errors = || async {
         let (_, text) = http_get(&running, "/metrics").await?;
         let line = text
