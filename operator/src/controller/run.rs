@@ -360,8 +360,8 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     }
     set_children(&mut decision.status, previous, &children);
     let changed = decision.status != controller_part(previous);
-    // A namespace being deleted takes the Run's Pod and snapshot before the Run: such a loss is
-    // checked before it is taken for the Run's failure.
+    // A namespace being deleted takes the Run's Pod, snapshot and Agent before the Run: such a
+    // loss is checked before it is taken for the Run's failure or written as its status.
     if changed
         && caused_by_loss(&facts)
         && probe_namespace_terminating(&shared.client, ids.namespace).await?

@@ -357,10 +357,12 @@ fn start_failed(
     infrastructure(attempt, facts.retries, failure.reason, &cause, retried)
 }
 
-/// Whether the facts include something deleted under the Run (its snapshot, its Pod), as a
-/// namespace being deleted does: the controller then checks the namespace before deciding.
+/// Whether the facts include something deleted under the Run (its snapshot, its Pod, the Agent
+/// it waits for), as a namespace being deleted does: the controller then checks the namespace
+/// before deciding.
 pub fn caused_by_loss(facts: &RunFacts<'_>) -> bool {
     facts.snapshot_lost
+        || facts.agent == AgentState::NotFound
         || matches!(
             facts.pod,
             PodState::Gone | PodState::Observed(PodOutcome::Deleted)
@@ -1237,7 +1239,7 @@ mod tests {
     }
 
     #[test]
-    fn losses_are_a_lost_snapshot_or_a_deleted_pod() {
+    fn losses_are_a_lost_snapshot_a_deleted_pod_or_a_missing_agent() {
         for pod in [PodState::Gone, PodState::Observed(PodOutcome::Deleted)] {
             assert!(caused_by_loss(&facts(pod.clone())), "{pod:?}");
             let decision = next_status(&running(), &facts(pod));
@@ -1246,6 +1248,16 @@ mod tests {
                 (&ConditionStatus::False, "PodFailed", "the pod was deleted")
             );
         }
+        let waiting_for_agent = RunFacts {
+            agent: AgentState::NotFound,
+            ..facts(PodState::NotCreated)
+        };
+        assert!(caused_by_loss(&waiting_for_agent));
+        let agent_not_ready = RunFacts {
+            agent: AgentState::NotReady("skill x not found".into()),
+            ..facts(PodState::NotCreated)
+        };
+        assert!(!caused_by_loss(&agent_not_ready));
         for pod in [
             PodState::NotCreated,
             PodState::Observed(PodOutcome::Running),
