@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 use kube::api::{Api, ListParams, LogParams};
 
 use crate::cluster::{Cluster, Source};
@@ -117,12 +117,7 @@ pub async fn container_logs(client: &kube::Client, namespace: &str) -> Vec<(Stri
     for pod in list.items {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let status = pod.status.clone().unwrap_or_default();
-        let containers = status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(status.container_statuses.iter().flatten());
-        for container in containers {
+        for container in container_statuses(&status) {
             let started = container
                 .state
                 .as_ref()
@@ -149,4 +144,14 @@ pub async fn container_logs(client: &kube::Client, namespace: &str) -> Vec<(Stri
         }
     }
     logs
+}
+
+/// Every container's status in a Pod's status: init containers (the `sandbox` sidecar among
+/// them) first, then the others.
+pub fn container_statuses(status: &PodStatus) -> impl Iterator<Item = &ContainerStatus> {
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
 }

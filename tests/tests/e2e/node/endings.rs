@@ -66,11 +66,7 @@ pub async fn the_sandbox_exits_0_and_its_landlock_holds(env: TestEnv) -> anyhow:
     })
     .await?;
     let status = ended.status.unwrap_or_default();
-    let exits: Vec<(String, Option<i32>)> = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
+    let exits: Vec<(String, Option<i32>)> = herd_e2e::node::container_statuses(&status)
         .map(|c| {
             let code = c.state.as_ref().and_then(|s| s.terminated.as_ref());
             (c.name.clone(), code.map(|t| t.exit_code))

@@ -72,11 +72,7 @@ pub async fn a_command_out_of_memory_is_killed_inside_the_sandbox(
         "the operator's default request beside it: {requests:?}"
     );
     let status = pod.status.unwrap_or_default();
-    let restarts: Vec<(String, i32)> = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
+    let restarts: Vec<(String, i32)> = herd_e2e::node::container_statuses(&status)
         .map(|c| (c.name.clone(), c.restart_count))
         .collect();
     ensure!(
