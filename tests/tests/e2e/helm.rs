@@ -190,10 +190,10 @@ impl OperatorExits {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 let statuses = pod.status.and_then(|s| s.container_statuses);
                 for status in statuses.into_iter().flatten() {
-                    if let Some(exit) = status.state.and_then(|s| s.terminated) {
-                        if let Ok(mut seen) = record.lock() {
-                            seen.push((name.clone(), exit.exit_code));
-                        }
+                    if let (Some(exit), Ok(mut seen)) =
+                        (status.state.and_then(|s| s.terminated), record.lock())
+                    {
+                        seen.push((name.clone(), exit.exit_code));
                     }
                 }
             }

@@ -264,7 +264,7 @@ pub async fn a_terminal_report_decides(
 
 /// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
-/// Run whose snapshot disappeared fails `InvalidSpec` rather than re-reading its Agent.
+/// Run whose snapshot disappeared fails `SnapshotLost` rather than re-reading its Agent.
 pub async fn cancel_and_ttl(
     operator: Client,
     admin: Client,
@@ -333,12 +333,12 @@ pub async fn cancel_and_ttl(
     let late: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
     cms.create(&PostParams::default(), &late).await?;
-    let failed = run_until(&runs, "lost", "InvalidSpec without its snapshot", |r| {
-        succeeded(r, ConditionStatus::False, "InvalidSpec")
+    let failed = run_until(&runs, "lost", "SnapshotLost without its snapshot", |r| {
+        succeeded(r, ConditionStatus::False, "SnapshotLost")
     })
     .await?;
     ensure!(
-        message(&failed) == "snapshot ConfigMap lost-snapshot is missing or not this Run's",
+        message(&failed) == "snapshot ConfigMap lost-snapshot was deleted while the Run was active",
         "{}",
         message(&failed)
     );
@@ -798,10 +798,10 @@ pub async fn namespace_deleted_while_a_run_is_active(
             .applied_objects()
             .boxed();
         while let Some(Ok(run)) = events.next().await {
-            if !succeeded(&run, ConditionStatus::Unknown, "Running") {
-                if let Ok(mut seen) = seen.lock() {
-                    seen.push(message(&run));
-                }
+            if !succeeded(&run, ConditionStatus::Unknown, "Running")
+                && let Ok(mut seen) = seen.lock()
+            {
+                seen.push(message(&run));
             }
         }
     });
