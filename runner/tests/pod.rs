@@ -409,7 +409,11 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
     sandbox.terminate();
     let (status, stderr) = sandbox.exit_within(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
-    assert!(sent.elapsed() < Duration::from_secs(5), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
 }
 
 #[test]
