@@ -109,6 +109,16 @@ def check_common(objects):
     expect(binding["roleRef"]["name"] == f"{OPERATOR}-cluster", "cluster binding roleRef")
     expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
                                     "namespace": RELEASE_NAMESPACE}], "cluster binding subject")
+    release = one(objects, "Role", f"{OPERATOR}-release", RELEASE_NAMESPACE)
+    expect(release["rules"] == rules_of("release-role.yaml"),
+           "the release namespace's Role has the rules of release-role.yaml")
+    release_binding = one(objects, "RoleBinding", f"{OPERATOR}-release", RELEASE_NAMESPACE)
+    expect(release_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                          "kind": "Role", "name": f"{OPERATOR}-release"},
+           "the release RoleBinding's roleRef")
+    expect(release_binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
+                                            "namespace": RELEASE_NAMESPACE}],
+           "the release RoleBinding's subject")
 
     view = one(objects, "ClusterRole", "herd-view")
     edit = one(objects, "ClusterRole", "herd-edit")
@@ -182,8 +192,8 @@ def check_cluster_wide(objects):
     expect(role["rules"] == rules_of("clusterrole.yaml"),
            "herd-operator has the rules of clusterrole.yaml")
     one(objects, "ClusterRoleBinding", OPERATOR)
-    none_of(objects, "Role")
-    none_of(objects, "RoleBinding")
+    expect(len(find(objects, "Role")) == 1, "no Role but the release namespace's")
+    expect(len(find(objects, "RoleBinding")) == 1, "no RoleBinding but the release namespace's")
 
 
 def check_default(objects):
@@ -208,12 +218,14 @@ def check_namespaced(objects):
     expect(args["--watch-namespaces"] == "team-a,team-b", "--watch-namespaces")
     expect(not find(objects, "ClusterRole", OPERATOR), "no cluster-wide ClusterRole")
     expect(not find(objects, "ClusterRoleBinding", OPERATOR), "no cluster-wide binding")
-    for namespace in ("team-a", "team-b", RELEASE_NAMESPACE):
+    for namespace in ("team-a", "team-b"):
         role = one(objects, "Role", OPERATOR, namespace)
         expect(role["rules"] == rules_of("role.yaml"), f"the Role in {namespace} is role.yaml's")
         binding = one(objects, "RoleBinding", OPERATOR, namespace)
         expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                       "name": OPERATOR}, f"the RoleBinding in {namespace}")
+    expect(not find(objects, "Role", OPERATOR, RELEASE_NAMESPACE),
+           "the release namespace, not watched, has only release-role.yaml's Role")
     expect(len(find(objects, "Role")) == 3, "a Role in each watched namespace and the release's")
     expect(args["--default-model-provider"] == "openai"
            and args["--default-model-name"] == "qwen2.5-7b-instruct"

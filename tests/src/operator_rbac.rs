@@ -1,5 +1,6 @@
 //! An operator's identity as a cluster gives it: the ServiceAccount `herd-operator` bound to
-//! exactly the RBAC of `charts/herd/files/rbac/`, and a token to act as it.
+//! exactly the RBAC of `charts/herd/files/rbac/`, and a token to act as it. Its namespace
+//! stands for the release namespace (the Lease, the run API's TLS Secret).
 
 use anyhow::Context;
 use k8s_openapi::api::authentication::v1::TokenRequest;
@@ -31,11 +32,24 @@ fn rbac_file(name: &str) -> anyhow::Result<Value> {
 }
 
 /// Creates the ServiceAccount `herd-operator` in `namespace`, binds it as `rbac` says (plus
-/// `tokenreview-clusterrole.yaml`), and returns a token for it valid `seconds`.
+/// `tokenreview-clusterrole.yaml`, and `release-role.yaml` in `namespace`), and returns a token
+/// for it valid `seconds`.
 pub async fn operator_token(
     admin: &Client,
     namespace: &str,
     rbac: Rbac,
+    seconds: i64,
+) -> anyhow::Result<String> {
+    operator_token_watching(admin, namespace, rbac, &[namespace], seconds).await
+}
+
+/// As [`operator_token`], but with [`Rbac::Namespaced`] `role.yaml` is bound in `watched`
+/// (which need not hold `namespace`, as a chart release watching other namespaces) instead.
+pub async fn operator_token_watching(
+    admin: &Client,
+    namespace: &str,
+    rbac: Rbac,
+    watched: &[&str],
     seconds: i64,
 ) -> anyhow::Result<String> {
     let apply = PatchParams::apply(MANAGER).force();
@@ -66,23 +80,41 @@ pub async fn operator_token(
         .patch(&binding.name_any(), &apply, &Patch::Apply(&binding))
         .await?;
 
+    let mut release: Role = serde_json::from_value(rbac_file("release-role.yaml")?)?;
+    release.metadata.namespace = Some(namespace.to_owned());
+    let roles: Api<Role> = Api::namespaced(admin.clone(), namespace);
+    roles
+        .patch(&release.name_any(), &apply, &Patch::Apply(&release))
+        .await?;
+    let role_bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), namespace);
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": release.name_any(), "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": release.name_any()},
+        "subjects": subject,
+    }))?;
+    role_bindings
+        .patch(&binding.name_any(), &apply, &Patch::Apply(&binding))
+        .await?;
+
     match rbac {
         Rbac::Namespaced => {
-            let mut role: Role = serde_json::from_value(rbac_file("role.yaml")?)?;
-            role.metadata.namespace = Some(namespace.to_owned());
-            let roles: Api<Role> = Api::namespaced(admin.clone(), namespace);
-            roles
-                .patch(&role.name_any(), &apply, &Patch::Apply(&role))
-                .await?;
-            let binding: RoleBinding = serde_json::from_value(json!({
-                "metadata": {"name": "herd-operator", "namespace": namespace},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.name_any()},
-                "subjects": subject,
-            }))?;
-            let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), namespace);
-            bindings
-                .patch("herd-operator", &apply, &Patch::Apply(&binding))
-                .await?;
+            for &watched in watched {
+                let mut role: Role = serde_json::from_value(rbac_file("role.yaml")?)?;
+                role.metadata.namespace = Some(watched.to_owned());
+                let roles: Api<Role> = Api::namespaced(admin.clone(), watched);
+                roles
+                    .patch(&role.name_any(), &apply, &Patch::Apply(&role))
+                    .await?;
+                let binding: RoleBinding = serde_json::from_value(json!({
+                    "metadata": {"name": "herd-operator", "namespace": watched},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.name_any()},
+                    "subjects": subject,
+                }))?;
+                let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), watched);
+                bindings
+                    .patch("herd-operator", &apply, &Patch::Apply(&binding))
+                    .await?;
+            }
         }
         Rbac::ClusterWide => {
             let role: ClusterRole = serde_json::from_value(rbac_file("clusterrole.yaml")?)?;

@@ -95,9 +95,10 @@ runner.resources or sandbox.resources (the dict given) as
 {{- join "," $pairs -}}
 {{- end -}}
 
-{{/* The namespaces holding the operator's Role: the watched ones and the release's. */}}
+{{/* The namespaces holding the operator's Role: the watched ones (the release namespace has
+release-role.yaml's Role, and this one too only when it is watched). */}}
 {{- define "herd.roleNamespaces" -}}
-{{- append .Values.watchNamespaces .Release.Namespace | uniq | join "," -}}
+{{- .Values.watchNamespaces | uniq | join "," -}}
 {{- end -}}
 
 {{/*
