@@ -6,6 +6,7 @@ mod admission;
 mod agents;
 mod children;
 mod leader;
+mod rights;
 pub(crate) mod run_fixtures;
 mod runs;
 pub(crate) mod support;
@@ -27,6 +28,14 @@ async fn clients(
 /// Every test of this module.
 pub fn tests() -> Vec<E2eTest> {
     vec![
+        E2eTest::shared(
+            "operator::cluster_wide_rights_match_the_table",
+            |env| async move { rights::rights_match_the_table(env, Rbac::ClusterWide).await },
+        ),
+        E2eTest::shared(
+            "operator::namespaced_rights_match_the_table",
+            |env| async move { rights::rights_match_the_table(env, Rbac::Namespaced).await },
+        ),
         E2eTest::shared("operator::agent_waits_for_its_skill", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             agents::agent_waits_for_its_skill(operator, admin, ns, false).await
