@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::phase::RunPhase;
 use crate::condition::Condition;
-use crate::report::{Artifact, Clarification, StopReason, Todo, Usage};
+use crate::report::{Artifact, Clarification, SandboxReport, StopReason, Todo, Usage};
 
 /// Most characters of `status.report.result.text` (16 KiB); the full answer is in ConfigMap
 /// `<run>-result`.
@@ -103,6 +103,11 @@ pub struct RunReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::optional_enum::<StopReason>")]
     pub stop_reason: Option<StopReason>,
+    /// The layers of isolation around the tools (Landlock, seccomp, capabilities...), as
+    /// the attempt's `sandbox` container told them when it started; kept for the attempt
+    /// once reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
 }
 
 /// The final answer of a Run.

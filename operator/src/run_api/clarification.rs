@@ -109,7 +109,8 @@ pub async fn clarification(
                 request.seq,
                 &question,
                 &checkpointed,
-                progress.as_ref(),
+                progress.as_ref().map(|body| &body.report),
+                progress.as_ref().and_then(|body| body.sandbox.as_ref()),
             )? {
                 AfterClarification::Write(next) => {
                     let stop = next.stop_reason.unwrap_or(StopReason::InputRequired);

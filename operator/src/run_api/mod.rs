@@ -35,7 +35,7 @@ pub mod run_config;
 
 use std::sync::Arc;
 
-use herd_crds::wire::ProgressReport;
+use herd_crds::wire::ProgressBody;
 use kube::Client;
 use rustls::ServerConfig;
 use tokio::net::TcpListener;
@@ -79,18 +79,21 @@ impl RunApi {
 
 /// Writes a coalesced progress report over the live report (dropped when stale).
 fn progress_writer(client: Client) -> WriteProgress {
-    Arc::new(move |key: RunKey, report: ProgressReport| {
+    Arc::new(move |key: RunKey, report: ProgressBody| {
         let client = client.clone();
         Box::pin(async move {
             let written = write_report(&client, &key.path.namespace, &key.path.name, |live| {
                 let current = live.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
                 if live.metadata.uid.as_deref() != Some(key.uid.as_str())
-                    || current > report.attempt
+                    || current > report.report.attempt
                 {
                     return Ok((None, ()));
                 }
                 let live_report = live.status.as_ref().and_then(|s| s.report.as_ref());
-                Ok((after_progress(live_report, &report), ()))
+                Ok((
+                    after_progress(live_report, &report.report, report.sandbox.as_ref()),
+                    (),
+                ))
             })
             .await;
             match written {

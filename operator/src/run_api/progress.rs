@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use herd_crds::wire::ProgressReport;
+use herd_crds::wire::ProgressBody;
 
 use super::authorize::RunPath;
 
@@ -37,14 +37,14 @@ pub enum WriteOutcome {
 
 /// Writes one progress report of a Run.
 pub type WriteProgress =
-    Arc<dyn Fn(RunKey, ProgressReport) -> BoxFuture<'static, WriteOutcome> + Send + Sync>;
+    Arc<dyn Fn(RunKey, ProgressBody) -> BoxFuture<'static, WriteOutcome> + Send + Sync>;
 
 /// One Run's writer: the newest report taken and the one waiting to be written.
 struct Slot {
     newest: (u32, u64),
     /// The newest report taken, written or not.
-    latest: ProgressReport,
-    pending: Option<ProgressReport>,
+    latest: ProgressBody,
+    pending: Option<ProgressBody>,
     retries: u32,
 }
 
@@ -74,8 +74,8 @@ impl Coalescer {
     }
 
     /// Takes a progress report of `run`: false when it is older than one already taken.
-    pub fn offer(&self, run: RunKey, report: ProgressReport) -> bool {
-        let order = (report.attempt, report.seq);
+    pub fn offer(&self, run: RunKey, report: ProgressBody) -> bool {
+        let order = (report.report.attempt, report.report.seq);
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get_mut(&run) {
             if order <= slot.newest {
@@ -108,7 +108,7 @@ impl Coalescer {
 
     /// The newest report of `run` taken within the last interval: waiting, being written or
     /// just written.
-    pub fn latest(&self, run: &RunKey) -> Option<ProgressReport> {
+    pub fn latest(&self, run: &RunKey) -> Option<ProgressBody> {
         lock(&self.slots).get(run).map(|slot| slot.latest.clone())
     }
 
@@ -125,7 +125,7 @@ async fn write_loop(
     write: WriteProgress,
     interval: Duration,
     run: RunKey,
-    first: ProgressReport,
+    first: ProgressBody,
 ) {
     let mut next = Some(first);
     loop {
@@ -161,8 +161,10 @@ mod tests {
         let log: Log = Arc::default();
         let outcomes = Arc::new(Mutex::new(outcomes));
         let seen = log.clone();
-        let write: WriteProgress = Arc::new(move |_run, report: ProgressReport| {
-            seen.lock().unwrap().push((Instant::now(), report.seq));
+        let write: WriteProgress = Arc::new(move |_run, report: ProgressBody| {
+            seen.lock()
+                .unwrap()
+                .push((Instant::now(), report.report.seq));
             let outcome = outcomes.lock().unwrap().pop().unwrap_or(WriteOutcome::Done);
             Box::pin(async move { outcome })
         });
@@ -179,11 +181,14 @@ mod tests {
         }
     }
 
-    fn report(attempt: u32, seq: u64) -> ProgressReport {
-        ProgressReport {
-            attempt,
-            seq,
-            ..ProgressReport::default()
+    fn report(attempt: u32, seq: u64) -> ProgressBody {
+        ProgressBody {
+            report: herd_crds::wire::ProgressReport {
+                attempt,
+                seq,
+                ..Default::default()
+            },
+            sandbox: None,
         }
     }
 

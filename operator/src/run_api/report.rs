@@ -4,7 +4,7 @@
 //! texts are cut to the CRD's limits so a write never fails on size. A question stops the
 //! report at `InputRequired` until the runner reports again.
 
-use herd_crds::report::{Artifact, Clarification, StopReason, Todo};
+use herd_crds::report::{Artifact, Clarification, SandboxReport, StopReason, Todo};
 use herd_crds::run::{MAX_RESULT_TEXT, RunReport, RunResult};
 use herd_crds::wire::{ProgressReport, ResultReport};
 
@@ -41,13 +41,28 @@ fn todos(todos: &[Todo]) -> Vec<Todo> {
         .collect()
 }
 
+/// The attempt's sandbox layers: the body's (cut to the CRD's limits), else what the live
+/// report of the same attempt has.
+fn sandbox(
+    body: Option<&SandboxReport>,
+    same_attempt: Option<&RunReport>,
+) -> Option<SandboxReport> {
+    body.map(SandboxReport::bounded)
+        .or_else(|| same_attempt.and_then(|live| live.sandbox.clone()))
+}
+
 fn terminal(report: &RunReport) -> bool {
     report.stop_reason.is_some_and(is_terminal)
 }
 
-/// The report after a progress report, or `None` when the progress is stale: the live report is
-/// of a later attempt, of a later or equal `seq`, or already ends the attempt.
-pub fn after_progress(live: Option<&RunReport>, progress: &ProgressReport) -> Option<RunReport> {
+/// The report after a progress report (and the sandbox's layers sent with it), or `None` when
+/// the progress is stale: the live report is of a later attempt, of a later or equal `seq`, or
+/// already ends the attempt.
+pub fn after_progress(
+    live: Option<&RunReport>,
+    progress: &ProgressReport,
+    layers: Option<&SandboxReport>,
+) -> Option<RunReport> {
     if let Some(live) = live
         && (live.attempt > progress.attempt
             || (live.attempt == progress.attempt && (live.seq >= progress.seq || terminal(live))))
@@ -67,6 +82,7 @@ pub fn after_progress(live: Option<&RunReport>, progress: &ProgressReport) -> Op
         clarification: None,
         result: None,
         stop_reason: None,
+        sandbox: sandbox(layers, same_attempt),
     })
 }
 
@@ -145,6 +161,7 @@ pub fn after_result(
         clarification: None,
         result: Some(result_part),
         stop_reason: Some(stop_reason),
+        sandbox: sandbox(None, same_attempt),
     })))
 }
 
@@ -171,7 +188,7 @@ pub enum AfterClarification {
 /// title, todos and usage of the attempt kept, as the body carries none: from `progress`, the
 /// newest progress the run API took, when the live report does not have it yet), or
 /// `CheckpointTooLarge` when the checkpoint did not fit; refused when `seq` is below the live
-/// one.
+/// one. `layers` came with `progress`; the attempt's layers are kept either way.
 pub fn after_clarification(
     live: Option<&RunReport>,
     attempt: u32,
@@ -179,6 +196,7 @@ pub fn after_clarification(
     question: &Clarification,
     checkpointed: &Checkpointed,
     progress: Option<&ProgressReport>,
+    layers: Option<&SandboxReport>,
 ) -> Result<AfterClarification, Failure> {
     let same_attempt = live.filter(|l| l.attempt == attempt);
     if let Some(live) = same_attempt {
@@ -212,6 +230,7 @@ pub fn after_clarification(
     let unwritten = progress.filter(|p| {
         p.attempt == attempt && p.seq < seq && same_attempt.is_none_or(|l| p.seq > l.seq)
     });
+    let sandbox = sandbox(unwritten.and(layers), same_attempt);
     let kept_title = || same_attempt.and_then(|l| l.title.clone());
     let (title, todos, usage) = match unwritten {
         Some(p) => (
@@ -234,6 +253,7 @@ pub fn after_clarification(
         clarification,
         result,
         stop_reason: Some(stop_reason),
+        sandbox,
     })))
 }
 
@@ -285,7 +305,7 @@ mod tests {
 
     #[test]
     fn progress_replaces_the_report_and_keeps_the_title() {
-        let next = after_progress(Some(&live(1, 2, None)), &progress(1, 3)).unwrap();
+        let next = after_progress(Some(&live(1, 2, None)), &progress(1, 3), None).unwrap();
         assert_eq!((next.attempt, next.seq), (1, 3));
         assert_eq!(next.title.as_deref(), Some("Old title"));
         assert_eq!(next.usage.model_calls, 3);
@@ -295,15 +315,15 @@ mod tests {
             ..progress(1, 4)
         };
         assert_eq!(
-            after_progress(Some(&next), &titled)
+            after_progress(Some(&next), &titled, None)
                 .unwrap()
                 .title
                 .as_deref(),
             Some("New")
         );
-        let first = after_progress(None, &progress(1, 1)).unwrap();
+        let first = after_progress(None, &progress(1, 1), None).unwrap();
         assert_eq!(first.title, None);
-        let next_attempt = after_progress(Some(&live(1, 9, None)), &progress(2, 1)).unwrap();
+        let next_attempt = after_progress(Some(&live(1, 9, None)), &progress(2, 1), None).unwrap();
         assert_eq!(
             next_attempt.title, None,
             "another attempt's title is not kept"
@@ -311,23 +331,50 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_layers_stay_for_their_attempt_within_the_crd_limits() {
+        use herd_crds::report::{MAX_SANDBOX_LAYER_DETAIL, SandboxLayer};
+        let layers = SandboxReport {
+            layers: vec![SandboxLayer::new(
+                "landlock",
+                true,
+                "x".repeat(MAX_SANDBOX_LAYER_DETAIL + 10),
+            )],
+        };
+        let first = after_progress(None, &progress(1, 1), Some(&layers)).unwrap();
+        let kept = first.sandbox.clone().unwrap();
+        assert_eq!(kept.layers[0].detail.len(), MAX_SANDBOX_LAYER_DETAIL);
+        let next = after_progress(Some(&first), &progress(1, 2), None).unwrap();
+        assert_eq!(
+            next.sandbox,
+            Some(kept),
+            "kept while the attempt reports without them"
+        );
+        let retried = after_progress(Some(&next), &progress(2, 1), None).unwrap();
+        assert_eq!(
+            retried.sandbox, None,
+            "another attempt's sandbox is not this one's"
+        );
+    }
+
+    #[test]
     fn stale_or_late_progress_is_dropped() {
         assert_eq!(
-            after_progress(Some(&live(1, 3, None)), &progress(1, 3)),
+            after_progress(Some(&live(1, 3, None)), &progress(1, 3), None),
             None
         );
         assert_eq!(
-            after_progress(Some(&live(1, 4, None)), &progress(1, 3)),
+            after_progress(Some(&live(1, 4, None)), &progress(1, 3), None),
             None
         );
         assert_eq!(
-            after_progress(Some(&live(2, 1, None)), &progress(1, 9)),
+            after_progress(Some(&live(2, 1, None)), &progress(1, 9), None),
             None
         );
         assert_eq!(
             after_progress(
                 Some(&live(1, 3, Some(StopReason::Completed))),
-                &progress(1, 9)
+                &progress(1, 9),
+                None
             ),
             None,
             "a result is final"
@@ -345,7 +392,7 @@ mod tests {
             options: vec![],
             asked_at: None,
         });
-        let next = after_progress(Some(&asked), &progress(1, 4)).unwrap();
+        let next = after_progress(Some(&asked), &progress(1, 4), None).unwrap();
         assert_eq!((next.clarification, next.stop_reason), (None, None));
     }
 
@@ -454,7 +501,7 @@ mod tests {
                 .collect(),
             ..progress(1, 1)
         };
-        let next = after_progress(None, &many).unwrap();
+        let next = after_progress(None, &many, None).unwrap();
         assert_eq!(next.title.unwrap().chars().count(), MAX_TITLE);
         assert_eq!(next.todos.len(), MAX_TODOS);
         assert!(
@@ -476,6 +523,33 @@ mod tests {
     }
 
     #[test]
+    fn the_sandboxs_layers_are_kept_for_the_attempt_and_cut_to_the_crd() {
+        use herd_crds::report::{MAX_SANDBOX_LAYER_DETAIL, SandboxLayer};
+        let layers = SandboxReport {
+            layers: vec![SandboxLayer::new("landlock", true, "x".repeat(1000))],
+        };
+        let first = after_progress(None, &progress(1, 1), Some(&layers)).unwrap();
+        let told = first.sandbox.clone().unwrap();
+        assert_eq!(
+            told.layers[0].detail.chars().count(),
+            MAX_SANDBOX_LAYER_DETAIL
+        );
+        let next = after_progress(Some(&first), &progress(1, 2), None).unwrap();
+        assert_eq!(next.sandbox.as_ref(), Some(&told), "kept without a new one");
+        let next_attempt = after_progress(Some(&next), &progress(2, 1), None).unwrap();
+        assert_eq!(
+            next_attempt.sandbox, None,
+            "another attempt's sandbox is not kept"
+        );
+        let AfterResult::Write(done) =
+            after_result(Some(&next), &result(1, 3, "done"), &Stored::Written(vec![])).unwrap()
+        else {
+            panic!("written");
+        };
+        assert_eq!(done.sandbox, Some(told));
+    }
+
+    #[test]
     fn a_question_keeps_the_attempts_progress_and_waits_for_input() {
         let mut going = live(1, 4, None);
         going.todos = todos(&progress(1, 4).todos);
@@ -486,6 +560,7 @@ mod tests {
             5,
             &question("q-1"),
             &Checkpointed::Written,
+            None,
             None,
         )
         .unwrap() else {
@@ -503,6 +578,7 @@ mod tests {
             1,
             &question("q-2"),
             &Checkpointed::Written,
+            None,
             None,
         )
         .unwrap() else {
@@ -528,6 +604,7 @@ mod tests {
                 &question("q-1"),
                 &Checkpointed::Written,
                 Some(progress),
+                None,
             )
             .unwrap() else {
                 panic!("written");
@@ -556,6 +633,7 @@ mod tests {
             &question("q-1"),
             &Checkpointed::TooLarge("1 MiB is over 900 KiB".into()),
             None,
+            None,
         )
         .unwrap() else {
             panic!("written");
@@ -578,6 +656,7 @@ mod tests {
                 &question(id),
                 &Checkpointed::Written,
                 None,
+                None,
             )
         };
         assert_eq!(
@@ -597,6 +676,7 @@ mod tests {
                 8,
                 &question("q"),
                 &Checkpointed::Written,
+                None,
                 None
             ),
             Ok(AfterClarification::Stored(StopReason::Completed)),

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use herd_crds::run::Run;
 use herd_crds::wire::{
-    ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY, MemoryUpdate, ProgressReport,
+    ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY, MemoryUpdate, ProgressBody,
     ResultAccepted, ResultReport,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -100,9 +100,9 @@ pub(super) trait OfAttempt {
     fn attempt(&self) -> u32;
 }
 
-impl OfAttempt for ProgressReport {
+impl OfAttempt for ProgressBody {
     fn attempt(&self) -> u32 {
-        self.attempt
+        self.report.attempt
     }
 }
 
@@ -222,7 +222,7 @@ async fn progress(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
-    let (admitted, report): (_, ProgressReport) =
+    let (admitted, report): (_, ProgressBody) =
         api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let key = RunKey {
         path: admitted.path,

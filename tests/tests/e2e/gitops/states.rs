@@ -295,6 +295,7 @@ fn report(stop_reason: Option<StopReason>) -> RunReport {
         clarification: None,
         result: None,
         stop_reason,
+        sandbox: None,
     }
 }
 
