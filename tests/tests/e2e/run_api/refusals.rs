@@ -98,13 +98,13 @@ pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Res
     .await?
     .refused(413, "TooLarge")?;
     for (route, body, type_name) in [
-        ("progress", &br#"{"attempt": "one"}"#[..], "ProgressReport"),
+        ("progress", &br#"{"attempt": "one"}"#[..], "ProgressBody"),
         (
             "progress",
             &br#"{"attempt": 1, "seq": "#[..],
-            "ProgressReport",
+            "ProgressBody",
         ),
-        ("progress", &b"\xff\xfe not JSON"[..], "ProgressReport"),
+        ("progress", &b"\xff\xfe not JSON"[..], "ProgressBody"),
         ("result", &b""[..], "ResultReport"),
         (
             "result",
