@@ -8,7 +8,7 @@
 //! gateway): a run API or a test server meant for Pods listens there, never on 127.0.0.1,
 //! which inside a Pod is the Pod.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,7 +30,6 @@ pub const IMAGE_TAG: &str = "e2e";
 /// A node rig and an admin client of its API server.
 #[derive(Debug)]
 pub struct RealNode {
-    dir: PathBuf,
     node_ip: IpAddr,
     node_name: String,
     cluster: Arc<Cluster>,
@@ -65,7 +64,6 @@ impl RealNode {
         let node_name = value("node")?;
         let cluster = Arc::new(Cluster::connect(&Source::Existing(dir.join("kubeconfig"))).await?);
         Ok(RealNode {
-            dir: dir.to_owned(),
             node_ip,
             node_name,
             cluster,
@@ -77,11 +75,6 @@ impl RealNode {
         &self.cluster
     }
 
-    /// The folder the rig runs in.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The node's address on the Pods' bridge: where Pods reach this machine.
     pub fn node_ip(&self) -> IpAddr {
         self.node_ip
@@ -90,13 +83,6 @@ impl RealNode {
     /// The Node's name.
     pub fn node_name(&self) -> &str {
         &self.node_name
-    }
-
-    /// A free port on the node's address, for a server Pods must reach.
-    pub fn free_address(&self) -> anyhow::Result<SocketAddr> {
-        let listener = std::net::TcpListener::bind((self.node_ip, 0))
-            .with_context(|| format!("binding a port on the node address {}", self.node_ip))?;
-        Ok(listener.local_addr()?)
     }
 
     /// The image `herd-<name>` (operator, runner, sandbox) as the rig holds it.
