@@ -1,4 +1,4 @@
-//! Admission as one task on the leader (DESIGN §3 step 2). The Run controllers of every scope ask
+//! Admission as one task on the leader (docs/operator.md, step 2). The Run controllers of every scope ask
 //! it before creating a Pod; it owns the [`Ledger`], looks at the Run and Pod caches of all scopes
 //! once they have synced (so it starts from what the API server holds, after a restart too),
 //! decides with [`crate::decide::admission::admit`], and wakes each Run whose verdict changed.

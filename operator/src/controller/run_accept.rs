@@ -1,4 +1,4 @@
-//! Accepting a Run (DESIGN §3 step 1): its snapshot, taken once and stored as the immutable
+//! Accepting a Run (docs/operator.md, step 1): its snapshot, taken once and stored as the immutable
 //! ConfigMap `<run>-snapshot`. A top-level Run's comes from its Agent once ready (with
 //! `soulFrom` and `model.scriptFrom` inlined); a child's is its parent's snapshot narrowed,
 //! never the live Agent.

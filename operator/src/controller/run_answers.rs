@@ -1,4 +1,4 @@
-//! Answers that match no question (DESIGN §3, lifecycle 6): judged once each by
+//! Answers that match no question (docs/operator.md, step 6): judged once each by
 //! [`crate::decide::answers`], remembered in the Run's annotation, and a Warning Event for
 //! each ignored one. The questions asked are read from the checkpoint's metadata only when an
 //! answer is new.

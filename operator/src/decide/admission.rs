@@ -1,4 +1,4 @@
-//! Which waiting Runs may start their Pod now (DESIGN §3 step 2): a child only while its parent
+//! Which waiting Runs may start their Pod now (docs/operator.md, step 2): a child only while its parent
 //! has fewer than `maxConcurrent` active children; a top-level Run only under the namespace cap
 //! and the operator-wide cap, which count top-level Runs alone (a child whose ancestors are
 //! active is bounded by its parent's cap, so parents never deadlock on children queued behind

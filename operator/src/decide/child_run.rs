@@ -1,4 +1,4 @@
-//! A child Run for one `task` call (DESIGN §3 step 7): its name, the Run object, its place in
+//! A child Run for one `task` call (docs/operator.md, step 7): its name, the Run object, its place in
 //! the parent's `status.children`, and its snapshot — the parent's narrowed, never the live
 //! Agent: depth + 1, the `task` tool only below `maxDepth`, the subagent type's tools among the
 //! parent's, and model calls, tokens and time never more than the parent's. `maxTotal` and

@@ -1,4 +1,4 @@
-//! The Pod of one attempt of a Run (DESIGN §3 step 3): `agent` the only regular container
+//! The Pod of one attempt of a Run (docs/operator.md, step 3): `agent` the only regular container
 //! (model client, holds the key and the run-API token, runs no tool), `sandbox` a native
 //! sidecar running the tools with neither; both restricted, UID 65532, read-only roots.
 

@@ -1,7 +1,7 @@
 //! A Run's controller-owned status from what its controller found: the Agent before
 //! acceptance, then the runner's report, the operator's own deadlines and cancel, and the
 //! Pod. A terminal report of the current attempt decides; the Pod decides only when there is
-//! none (DESIGN's outcome table).
+//! none (docs/operator.md, "How a Run ends").
 
 use std::time::Duration;
 
@@ -406,7 +406,7 @@ pub fn is_terminal(stop: StopReason) -> bool {
     stop != StopReason::InputRequired
 }
 
-/// DESIGN's outcome table.
+/// docs/operator.md, "How a Run ends".
 fn stopped(stop: StopReason, text: Option<&str>) -> Outcome {
     let with_text = |head: &str| match text.filter(|t| !t.is_empty()) {
         Some(t) => format!("{head}: {t}"),

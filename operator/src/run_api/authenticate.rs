@@ -1,5 +1,5 @@
 //! Who is calling: the bearer token checked by a TokenReview naming the audience `herd.dev`,
-//! accepted only as DESIGN says (authenticated, `herd.dev` among the audiences, the user the
+//! accepted only as docs/run-api.md says (authenticated, `herd.dev` among the audiences, the user the
 //! namespace's `herd-runner` ServiceAccount, the Pod named in the user's extra). Successful
 //! reviews are kept at most [`REVIEW_TTL`] under the SHA-256 of the token, never the token.
 

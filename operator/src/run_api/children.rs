@@ -1,4 +1,4 @@
-//! The children routes of the run API (DESIGN §3 step 7): a runner's `task` call starts a child
+//! The children routes of the run API (docs/operator.md, step 7): a runner's `task` call starts a child
 //! Run (`POST children`, through [`create_child`], which enforces `maxTotal`, `maxDepth` and the
 //! narrowed budget whatever the runner claims), waits for its outcome (`GET
 //! children/{toolCallId}?wait=`, a long poll woken by the Run cache's watch events) and fetches

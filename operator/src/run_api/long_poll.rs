@@ -1,4 +1,4 @@
-//! The run API's long polls (`?wait=`, DESIGN §3): a request waits at most 55 s for its answer
+//! The run API's long polls (`?wait=`, docs/run-api.md): a request waits at most 55 s for its answer
 //! (a child's outcome, an answer to a question), looking again only when a Run it watches
 //! changes in the cache, never on a timer.
 

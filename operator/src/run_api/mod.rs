@@ -1,4 +1,4 @@
-//! The run API (DESIGN §3): HTTPS/JSON between a Run's `agent` container and the operator,
+//! The run API (docs/run-api.md): HTTPS/JSON between a Run's `agent` container and the operator,
 //! served by every replica, whether or not it leads. A runner's projected token is checked by a
 //! TokenReview for the audience `herd.dev` and must be its Pod's, of the Run in the path, of the
 //! Run's latest attempt; each Run may make 20 requests a second. Results and reports are written

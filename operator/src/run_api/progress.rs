@@ -21,7 +21,7 @@ pub struct RunKey {
     pub uid: String,
 }
 
-/// The least time between two progress writes of one Run (DESIGN: ≤ 1 write/s/Run).
+/// The least time between two progress writes of one Run (docs/run-api.md: ≤ 1 write/s/Run).
 pub const WRITE_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a write that failed for a transient reason is tried again.
 const RETRIES: u32 = 3;

@@ -1,4 +1,4 @@
-//! A token bucket of requests per Run (DESIGN: 20 requests/s), so one runner in a loop cannot
+//! A token bucket of requests per Run (docs/run-api.md: 20 requests/s), so one runner in a loop cannot
 //! crowd out the others or the API server behind the run API. Pure: the clock is passed in.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! The routes of the run API (DESIGN §3), under `/v1/runs/{namespace}/{name}/`: `config`,
+//! The routes of the run API (docs/run-api.md), under `/v1/runs/{namespace}/{name}/`: `config`,
 //! `progress` and `result` here; `children` ([`super::children`]), `clarification`
 //! ([`super::clarification`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
 //! in their own modules. Every other path, and every refusal, answers an `ApiError`.

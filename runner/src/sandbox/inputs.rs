@@ -1,6 +1,6 @@
 //! A Run's `inputs` in its pod: the kubelet mounts each input's ConfigMap read-only at
 //! `/mnt/inputs/<i>` in the `sandbox` container only, and the sandbox copies its files into
-//! `uploads/<path>` at the run's start (DESIGN §3), so the model can change them. The paths are
+//! `uploads/<path>` at the run's start (docs/runner.md), so the model can change them. The paths are
 //! in the Run's spec, which the `agent` container has from the run API and the `sandbox` one
 //! does not: the agent names them in one request.
 

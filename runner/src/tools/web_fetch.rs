@@ -1,4 +1,4 @@
-//! `web_fetch`: reads one web page as text. Runs in the `agent` container (DESIGN §3 step 3),
+//! `web_fetch`: reads one web page as text. Runs in the `agent` container (docs/operator.md, step 3),
 //! never in the sandbox.
 //!
 //! Caps on time, redirects, body size and output keep one call from stalling the run or

@@ -1,5 +1,5 @@
 //! `web_search`: searches the web through the Agent's `tools.webSearch` provider. Runs in the
-//! `agent` container (DESIGN §3 step 3), so the provider's key never reaches the sandbox.
+//! `agent` container (docs/operator.md, step 3), so the provider's key never reaches the sandbox.
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The size of the first request as the server counts it (`/apply-template`, then
 //! `/tokenize`): every feature on a 4k-token model must leave half the window to the
-//! conversation and the answer, and the default agent stays within DESIGN's 3,000 tokens.
+//! conversation and the answer, and the default agent stays within the 3,000 tokens of docs/runner.md.
 //!
 //! A mock server stands in front of the model: it keeps each request and answers at once, so
 //! nothing is generated; only the counting goes to llama.cpp.
