@@ -224,8 +224,8 @@ fn committed_crds_match_the_types() {
 /// test fails until `SCHEMA_REVISION` grows and the new digest is recorded here, so the
 /// `herd.dev/api-version` annotation the operator compares always moves with the schema.
 const RECORDED_REVISION: (&str, &str) = (
-    "v1alpha1.8",
-    "0efbeabc98473704dd1e9a0931bbcbd673512123f7e1170a00e3b478bb12e92f",
+    "v1alpha1.9",
+    "50d42967619ff8d8f4dbe4b499289ebd3f61faaa5f38af1053989251561e4099",
 );
 
 #[test]

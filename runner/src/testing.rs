@@ -266,6 +266,14 @@ impl Observer for RecordingObserver {
 }
 
 impl RecordingObserver {
+    /// Every event so far, in order.
+    pub fn events(&self) -> Vec<AgentEvent> {
+        self.0
+            .lock()
+            .map(|events| events.clone())
+            .unwrap_or_default()
+    }
+
     /// The warnings' messages, in order.
     pub fn warnings(&self) -> Vec<String> {
         self.0

@@ -231,6 +231,11 @@ pub struct MemorySpec {
     #[serde(default = "default_injection_tokens")]
     #[schemars(range(min = 0, max = 100000))]
     pub injection_tokens: u32,
+    /// Most tokens one memory update may write. Absent: `contextWindow`/8 (else 1024), at
+    /// most `model.maxTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
 }
 
 impl Default for MemorySpec {
@@ -240,6 +245,7 @@ impl Default for MemorySpec {
             scope: MemoryScope::default(),
             max_facts: default_max_facts(),
             injection_tokens: default_injection_tokens(),
+            max_tokens: None,
         }
     }
 }
@@ -278,6 +284,11 @@ pub struct SummarizationSpec {
     #[serde(default = "default_keep_messages")]
     #[schemars(range(min = 1, max = 1000))]
     pub keep_messages: u32,
+    /// Most tokens of one summary. Absent: `contextWindow`/8 (else 1024), at most
+    /// `model.maxTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
 }
 
 impl Default for SummarizationSpec {
@@ -286,6 +297,7 @@ impl Default for SummarizationSpec {
             enabled: true,
             trigger_tokens: default_trigger_tokens(),
             keep_messages: default_keep_messages(),
+            max_tokens: None,
         }
     }
 }

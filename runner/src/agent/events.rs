@@ -15,6 +15,9 @@ pub enum AgentEvent {
         role: AgentRole,
         call: u32,
     },
+    /// A side call starts: a model call outside the agent loop (the title, the memory update,
+    /// a summary), capped and timed on its own; it streams nothing.
+    SideCall { agent: String, call: SideCallKind },
     /// Streamed answer text.
     Text { agent: String, text: String },
     /// Streamed reasoning text.
@@ -59,6 +62,38 @@ pub enum AgentEvent {
         mode: String,
         layers: Vec<SandboxLayer>,
     },
+}
+
+/// What a side call is for.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum SideCallKind {
+    /// Naming the thread after its first exchange.
+    Title,
+    /// Learning from a finished run.
+    Memory,
+    /// Replacing older messages by a summary.
+    Summary,
+}
+
+impl SideCallKind {
+    /// What the agent is doing meanwhile, for progress lines ("[lead] writing the title").
+    pub fn doing(self) -> &'static str {
+        match self {
+            SideCallKind::Title => "writing the title",
+            SideCallKind::Memory => "updating memory",
+            SideCallKind::Summary => "summarizing the conversation",
+        }
+    }
+
+    /// The call's name in warnings ("the title call timed out").
+    pub fn name(self) -> &'static str {
+        match self {
+            SideCallKind::Title => "title",
+            SideCallKind::Memory => "memory",
+            SideCallKind::Summary => "summary",
+        }
+    }
 }
 
 /// Receives events; must be cheap, it is called on the loop's path.

@@ -32,7 +32,10 @@ pub enum Display {
 
 /// A model call in flight, for the heartbeat.
 struct Waiting {
-    call: u32,
+    /// What is awaited: `the model (call 2)`, or a side call's `writing the title`.
+    what: String,
+    /// Whether it streams to the display (side calls do not: no characters to count).
+    streams: bool,
     since: Instant,
     /// Characters of answer and reasoning streamed so far.
     streamed: usize,
@@ -118,12 +121,15 @@ impl Progress {
         for (agent, waiting) in lock(&self.waiting).iter_mut() {
             if now >= waiting.next {
                 waiting.next = now + every;
-                due.push(format!(
-                    "[{agent}] still waiting for the model (call {}): {} s, {} characters so far",
-                    waiting.call,
-                    now.duration_since(waiting.since).as_secs(),
-                    waiting.streamed
-                ));
+                let seconds = now.duration_since(waiting.since).as_secs();
+                due.push(if waiting.streams {
+                    format!(
+                        "[{agent}] still {}: {seconds} s, {} characters so far",
+                        waiting.what, waiting.streamed
+                    )
+                } else {
+                    format!("[{agent}] still {}: {seconds} s", waiting.what)
+                });
             }
         }
         for line in due {
@@ -141,7 +147,22 @@ impl Progress {
                 waiting.insert(
                     agent.clone(),
                     Waiting {
-                        call: *call,
+                        what: format!("waiting for the model (call {call})"),
+                        streams: true,
+                        since: now,
+                        streamed: 0,
+                        next: now + every,
+                    },
+                );
+            }
+            // A side call is a wait of its own, after (or between) the loop's model calls.
+            AgentEvent::SideCall { agent, call } => {
+                let now = Instant::now();
+                waiting.insert(
+                    agent.clone(),
+                    Waiting {
+                        what: call.doing().to_owned(),
+                        streams: false,
                         since: now,
                         streamed: 0,
                         next: now + every,
@@ -193,6 +214,9 @@ impl Observer for Progress {
         match event {
             AgentEvent::ModelCall { agent, call, .. } => {
                 self.status(&format!("[{agent}] thinking (model call {call})"));
+            }
+            AgentEvent::SideCall { agent, call } => {
+                self.status(&format!("[{agent}] {}", call.doing()));
             }
             AgentEvent::Text { agent, text } | AgentEvent::Reasoning { agent, text } => {
                 if let Some(last) = text.lines().rfind(|l| !l.trim().is_empty()) {
@@ -347,6 +371,43 @@ mod tests {
         progress.finish();
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert_eq!(out.text().lines().count(), 2, "{}", out.text());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_side_call_replaces_the_model_wait_and_says_what_it_waits_for() {
+        let (progress, out) = lines();
+        progress.start_heartbeat(HEARTBEAT);
+        progress.on_event(model_call("lead", 1));
+        progress.on_event(AgentEvent::Text {
+            agent: "lead".into(),
+            text: "Done.".into(),
+        });
+        progress.on_event(AgentEvent::SideCall {
+            agent: "lead".into(),
+            call: crate::agent::SideCallKind::Title,
+        });
+        tokio::time::sleep(Duration::from_millis(10_500)).await;
+        progress.on_event(AgentEvent::SideCall {
+            agent: "lead".into(),
+            call: crate::agent::SideCallKind::Memory,
+        });
+        tokio::time::sleep(Duration::from_millis(11_000)).await;
+        assert_eq!(
+            out.text(),
+            "[lead] still writing the title: 10 s\n[lead] still updating memory: 10 s\n"
+        );
+        progress.finish();
+
+        let out = Shared::default();
+        let json = Progress::with_display(Display::Json(Mutex::new(Box::new(out.clone()))));
+        json.on_event(AgentEvent::SideCall {
+            agent: "lead".into(),
+            call: crate::agent::SideCallKind::Summary,
+        });
+        assert_eq!(
+            out.text(),
+            "{\"event\":\"side_call\",\"agent\":\"lead\",\"call\":\"summary\"}\n"
+        );
     }
 
     #[test]

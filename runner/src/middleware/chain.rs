@@ -28,6 +28,7 @@ use super::summarization::{Summarization, SummarizationConfig};
 use super::support::active_skills::ActiveSkills;
 use super::support::circuit_breaker::CircuitBreaker;
 use super::support::clock::{Clock, system_clock};
+use super::support::side_call::{SideCall, long_max_tokens};
 use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
@@ -40,7 +41,7 @@ use super::tool_result_sanitization::ToolResultSanitization;
 use super::uploads::Uploads;
 use super::usage_and_progress::UsageAndProgress;
 use super::view_image::ViewImageMiddleware;
-use crate::agent::{Middleware, RunResources};
+use crate::agent::{Middleware, RunResources, SideCallKind};
 use crate::control::ControlPlane;
 use crate::mcp::catalog::DeferredCatalog;
 use crate::memory::inject::{TokenCounter, max_injected_tokens};
@@ -130,6 +131,18 @@ impl StandardChain {
             None => (injection, estimate_tokens),
         }
     }
+}
+
+/// The summary call of `agent`: `summarization.maxTokens`, else an eighth of the window.
+/// Also what compacts a checkpoint too large for its ConfigMap (`runtime::agents`).
+pub fn summary_call(plan: &RunPlan, agent: &str, resources: &RunResources) -> SideCall {
+    SideCall::new(SideCallKind::Summary, agent, resources.observer.clone()).with_max_tokens(
+        long_max_tokens(
+            plan.summarization.max_tokens,
+            plan.context_window(),
+            plan.model.max_tokens,
+        ),
+    )
 }
 
 /// Pushes a middleware when `$cond` holds.
@@ -237,6 +250,7 @@ fn build_chain(
             SummarizationConfig::from_spec(&plan.summarization, plan.context_window()),
             context.clone(),
         )
+        .with_call(summary_call(plan, agent, resources))
     );
     // After Summarization, so its scrolled-out check sees the compacted thread.
     push_if!(list, lead && plan.plan_mode, TodoMiddleware::new());
@@ -254,7 +268,11 @@ fn build_chain(
     push_if!(
         list,
         lead,
-        Title::new(Some(resources.model.clone()), plan.attempt)
+        Title::new(Some(resources.model.clone()), plan.attempt).with_call(SideCall::new(
+            SideCallKind::Title,
+            agent,
+            resources.observer.clone()
+        ))
     );
     push_if!(
         list,
@@ -264,6 +282,15 @@ fn build_chain(
             control.clone(),
             chain.clock.clone(),
             plan.attempt
+        )
+        .with_call(
+            SideCall::new(SideCallKind::Memory, agent, resources.observer.clone()).with_max_tokens(
+                long_max_tokens(
+                    plan.memory.max_tokens,
+                    plan.context_window(),
+                    plan.model.max_tokens
+                )
+            )
         )
     );
     push_if!(list, plan.model.supports_vision, ViewImageMiddleware::new());

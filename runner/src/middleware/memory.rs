@@ -6,7 +6,9 @@
 //!
 //! DeerFlow debounces updates in a process-local queue; a Herd run is one process that ends
 //! with the run, so the update happens here, before the process exits. Nothing here can fail
-//! the run: a memory problem is logged and the answer stands.
+//! the run: a memory problem (the call failing, timing out after `LONG_TIMEOUT`, or answering
+//! no JSON) is a warning and the answer stands. The call's output is capped
+//! (`memory.maxTokens`, else an eighth of the context window: `side_call::long_max_tokens`).
 
 use std::sync::Arc;
 
@@ -14,8 +16,8 @@ use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
 use super::support::clock::Clock;
-use super::support::side_call::side_call;
-use crate::agent::Middleware;
+use super::support::side_call::SideCall;
+use crate::agent::{Middleware, NoObserver, SideCallKind};
 use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
@@ -33,6 +35,7 @@ pub struct Memory {
     control: Arc<dyn ControlPlane>,
     clock: Clock,
     attempt: u32,
+    call: SideCall,
 }
 
 impl Memory {
@@ -49,7 +52,14 @@ impl Memory {
             control,
             clock,
             attempt,
+            call: SideCall::new(SideCallKind::Memory, "lead", Arc::new(NoObserver)),
         }
+    }
+
+    /// This middleware making its memory call as `call` (its observer, cap and timeout).
+    pub fn with_call(mut self, call: SideCall) -> Self {
+        self.call = call;
+        self
     }
 
     async fn update(&self, state: &mut ThreadState) -> Result<usize, String> {
@@ -80,15 +90,17 @@ impl Memory {
             attempt: self.attempt,
         };
         let prompt = build_prompt(&document, &stale, &transcript);
-        let answer = side_call(
-            self.model.as_ref(),
-            MEMORY_SYSTEM_PROMPT,
-            MessageKind::MemoryUpdate,
-            prompt,
-            context,
-        )
-        .await
-        .map_err(|error| format!("the memory call failed: {}", error.message))?;
+        let answer = self
+            .call
+            .send(
+                self.model.as_ref(),
+                MEMORY_SYSTEM_PROMPT,
+                MessageKind::MemoryUpdate,
+                prompt,
+                context,
+            )
+            .await
+            .map_err(|error| format!("the memory call failed: {}", error.message))?;
         if let Some(usage) = answer.usage {
             state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
             state.usage.output_tokens = state
@@ -121,7 +133,7 @@ impl Middleware for Memory {
         }
         match self.update(state).await {
             Ok(count) => tracing::debug!(operations = count, "memory updated"),
-            Err(problem) => tracing::warn!(%problem, "memory not updated"),
+            Err(problem) => self.call.warn(format!("memory not updated: {problem}")),
         }
     }
 }

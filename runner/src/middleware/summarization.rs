@@ -13,7 +13,9 @@
 //!   and the latest real user message always stay.
 //! - The summary is one model call (purpose Summary) with `<existing_summary>` and
 //!   `<new_messages>`, stored in `state.summary`, not as a message: DurableContext puts it
-//!   back into every request. An empty or failed summary leaves the thread unchanged.
+//!   back into every request. The call is capped (`summarization.maxTokens`, else an eighth of
+//!   the context window: `side_call::long_max_tokens`) and timed (`LONG_TIMEOUT`); an empty,
+//!   failed or timed-out summary leaves the thread unchanged (a failure with a warning).
 //! - The same summary, forced whatever the triggers say, shrinks the checkpoint of a question
 //!   that is too large for its ConfigMap in a cluster (`ThreadCompactor`).
 
@@ -25,8 +27,8 @@ use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
 
 use super::dynamic_context::is_reminder;
-use super::support::side_call::side_call;
-use crate::agent::{Flow, Middleware};
+use super::support::side_call::SideCall;
+use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::control::checkpoint::ThreadCompactor;
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::prompt::estimate_tokens;
@@ -126,6 +128,7 @@ pub struct Summarization {
     /// learnt from the run's first reported usage: the trigger counts the conversation, as
     /// `triggerTokens` says, and summarizing cannot shrink the prompt anyway.
     overhead: Mutex<Option<u64>>,
+    call: SideCall,
 }
 
 impl Summarization {
@@ -145,7 +148,14 @@ impl Summarization {
             },
             cache: Mutex::new(TokenCache::default()),
             overhead: Mutex::new(None),
+            call: SideCall::new(SideCallKind::Summary, "lead", Arc::new(NoObserver)),
         }
+    }
+
+    /// This middleware making its summary calls as `call` (its observer, cap and timeout).
+    pub fn with_call(mut self, call: SideCall) -> Self {
+        self.call = call;
+        self
     }
 
     /// The provider's latest count, less the prompt's share.
@@ -232,14 +242,16 @@ impl Summarization {
         existing: Option<&str>,
         old: &[&Message],
     ) -> Option<(String, Option<Usage>)> {
-        let answer = side_call(
-            self.model.as_ref(),
-            SUMMARY_SYSTEM_PROMPT,
-            MessageKind::SummaryRequest,
-            summary_prompt(existing, old),
-            self.context.clone(),
-        )
-        .await;
+        let answer = self
+            .call
+            .send(
+                self.model.as_ref(),
+                SUMMARY_SYSTEM_PROMPT,
+                MessageKind::SummaryRequest,
+                summary_prompt(existing, old),
+                self.context.clone(),
+            )
+            .await;
         match answer {
             Ok(answer) => {
                 let summary = strip_think(&answer.content).trim().to_owned();
@@ -250,7 +262,10 @@ impl Summarization {
                 Some((summary, answer.usage))
             }
             Err(error) => {
-                tracing::warn!(error = %error.message, "summarizing failed; keeping the messages");
+                self.call.warn(format!(
+                    "summarizing failed ({}); the conversation is kept as it was",
+                    error.message
+                ));
                 None
             }
         }

@@ -1,17 +1,19 @@
 //! Title (DeerFlow's `TitleMiddleware`, after_model, lead agent only): names the thread after
 //! its first exchange, shown in `kubectl get runs` and progress reports.
 //!
-//! With a title model: one short call (purpose Title). Without one (DeerFlow's default,
-//! `model_name: null`): the user's text, cut. A failed or empty title call falls back to the
-//! same, so a thread always gets a title once it has an answer.
+//! With a title model: one short call (purpose Title), capped at `TITLE_MAX_TOKENS` and
+//! `TITLE_TIMEOUT` (`support::side_call`). Without one (DeerFlow's default,
+//! `model_name: null`): the user's text, cut. A failed, timed-out or empty title call falls
+//! back to the same (with a warning when it failed), so a thread always gets a title once it
+//! has an answer.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
 
-use super::support::side_call::side_call;
-use crate::agent::{Flow, Middleware};
+use super::support::side_call::SideCall;
+use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::model::{CallContext, ChatModel, Purpose};
 use crate::text::{take_chars, truncate_chars};
 use crate::thread::{Message, MessageKind, ThreadState};
@@ -31,13 +33,25 @@ pub const EMPTY_TITLE: &str = "New Conversation";
 pub struct Title {
     model: Option<Arc<dyn ChatModel>>,
     attempt: u32,
+    call: SideCall,
 }
 
 impl Title {
     /// `model` writes titles when configured; otherwise the user's text is used. `attempt`
-    /// is the Run's attempt, passed on to the call.
+    /// is the Run's attempt, passed on to the call. Nobody hears of the call: see
+    /// [`Title::with_call`].
     pub fn new(model: Option<Arc<dyn ChatModel>>, attempt: u32) -> Self {
-        Title { model, attempt }
+        Title {
+            model,
+            attempt,
+            call: SideCall::new(SideCallKind::Title, "lead", Arc::new(NoObserver)),
+        }
+    }
+
+    /// This middleware making its title call as `call` (its observer, cap and timeout).
+    pub fn with_call(mut self, call: SideCall) -> Self {
+        self.call = call;
+        self
     }
 
     async fn generate(
@@ -57,13 +71,20 @@ impl Title {
             attempt: self.attempt,
             ..CallContext::default()
         };
-        match side_call(model, "", MessageKind::TitleRequest, prompt, context).await {
+        match self
+            .call
+            .send(model, "", MessageKind::TitleRequest, prompt, context)
+            .await
+        {
             Ok(answer) => {
                 let title = clean_title(&answer.content);
                 (!title.is_empty()).then_some((title, answer.usage))
             }
             Err(error) => {
-                tracing::warn!(error = %error.message, "title call failed; using the user's text");
+                self.call.warn(format!(
+                    "the title call failed ({}); the title is the user's text",
+                    error.message
+                ));
                 None
             }
         }
@@ -118,6 +139,8 @@ impl Middleware for Title {
 fn clean_title(answer: &str) -> String {
     let answer = match answer.rfind("</think>") {
         Some(end) => &answer[end + "</think>".len()..],
+        // Thinking cut off by the small output cap: no title in it.
+        None if answer.trim_start().starts_with("<think>") => "",
         None => answer,
     };
     let line = answer
@@ -220,9 +243,17 @@ mod tests {
                 crate::model::ModelErrorKind::Server,
                 "down",
             )));
+        let observer = Arc::new(crate::testing::RecordingObserver::default());
         let mut state = first_exchange("Plan a trip");
-        Title::new(Some(model), 1).after_model(&mut state).await;
+        Title::new(Some(model), 1)
+            .with_call(SideCall::new(SideCallKind::Title, "lead", observer.clone()))
+            .after_model(&mut state)
+            .await;
         assert_eq!(state.title.as_deref(), Some("Plan a trip"));
+        assert_eq!(
+            observer.warnings(),
+            ["the title call failed (down); the title is the user's text"]
+        );
     }
 
     #[tokio::test]
@@ -242,5 +273,6 @@ mod tests {
     fn titles_are_capped() {
         assert_eq!(clean_title(&"a".repeat(100)).chars().count(), MAX_CHARS);
         assert_eq!(clean_title("Title: **Rust Tips**"), "Rust Tips");
+        assert_eq!(clean_title("<think>The user wants"), "", "thinking cut off");
     }
 }

@@ -10,7 +10,7 @@ use crate::control::{ControlPlane, SubagentCaps};
 use crate::mcp::catalog::DeferredCatalog;
 use crate::mcp::tool_search::ToolSearch;
 use crate::mcp::{McpToolset, deferral};
-use crate::middleware::chain::{ChainRole, StandardChain};
+use crate::middleware::chain::{ChainRole, StandardChain, summary_call};
 use crate::middleware::summarization::{Summarization, SummarizationConfig};
 use crate::model::resolve::{ResolveError, build_model};
 use crate::model::{AgentRole, CallContext};
@@ -160,11 +160,17 @@ impl RunAgents {
     /// summarization (its `keepMessages`, with the run's model), whether or not it is enabled
     /// for long threads.
     pub fn checkpoint_compactor(&self, lead: &Agent) -> Arc<dyn ThreadCompactor> {
-        Arc::new(Summarization::new(
-            self.resources.model.clone(),
-            SummarizationConfig::from_spec(&self.plan.summarization, self.plan.context_window()),
-            lead.context.clone(),
-        ))
+        Arc::new(
+            Summarization::new(
+                self.resources.model.clone(),
+                SummarizationConfig::from_spec(
+                    &self.plan.summarization,
+                    self.plan.context_window(),
+                ),
+                lead.context.clone(),
+            )
+            .with_call(summary_call(&self.plan, &lead.name, &self.resources)),
+        )
     }
 
     fn has_group(&self, group: ToolGroup) -> bool {

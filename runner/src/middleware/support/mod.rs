@@ -7,4 +7,6 @@ pub(crate) mod last_turn;
 pub(crate) mod reminders;
 pub(crate) mod side_call;
 #[cfg(test)]
+mod side_call_tests;
+#[cfg(test)]
 pub(crate) mod test_support;
