@@ -14,6 +14,8 @@
 mod harness;
 #[path = "llama/prompt_size.rs"]
 mod prompt_size;
+#[path = "llama/side_calls.rs"]
+mod side_calls;
 #[path = "llama/wire.rs"]
 mod wire;
 
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = wire::tests();
     trials.extend(prompt_size::tests());
+    trials.extend(side_calls::tests());
     let conclusion = libtest_mimic::run(&args, trials);
     harness::stop();
     conclusion.exit_code()
