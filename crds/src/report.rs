@@ -183,6 +183,9 @@ pub enum StopReason {
     ResultTooLarge,
     /// The checkpoint stayed too large after summarization (written by the run API).
     CheckpointTooLarge,
+    /// A signal (Ctrl-C, SIGTERM) stopped a local run, which saved a checkpoint to resume
+    /// from; a Run's pod stopped this way posts its checkpoint, never a result.
+    Interrupted,
 }
 
 impl StopReason {

@@ -151,6 +151,16 @@ pub struct ClarificationRequest {
     pub checkpoint_gzip_base64: String,
 }
 
+/// `POST /v1/runs/{ns}/{name}/checkpoint`: the thread of an attempt stopped by SIGTERM while it
+/// worked (its Pod deleted, evicted or drained), so another attempt resumes from it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointReport {
+    pub attempt: u32,
+    /// The serialized thread, gzip then base64 (stored in `<run>-checkpoint`).
+    pub checkpoint_gzip_base64: String,
+}
+
 /// An answer to a clarification question (`spec.responses[]`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]

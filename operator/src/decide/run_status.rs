@@ -441,6 +441,10 @@ fn stopped(stop: StopReason, text: Option<&str>) -> Outcome {
             reason::CHECKPOINT_TOO_LARGE,
             with_text("the checkpoint was too large"),
         ),
+        // The run API refuses such a result: an interrupted pod posts its checkpoint.
+        StopReason::Interrupted => {
+            Outcome::failed(reason::POD_FAILED, with_text("the runner was interrupted"))
+        }
         StopReason::Cancelled => Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel"),
         StopReason::TimedOut => Outcome::failed(reason::TIMED_OUT, with_text("the timeout passed")),
         StopReason::InputRequired => Outcome::going(reason::WAITING_FOR_INPUT, ""),

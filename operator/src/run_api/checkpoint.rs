@@ -1,5 +1,5 @@
-//! The ConfigMap `<run>-checkpoint`, owned by the Run: the thread of the Run's latest question,
-//! gzip as the runner sent it, in `binaryData["checkpoint.json.gz"]`, and in the annotation
+//! The ConfigMap `<run>-checkpoint`, owned by the Run: the thread of the Run's latest question
+//! or of its latest attempt stopped by SIGTERM, gzip as the runner sent it, in `binaryData["checkpoint.json.gz"]`, and in the annotation
 //! `herd.dev/questions` the ids of every question the Run asked (a JSON list, oldest first), so
 //! the Run controller can tell an answer to a question from one that matches none. Replaced at
 //! each question under the resourceVersion read; at most [`MAX_CHECKPOINT_BYTES`] of gzip, past
@@ -111,15 +111,16 @@ pub fn checkpoint_config_map(
     }
 }
 
-/// Writes the checkpoint of the question `id`: created, or replaced under the version read when
-/// it is this Run's (never one of another Run of the same name); retried on conflicts.
+/// Writes the checkpoint of the question `id` (`None`: of an interrupted attempt, which asked
+/// nothing): created, or replaced under the version read when it is this Run's (never one of
+/// another Run of the same name); retried on conflicts.
 pub async fn write_checkpoint(
     client: &Client,
     namespace: &str,
     run: &str,
     owner: OwnerReference,
     gzip: Vec<u8>,
-    id: &str,
+    id: Option<&str>,
 ) -> Result<(), Failure> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let name = checkpoint_name(run);
@@ -131,13 +132,9 @@ pub async fn write_checkpoint(
             .map_err(|e| Failure::kube(&writing, &e))?;
         let written = match existing {
             None => {
-                let desired = checkpoint_config_map(
-                    run,
-                    namespace,
-                    owner.clone(),
-                    gzip.clone(),
-                    &[id.to_owned()],
-                );
+                let asked: Vec<String> = id.iter().map(|id| (*id).to_owned()).collect();
+                let desired =
+                    checkpoint_config_map(run, namespace, owner.clone(), gzip.clone(), &asked);
                 api.create(&PostParams::default(), &desired).await
             }
             Some(existing) => {
@@ -146,7 +143,11 @@ pub async fn write_checkpoint(
                         "ConfigMap {name} exists and is not this Run's"
                     )));
                 }
-                let asked = with_question(asked_questions(&existing.metadata), id);
+                let asked = asked_questions(&existing.metadata);
+                let asked = match id {
+                    Some(id) => with_question(asked, id),
+                    None => asked,
+                };
                 let mut desired =
                     checkpoint_config_map(run, namespace, owner.clone(), gzip.clone(), &asked);
                 desired.metadata.resource_version = existing.metadata.resource_version;

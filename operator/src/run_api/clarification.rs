@@ -95,7 +95,15 @@ pub async fn clarification(
                 .run
                 .controller_owner_ref(&())
                 .ok_or_else(|| Failure::internal("the Run has no UID"))?;
-            write_checkpoint(&api.client, namespace, name, owner, gzip, &question.id).await?;
+            write_checkpoint(
+                &api.client,
+                namespace,
+                name,
+                owner,
+                gzip,
+                Some(&question.id),
+            )
+            .await?;
             Checkpointed::Written
         }
     };

@@ -21,6 +21,7 @@ pub mod children;
 pub mod clarification;
 pub mod connections;
 pub mod failure;
+pub mod interruption;
 pub mod listener;
 pub mod long_poll;
 pub mod memory;

@@ -1,6 +1,6 @@
 //! The routes of the run API (docs/run-api.md), under `/v1/runs/{namespace}/{name}/`: `config`,
 //! `progress` and `result` here; `children` ([`super::children`]), `clarification`
-//! ([`super::clarification`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
+//! ([`super::clarification`]), `checkpoint` ([`super::interruption`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
 //! in their own modules. Every other path, and every refusal, answers an `ApiError`.
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
+use herd_crds::report::StopReason;
 use herd_crds::run::Run;
 use herd_crds::wire::{
     ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY, MemoryUpdate, ProgressBody,
@@ -32,6 +33,7 @@ use super::checkpoint::read_checkpoint;
 use super::children::{child_file, child_outcome_of, start_child};
 use super::clarification::clarification;
 use super::failure::Failure;
+use super::interruption::interruption;
 use super::memory::{read_memory, update_memory};
 use super::progress::RunKey;
 use super::report::{AfterResult, Stored, after_result};
@@ -53,6 +55,7 @@ pub fn router(api: Arc<RunApi>) -> Router {
             post(clarification),
         )
         .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
+        .route("/v1/runs/{namespace}/{name}/checkpoint", post(interruption))
         .route(
             "/v1/runs/{namespace}/{name}/memory",
             get(read_memory).post(update_memory),
@@ -242,6 +245,11 @@ async fn result(
     let (admitted, report): (_, ResultReport) = api
         .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
         .await?;
+    if report.stop_reason == StopReason::Interrupted {
+        return Err(Failure::bad_request(
+            "an interrupted runner posts its checkpoint (POST checkpoint), not a result",
+        ));
+    }
     let files = decode_files(&report.files)?;
     api.progress.forget(&RunKey {
         path: admitted.path.clone(),

@@ -21,6 +21,9 @@ pub enum Command {
     Run(RunArgs),
     /// Serve sandbox tools on a unix socket (the pod's `sandbox` container).
     Sandbox(SandboxArgs),
+    /// List the local runs under `$XDG_DATA_HOME/herd/runs/`, newest first: id, status, age
+    /// and task.
+    Runs(RunsArgs),
     /// Run a Run's lead agent in its pod's `agent` container: the config from the operator's
     /// run API, the tools in the `sandbox` container. Everything comes from the environment
     /// the operator sets (`HERD_API_URL`, `HERD_TOKEN_FILE`, `HERD_CA_FILE`, `HERD_RUN_*`...).
@@ -62,7 +65,8 @@ pub struct RunArgs {
     pub thinking: bool,
 
     /// Folder for the run's files (`user-data/{workspace,uploads,outputs}`, checkpoints).
-    /// Default: a new `herd-run-<time>` folder in the current directory.
+    /// Default: a new folder under `$XDG_DATA_HOME/herd/runs/` (`~/.local/share/herd/runs/`),
+    /// listed by `herd-runner runs`.
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
 
@@ -78,8 +82,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub non_interactive: bool,
 
-    /// Continue a run that stopped for a question: its work folder.
-    #[arg(long, value_name = "DIR", requires = "answer")]
+    /// Continue a run that stopped for a question (with `--answer`) or was interrupted
+    /// (Ctrl-C, SIGTERM): its work folder, or its id in `herd-runner runs`.
+    #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
 
     /// The answer to the question of the run being resumed.
@@ -100,6 +105,14 @@ pub struct RunArgs {
     /// process.
     #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
     pub sandbox: SandboxMode,
+}
+
+/// `herd-runner runs`.
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// Print one JSON object per run instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `herd-runner sandbox`.

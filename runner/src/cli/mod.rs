@@ -10,7 +10,10 @@
 //! timeout...); 2 bad usage or manifests; 3 the agent asked a question and a checkpoint was
 //! saved (answer with `--resume <workdir> --answer "..."`); 4 the run was stopped by a limit
 //! (`maxModelCalls`, loop detection, token budget, subagent limit, the model's output limit,
-//! a safety stop): the partial answer is on stdout and `stopped: <reason>` on stderr.
+//! a safety stop): the partial answer is on stdout and `stopped: <reason>` on stderr; 130 and
+//! 143 a first SIGINT (Ctrl-C) or SIGTERM stopped it at its next safe point and a checkpoint
+//! was saved (continue with `--resume <workdir>`); a second signal exits at once with the
+//! same code.
 //!
 //! Everything printed for a person passes through `herd_crds::terminal_text::for_terminal`;
 //! `--json` lines through its `json_line`.
@@ -18,6 +21,7 @@
 pub(crate) mod args;
 pub(crate) mod progress;
 pub(crate) mod prompter;
+mod runs;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -33,6 +37,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
 use self::progress::Progress;
 use self::prompter::TerminalPrompter;
+use crate::runtime::interrupt::{Interrupt, StopSignal};
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
 use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
@@ -135,6 +140,7 @@ async fn main(started: Started) -> ExitCode {
         } => sandbox(args, Some(listener), layers).await,
         Started::Command { command, layers } => match command {
             Command::Run(args) => run(args).await,
+            Command::Runs(args) => runs::list(&args),
             Command::Sandbox(args) => sandbox(args, None, layers).await,
             Command::Pod => pod().await,
         },
@@ -302,15 +308,27 @@ async fn sandbox_ready(socket: &std::path::Path) -> ExitCode {
 
 async fn run(args: RunArgs) -> ExitCode {
     let interactive = !args.non_interactive && !args.json && std::io::stdin().is_terminal();
-    let progress = Progress::new(args.json, std::io::stderr().is_terminal());
-    let workdir = match (&args.resume, &args.workdir) {
-        (Some(dir), _) | (None, Some(dir)) => dir.clone(),
-        (None, None) => default_workdir(),
-    };
+    if args.answer.is_some() && args.resume.is_none() {
+        eprintln!("error: --answer answers the question of a run being resumed: add --resume DIR");
+        return ExitCode::from(EXIT_USAGE);
+    }
     if args.resume.is_none() && args.files.is_empty() {
         eprintln!("error: no manifests given: herd-runner run -f agent.yaml \"task\"");
         return ExitCode::from(EXIT_USAGE);
     }
+    let workdir = match (&args.resume, &args.workdir) {
+        (Some(dir), _) => runs::resolve(dir),
+        (None, Some(dir)) => dir.clone(),
+        (None, None) => match runs::new_run_dir() {
+            Ok(dir) => dir,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
+    let progress = Progress::new(args.json, std::io::stderr().is_terminal());
+    let interrupt = interrupt_on_signals(args.json);
     let request = LocalRequest {
         files: args.files,
         overrides: Overrides {
@@ -324,14 +342,21 @@ async fn run(args: RunArgs) -> ExitCode {
         workdir,
         inputs: args.inputs,
         prompter: interactive.then(|| Arc::new(TerminalPrompter) as _),
+        resume: args.resume.is_some(),
         answer: args.answer,
+        interrupt: Some(interrupt),
         memory_dir: args.memory_dir.unwrap_or_else(default_memory_dir),
         sandbox: args.sandbox,
     };
     let result = run_local(request, progress.clone()).await;
     progress.finish();
     match result {
-        Ok(result) => report(&result, args.json),
+        Ok(result) if result.interrupted.is_some() => {
+            let code = report(&result, args.json);
+            // The terminal prompt may still block a thread reading stdin: exit without it.
+            std::process::exit(i32::from(u8::from(code)))
+        }
+        Ok(result) => ExitCode::from(report(&result, args.json)),
         Err(error) => {
             if args.json {
                 println!(
@@ -346,10 +371,55 @@ async fn run(args: RunArgs) -> ExitCode {
     }
 }
 
+/// Resolves at the first SIGINT or SIGTERM, saying on stderr that the run is stopping; at the
+/// second, exits at once (130 or 143, by that signal). A signal that cannot be watched is said
+/// in the log and never comes.
+fn interrupt_on_signals(json: bool) -> Interrupt {
+    let (first, caught) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let signal = next_stop_signal().await;
+        if !json {
+            eprintln!(
+                "\n{}: stopping at the next safe point and saving a checkpoint (again to quit at once)",
+                signal.name()
+            );
+        }
+        let _ = first.send(signal);
+        let again = next_stop_signal().await;
+        std::process::exit(i32::from(again.exit_code()));
+    });
+    async move { caught.await.unwrap_or(StopSignal::Terminate) }
+        .boxed()
+        .shared()
+}
+
+/// The next SIGINT or SIGTERM.
+async fn next_stop_signal() -> StopSignal {
+    async fn watch(kind: SignalKind, signal: StopSignal) -> StopSignal {
+        match tokio::signal::unix::signal(kind) {
+            Ok(mut watched) => {
+                watched.recv().await;
+                signal
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for {}", signal.name());
+                std::future::pending().await
+            }
+        }
+    }
+    tokio::select! {
+        signal = watch(SignalKind::interrupt(), StopSignal::Interrupt) => signal,
+        signal = watch(SignalKind::terminate(), StopSignal::Terminate) => signal,
+    }
+}
+
 /// Prints the answer (stdout) and where things are (stderr), and picks the exit code.
-fn report(result: &LocalResult, json: bool) -> ExitCode {
+fn report(result: &LocalResult, json: bool) -> u8 {
     let outcome = &result.outcome;
-    let code = exit_code(outcome.stop_reason);
+    let code = match result.interrupted {
+        Some(signal) => signal.exit_code(),
+        None => exit_code(outcome.stop_reason),
+    };
     if json {
         let artifacts: Vec<_> = result
             .artifacts
@@ -366,9 +436,10 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
             "usage": result.usage,
             "artifacts": artifacts,
             "workdir": result.workdir,
+            "interrupted": result.interrupted.map(StopSignal::name),
         });
         println!("{}", json_line(&line));
-        return ExitCode::from(code);
+        return code;
     }
     let workdir = result.workdir.display().to_string();
     if let Some(question) = &outcome.question {
@@ -377,7 +448,7 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
             "\nThe agent needs an answer. Continue with:\n  herd-runner run --resume {} --answer \"...\"",
             for_terminal(&workdir)
         );
-        return ExitCode::from(code);
+        return code;
     }
     if !outcome.answer.is_empty() {
         println!("{}", for_terminal(&outcome.answer));
@@ -390,6 +461,13 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
             "stopped: {:?} ({})",
             outcome.stop_reason,
             stop_explanation(outcome.stop_reason)
+        );
+    }
+    if let Some(signal) = result.interrupted {
+        eprintln!(
+            "\nInterrupted by {}: the checkpoint is saved. Continue with:\n  herd-runner run --resume {}",
+            signal.name(),
+            for_terminal(&workdir)
         );
     }
     if !result.artifacts.is_empty() {
@@ -408,7 +486,7 @@ fn report(result: &LocalResult, json: bool) -> ExitCode {
         result.usage.output_tokens,
         for_terminal(&workdir)
     );
-    ExitCode::from(code)
+    code
 }
 
 /// The exit code for how the run ended (see the module docs).
@@ -432,11 +510,6 @@ fn stop_explanation(reason: StopReason) -> &'static str {
         StopReason::SafetyStop => "the provider's safety system stopped the answer",
         _ => "stopped by a limit",
     }
-}
-
-fn default_workdir() -> PathBuf {
-    let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
-    PathBuf::from(format!("herd-run-{stamp}"))
 }
 
 fn default_memory_dir() -> PathBuf {
@@ -466,6 +539,8 @@ mod tests {
             (StopReason::ModelError, EXIT_FAILED),
             (StopReason::Cancelled, EXIT_FAILED),
             (StopReason::TimedOut, EXIT_FAILED),
+            // The signal's code, 130 or 143, is the CLI's: see `report`.
+            (StopReason::Interrupted, EXIT_FAILED),
         ];
         for (reason, code) in cases {
             assert_eq!(exit_code(reason), code, "{reason:?}");

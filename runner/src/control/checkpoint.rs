@@ -1,5 +1,6 @@
-//! A checkpoint: the thread and the open question, saved when a run stops for an answer —
-//! a file locally, gzip in ConfigMap `<run>-checkpoint` through the run API in a cluster.
+//! A checkpoint: the thread and why it stopped there — a question waiting for its answer, or
+//! a signal (Ctrl-C, SIGTERM) that interrupted it — a file locally, gzip in ConfigMap
+//! `<run>-checkpoint` through the run API in a cluster.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -13,7 +14,7 @@ use flate2::write::GzEncoder;
 use herd_crds::report::Clarification;
 use serde::{Deserialize, Serialize};
 
-use crate::thread::ThreadState;
+use crate::thread::{Message, MessageKind, ThreadState};
 
 /// File name of the checkpoint inside its folder.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
@@ -34,11 +35,81 @@ pub trait ThreadCompactor: Send + Sync {
 /// What a suspended run needs to continue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Checkpoint {
-    pub question: Clarification,
+    /// Why the run stopped here; flattened, so a question's checkpoint reads
+    /// `{"question": ..., "state": ...}` as it always has.
+    #[serde(flatten)]
+    pub stop: CheckpointStop,
     pub state: ThreadState,
 }
 
+/// Why a checkpoint was written.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckpointStop {
+    /// The agent asked this question; resuming appends its answer.
+    Question(Clarification),
+    /// A signal stopped the run; resuming tells the model so, and it redoes the step it was
+    /// on.
+    Interrupted(Interruption),
+}
+
+/// A run stopped by a signal.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Interruption {
+    /// The signal, as `SIGINT` or `SIGTERM`.
+    pub signal: String,
+    /// When, RFC 3339.
+    pub at: String,
+}
+
+impl Interruption {
+    /// `signal` now.
+    pub fn now(signal: &str) -> Self {
+        Interruption {
+            signal: signal.to_owned(),
+            at: jiff::Timestamp::now().to_string(),
+        }
+    }
+
+    /// The user turn a resumed run goes on from: what happened, so the model redoes the
+    /// step that was cut off (its tool results or streamed text never reached the thread).
+    pub fn resume_turn(&self) -> Message {
+        Message::hidden_user(
+            format!("interrupted-{}", self.at),
+            MessageKind::Interrupted,
+            self.resume_message(),
+        )
+    }
+
+    fn resume_message(&self) -> String {
+        format!(
+            "The run was interrupted ({} at {}) and has now been resumed from its checkpoint. \
+             Any tool call or answer in progress at that moment did not complete: check the \
+             state of the files you were working on, redo the interrupted step and continue \
+             the task.",
+            self.signal, self.at
+        )
+    }
+}
+
 impl Checkpoint {
+    /// The checkpoint of a run waiting for the answer to `question`.
+    pub fn question(question: Clarification, state: ThreadState) -> Self {
+        Checkpoint {
+            stop: CheckpointStop::Question(question),
+            state,
+        }
+    }
+
+    /// The checkpoint of a run interrupted by `signal`.
+    pub fn interrupted(signal: &str, state: ThreadState) -> Self {
+        Checkpoint {
+            stop: CheckpointStop::Interrupted(Interruption::now(signal)),
+            state,
+        }
+    }
+
     /// Writes the checkpoint atomically (temp file, then rename).
     pub fn save(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)?;
@@ -98,15 +169,14 @@ mod tests {
     use herd_crds::report::ClarificationType;
 
     use super::*;
-    use crate::thread::Message;
 
     fn checkpoint() -> Checkpoint {
         let mut state = ThreadState::new("Map the market.");
         state
             .messages
             .push(Message::user("u-2", "ünïcode ".repeat(1000)));
-        Checkpoint {
-            question: Clarification {
+        Checkpoint::question(
+            Clarification {
                 id: "q-call_1_0".into(),
                 question: "Which market?".into(),
                 kind: ClarificationType::MissingInfo,
@@ -115,7 +185,30 @@ mod tests {
                 asked_at: None,
             },
             state,
-        }
+        )
+    }
+
+    #[test]
+    fn a_questions_checkpoint_keeps_its_layout_and_an_interruption_has_its_own() {
+        let asked = serde_json::to_value(checkpoint()).unwrap();
+        assert_eq!(asked["question"]["id"], "q-call_1_0");
+        assert!(asked["state"].is_object());
+        let interrupted = Checkpoint::interrupted("SIGINT", ThreadState::new("Map the market."));
+        let json = serde_json::to_value(&interrupted).unwrap();
+        assert_eq!(json["interrupted"]["signal"], "SIGINT");
+        assert!(json.get("question").is_none());
+        let back: Checkpoint = serde_json::from_value(json).unwrap();
+        assert_eq!(back, interrupted);
+        let CheckpointStop::Interrupted(how) = &back.stop else {
+            panic!("{back:?}");
+        };
+        let turn = how.resume_turn();
+        assert!(turn.text().contains("SIGINT"), "{turn:?}");
+        assert!(turn.text().contains("redo the interrupted step"));
+        let Message::User(user) = &turn else {
+            panic!("{turn:?}");
+        };
+        assert_eq!(user.meta.kind, Some(MessageKind::Interrupted));
     }
 
     #[test]

@@ -169,12 +169,9 @@ impl ControlPlane for LocalControlPlane {
                 )),
             },
             Questions::Suspend(dir) => {
-                Checkpoint {
-                    question: question.clone(),
-                    state: checkpoint.clone(),
-                }
-                .save(dir)
-                .map_err(|error| ControlError::Io(error.to_string()))?;
+                Checkpoint::question(question.clone(), checkpoint.clone())
+                    .save(dir)
+                    .map_err(|error| ControlError::Io(error.to_string()))?;
                 Ok(AskOutcome::Suspended)
             }
             Questions::Refuse => Err(ControlError::Refused(
@@ -218,6 +215,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::control::checkpoint::CheckpointStop;
 
     /// Counts how many launches overlap.
     #[derive(Default)]
@@ -326,7 +324,7 @@ mod tests {
         let outcome = control.ask(&question, &state).await.unwrap();
         assert_eq!(outcome, AskOutcome::Suspended);
         let saved = Checkpoint::load(dir.path()).unwrap();
-        assert_eq!(saved.question, question);
+        assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
         assert_eq!(saved.state, state);
 
         let answered =

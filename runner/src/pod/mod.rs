@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{BoxFuture, Shared};
-use herd_crds::report::StopReason;
+use herd_crds::report::{Clarification, StopReason};
 use herd_crds::wire::{ResultReport, RunConfig};
 use tokio::time::Instant;
 
@@ -35,6 +35,7 @@ use self::fallback::fallback_report;
 use self::result::{fallback_text, hand_back_outputs, outcome_report, result_report};
 use self::resume::{Resume, resume};
 use crate::agent::{AgentEvent, Limits, Observer, RunEnv, RunOutcome};
+use crate::control::checkpoint::CheckpointStop;
 use crate::control::deadline::Deadline;
 use crate::control::run_api::{RunApiClient, RunApiControlPlane};
 use crate::control::{AskOutcome, ControlError, ControlPlane};
@@ -176,14 +177,15 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
         control: &control,
         observer: &observer,
     };
-    let outcome = tokio::select! {
-        outcome = lead.run(resume, &mut state) => outcome,
+    let ran = tokio::select! {
+        outcome = lead.run(resume, &mut state) => Some(outcome),
         message = control.superseded() => return Ending::Superseded(message),
-        () = stop.clone() => return terminated(&control).await,
+        () = stop.clone() => None,
     };
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(ending) => return ending,
+    let outcome = match ran {
+        Some(Ok(outcome)) => outcome,
+        Some(Err(ending)) => return ending,
+        None => return interrupted(&control, state).await,
     };
     if plan.depth > 0 {
         hand_back_outputs(&mut state, executor.as_ref(), observer.as_ref()).await;
@@ -211,6 +213,26 @@ const TERMINATED: &str = "stopped by SIGTERM";
 async fn terminated(control: &RunApiControlPlane) -> Ending {
     control.flush_progress(TERM_BUDGET).await;
     Ending::Terminated(TERMINATED.to_owned())
+}
+
+/// SIGTERM while the lead works: the thread as it stands goes to the run API as the Run's
+/// checkpoint, so another attempt (after an eviction or a drain) resumes instead of starting
+/// over, then the progress not reported yet; all within [`TERM_BUDGET`]. A question waiting
+/// for its answer has its checkpoint already, and keeps it.
+async fn interrupted(control: &RunApiControlPlane, state: ThreadState) -> Ending {
+    let budget = Instant::now() + TERM_BUDGET;
+    if !control.waits_for_an_answer() {
+        match control.post_interruption(state, budget).await {
+            Ok(()) => tracing::info!("the checkpoint of the interrupted run is posted"),
+            Err(error) => {
+                tracing::warn!(%error, "the checkpoint of the interrupted run was not posted")
+            }
+        }
+    }
+    control
+        .flush_progress(budget.saturating_duration_since(Instant::now()))
+        .await;
+    Ending::Terminated(format!("{TERMINATED}, checkpoint posted"))
 }
 
 /// Posts the result; if SIGTERM comes meanwhile, the post gets [`TERM_BUDGET`] more.
@@ -388,10 +410,23 @@ impl Lead<'_> {
         .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
         control.use_compactor(agents.checkpoint_compactor(&lead));
         if let Some(resume) = resume {
-            match self.answer(&resume).await? {
-                Ok(answer) => *state = resume.continued(answer),
-                Err(outcome) => return Ok(outcome),
-            }
+            let answer = match &resume.stop {
+                CheckpointStop::Question(question) => {
+                    match self.answer(question, &resume.state).await? {
+                        Ok(answer) => Some(answer),
+                        Err(outcome) => return Ok(outcome),
+                    }
+                }
+                CheckpointStop::Interrupted(how) => {
+                    tracing::info!(
+                        signal = %how.signal,
+                        at = %how.at,
+                        "resuming from the checkpoint of an interrupted attempt"
+                    );
+                    None
+                }
+            };
+            *state = resume.continued(answer);
         }
         let env = RunEnv {
             executor: (*executor).clone(),
@@ -412,12 +447,15 @@ impl Lead<'_> {
     /// The answer to the question an earlier attempt asked: from `spec.responses`, or asked
     /// again (this attempt reports the question and waits for it); the inner error is how the
     /// run ends instead.
-    async fn answer(&self, resume: &Resume) -> Result<Result<String, RunOutcome>, Ending> {
-        let question = &resume.question;
+    async fn answer(
+        &self,
+        question: &Clarification,
+        checkpoint: &ThreadState,
+    ) -> Result<Result<String, RunOutcome>, Ending> {
         tracing::info!(id = %question.id, "resuming from the checkpoint of an earlier attempt");
         let asked = self
             .control
-            .ask(question, &resume.state)
+            .ask(question, checkpoint)
             .await
             .map_err(stopped)?;
         match asked {

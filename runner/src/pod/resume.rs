@@ -1,34 +1,34 @@
 //! Resuming a Run whose earlier attempt asked a question and then lost its pod (evicted, node
-//! gone): the new attempt starts from the checkpoint the run API kept, as `herd-runner run
-//! --resume` does from its file, with the answer appended. With an `emptyDir` workspace the
-//! files did not survive the old pod, and the model is told so before it reads the answer.
+//! gone), or was stopped by SIGTERM (drained, evicted) and posted its checkpoint: the new
+//! attempt starts from the checkpoint the run API kept, as `herd-runner run --resume` does from
+//! its file, with the answer appended or told it was interrupted. With an `emptyDir` workspace
+//! the files did not survive the old pod, and the model is told so first.
 
-use herd_crds::report::Clarification;
 use herd_crds::wire::RunConfig;
 
-use crate::control::checkpoint::Checkpoint;
+use crate::control::checkpoint::{Checkpoint, CheckpointStop};
 use crate::sandbox::paths::{OUTPUTS, UPLOADS, WORKSPACE};
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Where a resumed attempt starts.
 #[derive(Debug)]
 pub(super) struct Resume {
-    /// The question the earlier attempt asked.
-    pub question: Clarification,
+    /// Why the earlier attempt stopped: its question, or a signal.
+    pub stop: CheckpointStop,
     /// The thread as it was when it asked.
     pub state: ThreadState,
     /// Whether the workspace was an `emptyDir`, gone with the earlier pod.
     pub workspace_lost: bool,
 }
 
-/// The resume point of the attempt `config` describes, if an earlier one asked a question.
+/// The resume point of the attempt `config` describes, if an earlier one left a checkpoint.
 pub(super) fn resume(config: &RunConfig) -> Result<Option<Resume>, String> {
     let Some(text) = &config.checkpoint_gzip_base64 else {
         return Ok(None);
     };
     let checkpoint = Checkpoint::from_gzip_base64(text)?;
     Ok(Some(Resume {
-        question: checkpoint.question,
+        stop: checkpoint.stop,
         state: checkpoint.state,
         workspace_lost: config
             .agent
@@ -41,21 +41,28 @@ pub(super) fn resume(config: &RunConfig) -> Result<Option<Resume>, String> {
 
 impl Resume {
     /// The thread to run on: the checkpoint's, told what was lost with the old pod, then the
-    /// answer.
-    pub fn continued(self, answer: String) -> ThreadState {
+    /// `answer` to its question, or told it was interrupted.
+    pub fn continued(self, answer: Option<String>) -> ThreadState {
         let mut state = self.state;
+        let stopped_at = match &self.stop {
+            CheckpointStop::Question(question) => question.id.clone(),
+            CheckpointStop::Interrupted(how) => how.at.clone(),
+        };
         if self.workspace_lost {
             let presented = std::mem::take(&mut state.artifacts);
             state.messages.push(Message::hidden_user(
-                format!("workspace-lost-{}", self.question.id),
+                format!("workspace-lost-{stopped_at}"),
                 MessageKind::WorkspaceLost,
                 lost_message(&presented),
             ));
         }
-        state.messages.push(Message::user(
-            format!("answer-{}", self.question.id),
-            answer,
-        ));
+        match (&self.stop, answer) {
+            (CheckpointStop::Question(question), Some(answer)) => state
+                .messages
+                .push(Message::user(format!("answer-{}", question.id), answer)),
+            (CheckpointStop::Interrupted(how), _) => state.messages.push(how.resume_turn()),
+            (CheckpointStop::Question(_), None) => {}
+        }
         state
     }
 }
@@ -63,8 +70,8 @@ impl Resume {
 /// What the model reads when its files are gone.
 fn lost_message(presented: &[String]) -> String {
     let mut text = format!(
-        "This run was resumed on a new pod from its checkpoint: the pod it asked its question \
-         in was lost while it waited for the answer. Its workspace was not persistent, so the \
+        "This run was resumed on a new pod from its checkpoint: the pod it ran in was lost \
+         (while it waited for an answer, or stopped). Its workspace was not persistent, so the \
          files written under {WORKSPACE} and {OUTPUTS} before are gone ({UPLOADS} holds the \
          Run's inputs again). Recreate what you still need before you use it."
     );
@@ -81,7 +88,7 @@ fn lost_message(presented: &[String]) -> String {
 mod tests {
     use base64::Engine as _;
     use herd_crds::agent::WorkspaceClaimSpec;
-    use herd_crds::report::ClarificationType;
+    use herd_crds::report::{Clarification, ClarificationType};
 
     use super::*;
 
@@ -107,8 +114,8 @@ mod tests {
         state
             .artifacts
             .push("/mnt/user-data/outputs/draft.md".into());
-        Checkpoint {
-            question: Clarification {
+        Checkpoint::question(
+            Clarification {
                 id: "q-call_1_0".into(),
                 question: "Which market?".into(),
                 kind: ClarificationType::MissingInfo,
@@ -117,7 +124,7 @@ mod tests {
                 asked_at: None,
             },
             state,
-        }
+        )
     }
 
     #[test]
@@ -128,9 +135,9 @@ mod tests {
     #[test]
     fn an_emptydir_run_resumes_told_its_files_are_gone_then_answered() {
         let resumed = resume(&config(Some(&checkpoint()))).unwrap().unwrap();
-        assert_eq!(resumed.question.id, "q-call_1_0");
+        assert!(matches!(&resumed.stop, CheckpointStop::Question(q) if q.id == "q-call_1_0"));
         assert!(resumed.workspace_lost);
-        let state = resumed.continued("Europe only".into());
+        let state = resumed.continued(Some("Europe only".into()));
         let [task, lost, answer] = state.messages.as_slice() else {
             panic!("{:?}", state.messages);
         };
@@ -157,9 +164,30 @@ mod tests {
             Some(serde_json::from_value::<WorkspaceClaimSpec>(serde_json::json!({})).unwrap());
         let resumed = resume(&config).unwrap().unwrap();
         assert!(!resumed.workspace_lost);
-        let state = resumed.continued("Europe only".into());
+        let state = resumed.continued(Some("Europe only".into()));
         assert_eq!(state.messages.len(), 2);
         assert_eq!(state.artifacts, ["/mnt/user-data/outputs/draft.md"]);
+    }
+
+    #[test]
+    fn an_interrupted_attempt_resumes_told_so_without_asking() {
+        let mut config = config(None);
+        let checkpoint = Checkpoint::interrupted("SIGTERM", ThreadState::new("Map the market."));
+        config.checkpoint_gzip_base64 =
+            Some(base64::engine::general_purpose::STANDARD.encode(checkpoint.to_gzip().unwrap()));
+        let resumed = resume(&config).unwrap().unwrap();
+        assert!(matches!(resumed.stop, CheckpointStop::Interrupted(_)));
+        let state = resumed.continued(None);
+        let [task, lost, interrupted] = state.messages.as_slice() else {
+            panic!("{:?}", state.messages);
+        };
+        assert_eq!(task.text(), "Map the market.");
+        assert!(lost.text().contains("was not persistent"), "{lost:?}");
+        let Message::User(interrupted) = interrupted else {
+            panic!("{interrupted:?}")
+        };
+        assert_eq!(interrupted.meta.kind, Some(MessageKind::Interrupted));
+        assert!(interrupted.content.contains("SIGTERM"));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! subagents in-process, questions on the terminal (or a checkpoint) and memory in a file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt as _;
 
 use herd_crds::agent::MemoryScope;
 use herd_crds::report::{Clarification, StopReason, Usage};
@@ -13,15 +16,18 @@ use herd_crds::wire::ResultReport;
 
 use super::agents::{AgentsError, RunAgents};
 use super::in_process_subagents::InProcessSubagents;
+use super::interrupt::{Interrupt, StopSignal};
 use super::lead_run::run_lead_until;
 use super::local_plan::{Overrides, local_plan};
 use super::local_sandbox::{SandboxMode, discover_skills, open_sandbox};
 use super::manifests::{LocalManifests, ManifestsError};
+use super::run_ending::RunEnding;
+use super::run_list::PID_FILE;
 use super::run_record::{RecordError, RunRecord};
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
 use crate::control::ControlPlane;
-use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint};
+use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint, CheckpointStop, Interruption};
 use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
 use crate::memory::file::MemoryFile;
@@ -67,8 +73,12 @@ pub struct LocalRequest {
     pub inputs: Vec<PathBuf>,
     /// Ask on the terminal with this prompter; `None` saves a checkpoint instead.
     pub prompter: Option<Arc<dyn Prompter>>,
-    /// `--resume`: continue the run in `workdir` with this answer.
+    /// `--resume`: continue the run in `workdir` from its checkpoint.
+    pub resume: bool,
+    /// The answer to the question the resumed run asked.
     pub answer: Option<String>,
+    /// Stops the run at its next safe point, saving a checkpoint (Ctrl-C, SIGTERM).
+    pub interrupt: Option<Interrupt>,
     pub memory_dir: PathBuf,
     /// Where the tools execute.
     pub sandbox: SandboxMode,
@@ -85,23 +95,37 @@ pub struct LocalResult {
     pub question: Option<Clarification>,
     pub title: Option<String>,
     pub usage: Usage,
+    /// The signal that interrupted the run (a checkpoint was saved).
+    pub interrupted: Option<StopSignal>,
 }
+
+/// How long the tools of an interrupted run get between SIGTERM and SIGKILL.
+const TOOL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs (or resumes) an agent locally.
 pub async fn run_local(
     request: LocalRequest,
     observer: Arc<dyn Observer>,
 ) -> Result<LocalResult, LocalError> {
+    let facts = EnvFacts::from_process();
+    let start = Start::of(&request, &facts)?;
+    // A run refused before its agent starts leaves no folder it created behind.
+    let mut created = NewFolder::at(&request.workdir);
     let workdir = Workdir::prepare(&request.workdir).map_err(|error| {
         LocalError(format!(
             "cannot prepare the work folder {}: {error}",
             request.workdir.display()
         ))
     })?;
-    let facts = EnvFacts::from_process();
-    let start = Start::of(&request, &workdir, &facts)?;
     let plan = start.plan.clone();
     if start.resumed.is_none() {
+        RunRecord::new(
+            &start.manifests,
+            &plan.task,
+            &request.overrides,
+            request.api_key_env.as_deref(),
+        )
+        .write(&workdir.state_dir())?;
         install_inputs(&workdir, &start.manifests, &request.inputs)?;
     }
     workdir
@@ -109,7 +133,7 @@ pub async fn run_local(
         .map_err(|error| LocalError(error.to_string()))?;
 
     // Held until the run ends: dropping it stops the confined sandbox.
-    let (executor, _confined) = open_sandbox(
+    let (executor, sandbox) = open_sandbox(
         request.sandbox,
         std::env::current_exe(),
         &workdir,
@@ -123,6 +147,8 @@ pub async fn run_local(
             message: warning.clone(),
         });
     }
+    let streamed = Arc::new(StreamedAnswer::to(observer.clone()));
+    let observer: Arc<dyn Observer> = streamed.clone();
     let agents =
         Arc::new(RunAgents::start(plan.clone(), executor.clone(), skills, observer.clone()).await?);
     let control = Arc::new(local_control(&agents, &request, &workdir, &facts));
@@ -136,17 +162,137 @@ pub async fn run_local(
         executor,
         control: dyn_control.clone(),
     };
-    let outcome = run_lead_until(
+    created.keep();
+    let _running = PidFile::write(&workdir.state_dir());
+    let interrupt = request
+        .interrupt
+        .clone()
+        .unwrap_or_else(|| futures::future::pending().boxed().shared());
+    let lead_run = run_lead_until(
         &deadline,
         plan.time_left,
         &lead,
         &mut state,
         &env,
         observer.as_ref(),
-    )
-    .await
-    .map_err(|error| LocalError(error.to_string()))?;
-    finish(outcome, state, &control, workdir).await
+    );
+    let ran = tokio::select! {
+        // First: a signal wins over whatever the cancelled tools make of the sandbox stopping.
+        biased;
+        signal = interrupt => Err(signal),
+        outcome = lead_run => Ok(outcome),
+    };
+    match ran {
+        Ok(outcome) => {
+            let outcome = outcome.map_err(|error| LocalError(error.to_string()))?;
+            finish(outcome, state, &control, workdir, None).await
+        }
+        Err(signal) => {
+            sandbox.stop_tools(TOOL_GRACE).await;
+            Checkpoint::interrupted(signal.name(), state.clone())
+                .save(&workdir.state_dir())
+                .map_err(|error| {
+                    LocalError(format!(
+                        "interrupted by {}, and the checkpoint could not be saved: {error}",
+                        signal.name()
+                    ))
+                })?;
+            observer.on_event(AgentEvent::Stopped {
+                agent: "lead".into(),
+                reason: StopReason::Interrupted,
+            });
+            let outcome = RunOutcome {
+                stop_reason: StopReason::Interrupted,
+                answer: streamed.text(),
+                error: None,
+                question: None,
+            };
+            finish(outcome, state, &control, workdir, Some(signal)).await
+        }
+    }
+}
+
+/// A work folder this run creates: removed again when dropped unless kept, so a run refused
+/// before it starts leaves nothing.
+struct NewFolder(Option<PathBuf>);
+
+impl NewFolder {
+    /// Watches `path` if it does not exist yet.
+    fn at(path: &Path) -> Self {
+        NewFolder((!path.exists()).then(|| path.to_path_buf()))
+    }
+
+    /// The run has started: the folder stays.
+    fn keep(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for NewFolder {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+/// `.herd/pid` while this process runs the run, for `herd-runner runs`.
+struct PidFile(PathBuf);
+
+impl PidFile {
+    fn write(state_dir: &Path) -> Option<Self> {
+        let path = state_dir.join(PID_FILE);
+        std::fs::write(&path, std::process::id().to_string()).ok()?;
+        Some(PidFile(path))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Passes events on, keeping the text the lead streams in its current model call: the
+/// partial answer an interrupted run prints.
+struct StreamedAnswer {
+    inner: Arc<dyn Observer>,
+    text: Mutex<String>,
+}
+
+impl StreamedAnswer {
+    fn to(inner: Arc<dyn Observer>) -> Self {
+        StreamedAnswer {
+            inner,
+            text: Mutex::new(String::new()),
+        }
+    }
+
+    fn text(&self) -> String {
+        self.text
+            .lock()
+            .map(|text| text.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Observer for StreamedAnswer {
+    fn on_event(&self, event: AgentEvent) {
+        match &event {
+            AgentEvent::ModelCall { agent, .. } if agent == "lead" => {
+                if let Ok(mut text) = self.text.lock() {
+                    text.clear();
+                }
+            }
+            AgentEvent::Text { agent, text: delta } if agent == "lead" => {
+                if let Ok(mut text) = self.text.lock() {
+                    text.push_str(delta);
+                }
+            }
+            _ => {}
+        }
+        self.inner.on_event(event);
+    }
 }
 
 /// What a run starts from: the manifests and the plan, and for `--resume` the checkpoint and
@@ -154,55 +300,126 @@ pub async fn run_local(
 struct Start {
     manifests: LocalManifests,
     plan: Arc<RunPlan>,
-    resumed: Option<(Checkpoint, String)>,
+    resumed: Option<Resumed>,
 }
 
 impl Start {
-    /// A new run plans from the files and the command line and records both; a resumed one
-    /// plans from the record.
-    fn of(request: &LocalRequest, workdir: &Workdir, facts: &EnvFacts) -> Result<Self, LocalError> {
-        let state_dir = workdir.state_dir();
-        let Some(answer) = &request.answer else {
+    /// A new run plans from the files and the command line; a resumed one from the record in
+    /// its folder, from its checkpoint. Nothing is written yet.
+    fn of(request: &LocalRequest, facts: &EnvFacts) -> Result<Self, LocalError> {
+        if !request.resume {
             let manifests = LocalManifests::load(&request.files)?;
             let api_key_env = request.api_key_env.as_deref();
             let plan = local_plan(&manifests, &request.overrides, api_key_env, facts)?;
-            RunRecord::new(&manifests, &plan.task, &request.overrides, api_key_env)
-                .write(&state_dir)?;
             return Ok(Start {
                 manifests,
                 plan: Arc::new(plan),
                 resumed: None,
             });
-        };
+        }
+        let dir = &request.workdir;
+        let state_dir = dir.join(".herd");
         let record = RunRecord::read(&state_dir)?;
+        let checkpoint = match (Checkpoint::load(&state_dir), RunEnding::read(&state_dir)) {
+            (Ok(checkpoint), _) => checkpoint,
+            (Err(_), Some(ending)) => return Err(finished(dir, &ending)),
+            (Err(error), None) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LocalError(format!(
+                    "cannot resume: the run in {} left no checkpoint (it was killed before it \
+                     could save one); start it again",
+                    dir.display()
+                )));
+            }
+            (Err(error), None) => return Err(LocalError(format!("cannot resume: {error}"))),
+        };
+        let resumed = Resumed::of(checkpoint, request.answer.clone(), dir)?;
         let manifests = record.manifests()?;
         let plan = local_plan(&manifests, &record.overrides(), record.api_key_env(), facts)?;
-        let checkpoint = Checkpoint::load(&state_dir)
-            .map_err(|error| LocalError(format!("cannot resume: {error}")))?;
         Ok(Start {
             manifests,
             plan: Arc::new(plan),
-            resumed: Some((checkpoint, answer.clone())),
+            resumed: Some(resumed),
         })
     }
 
-    /// The thread to run: the task, or the checkpoint with the answer appended.
+    /// The thread to run: the task, or the checkpoint with the answer or the interruption
+    /// appended.
     fn thread(self, observer: &dyn Observer) -> ThreadState {
-        let Some((checkpoint, answer)) = self.resumed else {
+        let Some(resumed) = self.resumed else {
             return ThreadState::new(self.plan.task.clone());
         };
-        observer.on_event(AgentEvent::Answered {
-            agent: "lead".into(),
-            id: checkpoint.question.id.clone(),
-            answer: answer.clone(),
-        });
-        let mut state = checkpoint.state;
-        state.messages.push(Message::user(
-            format!("answer-{}", checkpoint.question.id),
-            answer,
-        ));
+        let mut state = resumed.state;
+        match resumed.turn {
+            ResumeTurn::Answer { id, answer } => {
+                observer.on_event(AgentEvent::Answered {
+                    agent: "lead".into(),
+                    id: id.clone(),
+                    answer: answer.clone(),
+                });
+                state
+                    .messages
+                    .push(Message::user(format!("answer-{id}"), answer));
+            }
+            ResumeTurn::Interrupted(how) => state.messages.push(how.resume_turn()),
+        }
         state
     }
+}
+
+/// A run resumed from its checkpoint.
+struct Resumed {
+    state: ThreadState,
+    turn: ResumeTurn,
+}
+
+/// What the resumed run goes on from.
+enum ResumeTurn {
+    /// The answer to the question it asked.
+    Answer { id: String, answer: String },
+    /// Being told it was interrupted.
+    Interrupted(Interruption),
+}
+
+impl Resumed {
+    /// `checkpoint` resumed with `answer`: a question needs one, an interruption takes none.
+    fn of(checkpoint: Checkpoint, answer: Option<String>, dir: &Path) -> Result<Self, LocalError> {
+        let dir = dir.display();
+        let turn = match (checkpoint.stop, answer) {
+            (CheckpointStop::Question(question), Some(answer)) => ResumeTurn::Answer {
+                id: question.id,
+                answer,
+            },
+            (CheckpointStop::Question(question), None) => {
+                return Err(LocalError(format!(
+                    "the run in {dir} waits for the answer to: {}\nresume it with: herd-runner \
+                     run --resume {dir} --answer \"...\"",
+                    question.question
+                )));
+            }
+            (CheckpointStop::Interrupted(how), None) => ResumeTurn::Interrupted(how),
+            (CheckpointStop::Interrupted(how), Some(_)) => {
+                return Err(LocalError(format!(
+                    "--answer: the run in {dir} asked no question, it was interrupted by {}: \
+                     resume it without --answer",
+                    how.signal
+                )));
+            }
+        };
+        Ok(Resumed {
+            state: checkpoint.state,
+            turn,
+        })
+    }
+}
+
+/// Why a finished run cannot be resumed.
+fn finished(dir: &Path, ending: &RunEnding) -> LocalError {
+    LocalError(format!(
+        "cannot resume: the run in {} has finished ({:?} at {}); there is nothing to resume",
+        dir.display(),
+        ending.stop_reason,
+        ending.finished_at
+    ))
 }
 
 /// The lead's control plane: questions on the terminal or saved, the Run's answers handed
@@ -234,19 +451,34 @@ fn local_control(
         .with_answers(plan.answers.clone())
 }
 
-/// Posts the result, drops a checkpoint nothing will resume, and says where the files are.
+/// Posts the result, drops a checkpoint nothing will resume and records how the run ended
+/// (a question or a signal leaves the checkpoint instead), and says where the files are.
 async fn finish(
     outcome: RunOutcome,
     state: ThreadState,
     control: &LocalControlPlane,
     workdir: Workdir,
+    interrupted: Option<StopSignal>,
 ) -> Result<LocalResult, LocalError> {
-    if outcome.stop_reason != StopReason::InputRequired {
-        // A finished run has nothing to resume.
-        let _ = std::fs::remove_file(workdir.state_dir().join(CHECKPOINT_FILE));
-    }
     let mut usage = state.usage;
     usage.add(&control.children_usage());
+    if !matches!(
+        outcome.stop_reason,
+        StopReason::InputRequired | StopReason::Interrupted
+    ) {
+        let state_dir = workdir.state_dir();
+        // A finished run has nothing to resume.
+        let _ = std::fs::remove_file(state_dir.join(CHECKPOINT_FILE));
+        let ending = RunEnding {
+            stop_reason: outcome.stop_reason,
+            finished_at: jiff::Timestamp::now().to_string(),
+            title: state.title.clone(),
+            usage,
+        };
+        if let Err(error) = ending.write(&state_dir) {
+            tracing::warn!(%error, "cannot record how the run ended");
+        }
+    }
     let artifacts: Vec<(String, PathBuf)> = state
         .artifacts
         .iter()
@@ -273,6 +505,7 @@ async fn finish(
         workdir: workdir.root,
         title: state.title,
         usage,
+        interrupted,
     })
 }
 

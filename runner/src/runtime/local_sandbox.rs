@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::local::LocalError;
 use super::workdir::Workdir;
@@ -12,6 +13,7 @@ use crate::sandbox::client::SandboxClient;
 use crate::sandbox::confined::{ConfinedSandbox, Unavailable, View};
 use crate::sandbox::executor::ToolExecutor;
 use crate::sandbox::in_process::InProcessExecutor;
+use crate::sandbox::process_groups::ProcessGroups;
 use crate::skills::{Skill, SkillCatalog};
 
 /// Where the tools of a local run execute.
@@ -99,6 +101,33 @@ pub(crate) fn choose(mode: SandboxMode, available: &Available) -> Result<Choice,
     }
 }
 
+/// What keeps the tools' processes of a local run, so that an interrupted run can end them:
+/// held until the run ends (dropping a confined sandbox stops it).
+#[derive(Debug)]
+pub(crate) enum SandboxGuard {
+    /// The confined `herd-runner sandbox` child.
+    Confined(ConfinedSandbox),
+    /// The process groups the in-process sandbox started.
+    InProcess(ProcessGroups),
+}
+
+impl SandboxGuard {
+    /// Ends the tools still running: SIGTERM to their process groups, SIGKILL to what is left
+    /// after `grace` (a confined child does so itself when stopped, then exits).
+    pub async fn stop_tools(self, grace: Duration) {
+        match self {
+            SandboxGuard::Confined(confined) => confined.stop(grace).await,
+            SandboxGuard::InProcess(groups) => groups.terminate(grace).await,
+        }
+    }
+
+    /// Whether the tools run in a confined child.
+    #[cfg(test)]
+    fn is_confined(&self) -> bool {
+        matches!(self, SandboxGuard::Confined(_))
+    }
+}
+
 /// The confined sandbox when `mode` asks for it and this machine allows it, else the
 /// in-process one; says which, with its layers. `exe` is the `herd-runner` binary the
 /// confined child runs.
@@ -107,7 +136,7 @@ pub(crate) async fn open_sandbox(
     exe: std::io::Result<PathBuf>,
     workdir: &Workdir,
     observer: &dyn Observer,
-) -> Result<(Arc<dyn ToolExecutor>, Option<ConfinedSandbox>), LocalError> {
+) -> Result<(Arc<dyn ToolExecutor>, SandboxGuard), LocalError> {
     let choice = match (&exe, mode) {
         (_, SandboxMode::Off) => Choice::InProcess(None),
         (Err(error), _) => {
@@ -171,7 +200,7 @@ pub(crate) async fn open_sandbox(
                         .to_owned(),
                         layers: executor.sandbox_layers(),
                     });
-                    return Ok((executor, Some(confined)));
+                    return Ok((executor, SandboxGuard::Confined(confined)));
                 }
                 Err(unavailable) if mode != SandboxMode::Auto => {
                     return Err(LocalError(format!(
@@ -196,7 +225,11 @@ pub(crate) async fn open_sandbox(
     let sandbox = SandboxHost::new(&workdir.roots)
         .map_err(|error| LocalError(format!("cannot open the sandbox: {error}")))?
         .with_home(workdir.state_dir());
-    Ok((Arc::new(InProcessExecutor(Arc::new(sandbox))), None))
+    let groups = sandbox.process_groups().clone();
+    Ok((
+        Arc::new(InProcessExecutor(Arc::new(sandbox))),
+        SandboxGuard::InProcess(groups),
+    ))
 }
 
 async fn probe(exe: &std::path::Path, view: View) -> Result<(), String> {
@@ -328,7 +361,7 @@ mod tests {
         let recorder = RecordingObserver::default();
         let (executor, confined) =
             open_sandbox(SandboxMode::Auto, no_binary(), &workdir, &recorder).await?;
-        assert!(confined.is_none());
+        assert!(!confined.is_confined());
         let warnings = recorder.warnings();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].starts_with("tools run UNCONFINED on this machine ("));
@@ -355,7 +388,7 @@ mod tests {
         );
         let (_, confined) =
             open_sandbox(SandboxMode::Off, no_binary(), &workdir, &recorder).await?;
-        assert!(confined.is_none());
+        assert!(!confined.is_confined());
         assert!(recorder.warnings().is_empty());
         Ok(())
     }

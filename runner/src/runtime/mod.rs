@@ -4,11 +4,14 @@
 
 pub(crate) mod agents;
 pub(crate) mod in_process_subagents;
+pub mod interrupt;
 pub(crate) mod lead_run;
 pub mod local;
 pub mod local_plan;
 pub(crate) mod local_sandbox;
 pub(crate) mod manifests;
 pub mod pod_plan;
+pub(crate) mod run_ending;
+pub mod run_list;
 pub(crate) mod run_record;
 pub mod workdir;

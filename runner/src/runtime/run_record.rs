@@ -26,6 +26,9 @@ pub struct RunRecord {
     plan: bool,
     thinking: bool,
     api_key_env: Option<String>,
+    /// When the run started (absent in records of older runners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    started_at: Option<jiff::Timestamp>,
 }
 
 /// The record could not be read or written; the message says which file and why.
@@ -55,7 +58,18 @@ impl RunRecord {
             plan: overrides.plan,
             thinking: overrides.thinking,
             api_key_env: api_key_env.map(str::to_owned),
+            started_at: Some(jiff::Timestamp::now()),
         }
+    }
+
+    /// The task as planned.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+
+    /// When the run started, if the record says.
+    pub fn started_at(&self) -> Option<jiff::Timestamp> {
+        self.started_at
     }
 
     /// The manifests, parsed again from the texts kept and the Secret files read anew.
@@ -95,7 +109,7 @@ impl RunRecord {
         let bytes = std::fs::read(&path).map_err(|error| {
             RecordError(format!(
                 "cannot resume: {} is missing ({error}); --resume takes the work folder of a run \
-                 that asked a question",
+                 that asked a question or was interrupted",
                 path.display()
             ))
         })?;

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::executor::ToolExecutor;
 use super::socket::UnixSocketExecutor;
@@ -69,7 +70,6 @@ impl ConfinedSandbox {
     pub async fn start(exe: &Path, root: &Path, view: View) -> Result<Self, Unavailable> {
         use std::os::fd::OwnedFd;
         use std::process::Stdio;
-        use std::time::Duration;
 
         use super::client::SandboxClient;
         use super::paths::SandboxRoots;
@@ -148,6 +148,30 @@ impl ConfinedSandbox {
     /// The executor that reaches it.
     pub fn executor(&self) -> Arc<dyn ToolExecutor> {
         self.executor.clone()
+    }
+
+    /// Stops the child as a Pod's sandbox is stopped: SIGTERM, on which it gives its commands
+    /// SIGTERM and a moment, then SIGKILL, and exits; killed if it is still there after
+    /// `grace` and a second more.
+    pub async fn stop(self, grace: Duration) {
+        #[cfg(target_os = "linux")]
+        {
+            let mut child = self._child;
+            let pid = child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(pid) = pid {
+                // Gone already: nothing to stop.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            let waited = grace + Duration::from_secs(1);
+            if tokio::time::timeout(waited, child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = grace;
     }
 }
 

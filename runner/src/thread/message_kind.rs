@@ -41,6 +41,8 @@ pub enum MessageKind {
     MemoryUpdate,
     /// A resumed run's files did not survive the pod it asked its question in.
     WorkspaceLost,
+    /// A resumed run was interrupted by a signal before (its checkpoint says when).
+    Interrupted,
     /// A kind this runner does not know (a checkpoint from another version).
     #[serde(other)]
     Other,
@@ -67,6 +69,7 @@ impl MessageKind {
             MessageKind::SummaryRequest => "summary_request",
             MessageKind::MemoryUpdate => "memory_update",
             MessageKind::WorkspaceLost => "workspace_lost",
+            MessageKind::Interrupted => "interrupted",
             MessageKind::Other => "other",
         }
     }
@@ -96,6 +99,7 @@ mod tests {
             MessageKind::SummaryRequest,
             MessageKind::MemoryUpdate,
             MessageKind::WorkspaceLost,
+            MessageKind::Interrupted,
             MessageKind::Other,
         ];
         for kind in all {

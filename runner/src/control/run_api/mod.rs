@@ -14,7 +14,7 @@ pub(crate) mod test_server;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ pub struct RunApiControlPlane {
     sandbox: OnceLock<Arc<dyn ToolExecutor>>,
     /// Shrinks a thread whose checkpoint is too large (the run's summarization).
     compactor: OnceLock<Arc<dyn ThreadCompactor>>,
+    /// Set while a question's answer is awaited.
+    waiting_for_answer: AtomicBool,
 }
 
 impl std::fmt::Debug for RunApiControlPlane {
@@ -90,6 +92,7 @@ impl RunApiControlPlane {
             superseded,
             sandbox: OnceLock::new(),
             compactor: OnceLock::new(),
+            waiting_for_answer: AtomicBool::new(false),
         }
     }
 

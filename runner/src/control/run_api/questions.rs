@@ -4,11 +4,12 @@
 //! The Run's clock stands still meanwhile (the wait counts against `inputTimeout`, not
 //! `timeout`) and every poll re-bases it on the `secondsLeft` the run API gives.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
 use herd_crds::report::{Clarification, StopReason};
-use herd_crds::wire::{AnswerPoll, ClarificationRequest, ProgressReport};
+use herd_crds::wire::{AnswerPoll, CheckpointReport, ClarificationRequest, ProgressReport};
 use tokio::time::Instant;
 
 use super::RunApiControlPlane;
@@ -63,6 +64,7 @@ impl RunApiControlPlane {
         self.client
             .post("clarification", &request, self.deadline.instant())
             .await?;
+        let _waiting = Waiting::on(&self.waiting_for_answer);
         tracing::info!(id = %question.id, "waiting for the answer (spec.responses)");
         loop {
             let started = Instant::now();
@@ -84,6 +86,35 @@ impl RunApiControlPlane {
         }
     }
 
+    /// Posts the checkpoint of a run interrupted by SIGTERM with the thread `state`, trying
+    /// until `until` (the pod's last seconds: no summary is attempted, one too large is not
+    /// sent).
+    pub async fn post_interruption(
+        &self,
+        state: ThreadState,
+        until: Instant,
+    ) -> Result<(), ControlError> {
+        let (gzip, _) = gzipped(Checkpoint::interrupted("SIGTERM", state)).await?;
+        if gzip.len() > MAX_CHECKPOINT_GZIP_BYTES {
+            return Err(ControlError::Refused(format!(
+                "the checkpoint is {} bytes of gzip, over the {MAX_CHECKPOINT_GZIP_BYTES} bytes \
+                 a ConfigMap can hold beside the Run",
+                gzip.len()
+            )));
+        }
+        let report = CheckpointReport {
+            attempt: self.attempt,
+            checkpoint_gzip_base64: base64::engine::general_purpose::STANDARD.encode(gzip),
+        };
+        let posted = self.client.post("checkpoint", &report, until).await;
+        self.noting(posted)
+    }
+
+    /// Whether a question this attempt asked waits for its answer (its checkpoint is posted).
+    pub fn waits_for_an_answer(&self) -> bool {
+        self.waiting_for_answer.load(Ordering::SeqCst)
+    }
+
     /// The checkpoint as gzip in base64, summarized first when it is too large; the inner
     /// error says why it does not fit even so.
     async fn checkpoint(
@@ -91,10 +122,7 @@ impl RunApiControlPlane {
         question: &Clarification,
         state: &ThreadState,
     ) -> Result<Result<String, String>, ControlError> {
-        let mut checkpoint = Checkpoint {
-            question: question.clone(),
-            state: state.clone(),
-        };
+        let mut checkpoint = Checkpoint::question(question.clone(), state.clone());
         let (mut gzip, back) = gzipped(checkpoint).await?;
         checkpoint = back;
         let mut summarized = false;
@@ -137,5 +165,21 @@ async fn gzipped(checkpoint: Checkpoint) -> Result<(Vec<u8>, Checkpoint), Contro
         (Err(error), _) => Err(ControlError::Io(format!(
             "cannot pack the checkpoint: {error}"
         ))),
+    }
+}
+
+/// Marks a question as waiting for its answer while it lives.
+struct Waiting<'a>(&'a AtomicBool);
+
+impl<'a> Waiting<'a> {
+    fn on(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::SeqCst);
+        Waiting(flag)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
     }
 }

@@ -14,7 +14,9 @@ use rand::Rng as _;
 
 use super::super::test_server::{Canned, Reply, canned};
 use super::*;
-use crate::control::checkpoint::{Checkpoint, MAX_CHECKPOINT_GZIP_BYTES, ThreadCompactor};
+use crate::control::checkpoint::{
+    Checkpoint, CheckpointStop, MAX_CHECKPOINT_GZIP_BYTES, ThreadCompactor,
+};
 use crate::thread::Message;
 
 fn question(id: &str) -> Clarification {
@@ -107,7 +109,10 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
         "after the last progress"
     );
     assert_eq!(body.clarification, question("q-call_1_0"));
-    assert_eq!(checkpoint.question, question("q-call_1_0"));
+    assert_eq!(
+        checkpoint.stop,
+        CheckpointStop::Question(question("q-call_1_0"))
+    );
     assert_eq!(checkpoint.state, state);
     let polls = setup.server.requests_to("/answers/q-call_1_0");
     assert_eq!(polls.len(), 3);
@@ -227,10 +232,7 @@ async fn an_oversize_checkpoint_is_summarized_before_it_is_posted() -> anyhow::R
     });
     control.use_compactor(compactor.clone());
     let state = heavy_thread(20, 80 * 1024);
-    let unsummarized = Checkpoint {
-        question: question("q-1"),
-        state: state.clone(),
-    };
+    let unsummarized = Checkpoint::question(question("q-1"), state.clone());
     assert!(unsummarized.to_gzip()?.len() > MAX_CHECKPOINT_GZIP_BYTES);
 
     let asked = control.ask(&question("q-1"), &state).await?;
@@ -286,10 +288,7 @@ async fn a_checkpoint_too_large_even_summarized_ends_the_run_checkpoint_too_larg
 
 #[test]
 fn the_checkpoint_in_the_request_is_base64_of_gzip() -> anyhow::Result<()> {
-    let checkpoint = Checkpoint {
-        question: question("q-1"),
-        state: ThreadState::new("task"),
-    };
+    let checkpoint = Checkpoint::question(question("q-1"), ThreadState::new("task"));
     let gzip = checkpoint.to_gzip()?;
     assert_eq!(&gzip[..2], &[0x1f, 0x8b], "gzip magic");
     let text = base64::engine::general_purpose::STANDARD.encode(&gzip);

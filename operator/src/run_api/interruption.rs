@@ -1,0 +1,70 @@
+//! `POST checkpoint`: an attempt stopped by SIGTERM while it worked (its Pod deleted, evicted,
+//! drained) posts its thread before it exits, into `<run>-checkpoint`, so another attempt
+//! resumes from it instead of starting over. Only the attempt the live Run is on may write it
+//! (an older one would replace a newer question's checkpoint); the list of questions asked is
+//! kept, and the report is not touched: how the attempt ends is the operator's to decide.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use herd_crds::run::Run;
+use herd_crds::wire::{CheckpointReport, MAX_LARGE_BODY};
+use kube::{Api, Resource};
+use tracing::info;
+
+use super::RunApi;
+use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
+use super::failure::Failure;
+use super::routes::{OfAttempt, check_live};
+
+impl OfAttempt for CheckpointReport {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+/// `POST /v1/runs/{namespace}/{name}/checkpoint`: 204 once the checkpoint is written.
+pub async fn interruption(
+    State(api): State<Arc<RunApi>>,
+    Path(path): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Failure> {
+    let (admitted, report): (_, CheckpointReport) = api
+        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
+        .await?;
+    let gzip = decode_checkpoint(&report.checkpoint_gzip_base64)?;
+    let name = &admitted.path.name;
+    let namespace = &admitted.path.namespace;
+    if let Some(why) = too_large(name, gzip.len()) {
+        return Err(Failure::bad_request(why));
+    }
+    let runs: Api<Run> = Api::namespaced(api.client.clone(), namespace);
+    let live = runs
+        .get_opt(name)
+        .await
+        .map_err(|e| Failure::kube("reading the Run", &e))?
+        .ok_or_else(|| Failure::not_found(format!("Run {} is gone", admitted.path)))?;
+    check_live(&live, &admitted)?;
+    if live
+        .status
+        .as_ref()
+        .is_some_and(|status| status.completion_time.is_some())
+    {
+        return Err(Failure::ended(format!(
+            "Run {} has ended: nothing will resume from a checkpoint",
+            admitted.path
+        )));
+    }
+    let owner = admitted
+        .run
+        .controller_owner_ref(&())
+        .ok_or_else(|| Failure::internal("the Run has no UID"))?;
+    let size = gzip.len();
+    write_checkpoint(&api.client, namespace, name, owner, gzip, None).await?;
+    info!(run = %admitted.path, attempt = admitted.attempt, size, "checkpoint of an interrupted attempt stored");
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
