@@ -168,27 +168,31 @@ pub async fn run_local(
         .interrupt
         .clone()
         .unwrap_or_else(|| futures::future::pending().boxed().shared());
-    let lead_run = run_lead_until(
+    let mut lead_run = Box::pin(run_lead_until(
         &deadline,
         plan.time_left,
         &lead,
         &mut state,
         &env,
         observer.as_ref(),
-    );
+    ));
     let ran = tokio::select! {
-        // First: a signal wins over whatever the cancelled tools make of the sandbox stopping.
+        // First: a signal wins over whatever the stopped tools make of the sandbox stopping.
         biased;
         signal = interrupt => Err(signal),
-        outcome = lead_run => Ok(outcome),
+        outcome = &mut lead_run => Ok(outcome),
     };
     match ran {
         Ok(outcome) => {
+            drop(lead_run);
             let outcome = outcome.map_err(|error| LocalError(error.to_string()))?;
             finish(outcome, state, &control, workdir, None).await
         }
         Err(signal) => {
+            // The tools get SIGTERM and their grace while the run still holds them: dropping
+            // the run first would SIGKILL a command at once.
             sandbox.stop_tools(TOOL_GRACE).await;
+            drop(lead_run);
             Checkpoint::interrupted(signal.name(), state.clone())
                 .save(&workdir.state_dir())
                 .map_err(|error| {
