@@ -107,6 +107,65 @@ fn whole(message: String) -> FieldError {
     }
 }
 
+/// The kinds of Herd's own API group, by API version.
+pub const HERD_KINDS: &[(&str, &[&str])] = &[(API_VERSION, &["Agent", "Skill", "Run"])];
+
+/// `Kind/name` of a document, for messages.
+fn object_name(document: &Value) -> String {
+    let text_of = |key: &str| {
+        document
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let name = document
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    format!("{}/{name}", text_of("kind"))
+}
+
+/// Refuses a document (1-based `number`) whose kind is not among `accepted` (API version,
+/// kinds), naming every accepted kind, or whose `apiVersion` is not its kind's, naming that.
+pub fn check_kind(
+    number: usize,
+    document: &Value,
+    accepted: &[(&str, &[&str])],
+) -> Result<(), ManifestError> {
+    let text_of = |key: &str| {
+        document
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let (api_version, kind) = (text_of("apiVersion"), text_of("kind"));
+    let refuse = |path: &str, message: String| ManifestError {
+        document: Some(number),
+        object: Some(object_name(document)),
+        errors: vec![FieldError {
+            path: path.to_owned(),
+            message,
+        }],
+    };
+    let versions: Vec<&str> = accepted
+        .iter()
+        .filter(|(_, kinds)| kinds.contains(&kind))
+        .map(|(version, _)| *version)
+        .collect();
+    if versions.is_empty() {
+        let kinds: Vec<&str> = accepted
+            .iter()
+            .flat_map(|(_, kinds)| kinds.iter().copied())
+            .collect();
+        return Err(refuse("kind", unsupported(kind, &kinds)));
+    }
+    if !versions.contains(&api_version) {
+        return Err(refuse("apiVersion", unsupported(api_version, &versions)));
+    }
+    Ok(())
+}
+
 /// Parses one already-decoded document (1-based `number`, for messages). Callers that read
 /// other kinds from the same files (the runner's ConfigMaps) dispatch those first.
 pub fn parse_document(number: usize, document: Value) -> Result<Manifest, ManifestError> {
@@ -121,25 +180,13 @@ pub fn parse_document(number: usize, document: Value) -> Result<Manifest, Manife
             vec![whole("a manifest must be a YAML mapping".into())],
         ));
     };
-    let text_of = |key: &str| fields.get(key).and_then(Value::as_str).unwrap_or_default();
-    let api_version = text_of("apiVersion");
-    let kind = text_of("kind").to_owned();
-    let name = fields
-        .get("metadata")
-        .and_then(|m| m.get("name"))
+    check_kind(number, &document, HERD_KINDS)?;
+    let kind = fields
+        .get("kind")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let object = Some(format!("{kind}/{name}"));
-    if api_version != API_VERSION {
-        return Err(fail(
-            object,
-            vec![FieldError {
-                path: "apiVersion".into(),
-                message: unsupported(api_version, &[API_VERSION]),
-            }],
-        ));
-    }
-    let parsed = match kind.as_str() {
+    let object = Some(object_name(&document));
+    let parsed = match kind {
         "Agent" => typed::<Agent>(&document).and_then(|agent| {
             agent.validate()?;
             Ok(Manifest::Agent(agent))
@@ -154,7 +201,7 @@ pub fn parse_document(number: usize, document: Value) -> Result<Manifest, Manife
         }),
         other => Err(FieldErrors(vec![FieldError {
             path: "kind".into(),
-            message: unsupported(other, &["Agent", "Skill", "Run"]),
+            message: unsupported(other, HERD_KINDS[0].1),
         }])),
     };
     parsed.map_err(|errors| fail(object, errors.0))

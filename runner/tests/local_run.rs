@@ -188,3 +188,74 @@ fn an_unreachable_endpoint_is_a_clear_model_error() {
     assert!(stderr.contains("127.0.0.1:9"), "{stderr}");
     assert!(stderr.contains("ModelError"), "{stderr}");
 }
+
+#[test]
+fn a_task_of_your_own_is_asked_its_question_and_the_manifests_answer_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let workdir = dir.path().join("work");
+    let example = example();
+    let output = herd_runner(
+        &[
+            "run",
+            "--non-interactive",
+            "-f",
+            example.to_str().unwrap(),
+            "--workdir",
+            workdir.to_str().unwrap(),
+            "Compare Rust and Go for CLIs",
+        ],
+        dir.path(),
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    let question: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(question["question"], "Who is the brief for?");
+}
+
+#[test]
+fn a_run_refused_before_it_starts_leaves_no_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
+        .args(["run", "-f", bad.to_str().unwrap(), "task"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .output()
+        .expect("herd-runner runs");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"ConfigMap\", \"Secret\""), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("bad.yaml")],
+        "nothing but the manifest"
+    );
+
+    let public = dir.path().join("public.yaml");
+    std::fs::write(
+        &public,
+        "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata: {name: a}\nspec:\n  \
+         model: {provider: openai, name: gpt-4o}\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
+        .args(["run", "-f", public.to_str().unwrap(), "task"])
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("herd-runner runs");
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("set OPENAI_API_KEY"), "{stderr}");
+    assert!(!dir.path().join("data").exists(), "no run folder");
+}

@@ -206,8 +206,9 @@ async fn sandbox(
     if args.ready {
         return sandbox_ready(&args.socket).await;
     }
-    if !layers.is_empty() {
-        // The container's log says once which layers hold the tools (also in the handshake).
+    if listener.is_some() && !layers.is_empty() {
+        // The container's log says once which layers hold the tools (also in the handshake;
+        // a local run's confined child leaves saying it to the run's own display).
         let report = herd_crds::report::SandboxReport {
             layers: layers.clone(),
         };

@@ -92,7 +92,11 @@ async fn read_error_body(mut response: reqwest::Response, chunk_timeout: Duratio
 
 /// The error for a failure below HTTP: refused connections, resets, DNS, TLS, timeouts.
 pub(crate) fn transport_error(server: &str, error: &reqwest::Error) -> ModelError {
-    let detail = error_chain(error);
+    // `server` names the endpoint already; reqwest's "for url (...)" would say it again.
+    let mut detail = error_chain(error);
+    if let Some(url) = error.url() {
+        detail = detail.replace(&format!(" for url ({url})"), "");
+    }
     if error.is_timeout() {
         ModelError::new(
             ModelErrorKind::Timeout,
@@ -149,6 +153,30 @@ pub(crate) async fn with_deadline<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_refused_connection_names_the_endpoint_once() {
+        // A port nothing listens on: bind one, then let it go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let error = reqwest::Client::new().post(&url).send().await.unwrap_err();
+        let server = format!("the model server at http://127.0.0.1:{port}/v1");
+        let message = transport_error(&server, &error).message;
+        assert_eq!(
+            message.matches(&format!("127.0.0.1:{port}")).count(),
+            1,
+            "{message}"
+        );
+        assert!(
+            message.starts_with("cannot reach the model server"),
+            "{message}"
+        );
+        assert!(message.contains("refused"), "{message}");
+    }
 
     #[test]
     fn urls_join_with_one_slash() {

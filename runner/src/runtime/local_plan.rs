@@ -38,7 +38,13 @@ pub fn local_plan(
     let run = manifests.run.as_ref().map(|r| &r.spec);
     // In the order a user fixes them: the task, the model's key, the texts, the limits.
     let task = task(run, overrides)?;
-    let mut keys = keys(agent, api_key_env, facts)?;
+    // A Run's `responses` answer the questions of its own task: a task of the command line's
+    // gets its questions asked.
+    let answers = run
+        .filter(|run| run.task == task)
+        .map(answers)
+        .unwrap_or_default();
+    let mut keys = keys(agent, api_key_env, overrides.base_url.as_deref(), facts)?;
     keys.mcp_headers = mcp_headers(manifests)?;
     let (soul, script) = texts(manifests)?;
     let time_left = timeout(agent, run)?;
@@ -60,7 +66,7 @@ pub fn local_plan(
             model: model_override(run, overrides.model.as_deref()),
             base_url: overrides.base_url.clone(),
             subagent_type: None,
-            answers: run.map(answers).unwrap_or_default(),
+            answers,
         },
         standing: Standing {
             depth: 0,
@@ -109,9 +115,12 @@ fn texts(manifests: &LocalManifests) -> Result<(Option<String>, Option<String>),
 
 /// The model's key from `--api-key-env` or the provider's variable, the search engine's from
 /// `<PROVIDER>_API_KEY`. Locally there is no operator default model, so the Agent needs one.
+/// A model at its provider's public endpoint (no `baseURL`, no `--base-url`) without a key is
+/// refused here: it could only fail, after retries.
 fn keys(
     agent: &AgentSpec,
     api_key_env: Option<&str>,
+    base_url: Option<&str>,
     facts: &EnvFacts,
 ) -> Result<ApiKeys, PlanError> {
     let Some(model) = &agent.model else {
@@ -126,6 +135,16 @@ fn keys(
     if let (Some(var), None) = (api_key_env, &model_key) {
         return Err(PlanError(format!(
             "--api-key-env {var}: the variable is not set or empty"
+        )));
+    }
+    let public_endpoint = model.base_url.is_none() && base_url.is_none();
+    if let (Some(var), None, true) = (key_var, &model_key, public_endpoint) {
+        return Err(PlanError(format!(
+            "spec.model: the {} model {} is at the provider's public endpoint, which needs a \
+             key: set {var} (or name another variable with --api-key-env), or point \
+             spec.model.baseURL or --base-url at a server of your own",
+            format!("{:?}", model.provider).to_lowercase(),
+            model.name
         )));
     }
     let search_key = agent
@@ -306,6 +325,68 @@ mod tests {
             error.0,
             "--api-key-env UNSET_KEY: the variable is not set or empty"
         );
+    }
+
+    #[test]
+    fn a_runs_responses_answer_its_own_task_only() {
+        let files = manifests(&format!(
+            "{AGENT}---\napiVersion: herd.dev/v1alpha1\nkind: Run\nmetadata: {{name: r}}\n\
+             spec:\n  agentRef: {{name: a}}\n  task: from run\n  responses:\n  \
+             - {{id: q-1, answer: EU}}\n"
+        ));
+        let none = facts(&[]);
+        let own = local_plan(&files, &Overrides::default(), None, &none).unwrap();
+        assert_eq!(own.answers.len(), 1);
+        // As a resumed run plans: the task as recorded.
+        let recorded = Overrides {
+            task: Some("from run".into()),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            local_plan(&files, &recorded, None, &none)
+                .unwrap()
+                .answers
+                .len(),
+            1
+        );
+        let other = Overrides {
+            task: Some("something else".into()),
+            ..Overrides::default()
+        };
+        assert!(
+            local_plan(&files, &other, None, &none)
+                .unwrap()
+                .answers
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_public_endpoint_without_a_key_is_refused_before_any_call() {
+        let public = manifests(
+            "apiVersion: herd.dev/v1alpha1\nkind: Agent\nmetadata: {name: a}\nspec:\n  \
+             model: {provider: openai, name: gpt-4o}\n",
+        );
+        let overrides = Overrides {
+            task: Some("t".into()),
+            ..Overrides::default()
+        };
+        let error = local_plan(&public, &overrides, None, &facts(&[])).unwrap_err();
+        assert!(
+            error.0.starts_with(
+                "spec.model: the openai model gpt-4o is at the provider's public endpoint"
+            ) && error.0.contains("set OPENAI_API_KEY"),
+            "{error}"
+        );
+        let keyed = facts(&[("OPENAI_API_KEY", "sk-1")]);
+        assert!(local_plan(&public, &overrides, None, &keyed).is_ok());
+        let own_server = Overrides {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            ..overrides.clone()
+        };
+        assert!(local_plan(&public, &own_server, None, &facts(&[])).is_ok());
+        let local = manifests(AGENT);
+        assert!(local_plan(&local, &overrides, None, &facts(&[])).is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use herd_crds::agent::Agent;
-use herd_crds::manifest::{Manifest, parse_document};
+use herd_crds::manifest::{API_VERSION, Manifest, check_kind, parse_document};
 use herd_crds::refs::{SecretKeyRef, ValueFrom};
 use herd_crds::run::Run;
 use herd_crds::skill::Skill;
@@ -58,6 +58,12 @@ pub fn holds_a_secret(text: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// What `herd-runner run -f` reads: Herd's kinds, and the ConfigMaps and Secrets they use.
+const LOCAL_KINDS: &[(&str, &[&str])] = &[
+    (API_VERSION, &["Agent", "Skill", "Run"]),
+    ("v1", &["ConfigMap", "Secret"]),
+];
+
 fn is_secret(document: &Value) -> bool {
     document.get("kind").and_then(Value::as_str) == Some("Secret")
 }
@@ -95,6 +101,8 @@ impl LocalManifests {
                 if document.is_null() {
                     continue;
                 }
+                check_kind(index + 1, &document, LOCAL_KINDS)
+                    .map_err(|error| fail(error.to_string()))?;
                 if document.get("kind").and_then(Value::as_str) == Some("ConfigMap") {
                     let (name, data) = config_map(&document)
                         .map_err(|m| fail(format!("document {}: {m}", index + 1)))?;
@@ -305,6 +313,39 @@ data:
                 .map(|(i, t)| (PathBuf::from(format!("f{i}.yaml")), t.to_string()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_wrong_kind_lists_every_kind_read_and_a_wrong_version_the_kinds_own() {
+        let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+        let error = load(&[&format!("{AGENT}---\n{deployment}")]).unwrap_err();
+        assert_eq!(
+            error.0,
+            "f0.yaml: document 2 (Deployment/web): kind: Unsupported value: \"Deployment\": \
+             supported values: \"Agent\", \"Skill\", \"Run\", \"ConfigMap\", \"Secret\""
+        );
+        let typo = AGENT.replace("kind: Agent", "kind: Agnet");
+        assert!(
+            load(&[&typo])
+                .unwrap_err()
+                .0
+                .contains("\"ConfigMap\", \"Secret\"")
+        );
+        let old_map = CONFIG_MAP.replace("apiVersion: v1", "apiVersion: apps/v1");
+        let error = load(&[&format!("{AGENT}---\n{old_map}")]).unwrap_err();
+        assert!(
+            error.0.ends_with(
+                "document 2 (ConfigMap/script): apiVersion: Unsupported value: \"apps/v1\": \
+                 supported values: \"v1\""
+            ),
+            "{error}"
+        );
+        let old_agent = AGENT.replace("herd.dev/v1alpha1", "herd.dev/v1");
+        let error = load(&[&old_agent]).unwrap_err();
+        assert!(
+            error.0.ends_with("supported values: \"herd.dev/v1alpha1\""),
+            "{error}"
+        );
     }
 
     #[test]
