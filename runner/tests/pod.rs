@@ -363,11 +363,12 @@ fn a_result_that_cannot_be_posted_by_the_deadline_goes_to_the_termination_log() 
     );
 }
 
-#[test]
-fn sigterm_stops_the_pod_at_once_without_a_result() {
-    let script = r#"rules:
+/// Works long in its first tool call; resumed after an interruption, it answers.
+const INTERRUPTIBLE_SCRIPT: &str = r#"rules:
   - match: {purpose: title}
     respond: {content: "t"}
+  - match: {lastMessage: {role: user, contains: "The run was interrupted (SIGTERM"}}
+    respond: {content: "Resumed: the long work is redone and done."}
   - match: {role: lead, call: 1}
     respond:
       toolCalls:
@@ -376,6 +377,10 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
   - match: {role: lead, call: 2}
     respond: {content: "never"}
 "#;
+
+#[test]
+fn sigterm_posts_the_checkpoint_and_no_result_and_the_next_attempt_resumes() {
+    let script = INTERRUPTIBLE_SCRIPT;
     let api = Api::start(serving(run_config(script, 300, json!([]))));
     let pod = PodDirs::new(&api.server.ca_pem);
     let mut sandbox = pod.start_sandbox();
@@ -396,11 +401,18 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
         sent.elapsed()
     );
     assert_eq!(status.code(), Some(143), "stderr:\n{stderr}");
-    assert_eq!(pod.termination_message(), "stopped by SIGTERM");
+    assert_eq!(
+        pod.termination_message(),
+        "stopped by SIGTERM; the checkpoint is posted"
+    );
     assert!(
         api.server.requests_to("/result").is_empty(),
         "the operator decides how a deleted pod's Run ends"
     );
+    let posted = api.server.requests_to("/checkpoint");
+    assert_eq!(posted.len(), 1, "the thread goes to the run API before the pod exits");
+    let checkpoint = posted[0].json();
+    assert_eq!(checkpoint["attempt"], 1);
 
     // The sidecar gets SIGTERM too, its command still sleeping: it stops the command and
     // exits 0 within its short grace (as a container's PID 1 it would otherwise ignore the
@@ -413,6 +425,21 @@ fn sigterm_stops_the_pod_at_once_without_a_result() {
         sent.elapsed() < Duration::from_secs(5),
         "{:?}",
         sent.elapsed()
+    );
+
+    // The next attempt (the Run's Pod was evicted) resumes from that checkpoint on a new
+    // pod, told it was interrupted, and answers.
+    let mut config = run_config(script, 250, json!([]));
+    config["attempt"] = json!(2);
+    config["checkpointGzipBase64"] = checkpoint["checkpointGzipBase64"].clone();
+    let second = Api::start(serving(config));
+    let next = PodDirs::new(&second.server.ca_pem);
+    next.run_to_success(&second.server.url, 2);
+    let result = second.server.requests_to("/result")[0].json();
+    assert_eq!(result["attempt"], 2);
+    assert_eq!(
+        result["text"], "Resumed: the long work is redone and done.",
+        "{result}"
     );
 }
 

@@ -221,18 +221,21 @@ async fn terminated(control: &RunApiControlPlane) -> Ending {
 /// for its answer has its checkpoint already, and keeps it.
 async fn interrupted(control: &RunApiControlPlane, state: ThreadState) -> Ending {
     let budget = Instant::now() + TERM_BUDGET;
-    if !control.waits_for_an_answer() {
+    let message = if control.waits_for_an_answer() {
+        format!("{TERMINATED} while its question waited (its checkpoint was posted with it)")
+    } else {
         match control.post_interruption(state, budget).await {
-            Ok(()) => tracing::info!("the checkpoint of the interrupted run is posted"),
+            Ok(()) => format!("{TERMINATED}; the checkpoint is posted"),
             Err(error) => {
-                tracing::warn!(%error, "the checkpoint of the interrupted run was not posted")
+                tracing::warn!(%error, "the checkpoint of the interrupted run was not posted");
+                format!("{TERMINATED}; the checkpoint was not posted")
             }
         }
-    }
+    };
     control
         .flush_progress(budget.saturating_duration_since(Instant::now()))
         .await;
-    Ending::Terminated(format!("{TERMINATED}, checkpoint posted"))
+    Ending::Terminated(message)
 }
 
 /// Posts the result; if SIGTERM comes meanwhile, the post gets [`TERM_BUDGET`] more.
