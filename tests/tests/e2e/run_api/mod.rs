@@ -5,6 +5,7 @@
 //! test plays the kubelet), which the run API does not need.
 
 mod children;
+mod interruptions;
 mod memory;
 mod questions;
 mod refusals;
@@ -35,6 +36,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "run_api::a_checkpoint_too_large_fails_the_run",
             questions::a_checkpoint_too_large_fails_the_run,
+        ),
+        E2eTest::shared(
+            "run_api::an_interrupted_attempts_checkpoint_resumes_the_next_attempt",
+            interruptions::an_interrupted_attempts_checkpoint_resumes_the_next_attempt,
         ),
         E2eTest::shared(
             "run_api::memory_updates_of_runs_ending_together_lose_nothing",
