@@ -71,11 +71,21 @@ fn run_binary(dir: &Path, name: &str, manifest: &str, task: &str, json: bool) ->
 }
 
 /// Every JSON event of a `--json` run, the `result` last.
+/// The `--json` events, each checked for its `time` and shown without it.
 fn events_of(output: &Output) -> Vec<Value> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let events: Vec<Value> = stdout
         .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON event per line"))
+        .map(|line| {
+            let mut event: Value = serde_json::from_str(line).expect("a JSON event per line");
+            let time = event
+                .as_object_mut()
+                .and_then(|fields| fields.remove("time"))
+                .unwrap_or_default();
+            let time = time.as_str().unwrap_or_default();
+            assert!(time.parse::<jiff::Timestamp>().is_ok(), "a time: {line}");
+            event
+        })
         .collect();
     let last = events.last().map(|e| e["event"].clone());
     assert_eq!(

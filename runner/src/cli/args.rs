@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use super::log::LogFormat;
 use crate::runtime::local_sandbox::SandboxMode;
 
 /// Herd's runner: DeerFlow's lead agent, on a laptop or in a Run's pod.
@@ -77,6 +78,12 @@ pub struct RunArgs {
     /// Print events and the result as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// How raw log lines are printed: `text` only with `HERD_LOG` set (otherwise warnings show
+    /// once each among the progress lines), `json` as JSON lines on stderr, filtered by
+    /// `HERD_LOG` (default `warn`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 
     /// Never ask on the terminal: save a checkpoint and exit with code 3 instead.
     #[arg(long)]

@@ -19,6 +19,7 @@
 //! `--json` lines through its `json_line`.
 
 pub(crate) mod args;
+pub(crate) mod log;
 pub(crate) mod progress;
 pub(crate) mod prompter;
 mod runs;
@@ -35,7 +36,7 @@ use herd_crds::terminal_text::{for_terminal, json_line};
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
-use self::progress::Progress;
+use self::progress::{Progress, timed_json_line};
 use self::prompter::TerminalPrompter;
 use crate::runtime::interrupt::{Interrupt, StopSignal};
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
@@ -131,7 +132,13 @@ fn restrict_pod_sandbox(_args: &SandboxArgs) -> Vec<herd_crds::report::SandboxLa
 async fn main(started: Started) -> ExitCode {
     // reqwest is built without a default TLS provider; choose ring, which kube also uses.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    init_logging();
+    let colour = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR"),
+    );
+    if !matches!(started, Started::Command { command: Command::Run(_), .. }) {
+        log::init_container_logging(colour);
+    }
     match started {
         Started::PodSandbox {
             args,
@@ -151,7 +158,7 @@ async fn main(started: Started) -> ExitCode {
 /// timeout, eviction) stops it within `pod::TERM_BUDGET`.
 async fn pod() -> ExitCode {
     let facts = crate::plan::EnvFacts::from_process();
-    let progress = Progress::new(false, false);
+    let progress = Progress::new(false, false, false);
     let code = crate::pod::run_pod(&facts, progress.clone(), sigterm()).await;
     progress.finish();
     // Exits without waiting for work still running (a blocking read in flight): the pod is
@@ -175,19 +182,6 @@ fn sigterm() -> crate::pod::Stop {
     }
     .boxed()
     .shared()
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HERD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(use_colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR"),
-        ))
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 /// Colour only for a person at a terminal, and never when `NO_COLOR` is set to anything but
@@ -328,7 +322,11 @@ async fn run(args: RunArgs) -> ExitCode {
             }
         },
     };
-    let progress = Progress::new(args.json, std::io::stderr().is_terminal());
+    let terminal = std::io::stderr().is_terminal();
+    let colour = use_colour(terminal, std::env::var_os("NO_COLOR"));
+    let warnings = log::init_run_logging(args.log_format, colour);
+    let progress = Progress::new(args.json, terminal, colour);
+    let _ = warnings.set(progress.clone());
     let interrupt = interrupt_on_signals(args.json);
     let request = LocalRequest {
         files: args.files,
@@ -342,7 +340,7 @@ async fn run(args: RunArgs) -> ExitCode {
         api_key_env: args.api_key_env,
         workdir,
         inputs: args.inputs,
-        prompter: interactive.then(|| Arc::new(TerminalPrompter) as _),
+        prompter: interactive.then(|| Arc::new(TerminalPrompter::over(progress.clone())) as _),
         resume: args.resume.is_some(),
         answer: args.answer,
         interrupt: Some(interrupt),
@@ -362,7 +360,7 @@ async fn run(args: RunArgs) -> ExitCode {
             if args.json {
                 println!(
                     "{}",
-                    json_line(&serde_json::json!({"event": "error", "message": error.to_string()}))
+                    timed_json_line(&serde_json::json!({"event": "error", "message": error.to_string()}))
                 );
             } else {
                 eprintln!("error: {}", for_terminal(&error.to_string()));
@@ -439,7 +437,7 @@ fn report(result: &LocalResult, json: bool) -> u8 {
             "workdir": result.workdir,
             "interrupted": result.interrupted.map(StopSignal::name),
         });
-        println!("{}", json_line(&line));
+        println!("{}", timed_json_line(&line));
         return code;
     }
     let workdir = result.workdir.display().to_string();

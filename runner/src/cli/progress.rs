@@ -7,12 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use console::Style;
 use herd_crds::report::{StopReason, TodoStatus};
 use herd_crds::terminal_text::{for_terminal, json_line};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::time::Instant;
 
 use crate::agent::{AgentEvent, Observer};
@@ -49,6 +51,20 @@ pub struct Progress {
     /// Agents whose model call is streaming, by agent name.
     waiting: Mutex<BTreeMap<String, Waiting>>,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Marks (✓, ✗, warnings, questions) in colour: a terminal, and no `NO_COLOR`.
+    colour: bool,
+    /// Set while the terminal prompt waits: the spinner is hidden and lines print plainly.
+    paused: AtomicBool,
+}
+
+/// How a line is marked.
+#[derive(Clone, Copy)]
+enum Mark {
+    Plain,
+    Done,
+    Failed,
+    Warning,
+    Question,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -56,9 +72,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Progress {
-    /// Picks the display: JSON when asked, a spinner when stderr is a terminal, else lines
-    /// with a heartbeat every `HEARTBEAT`. Must be called inside the Tokio runtime.
-    pub fn new(json: bool, terminal: bool) -> Arc<Self> {
+    /// Picks the display: JSON when asked, a spinner when stderr is a terminal (marks in
+    /// `colour` if asked), else lines with a heartbeat every `HEARTBEAT`. Must be called
+    /// inside the Tokio runtime.
+    pub fn new(json: bool, terminal: bool, colour: bool) -> Arc<Self> {
         if json {
             return Self::with_display(Display::Json(Mutex::new(Box::new(std::io::stdout()))));
         }
@@ -68,8 +85,12 @@ impl Progress {
                 ProgressStyle::with_template("{spinner} {elapsed:>4} {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
-            spinner.enable_steady_tick(Duration::from_millis(120));
-            return Self::with_display(Display::Terminal(spinner));
+            spinner.enable_steady_tick(SPINNER_TICK);
+            let mut progress = Self::with_display(Display::Terminal(spinner));
+            if let Some(only) = Arc::get_mut(&mut progress) {
+                only.colour = colour;
+            }
+            return progress;
         }
         let progress = Self::with_display(Display::Lines(Mutex::new(Box::new(std::io::stderr()))));
         progress.start_heartbeat(HEARTBEAT);
@@ -82,7 +103,30 @@ impl Progress {
             display,
             waiting: Mutex::new(BTreeMap::new()),
             heartbeat: Mutex::new(None),
+            colour: false,
+            paused: AtomicBool::new(false),
         })
+    }
+
+    /// Hides the spinner until the guard is dropped, so that it does not draw over a prompt
+    /// waiting for the user's answer; lines shown meanwhile print plainly above the prompt.
+    pub fn pause(self: &Arc<Self>) -> PausedDisplay {
+        if let Display::Terminal(spinner) = &self.display
+            && !self.paused.swap(true, Ordering::SeqCst)
+        {
+            spinner.disable_steady_tick();
+            spinner.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        PausedDisplay(self.clone())
+    }
+
+    fn unpause(&self) {
+        if let Display::Terminal(spinner) = &self.display
+            && self.paused.swap(false, Ordering::SeqCst)
+        {
+            spinner.set_draw_target(ProgressDrawTarget::stderr());
+            spinner.enable_steady_tick(SPINNER_TICK);
+        }
     }
 
     /// Reports each streaming model call every `every`, until `finish`.
@@ -187,14 +231,42 @@ impl Progress {
     }
 
     fn line(&self, text: &str) {
+        self.marked(Mark::Plain, text);
+    }
+
+    /// A line, in its mark's colour on a colour terminal (a finished tool green, a failed one
+    /// red, a warning yellow, a question cyan). The colour is added after the text is
+    /// neutralized: nothing from the model picks it.
+    fn marked(&self, mark: Mark, text: &str) {
         let text = for_terminal(text);
         match &self.display {
-            Display::Terminal(spinner) => spinner.println(text),
+            Display::Terminal(spinner) => {
+                let text = self.paint(mark, &text);
+                if self.paused.load(Ordering::SeqCst) {
+                    eprintln!("{text}");
+                } else {
+                    spinner.println(text);
+                }
+            }
             Display::Lines(out) => {
                 let _ = writeln!(lock(out), "{text}");
             }
             Display::Json(_) => {}
         }
+    }
+
+    fn paint(&self, mark: Mark, text: &str) -> String {
+        if !self.colour {
+            return text.to_owned();
+        }
+        let style = match mark {
+            Mark::Plain => return text.to_owned(),
+            Mark::Done => Style::new().green(),
+            Mark::Failed => Style::new().red(),
+            Mark::Warning => Style::new().yellow(),
+            Mark::Question => Style::new().cyan().bold(),
+        };
+        style.force_styling(true).apply_to(text).to_string()
     }
 
     fn status(&self, text: &str) {
@@ -204,10 +276,37 @@ impl Progress {
     }
 }
 
+/// Keeps the spinner hidden; dropping it shows the spinner again.
+#[must_use = "the spinner shows again as soon as the guard is dropped"]
+pub struct PausedDisplay(Arc<Progress>);
+
+impl Drop for PausedDisplay {
+    fn drop(&mut self) {
+        self.0.unpause();
+    }
+}
+
+/// How often the spinner redraws.
+const SPINNER_TICK: Duration = Duration::from_millis(120);
+
+/// An event as a `--json` line, its fields first, then the time it was shown (RFC 3339).
+pub fn timed_json_line(event: &impl serde::Serialize) -> String {
+    #[derive(serde::Serialize)]
+    struct Timed<'a, T> {
+        #[serde(flatten)]
+        event: &'a T,
+        time: String,
+    }
+    json_line(&Timed {
+        event,
+        time: jiff::Timestamp::now().to_string(),
+    })
+}
+
 impl Observer for Progress {
     fn on_event(&self, event: AgentEvent) {
         if let Display::Json(out) = &self.display {
-            let _ = writeln!(lock(out), "{}", json_line(&event));
+            let _ = writeln!(lock(out), "{}", timed_json_line(&event));
             return;
         }
         self.track(&event, HEARTBEAT);
@@ -239,11 +338,18 @@ impl Observer for Progress {
                 preview,
                 ..
             } => {
-                let mark = if ok { "✓" } else { "✗" };
-                self.line(&format!("[{agent}] {mark} {name}: {preview}"));
+                let (sign, mark) = if ok {
+                    ("✓", Mark::Done)
+                } else {
+                    ("✗", Mark::Failed)
+                };
+                self.marked(mark, &format!("[{agent}] {sign} {name}: {preview}"));
             }
             AgentEvent::Asked { agent, question } => {
-                self.line(&format!("[{agent}] ? {}", question.question));
+                self.marked(
+                    Mark::Question,
+                    &format!("[{agent}] ? {}", question.question),
+                );
             }
             AgentEvent::Answered { agent, answer, .. } => {
                 self.line(&format!("[{agent}] answer: {answer}"));
@@ -261,7 +367,7 @@ impl Observer for Progress {
                 self.line(&text);
             }
             AgentEvent::Warning { agent, message } => {
-                self.line(&format!("[{agent}] warning: {message}"));
+                self.marked(Mark::Warning, &format!("[{agent}] warning: {message}"));
             }
             AgentEvent::Sandbox { mode, layers } => {
                 let report = herd_crds::report::SandboxReport { layers };
@@ -307,6 +413,12 @@ mod tests {
         }
     }
 
+    /// A JSON line without its `time`, which every line ends with.
+    fn untimed(line: &str) -> String {
+        let time = regex::Regex::new(r#","time":"[^"]+"\}"#).unwrap();
+        time.replace_all(line, "}").into_owned()
+    }
+
     fn lines() -> (Arc<Progress>, Shared) {
         let out = Shared::default();
         let progress = Progress::with_display(Display::Lines(Mutex::new(Box::new(out.clone()))));
@@ -319,6 +431,52 @@ mod tests {
             role: AgentRole::Lead,
             call,
         }
+    }
+
+    #[tokio::test]
+    async fn the_prompt_hides_the_spinner_until_it_is_answered() {
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        let progress = Progress::with_display(Display::Terminal(spinner));
+        {
+            let _paused = progress.pause();
+            let _again = progress.pause();
+            assert!(progress.paused.load(Ordering::SeqCst));
+        }
+        assert!(!progress.paused.load(Ordering::SeqCst), "shown again");
+        let (lines, _) = lines();
+        drop(lines.pause());
+        assert!(
+            !lines.paused.load(Ordering::SeqCst),
+            "only a spinner pauses"
+        );
+    }
+
+    #[tokio::test]
+    async fn marks_are_coloured_only_on_a_colour_terminal_and_json_lines_are_timed() {
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        let mut progress = Progress::with_display(Display::Terminal(spinner));
+        assert_eq!(progress.paint(Mark::Failed, "✗ bash"), "✗ bash");
+        Arc::get_mut(&mut progress).unwrap().colour = true;
+        assert_eq!(
+            progress.paint(Mark::Failed, "✗ bash"),
+            "\u{1b}[31m✗ bash\u{1b}[0m"
+        );
+        assert_eq!(progress.paint(Mark::Plain, "plain"), "plain");
+        let line: serde_json::Value =
+            serde_json::from_str(&timed_json_line(&AgentEvent::Warning {
+                agent: "lead".into(),
+                message: "m".into(),
+            }))
+            .unwrap();
+        assert_eq!(line["event"], "warning");
+        assert!(
+            line["time"]
+                .as_str()
+                .unwrap()
+                .parse::<jiff::Timestamp>()
+                .is_ok(),
+            "{line}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -405,7 +563,7 @@ mod tests {
             call: crate::agent::SideCallKind::Summary,
         });
         assert_eq!(
-            out.text(),
+            untimed(&out.text()),
             "{\"event\":\"side_call\",\"agent\":\"lead\",\"call\":\"summary\"}\n"
         );
     }
@@ -435,7 +593,7 @@ mod tests {
             text: "\u{1b}[31mred\u{9b}\u{2066}".into(),
         });
         assert_eq!(
-            out.text(),
+            untimed(&out.text()),
             "{\"event\":\"text\",\"agent\":\"lead\",\"text\":\"\\u001b[31mred\\u009b\\u2066\"}\n"
         );
     }

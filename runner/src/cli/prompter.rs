@@ -1,20 +1,33 @@
 //! Asks clarification questions at the terminal.
 
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::Clarification;
 use herd_crds::terminal_text::for_terminal;
 
+use super::progress::Progress;
 use crate::control::local::Prompter;
 
-/// Reads answers from stdin; a number picks an offered option.
-pub struct TerminalPrompter;
+/// Reads answers from stdin; a number picks an offered option. The progress display's
+/// spinner is hidden while it waits, so that it does not draw over the prompt.
+pub struct TerminalPrompter {
+    progress: Arc<Progress>,
+}
+
+impl TerminalPrompter {
+    /// A prompter that pauses `progress` while it asks.
+    pub fn over(progress: Arc<Progress>) -> Self {
+        TerminalPrompter { progress }
+    }
+}
 
 #[async_trait]
 impl Prompter for TerminalPrompter {
     async fn ask(&self, question: &Clarification) -> Option<String> {
         let question = question.clone();
+        let _paused = self.progress.pause();
         tokio::task::spawn_blocking(move || {
             let mut stderr = std::io::stderr();
             let text = question.render();
