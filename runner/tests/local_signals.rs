@@ -22,6 +22,8 @@ enum First {
     StallMidStream,
     /// A `bash` call that writes `started.txt`, then waits; on SIGTERM it writes `term.txt`.
     SlowTool,
+    /// A `bash` call that writes `started.txt` and ignores SIGTERM.
+    StubbornTool,
 }
 
 /// The text the stalled stream sends before it stalls.
@@ -140,9 +142,13 @@ fn serve(stream: TcpStream, first: First, seen: &Mutex<Vec<String>>, partial: &A
                 }
             }
         }
-        First::SlowTool => {
-            let command = "trap 'echo got-term > term.txt; exit 0' TERM; echo started > \
-                           started.txt; sleep 60 & wait";
+        First::SlowTool | First::StubbornTool => {
+            let command = if matches!(first, First::SlowTool) {
+                "trap 'echo got-term > term.txt; exit 0' TERM; echo started > started.txt; \
+                 sleep 60 & wait"
+            } else {
+                "trap '' TERM; echo started > started.txt; sleep 60"
+            };
             let arguments =
                 serde_json::json!({"description": "wait", "command": command}).to_string();
             let call = serde_json::json!({"tool_calls": [{
@@ -391,4 +397,30 @@ fn an_interrupted_json_run_says_so_in_its_events() {
     assert!(table.starts_with("ID"), "{table}");
     assert!(table.contains("interrupted"), "{table}");
     assert!(table.contains("Answer slowly."), "{table}");
+}
+
+#[test]
+fn a_second_signal_exits_at_once() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let model = FakeModel::start(First::StubbornTool);
+    let agent = agent(dir.path(), &model);
+    let workdir = dir.path().join("work");
+    let workspace = workdir.join("user-data/workspace");
+    let child = start(dir.path(), &agent, &workdir, "off");
+    wait_until("the tool started", || {
+        workspace.join("started.txt").exists()
+    });
+    signal(&child, Signal::INT);
+    // The tool ignores SIGTERM: the first signal's stop waits out the tool's grace (2 s)...
+    std::thread::sleep(Duration::from_millis(300));
+    // ...which the second one does not.
+    signal(&child, Signal::INT);
+    let stopped = finished(child);
+    let stderr = text(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(130), "stderr:\n{stderr}");
+    assert!(stderr.contains("again to quit at once"), "{stderr}");
+    assert!(
+        !workdir.join(".herd/checkpoint.json").exists(),
+        "it quit before the checkpoint"
+    );
 }
