@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cli;
 pub mod control;
+pub(crate) mod convert;
 pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod middleware;

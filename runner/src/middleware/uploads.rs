@@ -3,6 +3,11 @@
 //! `<current_uploads>` block just before the user's message, with a short preview of each
 //! text file, and records them in `uploaded_files`. Later turns list nothing: the files stay
 //! in `uploads/`, where `ls` finds them.
+//!
+//! A document converted on arrival (`convert::uploads`) is listed once, with its Markdown
+//! sibling and that file's preview; one that could not be converted is listed with the
+//! reason. Both come from the folder's outcome file, read through the executor like the
+//! files themselves.
 
 use std::sync::Arc;
 
@@ -10,6 +15,7 @@ use async_trait::async_trait;
 use base64::Engine;
 
 use crate::agent::{Flow, Middleware};
+use crate::convert::uploads::{Conversions, MAX_SIDECAR_BYTES, Outcome, SIDECAR};
 use crate::sandbox::client::SandboxClient;
 use crate::sandbox::executor::ToolExecutor;
 use crate::text::{escape_tags, truncate_chars};
@@ -51,6 +57,19 @@ impl Uploads {
                 Vec::new()
             }
         }
+    }
+
+    /// The outcomes of the document conversions in `uploads/` (none when there is no
+    /// outcome file).
+    async fn conversions(&self) -> Conversions {
+        let path = format!("{UPLOADS_DIR}/{SIDECAR}");
+        let Ok(file) = self.executor.read_file(&path, MAX_SIDECAR_BYTES).await else {
+            return Conversions::default();
+        };
+        base64::engine::general_purpose::STANDARD
+            .decode(file.data_base64)
+            .map(|bytes| Conversions::parse(&bytes))
+            .unwrap_or_default()
     }
 
     /// An outline (Markdown headings) or the first lines of a small UTF-8 text file.
@@ -96,11 +115,22 @@ impl Middleware for Uploads {
         if files.is_empty() {
             return Flow::Continue;
         }
+        let conversions = self.conversions().await;
+        let listed = group(&files, &conversions);
         let mut entries = Vec::new();
-        for file in files.iter().take(MAX_LISTED) {
-            entries.push((file, self.preview(file).await));
+        for (file, conversion) in listed.iter().take(MAX_LISTED) {
+            let previewed = match conversion {
+                Some(Conversion::Converted { markdown, .. }) => markdown,
+                _ => file,
+            };
+            let preview = self.preview(previewed).await;
+            entries.push(Entry {
+                file,
+                conversion: conversion.clone(),
+                preview,
+            });
         }
-        let block = render_block(&entries, files.len());
+        let block = render_block(&entries, listed.len());
         let id = format!("{}__uploads", state.messages[position].id());
         state.messages.insert(
             position,
@@ -118,18 +148,90 @@ fn last_user_position(state: &ThreadState) -> Option<usize> {
         .rposition(|message| matches!(message, Message::User(user) if !user.meta.hidden))
 }
 
-fn render_block(entries: &[(&UploadedFile, Option<String>)], total: usize) -> String {
+/// What became of a document upload, as listed.
+#[derive(Clone, Debug)]
+enum Conversion<'a> {
+    Converted {
+        markdown: &'a UploadedFile,
+        note: Option<&'a str>,
+    },
+    Refused(&'a str),
+}
+
+/// One listed upload: the file, its conversion, the preview shown under it.
+struct Entry<'a> {
+    file: &'a UploadedFile,
+    conversion: Option<Conversion<'a>>,
+    preview: Option<String>,
+}
+
+/// The uploads as listed: a recorded conversion's Markdown goes with its document instead
+/// of on a line of its own.
+fn group<'a>(
+    files: &'a [UploadedFile],
+    conversions: &'a Conversions,
+) -> Vec<(&'a UploadedFile, Option<Conversion<'a>>)> {
+    let by_name = |name: &str| files.iter().find(|file| file.filename == name);
+    let folded: Vec<&str> = files
+        .iter()
+        .filter(|file| {
+            conversions
+                .source_of(&file.filename)
+                .is_some_and(|source| by_name(source).is_some())
+        })
+        .map(|file| file.filename.as_str())
+        .collect();
+    files
+        .iter()
+        .filter(|file| !folded.contains(&file.filename.as_str()))
+        .map(|file| {
+            let conversion = match conversions.files.get(&file.filename) {
+                Some(Outcome::Converted { markdown, note }) => {
+                    by_name(markdown).map(|markdown| Conversion::Converted {
+                        markdown,
+                        note: note.as_deref(),
+                    })
+                }
+                Some(Outcome::Refused { reason }) => Some(Conversion::Refused(reason)),
+                None => None,
+            };
+            (file, conversion)
+        })
+        .collect()
+}
+
+fn render_block(entries: &[Entry<'_>], total: usize) -> String {
     let mut block = String::from(
         "<current_uploads>\nThe user uploaded these files for this task. Read them with \
          read_file (line ranges for long files) or bash.\n",
     );
-    for (file, preview) in entries {
+    for Entry {
+        file,
+        conversion,
+        preview,
+    } in entries
+    {
         block.push_str(&format!(
             "\n- {} ({}) at {}\n",
             escape_tags(&file.filename),
             human_size(file.size),
             escape_tags(&file.path)
         ));
+        match conversion {
+            Some(Conversion::Converted { markdown, note }) => {
+                let note = note.map(|note| format!("; {note}")).unwrap_or_default();
+                block.push_str(&format!(
+                    "    Converted to Markdown: {} ({}{}); read that file instead\n",
+                    escape_tags(&markdown.path),
+                    human_size(markdown.size),
+                    escape_tags(&note)
+                ));
+            }
+            Some(Conversion::Refused(reason)) => {
+                block.push_str(&format!("    Not converted: {}\n", escape_tags(reason)));
+            }
+            None => {}
+        }
         if let Some(preview) = preview {
             for line in preview.lines() {
                 block.push_str(&format!("    {}\n", escape_tags(line)));
@@ -231,7 +333,11 @@ mod tests {
                 SandboxRequest::ReadFile { path, .. } => {
                     self.reads.lock().unwrap().push(path.clone());
                     let name = path.rsplit('/').next().unwrap_or_default();
-                    let bytes = &self.files[name];
+                    let Some(bytes) = self.files.get(name) else {
+                        return Ok(SandboxResponse::Error {
+                            message: format!("Error: {path} not found"),
+                        });
+                    };
                     SandboxResponse::File {
                         data_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
                         size: bytes.len() as u64,
@@ -301,7 +407,8 @@ mod tests {
         assert!(block.contains("2 more files are not listed; run ls /mnt/user-data/uploads"));
         assert!(block.contains("f00&lt;x&gt;.txt"));
         assert!(!block.contains("<x>"));
-        assert_eq!(executor.reads.lock().unwrap().len(), MAX_LISTED);
+        // The previews, and the conversions' outcome file.
+        assert_eq!(executor.reads.lock().unwrap().len(), MAX_LISTED + 1);
         assert_eq!(state.uploaded_files.len(), 12);
     }
 

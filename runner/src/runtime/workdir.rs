@@ -74,7 +74,8 @@ impl Workdir {
         Ok(())
     }
 
-    /// Copies `files` into `uploads/` (or `uploads/<folder>/`), keeping their names.
+    /// Copies `files` into `uploads/` (or `uploads/<folder>/`), keeping their names, and
+    /// converts the documents among them to Markdown siblings (`convert::uploads`).
     pub fn add_uploads(&self, folder: Option<&str>, files: &[(String, Vec<u8>)]) -> io::Result<()> {
         let mut dir = self.roots.user_data.join("uploads");
         if let Some(folder) = folder {
@@ -87,6 +88,7 @@ impl Workdir {
             dir = dir.join(relative);
         }
         fs::create_dir_all(&dir)?;
+        let mut names = Vec::with_capacity(files.len());
         for (name, bytes) in files {
             let file = safe_relative(name)
                 .filter(|p| p.components().count() == 1)
@@ -97,7 +99,9 @@ impl Workdir {
                     )
                 })?;
             fs::write(dir.join(file), bytes)?;
+            names.push(name.clone());
         }
+        crate::convert::uploads::convert_uploads(&dir, &names);
         Ok(())
     }
 }

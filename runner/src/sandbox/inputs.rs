@@ -33,7 +33,8 @@ fn error(message: impl Into<String>) -> SandboxResponse {
 }
 
 /// Copies every input in `inputs` from its mount under `mounts` (`$HERD_ROOT/inputs`) into
-/// `uploads/`, replacing files of the same name (a later attempt copies them again).
+/// `uploads/`, replacing files of the same name (a later attempt copies them again), and
+/// converts the documents among them to Markdown siblings (`convert::uploads`).
 pub fn install_inputs(
     paths: &SandboxPaths,
     mounts: Option<&Path>,
@@ -74,6 +75,7 @@ fn install(paths: &SandboxPaths, mounts: &Path, input: &InputCopy) -> Result<(),
     let entries = std::fs::read_dir(&source).map_err(unreadable)?;
     std::fs::create_dir_all(&resolved.host)
         .map_err(|failure| io_error(&resolved.virtual_path, &failure))?;
+    let mut copied = Vec::new();
     for entry in entries {
         let entry = entry.map_err(unreadable)?;
         let name = entry.file_name();
@@ -91,7 +93,11 @@ fn install(paths: &SandboxPaths, mounts: &Path, input: &InputCopy) -> Result<(),
         let written = format!("{}/{name}", resolved.virtual_path);
         copy_replacing(&file, &resolved.host.join(name.as_ref()))
             .map_err(|failure| io_error(&written, &failure))?;
+        copied.push(name.into_owned());
     }
+    // Documents get their Markdown sibling here, in the sandbox container, so a hostile
+    // upload is parsed where the run's tools run and not in the agent container.
+    crate::convert::uploads::convert_uploads(&resolved.host, &copied);
     Ok(())
 }
 
