@@ -410,7 +410,11 @@ fn sigterm_posts_the_checkpoint_and_no_result_and_the_next_attempt_resumes() {
         "the operator decides how a deleted pod's Run ends"
     );
     let posted = api.server.requests_to("/checkpoint");
-    assert_eq!(posted.len(), 1, "the thread goes to the run API before the pod exits");
+    assert_eq!(
+        posted.len(),
+        1,
+        "the thread goes to the run API before the pod exits"
+    );
     let checkpoint = posted[0].json();
     assert_eq!(checkpoint["attempt"], 1);
 

@@ -136,7 +136,13 @@ async fn main(started: Started) -> ExitCode {
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR"),
     );
-    if !matches!(started, Started::Command { command: Command::Run(_), .. }) {
+    if !matches!(
+        started,
+        Started::Command {
+            command: Command::Run(_),
+            ..
+        }
+    ) {
         log::init_container_logging(colour);
     }
     match started {
@@ -353,14 +359,16 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(result) if result.interrupted.is_some() => {
             let code = report(&result, args.json);
             // The terminal prompt may still block a thread reading stdin: exit without it.
-            std::process::exit(i32::from(u8::from(code)))
+            std::process::exit(i32::from(code))
         }
         Ok(result) => ExitCode::from(report(&result, args.json)),
         Err(error) => {
             if args.json {
                 println!(
                     "{}",
-                    timed_json_line(&serde_json::json!({"event": "error", "message": error.to_string()}))
+                    timed_json_line(
+                        &serde_json::json!({"event": "error", "message": error.to_string()})
+                    )
                 );
             } else {
                 eprintln!("error: {}", for_terminal(&error.to_string()));

@@ -106,7 +106,7 @@ pub(crate) fn choose(mode: SandboxMode, available: &Available) -> Result<Choice,
 #[derive(Debug)]
 pub(crate) enum SandboxGuard {
     /// The confined `herd-runner sandbox` child.
-    Confined(ConfinedSandbox),
+    Confined(Box<ConfinedSandbox>),
     /// The process groups the in-process sandbox started.
     InProcess(ProcessGroups),
 }
@@ -200,7 +200,7 @@ pub(crate) async fn open_sandbox(
                         .to_owned(),
                         layers: executor.sandbox_layers(),
                     });
-                    return Ok((executor, SandboxGuard::Confined(confined)));
+                    return Ok((executor, SandboxGuard::Confined(Box::new(confined))));
                 }
                 Err(unavailable) if mode != SandboxMode::Auto => {
                     return Err(LocalError(format!(
