@@ -71,7 +71,8 @@ fn filter() -> EnvFilter {
     EnvFilter::try_from_env("HERD_LOG").unwrap_or_else(|_| EnvFilter::new("warn"))
 }
 
-/// Turns tracing's warnings and errors into the display's warnings, each text once.
+/// Turns the runner's tracing warnings and errors into the display's warnings, each text
+/// once.
 struct WarningsToDisplay {
     sink: WarningSink,
     shown: Mutex<HashSet<String>>,
@@ -88,8 +89,13 @@ impl WarningsToDisplay {
 
 impl<S: Subscriber> Layer<S> for WarningsToDisplay {
     fn on_event(&self, event: &Event<'_>, _context: Context<'_, S>) {
-        // Levels order by verbosity: WARN and ERROR are the ones at or below WARN.
-        if *event.metadata().level() > Level::WARN {
+        // Levels order by verbosity: WARN and ERROR are the ones at or below WARN. Only the
+        // runner's own (and its audit's): a library's internals are for HERD_LOG.
+        let metadata = event.metadata();
+        let ours = ["herd_runner", "herd"]
+            .iter()
+            .any(|root| metadata.target().split("::").next() == Some(root));
+        if *metadata.level() > Level::WARN || !ours {
             return;
         }
         let Some(display) = self.sink.get() else {
@@ -186,6 +192,8 @@ mod tests {
                 "could not save a long tool result"
             );
             tracing::error!(error = %"boom", "failed");
+            tracing::warn!(target: "rmcp::transport", "worker quit");
+            tracing::warn!(target: "herd::audit", "risky command");
         });
         let messages: Vec<String> = seen
             .0
@@ -203,6 +211,7 @@ mod tests {
                 "[herd] the final answer was cut at the model's output limit",
                 "[herd] could not save a long tool result (tool: bash, chars: 12)",
                 "[herd] failed (error: boom)",
+                "[herd] risky command",
             ]
         );
     }
