@@ -41,6 +41,7 @@ use self::prompter::TerminalPrompter;
 use crate::runtime::interrupt::{Interrupt, StopSignal};
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
+use crate::sandbox::process_groups::TOOL_GRACE;
 use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
 
 /// The run failed.
@@ -245,7 +246,7 @@ async fn sandbox(
     tokio::pin!(serving);
     let served = tokio::select! {
         served = &mut serving => served,
-        () = stop_requested() => {
+        _ = next_stop_signal() => {
             groups.terminate(TOOL_GRACE).await;
             return ExitCode::SUCCESS;
         }
@@ -256,29 +257,6 @@ async fn sandbox(
             eprintln!("error: {error:#}");
             ExitCode::from(EXIT_FAILED)
         }
-    }
-}
-
-/// How long a stopping sandbox gives its commands between SIGTERM and SIGKILL.
-const TOOL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Resolves at the first SIGTERM or SIGINT; a signal that cannot be watched is said in the
-/// log and never resolves.
-async fn stop_requested() {
-    async fn watch(kind: SignalKind) {
-        match signal(kind) {
-            Ok(mut watched) => {
-                watched.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot watch for a stop signal");
-                std::future::pending::<()>().await;
-            }
-        }
-    }
-    tokio::select! {
-        () = watch(SignalKind::terminate()) => {}
-        () = watch(SignalKind::interrupt()) => {}
     }
 }
 

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt as _;
 
@@ -32,6 +31,7 @@ use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
 use crate::memory::file::MemoryFile;
 use crate::plan::{EnvFacts, PlanError, RunPlan};
+use crate::sandbox::process_groups::TOOL_GRACE;
 use crate::thread::{Message, ThreadState};
 
 /// A local run could not start or failed outside the agent (bad files, unreadable folder).
@@ -98,9 +98,6 @@ pub struct LocalResult {
     /// The signal that interrupted the run (a checkpoint was saved).
     pub interrupted: Option<StopSignal>,
 }
-
-/// How long the tools of an interrupted run get between SIGTERM and SIGKILL.
-const TOOL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs (or resumes) an agent locally.
 pub async fn run_local(
@@ -322,19 +319,21 @@ impl Start {
             });
         }
         let dir = &request.workdir;
-        let state_dir = dir.join(".herd");
+        let state_dir = Workdir::state_dir_of(dir);
         let record = RunRecord::read(&state_dir)?;
-        let checkpoint = match (Checkpoint::load(&state_dir), RunEnding::read(&state_dir)) {
-            (Ok(checkpoint), _) => checkpoint,
-            (Err(_), Some(ending)) => return Err(finished(dir, &ending)),
-            (Err(error), None) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LocalError(format!(
-                    "cannot resume: the run in {} left no checkpoint (it was killed before it \
-                     could save one); start it again",
-                    dir.display()
-                )));
+        let checkpoint = match Checkpoint::load(&state_dir) {
+            Ok(checkpoint) => checkpoint,
+            Err(error) => {
+                return Err(match RunEnding::read(&state_dir) {
+                    Some(ending) => finished(dir, &ending),
+                    None if error.kind() == std::io::ErrorKind::NotFound => LocalError(format!(
+                        "cannot resume: the run in {} left no checkpoint (it was killed before \
+                         it could save one); start it again",
+                        dir.display()
+                    )),
+                    None => LocalError(format!("cannot resume: {error}")),
+                });
             }
-            (Err(error), None) => return Err(LocalError(format!("cannot resume: {error}"))),
         };
         let resumed = Resumed::of(checkpoint, request.answer.clone(), dir)?;
         let manifests = record.manifests()?;

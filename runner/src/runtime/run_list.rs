@@ -9,6 +9,7 @@ use herd_crds::report::StopReason;
 
 use super::run_ending::RunEnding;
 use super::run_record::RunRecord;
+use super::workdir::Workdir;
 use crate::control::checkpoint::{Checkpoint, CheckpointStop};
 
 /// The file in `.herd/` holding the pid of the process running the run, while it runs.
@@ -90,7 +91,7 @@ pub fn list_runs(dir: &Path) -> std::io::Result<Vec<RunSummary>> {
 
 /// The run in `dir`, if it is one (it has a run record).
 pub fn summary(dir: &Path) -> Option<RunSummary> {
-    let state_dir = dir.join(".herd");
+    let state_dir = Workdir::state_dir_of(dir);
     let record = RunRecord::read(&state_dir).ok()?;
     Some(RunSummary {
         id: dir.file_name()?.to_string_lossy().into_owned(),

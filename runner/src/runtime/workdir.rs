@@ -28,7 +28,7 @@ impl Workdir {
             fs::create_dir_all(roots.user_data.join(dir))?;
         }
         fs::create_dir_all(&roots.skills_custom)?;
-        fs::create_dir_all(root.join(".herd"))?;
+        fs::create_dir_all(Self::state_dir_of(root))?;
         if !roots.skills_public.exists() {
             fs::create_dir_all(&roots.skills_public)?;
             PUBLIC_SKILLS.extract(&roots.skills_public)?;
@@ -41,7 +41,12 @@ impl Workdir {
 
     /// `.herd/` inside the work folder: run record and checkpoint.
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(".herd")
+        Self::state_dir_of(&self.root)
+    }
+
+    /// `.herd/` inside the work folder `root`, prepared or not.
+    pub fn state_dir_of(root: &Path) -> PathBuf {
+        root.join(".herd")
     }
 
     /// Host path of a virtual `/mnt/user-data/...` path, for showing the user where files are.

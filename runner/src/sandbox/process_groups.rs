@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 
+/// How long stopping tools get between SIGTERM and SIGKILL: a Pod's sandbox when it is
+/// stopped, a local run when it is interrupted.
+pub const TOOL_GRACE: Duration = Duration::from_secs(2);
+
 /// How often a stopping sandbox looks whether its groups are gone.
 const POLL: Duration = Duration::from_millis(50);
 

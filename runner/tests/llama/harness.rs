@@ -331,6 +331,20 @@ fn path_str(path: &Path) -> Result<&str, Failed> {
 /// Sends `request` (as a mock server received it) on to the same path of `server`, and answers
 /// with what the server answered.
 pub fn relay(server_root: &str, request: &wiremock::Request) -> ResponseTemplate {
+    match forward(server_root, request) {
+        Ok((status, content_type, bytes)) => {
+            ResponseTemplate::new(status).set_body_raw(bytes, &content_type)
+        }
+        Err(failed) => ResponseTemplate::new(502).set_body_string(failed),
+    }
+}
+
+/// Sends `request` on to the same path of `server_root`: the answer's status, content type and
+/// bytes, or why there is none.
+pub fn forward(
+    server_root: &str,
+    request: &wiremock::Request,
+) -> Result<(u16, String, Vec<u8>), String> {
     let url = format!("{server_root}{}", request.url.path());
     let body = request.body.clone();
     // The mock server calls responders on its own runtime's thread: the call gets a thread and
@@ -363,10 +377,8 @@ pub fn relay(server_root: &str, request: &wiremock::Request) -> ResponseTemplate
             .join()
     });
     match answer {
-        Ok(Ok((status, content_type, bytes))) => {
-            ResponseTemplate::new(status).set_body_raw(bytes, &content_type)
-        }
-        Ok(Err(failed)) => ResponseTemplate::new(502).set_body_string(format!("{failed:?}")),
-        Err(_) => ResponseTemplate::new(502).set_body_string("the relay panicked"),
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(failed)) => Err(format!("{failed:?}")),
+        Err(_) => Err("the relay panicked".to_owned()),
     }
 }

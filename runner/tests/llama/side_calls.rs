@@ -10,7 +10,7 @@ use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::harness::{RunOutput, Server, block_on, http_client, run_agent, with_server};
+use crate::harness::{RunOutput, Server, block_on, forward, run_agent, with_server};
 
 /// The tests of this module.
 pub fn tests() -> Vec<Trial> {
@@ -95,47 +95,6 @@ impl Respond for Recorder {
             }
             Err(failed) => ResponseTemplate::new(502).set_body_string(failed),
         }
-    }
-}
-
-/// Sends `request` on to the same path of `server_root`: the answer's status, content type
-/// and bytes (`harness::relay` does the same, but its answer cannot be read back).
-fn forward(server_root: &str, request: &Request) -> Result<(u16, String, Vec<u8>), String> {
-    let url = format!("{server_root}{}", request.url.path());
-    let body = request.body.clone();
-    // The mock server calls responders on its own runtime's thread: the call gets a thread and
-    // a runtime of its own.
-    let answer = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                block_on(async {
-                    let response = http_client()?
-                        .post(&url)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await
-                        .map_err(|e| format!("POST {url}: {e}"))?;
-                    let status = response.status().as_u16();
-                    let content_type = response
-                        .headers()
-                        .get("content-type")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("application/json")
-                        .to_owned();
-                    let bytes = response
-                        .bytes()
-                        .await
-                        .map_err(|e| format!("POST {url}: {e}"))?;
-                    Ok((status, content_type, bytes.to_vec()))
-                })
-            })
-            .join()
-    });
-    match answer {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(failed)) => Err(format!("{failed:?}")),
-        Err(_) => Err("the relay panicked".to_owned()),
     }
 }
 

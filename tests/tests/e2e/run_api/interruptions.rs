@@ -5,15 +5,15 @@
 use anyhow::{Context, ensure};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use herd_crds::wire::{CheckpointReport, RunConfig};
+use herd_crds::wire::CheckpointReport;
 use herd_e2e::TestEnv;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::json;
 
 use super::support::{AUDIENCE, Fixture, send};
-use crate::operator::run_fixtures::{run_until, start_agent};
+use crate::operator::run_fixtures::start_agent;
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn gzip_like(len: usize) -> Vec<u8> {
@@ -103,15 +103,9 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
 
     // The Pod is evicted: attempt 2's config resumes from the checkpoint, and attempt 1 can
     // no longer write one.
-    let pods: Api<Pod> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
-    let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
-        "message": "The node was drained."}});
-    pods.patch_status("cut-1", &PatchParams::default(), &Patch::Merge(&evict))
+    let config = fixture
+        .evict_first_attempt("cut", "The node was drained.")
         .await?;
-    run_until(&runs, "cut", "attempt 2", |r| {
-        r.status.as_ref().and_then(|s| s.attempt) == Some(2)
-    })
-    .await?;
     send(
         https
             .post(fixture.url("cut", "checkpoint"))
@@ -120,15 +114,6 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
     )
     .await?
     .refused(409, "StaleAttempt")?;
-    let second = fixture.pod("cut-2").await?;
-    let second_token = fixture.token(&second, Some(AUDIENCE)).await?;
-    let config: RunConfig = send(
-        https
-            .get(fixture.url("cut", "config"))
-            .bearer_auth(&second_token),
-    )
-    .await?
-    .expect(200)?;
     ensure!(config.attempt == 2);
     let carried = config
         .checkpoint_gzip_base64

@@ -11,11 +11,11 @@ use base64::engine::general_purpose::STANDARD;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::report::{Clarification, ClarificationType, StopReason};
 use herd_crds::run::RunPhase;
-use herd_crds::wire::{AnswerPoll, ClarificationRequest, ResultAccepted, RunConfig};
+use herd_crds::wire::{AnswerPoll, ClarificationRequest, ResultAccepted};
 use herd_e2e::TestEnv;
 use herd_e2e::requests::json_patch;
 use herd_e2e::wait::wait_for;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -272,24 +272,9 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     ensure!(judged.labels().contains_key("touched"));
 
     // The Pod is evicted while the Run waits: attempt 2 resumes from the checkpoint.
-    let pods: Api<Pod> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
-    let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
-        "message": "The node was low on resource: memory."}});
-    pods.patch_status("ask-1", &PatchParams::default(), &Patch::Merge(&evict))
+    let config = fixture
+        .evict_first_attempt("ask", "The node was low on resource: memory.")
         .await?;
-    run_until(&runs, "ask", "attempt 2", |r| {
-        r.status.as_ref().and_then(|s| s.attempt) == Some(2)
-    })
-    .await?;
-    let second = fixture.pod("ask-2").await?;
-    let second_token = fixture.token(&second, Some(AUDIENCE)).await?;
-    let config: RunConfig = send(
-        https
-            .get(fixture.url("ask", "config"))
-            .bearer_auth(&second_token),
-    )
-    .await?
-    .expect(200)?;
     ensure!(config.attempt == 2);
     let carried = config
         .checkpoint_gzip_base64

@@ -4,17 +4,17 @@
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use herd_crds::run::Run;
-use herd_crds::wire::ApiError;
+use herd_crds::wire::{ApiError, RunConfig};
 use herd_e2e::TestEnv;
 use herd_e2e::wait::wait_for;
 use herd_operator::Running;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run};
+use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until};
 use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
 
 /// The audience of runner tokens.
@@ -110,6 +110,28 @@ impl Fixture {
             "https://{}/v1/runs/{}/{run}/{route}",
             self.running.run_api_addr, self.namespace
         )
+    }
+
+    /// Evicts the Pod of attempt 1 of the Run `run` (saying `message`, as the kubelet does),
+    /// waits for attempt 2 and reads its config as attempt 2's Pod does.
+    pub async fn evict_first_attempt(&self, run: &str, message: &str) -> anyhow::Result<RunConfig> {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), &self.namespace);
+        let evict = json!({"status": {"phase": "Failed", "reason": "Evicted", "message": message}});
+        pods.patch_status(
+            &format!("{run}-1"),
+            &PatchParams::default(),
+            &Patch::Merge(&evict),
+        )
+        .await?;
+        run_until(&self.runs(), run, "attempt 2", |r| {
+            r.status.as_ref().and_then(|s| s.attempt) == Some(2)
+        })
+        .await?;
+        let second = self.pod(&format!("{run}-2")).await?;
+        let token = self.token(&second, Some(AUDIENCE)).await?;
+        send(self.https.get(self.url(run, "config")).bearer_auth(&token))
+            .await?
+            .expect(200)
     }
 
     /// The HTTPS client.
