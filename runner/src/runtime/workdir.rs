@@ -122,7 +122,64 @@ fn safe_relative(path: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    /// An upload's whole way: `add_uploads` converts on arrival, and the uploads listing the
+    /// model reads (through the same sandbox as the tools) names the Markdown with its upload,
+    /// or why there is none.
+    #[tokio::test]
+    async fn converted_and_refused_uploads_are_listed_with_their_outcome() {
+        use crate::agent::Middleware as _;
+        use crate::middleware::uploads::Uploads;
+        use crate::sandbox::SandboxHost;
+        use crate::sandbox::in_process::InProcessExecutor;
+        use crate::thread::ThreadState;
+
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = Workdir::prepare(dir.path()).unwrap();
+        let html = b"<html><body><h1>Quarterly report</h1><p>Revenue grew.</p></body></html>";
+        workdir
+            .add_uploads(
+                None,
+                &[
+                    ("report.html".into(), html.to_vec()),
+                    ("broken.pdf".into(), b"not a PDF at all".to_vec()),
+                ],
+            )
+            .unwrap();
+        let markdown =
+            std::fs::read_to_string(workdir.roots.user_data.join("uploads/report.html.md"))
+                .unwrap();
+        assert!(markdown.contains("Quarterly report"), "{markdown}");
+
+        let sandbox = SandboxHost::new(&workdir.roots).unwrap();
+        let uploads = Uploads::new(Arc::new(InProcessExecutor(Arc::new(sandbox))));
+        let mut state = ThreadState::new("summarize the report");
+        uploads.before_agent(&mut state).await;
+        let block = state.messages[0].text();
+        assert!(
+            block.contains(
+                "- report.html (71 B) at /mnt/user-data/uploads/report.html
+    Converted to \
+                 Markdown: /mnt/user-data/uploads/report.html.md ("
+            ),
+            "{block}"
+        );
+        assert!(
+            !block.contains("- report.html.md"),
+            "the Markdown is listed with its upload, not on its own: {block}"
+        );
+        assert!(
+            block.contains(
+                "- broken.pdf (16 B) at /mnt/user-data/uploads/broken.pdf
+    Not converted: "
+            ),
+            "{block}"
+        );
+        assert!(!block.contains(".herd-conversions.json"), "{block}");
+    }
 
     #[test]
     fn prepare_lays_out_the_roots_and_the_built_in_skills() {
