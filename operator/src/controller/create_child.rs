@@ -120,7 +120,14 @@ pub async fn create_child(
                 ChildError::NoSnapshot(format!("the parent Run {name} has no snapshot"))
             })?;
         let now = Time(jiff::Timestamp::now());
-        let time_left = status.start_time.as_ref().map_or(Duration::ZERO, |start| {
+        // `startTime` lands with the status written after the first Pod is created, so a fast
+        // runner can ask before it does; the Run's creation is never later than its start, so
+        // the time counted from it is never too generous.
+        let start = status
+            .start_time
+            .as_ref()
+            .or(live.metadata.creation_timestamp.as_ref());
+        let time_left = start.map_or(Duration::ZERO, |start| {
             snapshot.run.timeout().saturating_sub(elapsed(start, &now))
         });
         let owner = live
