@@ -1,15 +1,31 @@
-//! Prometheus metrics of the controllers. Labels name controllers, never objects: an object
-//! name as a label would make one time series per Agent or Run.
+//! Prometheus metrics of the operator. Labels name controllers, routes and outcomes, never
+//! objects: an object name as a label would make one time series per Agent or Run.
+//!
+//! Everything is `herd_`-prefixed except the process metrics ([`process`]), which keep the
+//! names every Prometheus client library gives them (`process_cpu_seconds_total`...), so that
+//! existing dashboards and alerts read them as they are.
 
-use std::sync::atomic::AtomicI64;
-use std::time::Instant;
+pub mod kube_client;
+pub mod process;
+pub mod run_api_requests;
+
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
+
+use self::kube_client::{KubeRequestLabels, KubeTimingLabels};
+use self::run_api_requests::{RouteLabels, RouteTimingLabels};
+
+/// Every controller, so that their counters exist (at 0) before the first failure: a rate over
+/// a series that appears at its first increment misses that increment.
+pub const CONTROLLERS: [&str; 3] = ["agent", "skill", "run"];
 
 /// The label set of per-controller metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -36,11 +52,19 @@ pub struct AgentLabels {
     pub agent: String,
 }
 
+/// The label set of `herd_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    /// The operator's version (its crate's).
+    version: &'static str,
+}
+
 /// Run durations: 1 s to about 9 h.
 fn run_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
+/// Reconcile and request durations: 1 ms to about 33 s.
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
 }
@@ -59,11 +83,25 @@ pub struct Metrics {
     tokens: Family<AgentLabels, Counter>,
     active_pods: Gauge<i64, AtomicI64>,
     queued_runs: Gauge<i64, AtomicI64>,
+    run_api_requests: Family<RouteLabels, Counter>,
+    run_api_durations: Family<RouteTimingLabels, Histogram, fn() -> Histogram>,
+    certificate_expiry: Gauge<f64, AtomicU64>,
+    kube_requests: Family<KubeRequestLabels, Counter>,
+    kube_durations: Family<KubeTimingLabels, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("herd");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("herd");
+        registry.register(
+            "build",
+            "The operator's version; always 1",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            }),
+        );
         let reconciles = Family::<ControllerLabels, Counter>::default();
         let failures = Family::<ControllerLabels, Counter>::default();
         let durations =
@@ -130,8 +168,54 @@ impl Default for Metrics {
             "Runs ready for their Pod and waiting for admission under a cap",
             queued_runs.clone(),
         );
+        let run_api_requests = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "run_api_requests",
+            "Run API requests answered, by route template, method and status code",
+            run_api_requests.clone(),
+        );
+        let run_api_durations =
+            Family::<RouteTimingLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
+        registry.register(
+            "run_api_request_duration_seconds",
+            "How long run API requests took to answer, by route template and method",
+            run_api_durations.clone(),
+        );
+        let certificate_expiry = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "run_api_certificate_expiry_timestamp_seconds",
+            "When the run API's serving certificate expires (Unix time); 0 until one is served",
+            certificate_expiry.clone(),
+        );
+        let kube_requests = Family::<KubeRequestLabels, Counter>::default();
+        registry.register(
+            "kube_requests",
+            "Requests to the Kubernetes API server, by verb, resource and status code (`error`: no answer)",
+            kube_requests.clone(),
+        );
+        let kube_durations =
+            Family::<KubeTimingLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
+        registry.register(
+            "kube_request_duration_seconds",
+            "How long the API server took to answer (a watch: to start streaming), by verb and resource",
+            kube_durations.clone(),
+        );
+        for controller in CONTROLLERS {
+            let labels = ControllerLabels { controller };
+            let _ = reconciles.get_or_create(&labels);
+            let _ = failures.get_or_create(&labels);
+        }
         Metrics {
-            registry,
+            registry: root,
+            run_api_requests,
+            run_api_durations,
+            certificate_expiry,
+            kube_requests,
+            kube_durations,
             active_pods,
             queued_runs,
             reconciles,
@@ -214,6 +298,40 @@ impl Metrics {
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
+    /// Records a run API request answered after `took`.
+    pub fn run_api_request(&self, labels: RouteLabels, took: Duration) {
+        self.run_api_durations
+            .get_or_create(&RouteTimingLabels {
+                route: labels.route.clone(),
+                method: labels.method,
+            })
+            .observe(took.as_secs_f64());
+        self.run_api_requests.get_or_create(&labels).inc();
+    }
+
+    /// Records a request to the API server answered with `code` (or `error`) after `took`.
+    pub fn kube_request(&self, verb: &'static str, resource: String, code: String, took: Duration) {
+        self.kube_durations
+            .get_or_create(&KubeTimingLabels {
+                verb,
+                resource: resource.clone(),
+            })
+            .observe(took.as_secs_f64());
+        self.kube_requests
+            .get_or_create(&KubeRequestLabels {
+                verb,
+                resource,
+                code,
+            })
+            .inc();
+    }
+
+    /// The gauge of the run API certificate's expiry (Unix seconds), which the serving
+    /// certificate sets as it loads one.
+    pub fn certificate_expiry(&self) -> Gauge<f64, AtomicU64> {
+        self.certificate_expiry.clone()
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -257,6 +375,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("herd_leader 1"), "{text}");
+    }
+
+    #[test]
+    fn build_info_and_every_controllers_errors_exist_from_the_start() {
+        let text = Metrics::default().encode().unwrap();
+        let build = format!(
+            "herd_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&build), "{build} in {text}");
+        for controller in CONTROLLERS {
+            let errors = format!("herd_reconcile_errors_total{{controller=\"{controller}\"}} 0");
+            assert!(text.contains(&errors), "{errors} in {text}");
+        }
+        assert!(
+            text.contains("herd_run_api_certificate_expiry_timestamp_seconds 0.0"),
+            "{text}"
+        );
     }
 
     #[test]

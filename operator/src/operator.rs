@@ -23,6 +23,7 @@ use crate::http::Readiness;
 use crate::http::{HttpState, router};
 use crate::leader;
 use crate::metrics::Metrics;
+use crate::metrics::kube_client::instrument;
 use crate::run_api::{self, RunApi};
 use crate::scope::{Scope, Synced};
 use crate::shared::Shared;
@@ -96,6 +97,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let run_api_listener = tokio::net::TcpListener::bind(config.run_api_addr).await?;
     let run_api_addr = run_api_listener.local_addr()?;
     let metrics = Arc::new(Metrics::default());
+    let client = instrument(client, metrics.clone());
     let ready = Arc::new(Readiness::default());
     let (leader_tx, leader_rx) = watch::channel(false);
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -186,7 +188,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     ready.set(readiness);
     tasks.spawn(run_api::serve(
         run_api_listener,
-        RunApi::new(client.clone(), run_api_scopes),
+        RunApi::new(client.clone(), run_api_scopes, metrics.clone()),
         config.lease.namespace.clone(),
         run_api_serving,
         stopped(shutdown_rx.clone()),

@@ -1,8 +1,11 @@
 //! The run API's serving certificate: the `tls.crt`/`tls.key` of Secret `herd-run-api-tls`
 //! (issued and renewed by the leader, or by cert-manager), watched by every replica and swapped
 //! into the TLS server as it changes, without a restart or a dropped connection. A Secret that
-//! does not hold a usable pair keeps the last good one.
+//! does not hold a usable pair keeps the last good one. The served certificate's expiry is a
+//! metric (`herd_run_api_certificate_expiry_timestamp_seconds`), so a renewal that never came
+//! alerts before Run pods are refused.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
@@ -10,6 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use prometheus_client::metrics::gauge::Gauge;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -43,21 +47,35 @@ pub fn certified_key(
         .map_err(|e| format!("{TLS_CERT} and {TLS_KEY} are not a usable pair: {e}"))
 }
 
+/// When the first certificate of a PEM chain expires, in seconds since the Unix epoch.
+pub fn not_after(cert: &CertificateDer<'_>) -> Result<i64, String> {
+    x509_parser::parse_x509_certificate(cert.as_ref())
+        .map(|(_, parsed)| parsed.validity().not_after.timestamp())
+        .map_err(|e| format!("{TLS_CERT} does not parse as X.509: {e}"))
+}
+
 /// The certificate served now; none until the Secret was first read.
 #[derive(Debug)]
 pub struct ServingCertificate {
     current: RwLock<Option<Arc<CertifiedKey>>>,
     provider: Arc<CryptoProvider>,
     loaded: Synced,
+    expiry: Gauge<f64, AtomicU64>,
 }
 
 impl ServingCertificate {
-    /// No certificate yet; `loaded` is marked once there is one.
-    pub fn new(provider: Arc<CryptoProvider>, loaded: Synced) -> Self {
+    /// No certificate yet; `loaded` is marked once there is one, and `expiry` set to its
+    /// end (Unix seconds) with each.
+    pub fn new(
+        provider: Arc<CryptoProvider>,
+        loaded: Synced,
+        expiry: Gauge<f64, AtomicU64>,
+    ) -> Self {
         ServingCertificate {
             current: RwLock::new(None),
             provider,
             loaded,
+            expiry,
         }
     }
 
@@ -70,10 +88,16 @@ impl ServingCertificate {
                 .ok_or_else(|| format!("{TLS_SECRET} has no {key}"))
         };
         let key = certified_key(field(TLS_CERT)?, field(TLS_KEY)?, &self.provider)?;
+        let leaf = key
+            .cert
+            .first()
+            .ok_or_else(|| format!("{TLS_CERT} holds no certificate"))?;
+        let expires = not_after(leaf)?;
         *self
             .current
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(key));
+        self.expiry.set(expires as f64);
         self.loaded.set();
         Ok(())
     }
@@ -143,11 +167,18 @@ mod tests {
     #[test]
     fn a_usable_pair_is_served_and_replaced_by_the_next() {
         let loaded = Synced::default();
-        let serving = ServingCertificate::new(provider(), loaded.clone());
+        let expiry = Gauge::<f64, AtomicU64>::default();
+        let serving = ServingCertificate::new(provider(), loaded.clone(), expiry.clone());
         assert!(serving.current.read().unwrap().is_none());
         let (cert, key) = pair("a.svc");
         serving.load(&secret(&cert, &key)).unwrap();
         assert!(loaded.is_synced());
+        let in_an_hour = jiff::Timestamp::now().as_second() + 3600;
+        assert!(
+            (expiry.get() - in_an_hour as f64).abs() < 5.0,
+            "the leaf's notAfter, an hour from now: {}",
+            expiry.get()
+        );
         let first = serving.current.read().unwrap().clone().unwrap();
         let (cert, key) = pair("b.svc");
         serving.load(&secret(&cert, &key)).unwrap();
@@ -157,7 +188,7 @@ mod tests {
 
     #[test]
     fn an_unusable_secret_keeps_the_last_good_pair() {
-        let serving = ServingCertificate::new(provider(), Synced::default());
+        let serving = ServingCertificate::new(provider(), Synced::default(), Gauge::default());
         let (cert, key) = pair("a.svc");
         serving.load(&secret(&cert, &key)).unwrap();
         let (_, other_key) = pair("b.svc");

@@ -52,6 +52,7 @@ use self::rate_limit::RateLimiter;
 use self::report::after_progress;
 use self::report_writer::write_report;
 use crate::controller::run_context::RunCaches;
+use crate::metrics::Metrics;
 use crate::scope::{Scope, Synced};
 
 /// What the run API's requests share.
@@ -62,12 +63,15 @@ pub struct RunApi {
     attempts: Attempts,
     limiter: RateLimiter,
     progress: Coalescer,
+    metrics: Arc<Metrics>,
 }
 
 impl RunApi {
-    /// The run API of the Runs in `scopes` (their controllers' caches).
-    pub fn new(client: Client, scopes: Vec<(Scope, RunCaches)>) -> Self {
+    /// The run API of the Runs in `scopes` (their controllers' caches), measured into
+    /// `metrics`.
+    pub fn new(client: Client, scopes: Vec<(Scope, RunCaches)>, metrics: Arc<Metrics>) -> Self {
         RunApi {
+            metrics,
             progress: Coalescer::new(WRITE_INTERVAL, progress_writer(client.clone())),
             client,
             scopes,
@@ -124,7 +128,11 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certificate = Arc::new(ServingCertificate::new(provider.clone(), loaded));
+    let certificate = Arc::new(ServingCertificate::new(
+        provider.clone(),
+        loaded,
+        api.metrics.certificate_expiry(),
+    ));
     let config =
         match ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
             Ok(builder) => {

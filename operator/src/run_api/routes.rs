@@ -43,9 +43,11 @@ use super::run_config::run_config;
 use crate::controller::run_objects::owned_by;
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};
 use crate::decide::run_status::snapshot_name;
+use crate::metrics::run_api_requests::record;
 
-/// The router of the run API.
+/// The router of the run API, each request counted and timed by its route template.
 pub fn router(api: Arc<RunApi>) -> Router {
+    let measured = axum::middleware::from_fn_with_state(api.metrics.clone(), record);
     Router::new()
         .route("/v1/runs/{namespace}/{name}/config", get(config))
         .route("/v1/runs/{namespace}/{name}/progress", post(progress))
@@ -71,6 +73,7 @@ pub fn router(api: Arc<RunApi>) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(no_route)
+        .layer(measured)
         .with_state(api)
 }
 
