@@ -2,7 +2,6 @@
 //! writes its conditions and `resolvedSkills`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use herd_crds::agent::{Agent, AgentStatus};
@@ -22,6 +21,7 @@ use crate::apply::apply_status;
 use crate::decide::agent_refs::{self, SecretRef};
 use crate::decide::agent_status::{
     AgentFindings, ConfigMapFinding, ConfigMapState, SecretFinding, SecretState, next_status,
+    unresolved_requeue,
 };
 use crate::decide::skill_refs::{SkillView, resolve};
 use crate::error::Error;
@@ -32,10 +32,6 @@ use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
 pub const NAME: &str = "agent";
-
-/// How often an Agent with unresolved references is looked at again (a Secret created without
-/// the label, or a ConfigMap, is not watched).
-pub const UNRESOLVED_REQUEUE: Duration = Duration::from_secs(60);
 
 /// What the Agent controller reads.
 pub struct Context {
@@ -164,12 +160,9 @@ pub async fn reconcile(agent: Arc<Agent>, ctx: Arc<Context>) -> Result<Action, E
         announce(shared, &agent, previous, &status);
     }
     shared.succeeded(&key(NAME, agent.as_ref()));
-    let resolved = find_condition(&status.conditions, condition_type::RESOLVED_REFS)
-        .is_some_and(|c| c.status == ConditionStatus::True);
-    Ok(if resolved {
-        Action::await_change()
-    } else {
-        Action::requeue(UNRESOLVED_REQUEUE)
+    Ok(match unresolved_requeue(&status, &start.now) {
+        Some(wait) => Action::requeue(wait),
+        None => Action::await_change(),
     })
 }
 

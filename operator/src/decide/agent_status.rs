@@ -2,7 +2,9 @@
 //! ConfigMaps.
 
 use herd_crds::agent::AgentStatus;
-use herd_crds::condition::{Condition, ConditionStatus};
+use std::time::Duration;
+
+use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::reason::{agent as reason, condition_type};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -205,10 +207,32 @@ pub fn next_status(
     }
 }
 
+/// How soon the controller looks again at an Agent with unresolved references.
+///
+/// ConfigMaps and unlabelled Secrets are not watched, so a missing one is polled: soon after the
+/// problem appears (the common case is one `kubectl apply` creating the Agent a moment before its
+/// ConfigMap), then twice as long each time, up to once a minute. The wait is the time the
+/// references have been unresolved (from `ResolvedRefs`' transition), so it needs no state of its
+/// own and survives restarts. `None` when the references are resolved: nothing to poll.
+pub fn unresolved_requeue(status: &AgentStatus, now: &Time) -> Option<Duration> {
+    let resolved_refs = find_condition(&status.conditions, condition_type::RESOLVED_REFS)?;
+    if resolved_refs.status == ConditionStatus::True {
+        return None;
+    }
+    let since = now.0.duration_since(resolved_refs.last_transition_time.0);
+    let unresolved_for = Duration::try_from(since).unwrap_or(Duration::ZERO);
+    Some(unresolved_for.clamp(UNRESOLVED_REQUEUE_FIRST, UNRESOLVED_REQUEUE_MAX))
+}
+
+/// The first look again after references became unresolved.
+pub const UNRESOLVED_REQUEUE_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between looks at an Agent with unresolved references.
+pub const UNRESOLVED_REQUEUE_MAX: Duration = Duration::from_secs(60);
+
 #[cfg(test)]
 mod tests {
     use herd_crds::agent::ResolvedSkill;
-    use herd_crds::condition::find_condition;
 
     use super::*;
 
@@ -462,5 +486,41 @@ mod tests {
         let refs = get(&status, "ResolvedRefs").unwrap();
         assert_eq!(refs.status, ConditionStatus::True);
         assert_eq!(refs.message, "skill off is disabled and left out");
+    }
+
+    #[test]
+    fn unresolved_references_are_polled_soon_then_less_often() {
+        let missing = AgentFindings {
+            config_maps: vec![cm(ConfigMapState::NotFound)],
+            ..Default::default()
+        };
+        let status = next_status(&AgentStatus::default(), Some(1), &missing, &at(100));
+        let after = |seconds: i64| unresolved_requeue(&status, &at(100 + seconds));
+        assert_eq!(after(0), Some(UNRESOLVED_REQUEUE_FIRST));
+        assert_eq!(after(1), Some(Duration::from_secs(1)));
+        assert_eq!(after(2), Some(Duration::from_secs(2)));
+        assert_eq!(after(4), Some(Duration::from_secs(4)));
+        assert_eq!(after(45), Some(Duration::from_secs(45)));
+        assert_eq!(after(3600), Some(UNRESOLVED_REQUEUE_MAX));
+        // A clock behind the transition (another replica's) polls soon rather than never.
+        assert_eq!(after(-30), Some(UNRESOLVED_REQUEUE_FIRST));
+        // The wait counts from the transition, not from the last write: a later reconcile that
+        // finds the same problem keeps the transition time.
+        let again = next_status(&status, Some(1), &missing, &at(130));
+        assert_eq!(
+            unresolved_requeue(&again, &at(130)),
+            Some(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn resolved_references_are_not_polled() {
+        let findings = AgentFindings {
+            config_maps: vec![cm(ConfigMapState::Found)],
+            ..Default::default()
+        };
+        let status = next_status(&AgentStatus::default(), Some(1), &findings, &at(1));
+        assert_eq!(unresolved_requeue(&status, &at(500)), None);
+        assert_eq!(unresolved_requeue(&AgentStatus::default(), &at(500)), None);
     }
 }

@@ -194,6 +194,59 @@ pub async fn unlabelled_secret_is_not_allowed(
     Ok(())
 }
 
+/// ConfigMaps are not watched, so an Agent whose `soulFrom` ConfigMap is applied just after it
+/// (one `kubectl apply -f dir/` in file order) is polled: it becomes `Ready` within seconds, not
+/// after a minute's requeue.
+pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
+    operator: Client,
+    admin: Client,
+    namespace: String,
+) -> anyhow::Result<()> {
+    let config = test_config(&[&namespace], &namespace, "only")?;
+    let running = start_leader(config, operator).await?;
+    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": "souled"},
+        "spec": {"model": {"provider": "openai", "name": "m"}, "skills": [],
+            "soulFrom": {"configMapKeyRef": {"name": "soul", "key": "SOUL.md"}}},
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
+    agent_until(&agents, "souled", "ConfigMapNotFound", |a| {
+        has_condition(
+            conditions(a),
+            "ResolvedRefs",
+            ConditionStatus::False,
+            "ConfigMapNotFound",
+        )
+    })
+    .await?;
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let soul: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "soul"}, "data": {"SOUL.md": "You are terse."},
+    }))?;
+    config_maps.create(&PostParams::default(), &soul).await?;
+    wait_for(
+        "the Agent Ready after its ConfigMap appeared",
+        SOON,
+        || async {
+            let agent = agents.get("souled").await?;
+            Ok(
+                has_condition(conditions(&agent), "Ready", ConditionStatus::True, "Ready")
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
+    running.shutdown().await?;
+    Ok(())
+}
+
+/// How soon an Agent notices a ConfigMap created a moment after it: the first polls come after
+/// one, two, four seconds (`decide::agent_status::unresolved_requeue`), far below the 60 s cap.
+const SOON: Duration = Duration::from_secs(15);
+
 /// A Skill whose frontmatter names another skill is `NameMismatch`; a valid Skill's versions
 /// each become an immutable ConfigMap `<skill>-<digest8>`; an older version nothing uses (no
 /// Agent resolves to it, no unfinished Run's snapshot names it) is deleted.

@@ -55,6 +55,16 @@ pub fn tests() -> Vec<E2eTest> {
             },
         ),
         E2eTest::shared(
+            "operator::an_agent_applied_before_its_config_map_becomes_ready_soon",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                agents::an_agent_applied_before_its_config_map_becomes_ready_soon(
+                    operator, admin, ns,
+                )
+                .await
+            },
+        ),
+        E2eTest::shared(
             "operator::skill_versions_become_immutable_config_maps",
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
