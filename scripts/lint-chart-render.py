@@ -9,6 +9,7 @@
 The release is `herd` in namespace `herd-system` (scripts/lint-chart renders it so).
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,10 +17,15 @@ import yaml
 
 RELEASE_NAMESPACE = "herd-system"
 OPERATOR = "herd-operator"
-RBAC = Path(__file__).resolve().parent.parent / "charts/herd/files/rbac"
+CHART = Path(__file__).resolve().parent.parent / "charts/herd"
+RBAC = CHART / "files/rbac"
+# The alerts the PrometheusRule must carry, and the dashboard its ConfigMap must hold.
+RULES = CHART / "files/prometheus/rules.yaml"
+DASHBOARD = CHART / "dashboards/herd.json"
 # Kinds whose CRDs the test API server does not have: left out of the server dry run.
 FOREIGN_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "ClusterIssuer"),
     ("cert-manager.io/v1", "Certificate"),
@@ -209,8 +215,10 @@ def check_default(objects):
            "the operator's default runner resources")
     expect(not any(a.startswith("--default-model") for a in args), "no default model")
     expect(deployment["spec"]["replicas"] == 1, "one replica")
-    for kind in ("PodDisruptionBudget", "ServiceMonitor", "Certificate", "Issuer"):
+    for kind in ("PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Certificate",
+                 "Issuer"):
         none_of(objects, kind)
+    expect(not find(objects, "ConfigMap"), "no dashboard ConfigMap by default")
 
 
 def check_namespaced(objects):
@@ -286,6 +294,27 @@ def check_servicemonitor(objects):
     endpoint = monitor["spec"]["endpoints"][0]
     expect(endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
            and endpoint["path"] == "/metrics", "it scrapes the Service's metrics port")
+    # The alerts select job="herd": the job is named after the Service's label.
+    expect(service["metadata"]["labels"].get(monitor["spec"]["jobLabel"]) == "herd",
+           "the ServiceMonitor's jobLabel makes the job herd")
+    rule = one(objects, "PrometheusRule", OPERATOR, RELEASE_NAMESPACE)
+    expect(rule["metadata"]["labels"].get("release") == "prometheus", "the PrometheusRule's labels")
+    expect(rule["spec"]["groups"] == yaml.safe_load(RULES.read_text())["groups"],
+           "the PrometheusRule carries files/prometheus/rules.yaml as it is")
+    dashboard = one(objects, "ConfigMap", "herd-dashboard", RELEASE_NAMESPACE)
+    expect(dashboard["metadata"]["labels"].get("grafana_dashboard") == "1",
+           "the dashboard ConfigMap has the sidecar's label")
+    expect(dashboard["metadata"]["annotations"] == {"grafana_folder": "Herd"},
+           "the dashboard ConfigMap's annotations")
+    expect(json.loads(dashboard["data"]["herd.json"]) == json.loads(DASHBOARD.read_text()),
+           "the ConfigMap holds dashboards/herd.json")
+
+
+def check_monitoring_without_crds(objects):
+    check_common(objects)
+    check_cluster_wide(objects)
+    none_of(objects, "ServiceMonitor")
+    none_of(objects, "PrometheusRule")
 
 
 CHECKS = {
@@ -294,6 +323,7 @@ CHECKS = {
     "certmanager": check_certmanager,
     "replicas": check_replicas,
     "servicemonitor": check_servicemonitor,
+    "monitoring-without-crds": check_monitoring_without_crds,
 }
 
 
