@@ -1,5 +1,5 @@
 //! `kubectl herd cancel RUN`: sets `spec.cancel` (which cannot be undone); the operator deletes
-//! the pod and cancels the children.
+//! the pod, if there is one, and cancels the children.
 
 use herd_crds::run::{Run, RunPhase};
 use kube::ResourceExt;
@@ -38,6 +38,26 @@ pub fn cancel_decision(run: &Run) -> Result<Cancel, String> {
     }
 }
 
+/// What a cancelled Run comes to: its Pod is deleted only when it has one, its children are
+/// cancelled only when it has some.
+pub fn cancelled_line(run: &Run) -> String {
+    let name = run.name_any();
+    let status = run.status.as_ref();
+    let pod = status.and_then(|s| s.pod_name.as_deref());
+    let children = status.map_or(0, |s| s.children.len());
+    let mut said = Vec::new();
+    match pod {
+        Some(pod) => said.push(format!("its Pod {pod} is being deleted")),
+        None => said.push("it had no Pod yet".to_owned()),
+    }
+    match children {
+        0 => {}
+        1 => said.push("its child Run is being cancelled".to_owned()),
+        n => said.push(format!("its {n} child Runs are being cancelled")),
+    }
+    format!("Run {name} cancelled: {}", said.join(", "))
+}
+
 /// Cancels the Run `name`; the sentence to print.
 pub async fn cancel(cluster: &Cluster, name: &str) -> Result<String, CliError> {
     let run = get_run(cluster, name).await?;
@@ -50,9 +70,7 @@ pub async fn cancel(cluster: &Cluster, name: &str) -> Result<String, CliError> {
                 .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(|e| api_error(&e, run_target(cluster, &object, "cancelling")))?;
-            Ok(format!(
-                "Run {name} cancelled: its pod is being deleted and its children cancelled"
-            ))
+            Ok(cancelled_line(&run))
         }
     }
 }
@@ -83,6 +101,26 @@ mod tests {
         assert_eq!(
             cancel_decision(&done),
             Ok(Cancel::Already("Run r is already cancelled".into()))
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_pod_is_not_said_to_lose_one() {
+        assert_eq!(
+            cancelled_line(&run_named("r")),
+            "Run r cancelled: it had no Pod yet"
+        );
+        let mut running = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+        if let Some(status) = running.status.as_mut() {
+            status.pod_name = Some("r-1".into());
+            status.children = vec![herd_crds::run::ChildRef {
+                name: "r-a".into(),
+                state: RunPhase::Running,
+            }];
+        }
+        assert_eq!(
+            cancelled_line(&running),
+            "Run r cancelled: its Pod r-1 is being deleted, its child Run is being cancelled"
         );
     }
 

@@ -32,14 +32,11 @@ pub struct Cli {
 /// The commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Start a Run of an Agent (named `<agent>-xxxxx`) and print its name, or follow it.
-    Run(RunArgs),
+    /// Start a Run of an Agent (named `<agent>-xxxxx`) and print its name, follow it or wait
+    /// for it; or create the Run a manifest describes (-f).
+    Run(Box<RunArgs>),
     /// Show a Run live until it finishes (or asks a question no terminal can answer).
-    Follow {
-        /// The Run.
-        #[arg(value_name = "RUN")]
-        run: String,
-    },
+    Follow(WhichRun),
     /// Answer the question a Run waits on.
     Answer {
         /// The Run.
@@ -52,37 +49,39 @@ pub enum Command {
     /// Print a finished Run's answer; write the files it presented with -o.
     Result {
         /// The Run.
-        #[arg(value_name = "RUN")]
-        run: String,
+        #[command(flatten)]
+        which: WhichRun,
         /// Write the presented files into this folder (made if missing).
         #[arg(short = 'o', long = "output", value_name = "DIR", value_hint = ValueHint::DirPath)]
         output: Option<PathBuf>,
     },
-    /// Stop a Run: its pod is deleted and its children are cancelled.
-    Cancel {
-        /// The Run.
-        #[arg(value_name = "RUN")]
-        run: String,
-    },
-    /// Show a Run and its children as a tree (every top-level Run without RUN).
-    Get {
-        /// The Run.
-        #[arg(value_name = "RUN")]
-        run: Option<String>,
-    },
+    /// Stop a Run: its pod (if it has one) is deleted and its children are cancelled.
+    Cancel(WhichRun),
+    /// List Runs with their children under them as a tree (every top-level Run without RUN).
+    #[command(visible_alias = "list")]
+    Get(GetArgs),
+    /// Show everything about a Run: its spec, conditions, question, todos, usage, children,
+    /// files, Pod and Events.
+    Describe(DescribeArgs),
+    /// Delete Runs (their children, Pods and ConfigMaps go with them).
+    Delete(DeleteArgs),
     /// Print the logs of a Run's current pod.
     Logs {
         /// The Run.
-        #[arg(value_name = "RUN")]
-        run: String,
+        #[command(flatten)]
+        which: WhichRun,
         /// The container: `agent` (the agent loop) or `sandbox` (its tools).
         #[arg(short = 'c', long, value_name = "CONTAINER", default_value = "agent",
               value_parser = ["agent", "sandbox"])]
         container: String,
-        /// Keep printing as the pod writes.
+        /// Keep printing as the pod writes (as `kubectl logs -f`).
         #[arg(short = 'f', long)]
         follow: bool,
     },
+    /// List the Agents: ready or not (and why), model, skills and the references missing.
+    Agents(CatalogArgs),
+    /// List the Skills: ready or not, enabled, description.
+    Skills(CatalogArgs),
     /// Print a completion script for `kubectl-herd` in SHELL (`kubectl herd <TAB>` uses the
     /// `kubectl_complete-herd` script instead).
     Completion {
@@ -104,24 +103,172 @@ pub enum Command {
     },
 }
 
+/// The one Run a command works on: named, or `--last`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct WhichRun {
+    /// The Run.
+    #[arg(
+        value_name = "RUN",
+        required_unless_present = "last",
+        conflicts_with = "last"
+    )]
+    pub run: Option<String>,
+    /// The newest top-level Run of the namespace instead of RUN (as `tkn pr logs --last`).
+    #[arg(long)]
+    pub last: bool,
+}
+
+/// Which Runs a listing looks at: `-A`, `-l`, `--field-selector`, as kubectl's.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Every namespace (a NAMESPACE column is added).
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only Runs with these labels, e.g. `-l herd.dev/user=alice` (as kubectl's -l).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Only Runs whose fields match, e.g. `--field-selector spec.agentRef.name=researcher`
+    /// (`metadata.name`, `metadata.namespace`, `spec.agentRef.name`, `spec.parentRef.name`).
+    #[arg(long, value_name = "SELECTOR")]
+    pub field_selector: Option<String>,
+}
+
+/// `kubectl herd get` (and `list`).
+#[derive(Args, Debug, Clone)]
+pub struct GetArgs {
+    /// The Runs (with their children); every top-level Run without.
+    #[arg(value_name = "RUN", conflicts_with = "last")]
+    pub run: Vec<String>,
+    /// Which Runs.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The newest top-level Run (and its children).
+    #[arg(long)]
+    pub last: bool,
+    /// At most N top-level Runs, the newest (each with its children).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Order by this field (a JSONPath as kubectl's, e.g. `.status.startTime`) instead of
+    /// creation.
+    #[arg(long, value_name = "PATH", value_parser = crate::jsonpath::Template::sort_path)]
+    pub sort_by: Option<crate::jsonpath::Template>,
+    /// Output format: json, yaml, name, wide or jsonpath=TEMPLATE (default: the tree table).
+    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output)]
+    pub output: Option<crate::output::Output>,
+    /// After the list, print each change as it happens (as `kubectl get -w`; Ctrl-C ends).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
+/// `kubectl herd describe`.
+#[derive(Args, Debug, Clone)]
+pub struct DescribeArgs {
+    /// The Run.
+    #[command(flatten)]
+    pub which: WhichRun,
+}
+
+/// `kubectl herd delete`.
+#[derive(Args, Debug, Clone)]
+pub struct DeleteArgs {
+    /// The Runs.
+    #[arg(value_name = "RUN", required_unless_present_any = ["all", "selector"])]
+    pub run: Vec<String>,
+    /// Every Run of the namespace.
+    #[arg(long, conflicts_with_all = ["run", "selector"])]
+    pub all: bool,
+    /// The Runs with these labels.
+    #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "run")]
+    pub selector: Option<String>,
+}
+
+/// `kubectl herd agents` and `skills`.
+#[derive(Args, Debug, Clone)]
+pub struct CatalogArgs {
+    /// Only these (all of the namespace without).
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only those with these labels.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format: json, yaml, name, wide or jsonpath=TEMPLATE.
+    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output)]
+    pub output: Option<crate::output::Output>,
+}
+
+/// Where `--dry-run` stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// Print the Run without sending it.
+    Client,
+    /// Send it for the API server to check (admission, validation), without creating it.
+    Server,
+}
+
 /// `kubectl herd run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The Agent.
-    #[arg(value_name = "AGENT")]
-    pub agent: String,
+    #[arg(value_name = "AGENT", required_unless_present = "filename")]
+    pub agent: Option<String>,
     /// The task, as you would type it to the agent.
-    #[arg(value_name = "TASK")]
-    pub task: String,
-    /// Show the Run live until it finishes.
-    #[arg(short = 'w', long)]
+    #[arg(value_name = "TASK", required_unless_present = "filename")]
+    pub task: Option<String>,
+    /// Create the Run this manifest (YAML or JSON) describes instead, as `kubectl create -f`
+    /// (`-` reads stdin).
+    #[arg(short = 'f', long, value_name = "FILE", value_hint = ValueHint::FilePath,
+          conflicts_with_all = ["agent", "task", "plan", "thinking", "model", "timeout",
+                                "input_timeout", "ttl", "inputs", "name", "generate_name"])]
+    pub filename: Option<PathBuf>,
+    /// Show the Run live until it finishes (`-w` is not this: in kubectl it means watch).
+    #[arg(long)]
     pub follow: bool,
+    /// Wait until the Run finishes without showing progress; print its answer. Fails at once
+    /// when the Agent is not ready.
+    #[arg(long, conflicts_with = "follow")]
+    pub wait: bool,
     /// Plan mode: the agent keeps a todo list, shown while it works.
     #[arg(long)]
     pub plan: bool,
+    /// Let the model think before it answers (`spec.thinking`).
+    #[arg(long)]
+    pub thinking: bool,
+    /// Another model than the Agent's (`spec.model.name`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The Run's time limit, e.g. `30m` (`spec.timeout`).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// How long a question may wait for an answer, e.g. `2h` (`spec.inputTimeout`).
+    #[arg(long, value_name = "DURATION")]
+    pub input_timeout: Option<String>,
+    /// Delete the Run this long after it finished, e.g. `1h`
+    /// (`spec.ttlSecondsAfterFinished`).
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: Option<String>,
+    /// A label of the Run, e.g. `-l herd.dev/user=alice` (the memory scope); repeatable.
+    #[arg(short = 'l', long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
     /// A file for the agent to read, under `uploads/` (repeatable).
-    #[arg(short = 'f', long = "file", value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub files: Vec<PathBuf>,
+    #[arg(long = "input", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub inputs: Vec<PathBuf>,
+    /// The Run's name (default: `<agent>-xxxxx`).
+    #[arg(long, value_name = "NAME", conflicts_with = "generate_name")]
+    pub name: Option<String>,
+    /// The prefix of the Run's generated name (default: `<agent>-`).
+    #[arg(long, value_name = "PREFIX")]
+    pub generate_name: Option<String>,
+    /// Print the Run instead of creating it: `client` (default) as it would be sent,
+    /// `server` as the API server would store it.
+    #[arg(long, value_name = "WHERE", num_args = 0..=1, default_missing_value = "client",
+          require_equals = true, conflicts_with_all = ["follow", "wait"])]
+    pub dry_run: Option<DryRun>,
+    /// Print the created Run in this format (json, yaml, name) instead of its name.
+    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output)]
+    pub output: Option<crate::output::Output>,
 }
 
 #[cfg(test)]
@@ -142,23 +289,89 @@ mod tests {
             "run",
             "researcher",
             "Compare them.",
-            "-f",
+            "--input",
             "a.md",
             "--follow",
             "-n",
             "research",
-            "--file",
+            "--input",
             "b.pdf",
             "--plan",
+            "-l",
+            "herd.dev/user=alice",
         ])
         .unwrap();
         assert_eq!(cli.namespace.as_deref(), Some("research"));
         let Command::Run(args) = cli.command else {
             panic!("{:?}", cli.command);
         };
-        assert_eq!(args.agent, "researcher");
-        assert_eq!(args.files, [PathBuf::from("a.md"), PathBuf::from("b.pdf")]);
+        assert_eq!(args.agent.as_deref(), Some("researcher"));
+        assert_eq!(args.inputs, [PathBuf::from("a.md"), PathBuf::from("b.pdf")]);
+        assert_eq!(args.labels, ["herd.dev/user=alice"]);
         assert!(args.follow && args.plan);
+    }
+
+    #[test]
+    fn run_dash_f_is_a_manifest_as_in_kubectl() {
+        let cli = Cli::try_parse_from(["kubectl-herd", "run", "-f", "run.yaml", "--wait"]).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("{:?}", cli.command);
+        };
+        assert_eq!(args.filename, Some(PathBuf::from("run.yaml")));
+        assert!(args.wait && args.agent.is_none());
+        for refused in [
+            vec!["run", "-f", "run.yaml", "helper", "Go."],
+            vec!["run", "helper"],
+            vec!["run", "helper", "Go.", "-w"],
+            vec!["run", "helper", "Go.", "--follow", "--wait"],
+            vec!["run", "helper", "Go.", "--dry-run", "--follow"],
+        ] {
+            let args = std::iter::once("kubectl-herd").chain(refused.iter().copied());
+            assert!(Cli::try_parse_from(args).is_err(), "{refused:?}");
+        }
+        let dry = Cli::try_parse_from(["kubectl-herd", "run", "a", "t", "--dry-run", "-o", "yaml"])
+            .unwrap();
+        assert!(matches!(dry.command, Command::Run(args) if args.dry_run == Some(DryRun::Client)));
+    }
+
+    #[test]
+    fn get_takes_kubectls_listing_flags() {
+        let cli = Cli::try_parse_from([
+            "kubectl-herd",
+            "list",
+            "-A",
+            "-l",
+            "a=b",
+            "--field-selector",
+            "spec.agentRef.name=x",
+            "--limit",
+            "3",
+            "--sort-by",
+            ".status.startTime",
+            "-o",
+            "wide",
+            "-w",
+        ])
+        .unwrap();
+        let Command::Get(args) = cli.command else {
+            panic!("{:?}", cli.command);
+        };
+        assert!(args.selection.all_namespaces && args.watch);
+        assert_eq!(args.selection.selector.as_deref(), Some("a=b"));
+        assert_eq!(args.limit, Some(3));
+        assert_eq!(args.output, Some(crate::output::Output::Wide));
+        assert!(Cli::try_parse_from(["kubectl-herd", "get", "-o", "table"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-herd", "get", "r", "--last"]).is_err());
+    }
+
+    #[test]
+    fn one_run_is_named_or_the_last() {
+        let cli = Cli::try_parse_from(["kubectl-herd", "describe", "--last"]).unwrap();
+        assert!(matches!(cli.command, Command::Describe(d) if d.which.last));
+        assert!(Cli::try_parse_from(["kubectl-herd", "follow"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-herd", "cancel", "r", "--last"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-herd", "delete"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-herd", "delete", "--all"]).is_ok());
     }
 
     #[test]

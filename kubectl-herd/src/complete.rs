@@ -395,7 +395,11 @@ mod tests {
                 "result",
                 "cancel",
                 "get",
+                "describe",
+                "delete",
                 "logs",
+                "agents",
+                "skills",
                 "completion",
                 "help"
             ]
@@ -448,7 +452,8 @@ mod tests {
         for flag in [
             "--follow",
             "--plan",
-            "--file",
+            "--input",
+            "--filename",
             "--namespace",
             "--kubeconfig",
             "--context",
@@ -457,7 +462,9 @@ mod tests {
         }
         assert_eq!(values_of(&at(&["run", "--pl"])), ["--plan"]);
         assert_eq!(at(&["run", "helper", "-f", ""]).directive, FILES);
-        assert_eq!(at(&["run", "helper", "--file", ""]).noun, None);
+        assert_eq!(at(&["run", "helper", "--input", ""]).directive, FILES);
+        assert_eq!(at(&["describe", ""]).noun, Some(Noun::Runs(RunFilter::All)));
+        assert_eq!(at(&["delete", ""]).noun, Some(Noun::Runs(RunFilter::All)));
         assert_eq!(at(&["result", "r", "-o", ""]).directive, DIRS);
         assert_eq!(
             values_of(&at(&["logs", "r", "-c", ""])),

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
+use herd_crds::reason::run::{AGENT_NOT_FOUND, AGENT_NOT_READY};
 use herd_crds::run::Run;
 use herd_crds::terminal_text::{for_terminal, json_line, one_line};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,15 +24,28 @@ use crate::result::{print_answer, read_answer, stopped};
 use crate::runs::runs;
 use crate::view::{View, changes, phase_name, status_line, usage_line, view};
 
-/// Where the live view goes: a spinner on a terminal (lines scroll above it), else lines.
+/// How much `follow` shows on the way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Everything that changes (`follow`, `run --follow`).
+    Live,
+    /// Nothing until the end, and a Run waiting for its Agent is an error (`run --wait`).
+    Quiet,
+}
+
+/// Where the live view goes: a spinner on a terminal (lines scroll above it), else lines;
+/// nothing at all when quiet.
 struct Display {
     spinner: Option<ProgressBar>,
+    quiet: bool,
+    /// When following began: a spinner made again after a question keeps counting from it.
+    since: std::time::Instant,
 }
 
 impl Display {
-    fn new(terminal: bool) -> Self {
-        let spinner = terminal.then(|| {
-            let spinner = ProgressBar::new_spinner();
+    fn new(terminal: bool, quiet: bool, since: std::time::Instant) -> Self {
+        let spinner = (terminal && !quiet).then(|| {
+            let spinner = ProgressBar::new_spinner().with_elapsed(since.elapsed());
             spinner.set_style(
                 ProgressStyle::with_template("{spinner} {elapsed:>4} {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -39,7 +53,18 @@ impl Display {
             spinner.enable_steady_tick(Duration::from_millis(120));
             spinner
         });
-        Display { spinner }
+        Display {
+            spinner,
+            quiet,
+            since,
+        }
+    }
+
+    /// Writes a line of progress, with the spinner out of the way; nothing when quiet.
+    fn progress(&self, out: &mut (dyn Write + Send), text: &str) {
+        if !self.quiet {
+            self.write(out, text);
+        }
     }
 
     /// Writes with the spinner out of the way.
@@ -103,13 +128,18 @@ enum Next {
 
 /// Follows the Run `name` until it finishes, or waits for an answer no terminal can take; the
 /// exit code.
-pub async fn follow(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u8, CliError> {
+pub async fn follow(
+    cluster: &Cluster,
+    name: &str,
+    mode: Mode,
+    io: &mut Io<'_>,
+) -> Result<u8, CliError> {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = watcher(runs(cluster), config).default_backoff().boxed();
     let mut follower = Follower {
         cluster,
         name: name.to_owned(),
-        display: Display::new(io.terminal),
+        display: Display::new(io.terminal, mode == Mode::Quiet, std::time::Instant::now()),
         shown: None,
         asked: HashSet::new(),
         last_error: None,
@@ -227,8 +257,18 @@ impl Follower<'_> {
 
     async fn on_run(&mut self, run: &Run, io: &mut Io<'_>) -> Result<Step, CliError> {
         let next = view(run);
+        if self.display.quiet && matches!(next.reason.as_str(), AGENT_NOT_READY | AGENT_NOT_FOUND) {
+            self.display.done();
+            return Err(CliError::new(format!(
+                "Run {} waits for its Agent ({}): {} (kubectl herd agents shows what it misses; \
+                 the Run goes on)",
+                self.name,
+                one_line(&next.reason),
+                one_line(&next.message)
+            )));
+        }
         for line in changes(self.shown.as_ref(), &next) {
-            self.display.write(io.stderr, &line);
+            self.display.progress(io.stderr, &line);
         }
         self.display.status(status_line(&self.name, &next));
         self.shown = Some(next);
@@ -293,7 +333,7 @@ impl Follower<'_> {
             () = &mut io.interrupt => None,
         };
         if spinning {
-            self.display = Display::new(true);
+            self.display = Display::new(true, false, self.display.since);
         }
         let Some(typed) = typed else {
             self.display.done();

@@ -1,11 +1,14 @@
 //! `kubectl herd`: run Herd agents from a terminal without writing Run manifests or JSON
 //! patches.
 //!
-//! - `run AGENT TASK [-f FILE]... [--plan] [--follow]`: creates the ConfigMap of the files,
-//!   then a Run named `<agent>-xxxxx` that takes it as `inputs` and owns it ([`start`]);
-//!   `--follow` shows it live ([`follow`]).
+//! - `run AGENT TASK [--input FILE]... [options] [--follow|--wait]`: creates the ConfigMap of
+//!   the files, then a Run named `<agent>-xxxxx` that takes it as `inputs` and owns it
+//!   ([`start`]); `run -f MANIFEST` creates the Run a manifest describes; `--follow` shows it
+//!   live ([`follow`]).
 //! - `follow RUN`, `answer RUN TEXT` ([`answer`]), `result RUN [-o DIR]` ([`result`]),
-//!   `cancel RUN` ([`cancel`]), `get [RUN]` ([`tree`]), `logs RUN [-c sandbox]` ([`logs`]).
+//!   `cancel RUN` ([`cancel`]), `logs RUN [-c sandbox]` ([`logs`]); `--last` for the newest.
+//! - `get`/`list` ([`get`], [`tree`], [`columns`], [`output`]), `describe RUN` ([`describe`]),
+//!   `delete` ([`delete`]), `agents` and `skills` ([`catalog`]).
 //! - `completion SHELL` and `__complete` ([`complete`]), which `kubectl_complete-herd` calls.
 //!
 //! Exit codes ([`outcome`]) are `herd-runner run`'s: 0 answered, 1 failed, 2 bad usage, 3
@@ -18,19 +21,28 @@
 
 pub mod answer;
 pub mod cancel;
+pub mod catalog;
 pub mod cli;
+pub mod columns;
 pub mod complete;
 pub mod connect;
+pub mod delete;
+pub mod describe;
 pub mod error;
 pub mod follow;
+pub mod get;
 pub mod io;
+pub mod jsonpath;
+pub mod launch;
 pub mod logs;
 pub mod manifest;
 pub mod outcome;
+pub mod output;
 pub mod presence;
 pub mod result;
 pub mod runs;
 pub mod start;
+pub mod table;
 pub mod tree;
 pub mod view;
 
@@ -39,17 +51,14 @@ mod testing;
 
 use std::ffi::OsString;
 
-use clap::{CommandFactory, Parser};
-use kube::ResourceExt;
-
 pub use crate::io::{Io, Prompt, StdinPrompt};
+use clap::{CommandFactory, Parser};
 
 use herd_crds::terminal_text::one_line;
 
 use crate::cli::{Cli, Command};
 use crate::connect::{Cluster, Connection, connect};
 use crate::error::CliError;
-use crate::manifest::RunRequest;
 use crate::outcome::{EXIT_ANSWERED, EXIT_USAGE};
 
 /// Runs `kubectl herd` with `args` (the first one the program's name); the exit code.
@@ -88,7 +97,11 @@ async fn execute(cli: Cli, io: &mut Io<'_>) -> Result<u8, CliError> {
     };
     match cli.command {
         Command::Completion { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "kubectl-herd", io.stdout);
+            // clap_complete panics when its writer fails: it writes to memory, and a closed
+            // pipe (`| head`) just ends the output.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kubectl-herd", &mut script);
+            let _ = io.stdout.write_all(&script);
             Ok(EXIT_ANSWERED)
         }
         Command::Complete { words } => {
@@ -106,30 +119,11 @@ async fn execute(cli: Cli, io: &mut Io<'_>) -> Result<u8, CliError> {
 
 async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Result<u8, CliError> {
     match command {
-        Command::Run(args) => {
-            let files = start::read_files(&args.files)?;
-            let request = RunRequest {
-                agent: args.agent,
-                task: args.task,
-                plan: args.plan,
-            };
-            let (run, warning) = start::start(cluster, &request, &files).await?;
-            if let Some(warning) = warning {
-                let _ = writeln!(io.stderr, "warning: {warning}");
-            }
-            let name = run.name_any();
-            if args.follow {
-                let _ = writeln!(io.stderr, "Run {name} created");
-                return follow::follow(cluster, &name, io).await;
-            }
-            let _ = writeln!(io.stdout, "{name}");
-            let _ = writeln!(
-                io.stderr,
-                "Run {name} created; follow it with: kubectl herd follow {name}"
-            );
-            Ok(EXIT_ANSWERED)
+        Command::Run(args) => launch::run_command(cluster, &args, io).await,
+        Command::Follow(which) => {
+            let run = runs::which_run(cluster, &which).await?;
+            follow::follow(cluster, &run, follow::Mode::Live, io).await
         }
-        Command::Follow { run } => follow::follow(cluster, &run, io).await,
         Command::Answer { run, text } => {
             let id = answer::answer(cluster, &run, &text).await?;
             let _ = writeln!(
@@ -139,52 +133,34 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
             );
             Ok(EXIT_ANSWERED)
         }
-        Command::Result { run, output } => {
+        Command::Result { which, output } => {
+            let run = runs::which_run(cluster, &which).await?;
             result::result(cluster, &run, output.as_deref(), io).await
         }
-        Command::Cancel { run } => {
+        Command::Cancel(which) => {
+            let run = runs::which_run(cluster, &which).await?;
             let said = cancel::cancel(cluster, &run).await?;
             let _ = writeln!(io.stdout, "{said}");
             Ok(EXIT_ANSWERED)
         }
-        Command::Get { run } => {
-            let table = get(cluster, run.as_deref()).await?;
-            match table {
-                Some(table) => {
-                    let _ = write!(io.stdout, "{table}");
-                }
-                None => {
-                    let _ = writeln!(io.stderr, "No Runs in namespace {}.", cluster.namespace);
-                }
-            }
-            Ok(EXIT_ANSWERED)
+        Command::Get(args) => get::get(cluster, &args, io).await,
+        Command::Describe(args) => {
+            let run = runs::which_run(cluster, &args.which).await?;
+            describe::describe(cluster, &run, io).await
         }
+        Command::Delete(args) => delete::delete(cluster, &args, io).await,
         Command::Logs {
-            run,
+            which,
             container,
             follow,
         } => {
+            let run = runs::which_run(cluster, &which).await?;
             logs::logs(cluster, &run, &container, follow, io).await?;
             Ok(EXIT_ANSWERED)
         }
+        Command::Agents(args) => catalog::agents(cluster, &args, io).await,
+        Command::Skills(args) => catalog::skills(cluster, &args, io).await,
         // Answered before connecting, in `execute`.
         Command::Completion { .. } | Command::Complete { .. } => Ok(EXIT_USAGE),
     }
-}
-
-/// The tree table of `run` (every top-level Run without one); `None` when there are no Runs.
-async fn get(cluster: &Cluster, run: Option<&str>) -> Result<Option<String>, CliError> {
-    let object = run.map_or_else(|| "the Runs".to_owned(), |r| format!("Run {r}"));
-    let list = runs::runs(cluster)
-        .list(&kube::api::ListParams::default())
-        .await
-        .map_err(|e| error::api_error(&e, runs::run_target(cluster, &object, "listing")))?;
-    let rows = tree::tree(&list.items, run, jiff::Timestamp::now()).ok_or_else(|| {
-        CliError::new(format!(
-            "{object} not found in namespace {} ({})",
-            cluster.namespace,
-            runs::RUN_NOT_FOUND
-        ))
-    })?;
-    Ok((!rows.is_empty()).then(|| tree::render(&rows)))
 }

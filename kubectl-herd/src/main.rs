@@ -3,7 +3,7 @@
 //!
 //! [`run`]: kubectl_herd::run
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use kubectl_herd::{Io, Prompt, StdinPrompt};
@@ -12,7 +12,8 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start: {error}");
+            // `eprintln!` would panic on a closed stderr.
+            let _ = writeln!(std::io::stderr(), "error: cannot start: {error}");
             return ExitCode::FAILURE;
         }
     };

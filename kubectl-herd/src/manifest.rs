@@ -1,4 +1,4 @@
-//! What `kubectl herd run` creates: the ConfigMap of the `-f` files (first, so the Run never
+//! What `kubectl herd run` creates: the ConfigMap of the `--input` files (first, so the Run never
 //! waits for it) and the Run with `generateName: <agent≤57>-`, which the API server completes
 //! with five characters to at most 63, the longest Run name (it is used as a label value).
 
@@ -35,7 +35,7 @@ pub fn run_generate_name(agent: &str) -> String {
 }
 
 /// What `kubectl herd run` was asked to start.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunRequest {
     /// The Agent's name.
     pub agent: String,
@@ -43,6 +43,46 @@ pub struct RunRequest {
     pub task: String,
     /// `--plan`: plan mode on.
     pub plan: bool,
+    /// `--thinking`.
+    pub thinking: bool,
+    /// `--model`: the model instead of the Agent's.
+    pub model: Option<String>,
+    /// `--timeout`.
+    pub timeout: Option<String>,
+    /// `--input-timeout`.
+    pub input_timeout: Option<String>,
+    /// `--ttl`, in seconds.
+    pub ttl_seconds: Option<u32>,
+    /// `-l`: the Run's labels.
+    pub labels: BTreeMap<String, String>,
+    /// `--name`: the Run's name instead of a generated one.
+    pub name: Option<String>,
+    /// `--generate-name`: the prefix of the generated name instead of `<agent>-`.
+    pub generate_name: Option<String>,
+}
+
+/// A `-l KEY=VALUE` label; or why it is not one.
+pub fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!(
+            "the label {text:?} is not KEY=VALUE (e.g. -l herd.dev/user=alice)"
+        )),
+    }
+}
+
+/// A duration flag's value checked as the API server checks it, e.g. `30m`; or why not.
+pub fn check_duration(flag: &str, text: &str) -> Result<String, String> {
+    herd_crds::duration::parse_duration(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| format!("{flag} {text:?} is not a duration like 90s, 30m or 2h: {e}"))
+}
+
+/// `--ttl`'s value in seconds.
+pub fn ttl_seconds(text: &str) -> Result<u32, String> {
+    let duration = herd_crds::duration::parse_duration(text)
+        .map_err(|e| format!("--ttl {text:?} is not a duration like 90s, 30m or 2h: {e}"))?;
+    u32::try_from(duration.as_secs()).map_err(|_| format!("--ttl {text:?} is too long"))
 }
 
 /// Refuses a task the API server would refuse (or that says nothing).
@@ -54,7 +94,7 @@ pub fn check_task(task: &str) -> Result<(), String> {
     if chars > MAX_TASK {
         return Err(format!(
             "the task has {chars} characters; a Run takes at most {MAX_TASK} (put long text in a \
-             file and give it with -f)"
+             file and give it with --input)"
         ));
     }
     Ok(())
@@ -67,13 +107,35 @@ pub fn run_manifest(request: &RunRequest, inputs: Option<&str>) -> Result<Run, S
     if request.plan {
         spec["planMode"] = json!(true);
     }
+    if request.thinking {
+        spec["thinking"] = json!(true);
+    }
+    if let Some(model) = &request.model {
+        spec["model"] = json!({"name": model});
+    }
+    if let Some(timeout) = &request.timeout {
+        spec["timeout"] = json!(timeout);
+    }
+    if let Some(timeout) = &request.input_timeout {
+        spec["inputTimeout"] = json!(timeout);
+    }
+    if let Some(ttl) = request.ttl_seconds {
+        spec["ttlSecondsAfterFinished"] = json!(ttl);
+    }
     if let Some(name) = inputs {
         spec["inputs"] = json!([{"configMapRef": {"name": name}}]);
     }
     let spec: RunSpec = serde_json::from_value(spec).map_err(|e| e.to_string())?;
     let mut run = Run::new("", spec);
+    let generate_name = match (&request.name, &request.generate_name) {
+        (Some(_), _) => None,
+        (None, Some(prefix)) => Some(prefix.clone()),
+        (None, None) => Some(run_generate_name(&request.agent)),
+    };
     run.metadata = ObjectMeta {
-        generate_name: Some(run_generate_name(&request.agent)),
+        name: request.name.clone(),
+        generate_name,
+        labels: (!request.labels.is_empty()).then(|| request.labels.clone()),
         ..ObjectMeta::default()
     };
     Ok(run)
@@ -169,7 +231,58 @@ mod tests {
             agent: "researcher".into(),
             task: task.into(),
             plan,
+            ..RunRequest::default()
         }
+    }
+
+    #[test]
+    fn every_option_lands_in_the_spec_or_metadata() {
+        let asked = RunRequest {
+            thinking: true,
+            model: Some("big".into()),
+            timeout: Some("30m".into()),
+            input_timeout: Some("2h".into()),
+            ttl_seconds: Some(3600),
+            labels: BTreeMap::from([("herd.dev/user".to_owned(), "alice".to_owned())]),
+            name: Some("mine".into()),
+            ..request("Go.", false)
+        };
+        let run = run_manifest(&asked, None).unwrap();
+        assert_eq!(
+            serde_json::to_value(&run.spec).unwrap(),
+            json!({"agentRef": {"name": "researcher"}, "task": "Go.", "thinking": true,
+                "model": {"name": "big"}, "timeout": "30m", "inputTimeout": "2h",
+                "ttlSecondsAfterFinished": 3600, "responses": [], "cancel": false})
+        );
+        assert_eq!(run.metadata.name.as_deref(), Some("mine"));
+        assert_eq!(run.metadata.generate_name, None);
+        assert_eq!(run.metadata.labels.unwrap()["herd.dev/user"], "alice");
+        let prefixed = RunRequest {
+            generate_name: Some("nightly-".into()),
+            ..request("Go.", false)
+        };
+        assert_eq!(
+            run_manifest(&prefixed, None)
+                .unwrap()
+                .metadata
+                .generate_name
+                .as_deref(),
+            Some("nightly-")
+        );
+    }
+
+    #[test]
+    fn labels_and_durations_are_checked() {
+        assert_eq!(parse_label("a=b=c"), Ok(("a".into(), "b=c".into())));
+        assert!(parse_label("=b").is_err() && parse_label("ab").is_err());
+        assert_eq!(check_duration("--timeout", "30m"), Ok("30m".into()));
+        assert!(
+            check_duration("--timeout", "soon")
+                .unwrap_err()
+                .contains("--timeout")
+        );
+        assert_eq!(ttl_seconds("1h"), Ok(3600));
+        assert!(ttl_seconds("x").is_err());
     }
 
     #[test]
@@ -206,7 +319,10 @@ mod tests {
         );
         let huge = "x".repeat(MAX_TASK + 1);
         let why = run_manifest(&request(&huge, false), None).unwrap_err();
-        assert!(why.contains("at most 32768") && why.contains("-f"), "{why}");
+        assert!(
+            why.contains("at most 32768") && why.contains("--input"),
+            "{why}"
+        );
         assert!(run_manifest(&request(&"x".repeat(MAX_TASK), false), None).is_ok());
     }
 

@@ -32,3 +32,27 @@ pub async fn get_run(cluster: &Cluster, name: &str) -> Result<Run, CliError> {
         .await
         .map_err(|e| api_error(&e, run_target(cluster, &object, "reading")))
 }
+
+/// The name of the Run `which` means: the one named, or with `--last` the newest top-level
+/// Run of the namespace.
+pub async fn which_run(
+    cluster: &Cluster,
+    which: &crate::cli::WhichRun,
+) -> Result<String, CliError> {
+    if let Some(name) = &which.run {
+        return Ok(name.clone());
+    }
+    let list = runs(cluster)
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(|e| api_error(&e, run_target(cluster, "the Runs", "listing")))?;
+    crate::tree::newest_tops(&list.items)
+        .first()
+        .map(|run| kube::ResourceExt::name_any(*run))
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "--last: there are no Runs in namespace {} (start one with kubectl herd run)",
+                cluster.namespace
+            ))
+        })
+}

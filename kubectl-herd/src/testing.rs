@@ -100,3 +100,105 @@ pub fn question_run(id: &str, responses: &[Response]) -> Run {
     }
     run
 }
+
+/// The moment the golden tests are taken at: 1000 s after the epoch.
+pub const GOLDEN_NOW: i64 = 1000;
+
+/// A fixed tree of Runs in namespace `research`: `notes` running with a plan and two
+/// children (`notes-a` succeeded with a file, `notes-b` waiting for an answer), and `other`,
+/// pending for a missing Agent.
+pub fn family_tree() -> Vec<Run> {
+    use herd_crds::report::{Artifact, Todo, TodoStatus, Usage};
+    use herd_crds::run::{ChildRef, ParentRef};
+
+    let mut parent = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+    parent.metadata.name = Some("notes".into());
+    parent.metadata.namespace = Some("research".into());
+    parent.metadata.creation_timestamp = Some(at(100));
+    parent.metadata.labels = Some([("herd.dev/user".to_owned(), "alice".to_owned())].into());
+    parent.spec.task = "Write six notes on Rust.\nKeep each short.".into();
+    parent.spec.plan_mode = Some(true);
+    parent.spec.timeout = Some("30m".into());
+    if let Some(status) = parent.status.as_mut() {
+        status.start_time = Some(at(110));
+        status.pod_name = Some("notes-1".into());
+        status.attempt = Some(1);
+        status.children = vec![
+            ChildRef {
+                name: "notes-a".into(),
+                state: RunPhase::Succeeded,
+            },
+            ChildRef {
+                name: "notes-b".into(),
+                state: RunPhase::InputRequired,
+            },
+        ];
+        if let Some(report) = status.report.as_mut() {
+            report.title = Some("Six notes on Rust".into());
+            report.todos = vec![
+                Todo {
+                    content: "Outline".into(),
+                    status: TodoStatus::Completed,
+                },
+                Todo {
+                    content: "Delegate the notes".into(),
+                    status: TodoStatus::InProgress,
+                },
+            ];
+            report.usage = Usage {
+                input_tokens: 1_100,
+                output_tokens: 134,
+                model_calls: 3,
+                tool_calls: 2,
+            };
+        }
+    }
+    let child = |name: &str, created: i64| {
+        let mut run = run_named(name);
+        run.metadata.namespace = Some("research".into());
+        run.metadata.creation_timestamp = Some(at(created));
+        run.spec.parent_ref = Some(ParentRef {
+            name: "notes".into(),
+            tool_call_id: format!("call-{name}"),
+        });
+        run.spec.subagent_type = Some("general-purpose".into());
+        run
+    };
+    let mut done = child("notes-a", 200);
+    done.status = run_with(
+        Some((ConditionStatus::True, "Succeeded")),
+        Some(StopReason::Completed),
+        Some("Written."),
+    )
+    .status;
+    if let Some(status) = done.status.as_mut() {
+        status.start_time = Some(at(205));
+        status.completion_time = Some(at(260));
+        if let Some(report) = status.report.as_mut() {
+            report.usage.input_tokens = 420;
+            report.usage.output_tokens = 80;
+            if let Some(result) = report.result.as_mut() {
+                result.artifacts = vec![Artifact {
+                    path: "outputs/note-a.md".into(),
+                    size: 512,
+                }];
+            }
+        }
+    }
+    let mut waiting = child("notes-b", 210);
+    waiting.status = question_run("q-1", &[]).status;
+    if let Some(status) = waiting.status.as_mut() {
+        status.start_time = Some(at(215));
+        status.pod_name = Some("notes-b-1".into());
+    }
+    let mut other = run_with(
+        Some((ConditionStatus::Unknown, "AgentNotFound")),
+        None,
+        None,
+    );
+    other.metadata.name = Some("other".into());
+    other.metadata.namespace = Some("research".into());
+    other.metadata.creation_timestamp = Some(at(900));
+    other.spec.agent_ref.name = "writer".into();
+    vec![parent, done, waiting, other]
+}

@@ -1,82 +1,139 @@
-//! `kubectl herd get [RUN]`: a Run and its children (and theirs), as a tree with phase,
-//! reason and age; without RUN, every top-level Run of the namespace. Children are found by
-//! `spec.parentRef.name` among the namespace's Runs.
+//! The Run tree of `kubectl herd get`: each Run with its children (and theirs) under it, found
+//! by `spec.parentRef.name` among the Runs listed in the same namespace; a Run whose parent is
+//! not listed counts as top-level. Siblings are in creation order, or by `--sort-by`.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
 
 use herd_crds::run::Run;
 use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use kube::ResourceExt;
+use serde_json::Value;
 
-use crate::view::{phase_name, view};
+use crate::jsonpath::Template;
 
 /// One line of the tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
-    /// The Run's name after the tree's branches.
-    pub name: String,
-    /// Its phase.
-    pub phase: &'static str,
-    /// Its `Succeeded` condition's reason.
-    pub reason: String,
-    /// Time since its creation, as `kubectl get` shows it.
-    pub age: String,
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node<'a> {
+    /// The Run's name after the tree's branches (`│  └─ notes-a`).
+    pub label: String,
+    /// The Run.
+    pub run: &'a Run,
 }
 
-/// The rows of the tree under `root` (every top-level Run when `None`, a Run whose parent is not
-/// among `runs` counting as top-level); `None` when `root` is not among `runs`.
-pub fn tree(runs: &[Run], root: Option<&str>, now: Timestamp) -> Option<Vec<Row>> {
-    let names: HashSet<String> = runs.iter().map(ResourceExt::name_any).collect();
-    let mut children: BTreeMap<String, Vec<&Run>> = BTreeMap::new();
+/// A Run's place: its namespace and name (`-A` lists several namespaces).
+type Key = (String, String);
+
+fn key(run: &Run) -> Key {
+    (run.namespace().unwrap_or_default(), run.name_any())
+}
+
+/// The tree under `roots` (every top-level Run when `None`), siblings ordered by `sort_by`
+/// (creation when `None`).
+pub fn tree<'a>(
+    runs: &'a [Run],
+    roots: Option<&[&'a Run]>,
+    sort_by: Option<&Template>,
+) -> Vec<Node<'a>> {
+    let keys: HashSet<Key> = runs.iter().map(key).collect();
+    let mut children: BTreeMap<Key, Vec<&Run>> = BTreeMap::new();
     let mut tops = Vec::new();
     for run in runs {
-        match run.spec.parent_ref.as_ref().map(|p| &p.name) {
-            Some(parent) if names.contains(parent) && *parent != run.name_any() => {
-                children.entry(parent.clone()).or_default().push(run);
+        let parent = run
+            .spec
+            .parent_ref
+            .as_ref()
+            .map(|p| (run.namespace().unwrap_or_default(), p.name.clone()));
+        match parent {
+            Some(parent) if keys.contains(&parent) && parent != key(run) => {
+                children.entry(parent).or_default().push(run);
             }
             _ => tops.push(run),
         }
     }
-    for list in children.values_mut() {
-        list.sort_by_key(|r| order(r));
-    }
-    let roots: Vec<&Run> = match root {
-        Some(name) => vec![runs.iter().find(|r| r.name_any() == name)?],
+    let order = |list: &mut Vec<&Run>| sort(list, sort_by);
+    children.values_mut().for_each(order);
+    let roots: Vec<&Run> = match roots {
+        Some(roots) => roots.to_vec(),
         None => {
-            tops.sort_by_key(|r| order(r));
+            sort(&mut tops, sort_by);
             tops
         }
     };
-    let mut rows = Vec::new();
+    let mut nodes = Vec::new();
     let mut seen = HashSet::new();
     for run in roots {
-        walk(run, "", None, &children, now, &mut seen, &mut rows);
+        walk(run, "", None, &children, &mut seen, &mut nodes);
     }
-    Some(rows)
+    nodes
 }
 
-fn order(run: &Run) -> (Option<Timestamp>, String) {
+/// The top-level Runs among `runs`, newest first (`--last` takes the first).
+pub fn newest_tops(runs: &[Run]) -> Vec<&Run> {
+    let keys: HashSet<Key> = runs.iter().map(key).collect();
+    let mut tops: Vec<&Run> = runs
+        .iter()
+        .filter(|r| {
+            r.spec.parent_ref.as_ref().is_none_or(|p| {
+                !keys.contains(&(r.namespace().unwrap_or_default(), p.name.clone()))
+            })
+        })
+        .collect();
+    tops.sort_by_key(|run| std::cmp::Reverse(created(run)));
+    tops
+}
+
+fn created(run: &Run) -> (Option<Timestamp>, String) {
     (
         run.metadata.creation_timestamp.as_ref().map(|t| t.0),
         run.name_any(),
     )
 }
 
-/// Adds `run`'s row and its children's; `last` is whether it is its parent's last child
+/// Sorts `runs` by the `--sort-by` path (numbers as numbers, absent values first), else by
+/// creation; ties by creation.
+pub fn sort(runs: &mut [&Run], sort_by: Option<&Template>) {
+    runs.sort_by(|a, b| {
+        let by_path = sort_by.map_or(Ordering::Equal, |path| {
+            compare(&sort_value(a, path), &sort_value(b, path))
+        });
+        by_path.then_with(|| created(a).cmp(&created(b)))
+    });
+}
+
+fn sort_value(run: &Run, path: &Template) -> Value {
+    serde_json::to_value(run)
+        .ok()
+        .and_then(|value| path.first(&value))
+        .unwrap_or(Value::Null)
+}
+
+fn compare(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x
+            .as_f64()
+            .partial_cmp(&y.as_f64())
+            .unwrap_or(Ordering::Equal),
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (x, y) => x.to_string().cmp(&y.to_string()),
+    }
+}
+
+/// Adds `run`'s node and its children's; `last` is whether it is its parent's last child
 /// (`None` for a root). `seen` stops a loop of parentRefs.
-fn walk(
-    run: &Run,
+fn walk<'a>(
+    run: &'a Run,
     indent: &str,
     last: Option<bool>,
-    children: &BTreeMap<String, Vec<&Run>>,
-    now: Timestamp,
-    seen: &mut HashSet<String>,
-    rows: &mut Vec<Row>,
+    children: &BTreeMap<Key, Vec<&'a Run>>,
+    seen: &mut HashSet<Key>,
+    nodes: &mut Vec<Node<'a>>,
 ) {
-    let name = run.name_any();
-    if !seen.insert(name.clone()) {
+    if !seen.insert(key(run)) {
         return;
     }
     let branch = match last {
@@ -84,27 +141,22 @@ fn walk(
         Some(false) => "├─ ",
         Some(true) => "└─ ",
     };
-    let shown = view(run);
-    rows.push(Row {
-        name: format!("{indent}{branch}{}", one_line(&name)),
-        phase: phase_name(shown.phase),
-        reason: one_line(&shown.reason),
-        age: run
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| age(t.0, now))
-            .unwrap_or_else(|| "<unknown>".to_owned()),
+    nodes.push(Node {
+        label: format!("{indent}{branch}{}", one_line(&run.name_any())),
+        run,
     });
     let below = match last {
         None => indent.to_owned(),
         Some(false) => format!("{indent}│  "),
         Some(true) => format!("{indent}   "),
     };
-    let kids = children.get(&name).map(Vec::as_slice).unwrap_or_default();
+    let kids = children
+        .get(&key(run))
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     for (index, child) in kids.iter().enumerate() {
         let is_last = index + 1 == kids.len();
-        walk(child, &below, Some(is_last), children, now, seen, rows);
+        walk(child, &below, Some(is_last), children, seen, nodes);
     }
 }
 
@@ -154,43 +206,6 @@ fn with_rest(big: i64, big_unit: &str, rest: i64, rest_unit: &str) -> String {
     }
 }
 
-/// The rows as a table with a header, columns padded like `kubectl get`'s.
-pub fn render(rows: &[Row]) -> String {
-    let header = Row {
-        name: "NAME".into(),
-        phase: "PHASE",
-        reason: "REASON".into(),
-        age: "AGE".into(),
-    };
-    let all: Vec<&Row> = std::iter::once(&header).chain(rows).collect();
-    let width = |cell: fn(&Row) -> &str| {
-        all.iter()
-            .map(|r| cell(r).chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let name_width = width(|r| &r.name);
-    let phase_width = width(|r| r.phase);
-    let reason_width = width(|r| &r.reason);
-    let mut out = String::new();
-    for row in all {
-        let line = format!(
-            "{}   {}   {}   {}",
-            pad(&row.name, name_width),
-            pad(row.phase, phase_width),
-            pad(&row.reason, reason_width),
-            row.age
-        );
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    out
-}
-
-fn pad(text: &str, width: usize) -> String {
-    let fill = width.saturating_sub(text.chars().count());
-    format!("{text}{}", " ".repeat(fill))
-}
-
 #[cfg(test)]
 mod tests {
     use herd_crds::condition::ConditionStatus;
@@ -220,8 +235,8 @@ mod tests {
         run
     }
 
-    fn names(rows: &[Row]) -> Vec<&str> {
-        rows.iter().map(|r| r.name.as_str()).collect()
+    fn names(nodes: &[Node<'_>]) -> Vec<String> {
+        nodes.iter().map(|n| n.label.clone()).collect()
     }
 
     fn family() -> Vec<Run> {
@@ -254,39 +269,26 @@ mod tests {
         ]
     }
 
+    fn named<'a>(runs: &'a [Run], name: &str) -> &'a Run {
+        runs.iter().find(|r| r.name_any() == name).unwrap()
+    }
+
     #[test]
     fn a_parent_with_children_is_a_tree_in_creation_order() {
-        let rows = tree(&family(), Some("notes"), at(100).0).unwrap();
+        let runs = family();
+        let nodes = tree(&runs, Some(&[named(&runs, "notes")]), None);
         assert_eq!(
-            names(&rows),
+            names(&nodes),
             ["notes", "├─ notes-a", "│  └─ notes-a-x", "└─ notes-b"]
-        );
-        assert_eq!(
-            rows.iter()
-                .map(|r| (r.phase, r.reason.as_str(), r.age.as_str()))
-                .collect::<Vec<_>>(),
-            [
-                ("Running", "Running", "100s"),
-                ("Succeeded", "Succeeded", "90s"),
-                ("Cancelled", "Cancelled", "85s"),
-                ("Running", "PodPending", "80s"),
-            ]
-        );
-        assert_eq!(
-            render(&rows),
-            "NAME              PHASE       REASON       AGE\n\
-             notes             Running     Running      100s\n\
-             ├─ notes-a        Succeeded   Succeeded    90s\n\
-             │  └─ notes-a-x   Cancelled   Cancelled    85s\n\
-             └─ notes-b        Running     PodPending   80s\n"
         );
     }
 
     #[test]
     fn without_a_run_every_top_level_run_is_shown() {
-        let rows = tree(&family(), None, at(100).0).unwrap();
+        let runs = family();
+        let nodes = tree(&runs, None, None);
         assert_eq!(
-            names(&rows),
+            names(&nodes),
             [
                 "notes",
                 "├─ notes-a",
@@ -295,15 +297,31 @@ mod tests {
                 "other"
             ]
         );
-        assert_eq!(rows[4].phase, "Pending");
-        assert_eq!(tree(&[], None, at(0).0), Some(vec![]));
+        assert!(tree(&[], None, None).is_empty());
+        let newest: Vec<String> = newest_tops(&runs).iter().map(|r| r.name_any()).collect();
+        assert_eq!(newest, ["other", "notes"]);
     }
 
     #[test]
-    fn a_child_can_be_the_root_and_a_missing_run_is_none() {
-        let rows = tree(&family(), Some("notes-a"), at(100).0).unwrap();
-        assert_eq!(names(&rows), ["notes-a", "└─ notes-a-x"]);
-        assert_eq!(tree(&family(), Some("gone"), at(0).0), None);
+    fn sort_by_orders_siblings_by_a_path() {
+        let runs = family();
+        let by_name = Template::sort_path("{.metadata.name}").unwrap();
+        let nodes = tree(&runs, None, Some(&by_name));
+        assert_eq!(names(&nodes)[4], "other");
+        let newest_first = Template::sort_path(".metadata.creationTimestamp").unwrap();
+        let nodes = tree(&runs, Some(&[named(&runs, "notes")]), Some(&newest_first));
+        assert_eq!(
+            names(&nodes)[1],
+            "├─ notes-a",
+            "ascending, as kubectl sorts"
+        );
+    }
+
+    #[test]
+    fn a_child_can_be_the_root() {
+        let runs = family();
+        let nodes = tree(&runs, Some(&[named(&runs, "notes-a")]), None);
+        assert_eq!(names(&nodes), ["notes-a", "└─ notes-a-x"]);
     }
 
     #[test]
@@ -314,10 +332,10 @@ mod tests {
             run("b", Some("a"), 2, None),
             run("self", Some("self"), 3, None),
         ];
-        let rows = tree(&runs, None, at(10).0).unwrap();
-        assert_eq!(names(&rows), ["orphan", "self"], "a loop has no top");
-        let rows = tree(&runs, Some("a"), at(10).0).unwrap();
-        assert_eq!(names(&rows), ["a", "└─ b"]);
+        let nodes = tree(&runs, None, None);
+        assert_eq!(names(&nodes), ["orphan", "self"], "a loop has no top");
+        let nodes = tree(&runs, Some(&[named(&runs, "a")]), None);
+        assert_eq!(names(&nodes), ["a", "└─ b"]);
     }
 
     #[test]

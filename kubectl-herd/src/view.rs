@@ -3,6 +3,7 @@
 
 use herd_crds::condition::find_condition;
 use herd_crds::reason::condition_type;
+use herd_crds::reason::run::POD_PENDING;
 use herd_crds::report::{Todo, TodoStatus, Usage};
 use herd_crds::run::{ChildRef, Run, RunPhase, phase_of};
 use herd_crds::terminal_text::one_line;
@@ -28,6 +29,8 @@ pub struct View {
     pub usage: Usage,
     /// `spec.cancel` is set and the Run has not ended yet.
     pub cancelling: bool,
+    /// Whether the Run has had a Pod (`status.podName`).
+    pub has_pod: bool,
 }
 
 /// The view of `run`'s status; an absent or partial status is a `Pending` view.
@@ -46,6 +49,7 @@ pub fn view(run: &Run) -> View {
         children: status.children,
         usage: report.usage,
         cancelling: run.spec.cancel && !phase.is_finished(),
+        has_pod: status.pod_name.is_some(),
     }
 }
 
@@ -70,11 +74,17 @@ fn todo_mark(status: TodoStatus) -> &'static str {
     }
 }
 
-/// `Running (PodPending): the pod is starting`: the phase, the reason when it says more, the
-/// message when there is one.
+/// `Starting: the pod is starting`, `Failed (TimedOut): …`: the phase (a Run whose Pod is
+/// pending is `Starting`), the reason when it says more, the message when there is one.
 fn phase_line(view: &View) -> String {
-    let mut line = phase_name(view.phase).to_owned();
-    if !view.reason.is_empty() && view.reason != line {
+    let starting = view.phase == RunPhase::Running && view.reason == POD_PENDING;
+    let mut line = if starting {
+        "Starting"
+    } else {
+        phase_name(view.phase)
+    }
+    .to_owned();
+    if !starting && !view.reason.is_empty() && view.reason != line {
         line.push_str(&format!(" ({})", one_line(&view.reason)));
     }
     if !view.message.is_empty() {
@@ -94,7 +104,12 @@ pub fn changes(previous: Option<&View>, next: &View) -> Vec<String> {
         lines.push(phase_line(next));
     }
     if next.cancelling && previous.is_none_or(|p| !p.cancelling) {
-        lines.push("cancelling: its pod is being deleted".to_owned());
+        let line = if next.has_pod {
+            "cancelling: its pod is being deleted"
+        } else {
+            "cancelling"
+        };
+        lines.push(line.to_owned());
     }
     if let Some(attempt) = next.attempt
         && attempt > 1
@@ -292,6 +307,9 @@ mod tests {
     #[test]
     fn a_cancel_shows_until_the_run_ends() {
         let mut asked = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+        if let Some(status) = asked.status.as_mut() {
+            status.pod_name = Some("r-1".into());
+        }
         let before = view(&asked);
         asked.spec.cancel = true;
         let cancelling = view(&asked);
@@ -310,7 +328,9 @@ mod tests {
         let mut next = running();
         next.reason = "PodPending".into();
         next.message = String::new();
-        assert_eq!(changes(None, &next), vec!["Running (PodPending)"]);
+        assert_eq!(changes(None, &next), vec!["Starting"]);
+        next.reason = "ModelError".into();
+        assert_eq!(changes(None, &next), vec!["Running (ModelError)"]);
     }
 
     #[test]

@@ -94,6 +94,26 @@ fn completion_scripts_complete_kubectl_herd() {
     }
 }
 
+/// `completion zsh | head` and `--help | head`: a reader that stops reading is a normal end of
+/// output, not a panic. The pipe is closed before the binary writes, so every write fails.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    for args in [&["completion", "zsh"][..], &["--help"], &["get", "--help"]] {
+        let mut child = Command::new(binary())
+            .args(args)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl-herd runs");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("kubectl-herd ends");
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+    }
+}
+
 /// The script as kubectl runs it: found on PATH, given the words after `herd`.
 fn complete_script(words: &[&str]) -> Output {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kubectl_complete-herd");

@@ -1,0 +1,187 @@
+//! What the columns of `kubectl herd get` say of a Run: its status in a few words, its
+//! tokens, how long it ran, and (with `-o wide`) its reason, parent and Pod.
+
+use herd_crds::reason::run as run_reason;
+use herd_crds::run::{Run, RunPhase};
+use herd_crds::terminal_text::one_line;
+use jiff::Timestamp;
+use kube::ResourceExt;
+
+use crate::tree::age;
+use crate::view::{phase_name, view};
+
+/// Most characters of a title in the table; longer ones end in `…`.
+const TITLE_WIDTH: usize = 40;
+
+/// The header of the table, with `NAMESPACE` first for `-A` and the wide columns last.
+pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
+    let mut header = Vec::new();
+    if all_namespaces {
+        header.push("NAMESPACE");
+    }
+    header.extend([
+        "NAME", "AGENT", "STATUS", "TITLE", "TOKENS", "DURATION", "AGE",
+    ]);
+    if wide {
+        header.extend(["REASON", "PARENT", "POD"]);
+    }
+    header
+}
+
+/// The cells of `run`'s row under [`header`]; `label` is its name with the tree's branches.
+pub fn cells(
+    label: &str,
+    run: &Run,
+    all_namespaces: bool,
+    wide: bool,
+    now: Timestamp,
+) -> Vec<String> {
+    let shown = view(run);
+    let mut cells = Vec::new();
+    if all_namespaces {
+        cells.push(run.namespace().unwrap_or_default());
+    }
+    cells.extend([
+        one_line(label),
+        one_line(&run.spec.agent_ref.name),
+        status_text(run),
+        shorten(
+            &one_line(shown.title.as_deref().unwrap_or_default()),
+            TITLE_WIDTH,
+        ),
+        tokens_text(shown.usage.total_tokens()),
+        duration_text(run, now),
+        run.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| age(t.0, now))
+            .unwrap_or_else(|| "<unknown>".to_owned()),
+    ]);
+    if wide {
+        let status = run.status.as_ref();
+        cells.extend([
+            or_none(one_line(&shown.reason)),
+            or_none(one_line(
+                run.spec
+                    .parent_ref
+                    .as_ref()
+                    .map(|p| p.name.as_str())
+                    .unwrap_or_default(),
+            )),
+            or_none(one_line(
+                status
+                    .and_then(|s| s.pod_name.as_deref())
+                    .unwrap_or_default(),
+            )),
+        ]);
+    }
+    cells
+}
+
+/// Where the Run stands, in the words a person reads first: `Running`, `Starting`, `Waiting
+/// for answer`, `Agent not ready`, `Cancelling`, `Succeeded`…
+pub fn status_text(run: &Run) -> String {
+    let shown = view(run);
+    if shown.cancelling {
+        return "Cancelling".to_owned();
+    }
+    let text = match (shown.phase, shown.reason.as_str()) {
+        (RunPhase::Pending, run_reason::AGENT_NOT_FOUND) => "Agent not found",
+        (RunPhase::Pending, run_reason::AGENT_NOT_READY) => "Agent not ready",
+        (RunPhase::Running, run_reason::POD_PENDING) => "Starting",
+        (RunPhase::InputRequired, _) => "Waiting for answer",
+        (phase, _) => phase_name(phase),
+    };
+    text.to_owned()
+}
+
+/// Tokens as a person reads them: `-` for none, `850`, `1.2k`, `35k`, `1.4M`.
+pub fn tokens_text(tokens: u64) -> String {
+    match tokens {
+        0 => "-".to_owned(),
+        1..1_000 => tokens.to_string(),
+        1_000..10_000 => format!("{:.1}k", tokens as f64 / 1_000.0),
+        10_000..1_000_000 => format!("{}k", tokens / 1_000),
+        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
+    }
+}
+
+/// From `status.startTime` to `status.completionTime` (to `now` while it goes on); `-` before
+/// it started.
+pub fn duration_text(run: &Run, now: Timestamp) -> String {
+    let status = run.status.as_ref();
+    let Some(start) = status.and_then(|s| s.start_time.as_ref()) else {
+        return "-".to_owned();
+    };
+    let end = status
+        .and_then(|s| s.completion_time.as_ref())
+        .map_or(now, |t| t.0);
+    age(start.0, end)
+}
+
+fn or_none(text: String) -> String {
+    if text.is_empty() {
+        "<none>".to_owned()
+    } else {
+        text
+    }
+}
+
+/// `text` cut to `width` characters, the last one `…` when cut.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use herd_crds::condition::ConditionStatus;
+
+    use super::*;
+    use crate::testing::{at, question_run, run_named, run_with};
+
+    #[test]
+    fn the_status_is_one_phrase() {
+        let with = |reason: &str| run_with(Some((ConditionStatus::Unknown, reason)), None, None);
+        assert_eq!(status_text(&run_named("r")), "Pending");
+        assert_eq!(status_text(&with("PodPending")), "Starting");
+        assert_eq!(status_text(&with("Running")), "Running");
+        assert_eq!(status_text(&with("AgentNotReady")), "Agent not ready");
+        assert_eq!(status_text(&question_run("q", &[])), "Waiting for answer");
+        let mut cancelling = with("Running");
+        cancelling.spec.cancel = true;
+        assert_eq!(status_text(&cancelling), "Cancelling");
+        let done = run_with(Some((ConditionStatus::True, "Succeeded")), None, None);
+        assert_eq!(status_text(&done), "Succeeded");
+    }
+
+    #[test]
+    fn tokens_read_short() {
+        let shown: Vec<String> = [0, 850, 1_234, 35_600, 1_400_000].map(tokens_text).to_vec();
+        assert_eq!(shown, ["-", "850", "1.2k", "35k", "1.4M"]);
+    }
+
+    #[test]
+    fn the_duration_runs_from_start_to_completion_or_now() {
+        let mut run = run_named("r");
+        assert_eq!(duration_text(&run, at(100).0), "-");
+        run.status = Some(herd_crds::run::RunStatus {
+            start_time: Some(at(10)),
+            ..Default::default()
+        });
+        assert_eq!(duration_text(&run, at(100).0), "90s");
+        if let Some(status) = run.status.as_mut() {
+            status.completion_time = Some(at(40));
+        }
+        assert_eq!(duration_text(&run, at(100).0), "30s");
+    }
+
+    #[test]
+    fn long_titles_are_cut() {
+        assert_eq!(shorten("abc", 3), "abc");
+        assert_eq!(shorten("abcd", 3), "ab…");
+    }
+}

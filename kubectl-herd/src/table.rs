@@ -1,0 +1,55 @@
+//! Tables as `kubectl get` prints them: a header, no borders, columns three spaces apart,
+//! measured by display width (the tree's branches are one column each), no trailing spaces.
+
+use comfy_table::{Table, presets};
+
+/// The space between two columns.
+const GAP: u16 = 3;
+
+/// `header` and `rows` as a table, one line each.
+pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(presets::NOTHING)
+        .set_header(header.to_vec());
+    for row in rows {
+        table.add_row(row.clone());
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, GAP));
+    }
+    let mut out = String::new();
+    for line in table.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_by_display_width() {
+        let rows = vec![
+            vec!["notes".to_owned(), "Running".to_owned(), String::new()],
+            vec![
+                "└─ notes-a".to_owned(),
+                "Succeeded".to_owned(),
+                "1".to_owned(),
+            ],
+        ];
+        assert_eq!(
+            render(&["NAME", "STATUS", "N"], &rows),
+            "NAME         STATUS      N\n\
+             notes        Running\n\
+             └─ notes-a   Succeeded   1\n"
+        );
+    }
+
+    #[test]
+    fn no_rows_is_the_header() {
+        assert_eq!(render(&["NAME", "AGE"], &[]), "NAME   AGE\n");
+    }
+}
