@@ -102,18 +102,21 @@ def rules_of(file):
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ClusterIssuer"}
 
 
-def check_common(objects):
-    """What every set renders the same way."""
+def check_common(objects, account=OPERATOR):
+    """What every set renders the same way; `account` is the operator's ServiceAccount."""
     for o in objects:
         expect(o["kind"] in CLUSTER_SCOPED or o["metadata"].get("namespace"),
                f"{o['kind']}/{o['metadata']['name']} names its namespace")
-    one(objects, "ServiceAccount", OPERATOR, RELEASE_NAMESPACE)
+    if account == OPERATOR:
+        one(objects, "ServiceAccount", OPERATOR, RELEASE_NAMESPACE)
+    else:
+        none_of(objects, "ServiceAccount")
     cluster = one(objects, "ClusterRole", f"{OPERATOR}-cluster")
     expect(cluster["rules"] == rules_of("tokenreview-clusterrole.yaml"),
            "herd-operator-cluster must have the rules of tokenreview-clusterrole.yaml")
     binding = one(objects, "ClusterRoleBinding", f"{OPERATOR}-cluster")
     expect(binding["roleRef"]["name"] == f"{OPERATOR}-cluster", "cluster binding roleRef")
-    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
+    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
                                     "namespace": RELEASE_NAMESPACE}], "cluster binding subject")
     release = one(objects, "Role", f"{OPERATOR}-release", RELEASE_NAMESPACE)
     expect(release["rules"] == rules_of("release-role.yaml"),
@@ -122,7 +125,7 @@ def check_common(objects):
     expect(release_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
                                           "kind": "Role", "name": f"{OPERATOR}-release"},
            "the release RoleBinding's roleRef")
-    expect(release_binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
+    expect(release_binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
                                             "namespace": RELEASE_NAMESPACE}],
            "the release RoleBinding's subject")
 
@@ -148,8 +151,13 @@ def check_common(objects):
     expect(labels.get("app.kubernetes.io/name") == "herd"
            and labels.get("app.kubernetes.io/component") == "operator",
            "operator pods are labelled app.kubernetes.io/name=herd, component=operator")
-    expect(pod["serviceAccountName"] == OPERATOR, "the pod runs as herd-operator")
+    expect(pod["serviceAccountName"] == account, f"the pod runs as {account}")
     container = pod["containers"][0]
+    expect(container["terminationMessagePolicy"] == "FallbackToLogsOnError",
+           "the operator's last words reach its Pod's status")
+    expect(isinstance(deployment["spec"]["revisionHistoryLimit"], int)
+           and isinstance(pod["terminationGracePeriodSeconds"], int),
+           "revisionHistoryLimit and terminationGracePeriodSeconds are set")
     args = flags(deployment)
     for flag in ALWAYS_FLAGS:
         expect(flag in args, f"the operator has {flag}")
@@ -215,6 +223,14 @@ def check_default(objects):
            "the operator's default runner resources")
     expect(not any(a.startswith("--default-model") for a in args), "no default model")
     expect(deployment["spec"]["replicas"] == 1, "one replica")
+    pod = deployment["spec"]["template"]["spec"]
+    expect("affinity" not in pod and "topologySpreadConstraints" not in pod,
+           "one replica: no spreading")
+    expect("volumes" not in pod and "volumeMounts" not in pod["containers"][0], "no volumes")
+    expect(deployment["spec"]["revisionHistoryLimit"] == 10
+           and pod["terminationGracePeriodSeconds"] == 30, "the Deployment's defaults")
+    expect(pod["containers"][0]["image"] == "ghcr.io/herd-dev/herd-operator:0.1.0",
+           "the operator's image at the appVersion")
     for kind in ("PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Certificate",
                  "Issuer"):
         none_of(objects, kind)
@@ -278,6 +294,52 @@ def check_replicas(objects):
     template = deployment["spec"]["template"]
     expect(template["spec"]["priorityClassName"] == "system-cluster-critical", "priorityClassName")
     expect(template["metadata"]["annotations"] == {"example.com/team": "agents"}, "podAnnotations")
+    expect(pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow",
+           "a replica that is not Ready never blocks a drain")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    anti = template["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    expect(anti["topologyKey"] == "kubernetes.io/hostname"
+           and anti["labelSelector"]["matchLabels"] == selector,
+           "by default the replicas prefer different nodes")
+    spread = template["spec"]["topologySpreadConstraints"]
+    expect(spread == [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                       "whenUnsatisfiable": "ScheduleAnyway",
+                       "labelSelector": {"matchLabels": selector}}],
+           f"by default the replicas spread across zones: {spread}")
+
+
+def check_knobs(objects):
+    deployment, args = check_common(objects, account="platform-herd")
+    check_cluster_wide(objects)
+    for o in objects:
+        expect(o["metadata"].get("labels", {}).get("example.com/owner") == "platform",
+               f"{o['kind']}/{o['metadata']['name']} carries commonLabels")
+    expect(deployment["spec"]["template"]["metadata"]["labels"].get("example.com/owner")
+           == "platform", "the pods carry commonLabels")
+    expect(deployment["spec"]["revisionHistoryLimit"] == 3, "revisionHistoryLimit")
+    pod = deployment["spec"]["template"]["spec"]
+    expect(pod["terminationGracePeriodSeconds"] == 60, "terminationGracePeriodSeconds")
+    container = pod["containers"][0]
+    digest = "sha256:" + "a" * 64
+    expect(container["image"] == f"registry.example.com/herd-operator@{digest}",
+           f"a digest pins the operator's image: {container['image']}")
+    expect(args["--runner-image"] == f"registry.example.com/herd-runner@{digest}",
+           "a digest pins the runner's image")
+    env = {e["name"]: e for e in container["env"]}
+    expect(env["HTTPS_PROXY"]["value"] == "http://proxy.example.com:3128"
+           and "POD_NAME" in env and "RUST_LOG" in env, "extraEnv after the chart's own")
+    expect(pod["volumes"] == [{"name": "ca-bundle", "configMap": {"name": "corporate-ca"}}],
+           "extraVolumes")
+    expect(container["volumeMounts"] == [{"name": "ca-bundle", "mountPath": "/etc/ssl/corporate",
+                                          "readOnly": True}], "extraVolumeMounts")
+    expect(pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "node-role.example.com/infra",
+                                                     "operator": "Exists"}]}]}}},
+           "an affinity of one's own replaces the default")
+    pdb = one(objects, "PodDisruptionBudget", OPERATOR, RELEASE_NAMESPACE)
+    expect(pdb["spec"]["unhealthyPodEvictionPolicy"] == "IfHealthyBudget",
+           "podDisruptionBudget.unhealthyPodEvictionPolicy")
 
 
 def check_servicemonitor(objects):
@@ -322,6 +384,7 @@ CHECKS = {
     "namespaced": check_namespaced,
     "certmanager": check_certmanager,
     "replicas": check_replicas,
+    "knobs": check_knobs,
     "servicemonitor": check_servicemonitor,
     "monitoring-without-crds": check_monitoring_without_crds,
 }

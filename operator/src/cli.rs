@@ -28,12 +28,14 @@ pub fn process_main() -> ExitCode {
 async fn main() -> ExitCode {
     let config = Config::parse();
     init_logging(config.log_format);
+    let termination_log = config.termination_log.clone();
     // kube's TLS needs exactly one process-wide rustls provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = match kube::Client::try_default().await {
         Ok(client) => client,
         Err(error) => {
             tracing::error!(%error, "no Kubernetes client");
+            write_termination_message(&termination_log, &format!("no Kubernetes client: {error}"));
             return ExitCode::FAILURE;
         }
     };
@@ -41,8 +43,32 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "the operator stopped");
+            write_termination_message(&termination_log, &format!("the operator stopped: {error}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The most the kubelet keeps of a termination message.
+const TERMINATION_MESSAGE_MAX: usize = 4096;
+
+/// Writes why the operator stopped where the kubelet reads it (its status then says it, and
+/// `FallbackToLogsOnError` needs no log scraping). Only into an existing file: outside a Pod
+/// there is none, and nothing is created.
+fn write_termination_message(path: &std::path::Path, message: &str) {
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+    else {
+        return;
+    };
+    let mut end = message.len().min(TERMINATION_MESSAGE_MAX);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    if let Err(error) = std::io::Write::write_all(&mut file, &message.as_bytes()[..end]) {
+        tracing::warn!(path = %path.display(), %error, "cannot write the termination message");
     }
 }
 
@@ -82,5 +108,30 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_termination_message_goes_into_an_existing_file_only() {
+        let folder = tempfile::tempdir().unwrap();
+        let missing = folder.path().join("termination-log");
+        write_termination_message(&missing, "stopped");
+        assert!(!missing.exists(), "nothing is created outside a Pod");
+
+        std::fs::write(&missing, "an older, longer message").unwrap();
+        write_termination_message(&missing, "cannot listen on 0.0.0.0:8080 (--http-addr)");
+        assert_eq!(
+            std::fs::read_to_string(&missing).unwrap(),
+            "cannot listen on 0.0.0.0:8080 (--http-addr)"
+        );
+
+        let long = "é".repeat(TERMINATION_MESSAGE_MAX);
+        write_termination_message(&missing, &long);
+        let kept = std::fs::read_to_string(&missing).unwrap();
+        assert!(kept.len() <= TERMINATION_MESSAGE_MAX && kept.chars().all(|c| c == 'é'));
     }
 }

@@ -64,6 +64,17 @@ pub struct Config {
     /// Log lines as JSON (`json`) or for people (`text`).
     #[arg(long, env = "HERD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+
+    /// Where the error that stops the operator is written for `kubectl describe pod` (the
+    /// kubelet's `terminationMessagePath`). Written only when the file exists: the kubelet
+    /// creates it in a Pod, and elsewhere nothing is made.
+    #[arg(
+        long,
+        env = "HERD_TERMINATION_LOG",
+        value_name = "FILE",
+        default_value = "/dev/termination-log"
+    )]
+    pub termination_log: std::path::PathBuf,
 }
 
 /// The images and endpoints of Run pods.

@@ -89,12 +89,20 @@ pub async fn run(
     }
 }
 
+/// Binds one of the operator's listeners; a failure names the flag and the address (a port
+/// taken by another container of the Pod says only "Address in use" otherwise).
+async fn bind(flag: &str, addr: SocketAddr) -> Result<tokio::net::TcpListener, Error> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| Error::Config(format!("cannot listen on {addr} ({flag}): {error}")))
+}
+
 /// Binds the HTTP listener and starts everything in one task.
 pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     config.lease.seconds().map_err(Error::Config)?;
-    let listener = tokio::net::TcpListener::bind(config.http_addr).await?;
+    let listener = bind("--http-addr", config.http_addr).await?;
     let http_addr = listener.local_addr()?;
-    let run_api_listener = tokio::net::TcpListener::bind(config.run_api_addr).await?;
+    let run_api_listener = bind("--run-api-addr", config.run_api_addr).await?;
     let run_api_addr = run_api_listener.local_addr()?;
     let metrics = Arc::new(Metrics::default());
     let client = instrument(client, metrics.clone());

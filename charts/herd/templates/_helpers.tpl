@@ -27,6 +27,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* Labels of the operator's objects. */}}
@@ -45,11 +48,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
 
-{{/* An image reference: repository and tag, the tag defaulting to the chart's appVersion. */}}
+{{/*
+An image reference: repository@digest when a digest pins it, else repository:tag, the tag
+defaulting to the chart's appVersion.
+*/}}
 {{- define "herd.image" -}}
 {{- $image := index . 0 -}}
 {{- $root := index . 1 -}}
+{{- with get $image "digest" -}}
+{{- printf "%s@%s" $image.repository . -}}
+{{- else -}}
 {{- printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's ServiceAccount: made by the chart, or named by serviceAccount.name. */}}
+{{- define "herd.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default (include "herd.operatorName" .) -}}
 {{- end -}}
 
 {{/* The Service's DNS names, each a name of the run API's certificate. */}}
