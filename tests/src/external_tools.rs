@@ -1,7 +1,7 @@
-//! Programs some tests run that are not part of the build (`lua5.1`, `kubectl`, `helm`): found through
-//! an environment variable naming the file, else on `PATH`. Outside CI a missing program skips
-//! the test with a message on stderr; under `CI=true` it fails the test, because CI must never
-//! pass without having run it.
+//! Programs some tests run that are not part of the build (`lua5.1`, `kubectl`, `helm`,
+//! `prometheus`): found through an environment variable naming the file, else on `PATH`.
+//! Outside CI a missing program skips the test with a message on stderr; under `CI=true` it
+//! fails the test, because CI must never pass without having run it.
 
 use std::ffi::OsStr;
 use std::io::Write as _;
@@ -28,6 +28,14 @@ pub const HELM: Tool = Tool {
     env: "HERD_HELM",
     program: "helm",
     install: "scripts/k8s-tools prints a folder holding it",
+};
+
+/// `prometheus`, scraping an operator and evaluating the chart's alerts and dashboard queries
+/// (Debian package `prometheus`).
+pub const PROMETHEUS: Tool = Tool {
+    env: "HERD_PROMETHEUS",
+    program: "prometheus",
+    install: "apt-get install prometheus",
 };
 
 /// A program a test needs.

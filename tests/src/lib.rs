@@ -11,7 +11,8 @@
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
 //! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC.
 //! - [`argo_cd`], [`flux`], [`lua_literal`]: the GitOps health checks the chart ships, run as
-//!   Argo CD (Lua) and Flux (CEL) run them; [`external_tools`]: `lua5.1` and `kubectl`.
+//!   Argo CD (Lua) and Flux (CEL) run them; [`external_tools`]: `lua5.1`, `kubectl`, `helm`,
+//!   `prometheus`; [`promql`]: the metric names of a query.
 //! - [`kubelet`]: `local-kubelet`, which runs Pods' containers for real on this machine;
 //!   [`local_kubelet`] starts one for a test; [`node`]: the real node (kubelet, scheduler,
 //!   containerd) the Pods of [`Lane::Node`] tests run on, and [`relay`]: a port on the node's
@@ -39,6 +40,7 @@ pub mod node;
 pub mod operator_rbac;
 pub mod pki;
 pub mod process;
+pub mod promql;
 pub mod relay;
 pub mod requests;
 pub mod wait;

@@ -6,6 +6,7 @@ mod admission;
 mod agents;
 mod children;
 mod leader;
+mod prometheus;
 mod rights;
 pub(crate) mod run_fixtures;
 mod runs;
@@ -218,6 +219,10 @@ pub fn tests() -> Vec<E2eTest> {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
                 children::a_child_shares_a_read_write_many_workspace(operator, admin, ns).await
             },
+        ),
+        E2eTest::shared(
+            prometheus::TEST,
+            prometheus::prometheus_evaluates_the_charts_alerts_and_dashboard,
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
