@@ -4,7 +4,9 @@
 
 mod common;
 
-use herd_crds::generate::{CHART_CRDS_DIR, SCHEMA_REVISION, crds, to_yaml};
+use herd_crds::generate::{
+    CHART_CRDS_DIR, CRDS_CHART_TEMPLATES_DIR, SCHEMA_REVISION, crds, to_helm_template, to_yaml,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
@@ -205,8 +207,8 @@ fn defaulted_objects_default_to_empty() {
     assert_eq!(spec["responses"]["default"], serde_json::json!([]));
 }
 
-fn committed(file: &str) -> String {
-    let path = common::repo_root().join(CHART_CRDS_DIR).join(file);
+fn committed(dir: &str, file: &str) -> String {
+    let path = common::repo_root().join(dir).join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -214,8 +216,12 @@ fn committed(file: &str) -> String {
 fn committed_crds_match_the_types() {
     for (file, crd) in crds().unwrap() {
         assert!(
-            committed(file) == to_yaml(&crd).unwrap(),
+            committed(CHART_CRDS_DIR, file) == to_yaml(&crd).unwrap(),
             "{CHART_CRDS_DIR}/{file} is stale: run `cargo run -p herd-crds --bin crdgen`"
+        );
+        assert!(
+            committed(CRDS_CHART_TEMPLATES_DIR, file) == to_helm_template(&crd).unwrap(),
+            "{CRDS_CHART_TEMPLATES_DIR}/{file} is stale: run `cargo run -p herd-crds --bin crdgen`"
         );
     }
 }
@@ -247,7 +253,7 @@ fn the_schema_revision_moves_with_the_schema() {
 #[test]
 fn committed_crds_read_back_unchanged_and_stay_small() {
     for (file, crd) in crds().unwrap() {
-        let text = committed(file);
+        let text = committed(CHART_CRDS_DIR, file);
         assert!(text.len() < 50_000, "{file} is {} bytes", text.len());
         let parsed: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(

@@ -1,41 +1,65 @@
-//! Writes Herd's CRDs to `charts/herd/crds/` (one file each); with `--check`, writes nothing and
-//! fails when the committed files differ from what the types generate.
+//! Writes Herd's CRDs to `charts/herd/crds/` (one file each, which Helm installs on the first
+//! install) and to `charts/herd-crds/templates/` (the same CRDs as templates of the `herd-crds`
+//! chart, which `helm upgrade` updates); with `--check`, writes nothing and fails when a
+//! committed file differs from what the types generate. Paths are relative to the working
+//! directory: run it from the repository root.
 //!
-//! Usage: `crdgen [--check] [DIR]` (DIR defaults to `charts/herd/crds`).
+//! Usage: `crdgen [--check]`.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
-use herd_crds::generate::{CHART_CRDS_DIR, crds, to_yaml};
+use herd_crds::generate::{
+    CHART_CRDS_DIR, CRDS_CHART_TEMPLATES_DIR, GenerateError, crds, to_helm_template, to_yaml,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+/// How a CRD is rendered into one of the folders.
+type Render = fn(&CustomResourceDefinition) -> Result<String, GenerateError>;
 
 fn main() -> ExitCode {
     let mut check = false;
-    let mut dir = PathBuf::from(CHART_CRDS_DIR);
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--check" => check = true,
             "-h" | "--help" => {
-                println!("usage: crdgen [--check] [DIR]   (DIR defaults to {CHART_CRDS_DIR})");
+                println!(
+                    "usage: crdgen [--check]   (writes {CHART_CRDS_DIR} and {CRDS_CHART_TEMPLATES_DIR})"
+                );
                 return ExitCode::SUCCESS;
             }
-            other => dir = PathBuf::from(other),
+            other => {
+                eprintln!("crdgen: unknown argument {other:?}; usage: crdgen [--check]");
+                return ExitCode::from(2);
+            }
         }
     }
-    match run(check, &dir) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(message) => {
-            eprintln!("crdgen: {message}");
-            ExitCode::from(2)
+    let folders: [(&str, Render); 2] = [
+        (CHART_CRDS_DIR, to_yaml),
+        (CRDS_CHART_TEMPLATES_DIR, to_helm_template),
+    ];
+    let mut clean = true;
+    for (dir, render) in folders {
+        match run(check, Path::new(dir), render) {
+            Ok(folder_clean) => clean &= folder_clean,
+            Err(message) => {
+                eprintln!("crdgen: {message}");
+                return ExitCode::from(2);
+            }
         }
+    }
+    if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
-/// Writes or checks every CRD; `Ok(false)` when `--check` found drift.
-fn run(check: bool, dir: &std::path::Path) -> Result<bool, String> {
+/// Writes or checks every CRD in `dir`; `Ok(false)` when `--check` found drift.
+fn run(check: bool, dir: &Path, render: Render) -> Result<bool, String> {
     let mut clean = true;
     for (file, crd) in crds().map_err(|e| e.to_string())? {
-        let yaml = to_yaml(&crd).map_err(|e| format!("{file}: {e}"))?;
+        let yaml = render(&crd).map_err(|e| format!("{file}: {e}"))?;
         let path = dir.join(file);
         if check {
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
