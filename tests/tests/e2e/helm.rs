@@ -1,8 +1,10 @@
 //! The chart as users install it: `helm install` of `charts/herd` into the test's namespace
 //! (watching only it), the operator Pod of the chart's Deployment running with the chart's args,
 //! env, probes, ServiceAccount and RBAC and the in-cluster client config its ServiceAccount
-//! volume and `KUBERNETES_SERVICE_*` give it, then `examples/runs/hello-scripted.yaml` applied
-//! and succeeding, then `helm uninstall`, on which the operator exits 0.
+//! volume and `KUBERNETES_SERVICE_*` give it (with the ServiceMonitor and PrometheusRule asked
+//! for, which a cluster without the Prometheus Operator's CRDs leaves out, saying so in the
+//! notes), then `examples/runs/hello-scripted.yaml` applied and succeeding, then
+//! `helm uninstall`, on which the operator exits 0.
 //!
 //! On the real node the images are the ones `scripts/e2e-node` imported, and Run Pods reach the
 //! run API through the chart's Service by its DNS name (the chart's default `runApi.url`).
@@ -58,7 +60,13 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
     let suffix = namespace.rsplit('-').next().unwrap_or_default();
     let release = format!("herd-{suffix}");
     let chart = repo_root().join("charts/herd");
-    let mut values = vec![format!("watchNamespaces={{{namespace}}}")];
+    // The test cluster has no Prometheus Operator CRDs: asking for its objects must not fail
+    // the install, only leave them out and say so.
+    let mut values = vec![
+        format!("watchNamespaces={{{namespace}}}"),
+        "serviceMonitor.enabled=true".to_owned(),
+        "prometheusRule.enabled=true".to_owned(),
+    ];
     let kubelet = match env.node() {
         Some(_) => {
             for (value, image) in [("image", "operator"), ("runner.image", "runner")]
@@ -85,7 +93,12 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
     for value in &values {
         args.extend(["--set", value]);
     }
-    helm.run(&args).await?;
+    let installed = helm.run(&args).await?;
+    ensure!(
+        installed.contains("does not serve monitoring.coreos.com/v1")
+            && installed.contains("no\nServiceMonitor or PrometheusRule was created"),
+        "the install's notes do not say why there is no ServiceMonitor:\n{installed}"
+    );
     let exits = OperatorExits::watch(&env, &release);
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
