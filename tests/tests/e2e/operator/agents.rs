@@ -9,7 +9,7 @@ use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::support::{has_condition, start_leader, test_config};
 use herd_e2e::wait::wait_for;
@@ -33,6 +33,15 @@ pub(super) async fn create_skill(
         "spec": {"content": content, "files": {"scripts/run.py": "print('hi')\n"}},
     }))?;
     skills.create(&PostParams::default(), &skill).await?;
+    Ok(())
+}
+
+async fn create_agent(agents: &Api<Agent>, name: &str, spec: Value) -> anyhow::Result<()> {
+    let agent: Agent = serde_json::from_value(json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
+        "metadata": {"name": name}, "spec": spec,
+    }))?;
+    agents.create(&PostParams::default(), &agent).await?;
     Ok(())
 }
 
@@ -74,12 +83,12 @@ pub async fn agent_waits_for_its_skill(
     let config = test_config(&watched, &namespace, "only")?;
     let running = start_leader(config, operator).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "researcher"},
-        "spec": {"model": {"provider": "openai", "name": "m"}, "skills": ["notes", "deep-research"]},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
+    create_agent(
+        &agents,
+        "researcher",
+        json!({"model": {"provider": "openai", "name": "m"}, "skills": ["notes", "deep-research"]}),
+    )
+    .await?;
     let stalled = agent_until(&agents, "researcher", "SkillNotFound", |a| {
         has_condition(
             conditions(a),
@@ -159,13 +168,13 @@ pub async fn unlabelled_secret_is_not_allowed(
     }))?;
     secrets.create(&PostParams::default(), &secret).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "keyed"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
+    create_agent(
+        &agents,
+        "keyed",
+        json!({"model": {"provider": "openai", "name": "m",
+            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []}),
+    )
+    .await?;
     agent_until(&agents, "keyed", "SecretNotAllowed", |a| {
         has_condition(
             conditions(a),
@@ -205,13 +214,13 @@ pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    let agent: Agent = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Agent",
-        "metadata": {"name": "souled"},
-        "spec": {"model": {"provider": "openai", "name": "m"}, "skills": [],
-            "soulFrom": {"configMapKeyRef": {"name": "soul", "key": "SOUL.md"}}},
-    }))?;
-    agents.create(&PostParams::default(), &agent).await?;
+    create_agent(
+        &agents,
+        "souled",
+        json!({"model": {"provider": "openai", "name": "m"}, "skills": [],
+            "soulFrom": {"configMapKeyRef": {"name": "soul", "key": "SOUL.md"}}}),
+    )
+    .await?;
     agent_until(&agents, "souled", "ConfigMapNotFound", |a| {
         has_condition(
             conditions(a),
