@@ -115,8 +115,13 @@ pub async fn delete(cluster: &Cluster, args: &DeleteArgs, io: &mut Io<'_>) -> Re
     for run in found {
         let name = run.name_any();
         let object = format!("Run {name}");
-        match api.delete(&name, &DeleteParams::background()).await {
-            Ok(_) => {
+        let deleted = match api.delete(&name, &DeleteParams::background()).await {
+            // Gone meanwhile (the garbage collector takes a deleted parent's children).
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            other => other.map(drop),
+        };
+        match deleted {
+            Ok(()) => {
                 let _ = writeln!(io.stdout, "{}", deleted_line(&name, descendants(&all, run)));
             }
             Err(error) => {

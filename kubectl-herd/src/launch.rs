@@ -11,14 +11,17 @@ use crate::error::{CliError, Target, api_error};
 use crate::follow::{Mode, follow};
 use crate::io::Io;
 use crate::manifest::{RunRequest, check_duration, parse_label, run_manifest, ttl_seconds};
-use crate::outcome::EXIT_ANSWERED;
+use crate::outcome::{EXIT_ANSWERED, EXIT_USAGE};
 use crate::output::{Output, print_objects};
 use crate::runs::runs;
 use crate::start::{check_agent, read_files, read_manifest, start};
 
-/// The request the flags make (for `run AGENT TASK`); or why they cannot.
+/// The request the flags make (for `run AGENT TASK`); or why they cannot (a usage error).
 pub fn request(args: &RunArgs) -> Result<RunRequest, CliError> {
-    let usage = CliError::new;
+    let usage = |message: String| CliError {
+        message,
+        code: EXIT_USAGE,
+    };
     let labels = args
         .labels
         .iter()

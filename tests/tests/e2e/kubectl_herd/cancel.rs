@@ -48,11 +48,11 @@ pub async fn cancel_stops_a_waiting_run(env: TestEnv) -> anyhow::Result<()> {
         .await?
         .expect_code(0)?;
     ensure!(
-        cancelled.stdout
-            == format!(
-                "Run {name} cancelled: its pod is being deleted and its children cancelled\n"
-            ),
-        "{cancelled:?}"
+        cancelled
+            .stdout
+            .starts_with(&format!("Run {name} cancelled: its Pod {name}-"))
+            && cancelled.stdout.ends_with(" is being deleted\n"),
+        "the Run waiting for an answer has a Pod and no children: {cancelled:?}"
     );
     let followed = kubectl_herd(&env, &["follow", &name])
         .await?
@@ -106,7 +106,11 @@ pub async fn cancel_stops_a_waiting_run(env: TestEnv) -> anyhow::Result<()> {
 
     // Followed while it waits (the person at the terminal leaves the question open), then
     // deleted.
-    let follow = kubectl_herd_typing(&env, &["run", "helper", "Paint the barn.", "-w"], &[""]);
+    let follow = kubectl_herd_typing(
+        &env,
+        &["run", "helper", "Paint the barn.", "--follow"],
+        &[""],
+    );
     let delete = async {
         let runs = scenario.runs();
         let name = wait_for("the second Run to ask", ASK_TIME, || async {

@@ -67,7 +67,7 @@ pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_fil
             "helper",
             "Summarize the brief.",
             "--plan",
-            "-f",
+            "--input",
             &brief,
             "--follow",
         ],

@@ -3,13 +3,20 @@
 //! `kubectl_herd::run` (a kubeconfig, captured output, a scripted person at the "terminal"
 //! where a test needs one), and once through the binary `cargo test` built.
 //!
+//! `get`, `describe`, `delete`, `agents`, `skills` and `run`'s options and dry runs are tested
+//! on the API server alone, on Runs and Agents whose status the test writes ([`fixtures`]).
+//!
 //! `kubectl herd logs` is tested on the real node only: `local-kubelet` serves no container logs.
 
 mod binary;
 mod cancel;
+mod catalog;
+mod fixtures;
 mod follow;
+mod listing;
 mod logs;
 mod question;
+mod runs;
 mod script;
 mod tree;
 
@@ -48,6 +55,34 @@ pub fn tests() -> Vec<E2eTest> {
             logs::logs_follow_the_agent_through_its_answer,
         )
         .on_real_node(),
+        E2eTest::shared(
+            "kubectl_herd::get_prints_every_format_and_selection",
+            listing::get_prints_every_format_and_selection,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::get_watch_prints_each_change",
+            listing::get_watch_prints_each_change,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::describe_shows_the_question_children_and_events",
+            listing::describe_shows_the_question_children_and_events,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::delete_removes_runs_with_their_children",
+            listing::delete_removes_runs_with_their_children,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::run_options_land_in_the_run_and_dry_run_creates_nothing",
+            runs::run_options_land_in_the_run_and_dry_run_creates_nothing,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::run_warns_of_an_agent_not_ready_and_wait_refuses_it",
+            runs::run_warns_of_an_agent_not_ready_and_wait_refuses_it,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::agents_and_skills_say_what_runs_can_use",
+            catalog::agents_and_skills_say_what_runs_can_use,
+        ),
         E2eTest::shared(
             "kubectl_herd::the_binary_runs_answers_and_follows",
             binary::the_binary_runs_answers_and_follows,
@@ -111,7 +146,17 @@ impl Prompt for Typist {
 
 /// Runs `kubectl herd ARGS` in-process on the test's namespace, with no terminal.
 pub async fn kubectl_herd(env: &TestEnv, args: &[&str]) -> anyhow::Result<Ran> {
-    run(env, args, None).await
+    run(env, args, None, Box::pin(std::future::pending())).await
+}
+
+/// Runs `kubectl herd ARGS` in-process until `interrupt` resolves, as Ctrl-C would end it
+/// (what `interrupt` does before it resolves happens while the command runs).
+pub async fn kubectl_herd_until(
+    env: &TestEnv,
+    args: &[&str],
+    interrupt: BoxFuture<'static, ()>,
+) -> anyhow::Result<Ran> {
+    run(env, args, None, interrupt).await
 }
 
 /// Runs `kubectl herd ARGS` in-process with someone at the terminal who types `typed`.
@@ -120,10 +165,15 @@ pub async fn kubectl_herd_typing(
     args: &[&str],
     typed: &[&str],
 ) -> anyhow::Result<Ran> {
-    run(env, args, Some(typed)).await
+    run(env, args, Some(typed), Box::pin(std::future::pending())).await
 }
 
-async fn run(env: &TestEnv, args: &[&str], typed: Option<&[&str]>) -> anyhow::Result<Ran> {
+async fn run(
+    env: &TestEnv,
+    args: &[&str],
+    typed: Option<&[&str]>,
+    interrupt: BoxFuture<'static, ()>,
+) -> anyhow::Result<Ran> {
     let kubeconfig = env.cluster().kubeconfig().display().to_string();
     let mut full = vec![
         "kubectl-herd",
@@ -143,7 +193,7 @@ async fn run(env: &TestEnv, args: &[&str], typed: Option<&[&str]>) -> anyhow::Re
         stderr: &mut stderr,
         terminal: false,
         prompt: typist.as_mut().map(|t| t as &mut dyn Prompt),
-        interrupt: Box::pin(std::future::pending()),
+        interrupt,
     };
     let code = tokio::time::timeout(COMMAND_TIME, kubectl_herd::run(full.clone(), &mut io)).await;
     drop(io);

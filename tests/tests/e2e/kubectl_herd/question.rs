@@ -78,9 +78,13 @@ pub async fn a_question_stops_follow_with_3_until_answer_answers_it(
         "{late:?}"
     );
 
-    let typed = kubectl_herd_typing(&env, &["run", "helper", "Paint the gate.", "-w"], &["1"])
-        .await?
-        .expect_code(0)?;
+    let typed = kubectl_herd_typing(
+        &env,
+        &["run", "helper", "Paint the gate.", "--follow"],
+        &["1"],
+    )
+    .await?
+    .expect_code(0)?;
     ensure!(typed.stdout == format!("{PAINTED}\n"), "{typed:?}");
     ensure!(
         typed.stderr.contains(QUESTION) && typed.stderr.contains("answered: teal"),

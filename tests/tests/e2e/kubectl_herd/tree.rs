@@ -77,7 +77,7 @@ pub async fn get_shows_a_parent_with_its_children(env: TestEnv) -> anyhow::Resul
         tree.stdout
     );
     ensure!(
-        lines[0].starts_with("NAME") && lines[0].contains("PHASE") && lines[0].ends_with("AGE"),
+        lines[0].starts_with("NAME") && lines[0].contains("STATUS") && lines[0].ends_with("AGE"),
         "{}",
         tree.stdout
     );
@@ -100,11 +100,19 @@ pub async fn get_shows_a_parent_with_its_children(env: TestEnv) -> anyhow::Resul
         );
     }
     for line in &lines[1..] {
-        let cells: Vec<&str> = line.split_whitespace().collect();
-        let phase_and_reason = cells.len().checked_sub(3).map(|at| &cells[at..at + 2]);
         ensure!(
-            phase_and_reason == Some(&["Succeeded", "Succeeded"][..]),
-            "phase and reason of {line:?}"
+            line.contains("   helper   Succeeded   "),
+            "agent and status of {line:?}"
+        );
+    }
+    let wide = kubectl_herd(&env, &["get", &parent, "-o", "wide"])
+        .await?
+        .expect_code(0)?;
+    for line in wide.stdout.lines().skip(2) {
+        ensure!(
+            line.contains(&format!("   Succeeded   {parent}   ")),
+            "a child's reason and parent in {line:?}:\n{}",
+            wide.stdout
         );
     }
 
