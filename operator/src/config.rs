@@ -34,6 +34,17 @@ pub struct Config {
     #[arg(long, env = "HERD_HTTP_ADDR", default_value = "0.0.0.0:8080")]
     pub http_addr: SocketAddr,
 
+    /// Serve `/metrics` over HTTPS on `--metrics-addr` instead of plain HTTP on `--http-addr`:
+    /// the run API's certificate, and a bearer token that a TokenReview authenticates and a
+    /// SubjectAccessReview allows `get` on the non-resource URL `/metrics`.
+    #[arg(long, env = "HERD_METRICS_SECURE")]
+    pub metrics_secure: bool,
+
+    /// Address of the HTTPS `/metrics` listener of `--metrics-secure`; port 0 picks a free
+    /// port.
+    #[arg(long, env = "HERD_METRICS_ADDR", default_value = "0.0.0.0:8444")]
+    pub metrics_addr: SocketAddr,
+
     /// Address of the run API (HTTPS, the certificate of Secret `herd-run-api-tls`), served by
     /// every replica; port 0 picks a free port.
     #[arg(long, env = "HERD_RUN_API_ADDR", default_value = "0.0.0.0:8443")]
@@ -313,6 +324,10 @@ mod tests {
         assert!(config.watch_namespaces.is_empty());
         assert_eq!(config.concurrency, 16);
         assert_eq!(config.run_api_addr.to_string(), "0.0.0.0:8443");
+        assert!(!config.metrics_secure, "plain /metrics unless asked");
+        let secure = parse(&["--metrics-secure", "--metrics-addr=127.0.0.1:0"]).unwrap();
+        assert!(secure.metrics_secure);
+        assert_eq!(secure.metrics_addr.to_string(), "127.0.0.1:0");
         assert_eq!(config.lease.seconds(), Ok((15, 5)));
         assert_eq!(config.log_format, LogFormat::Json);
         assert!(!config.default_model.is_set());

@@ -1,6 +1,7 @@
 //! The operator's HTTP endpoints: `/healthz` (the process serves), `/readyz` (its caches have
 //! synced and the run API serves, whether or not it leads) and `/metrics` (Prometheus text
-//! format).
+//! format), unless `--metrics-secure` serves it over HTTPS to authorized readers instead
+//! ([`crate::metrics::secure`]).
 
 use std::sync::{Arc, OnceLock};
 
@@ -39,15 +40,21 @@ pub struct HttpState {
     pub ready: Arc<Readiness>,
     /// The metrics to serve.
     pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served here (plain HTTP) rather than by the secure listener.
+    pub plain_metrics: bool,
 }
 
-/// The router of the three endpoints.
+/// The router of the endpoints.
 pub fn router(state: HttpState) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(state)
+        .route("/readyz", get(readyz));
+    let router = if state.plain_metrics {
+        router.route("/metrics", get(metrics))
+    } else {
+        router
+    };
+    router.with_state(state)
 }
 
 async fn readyz(State(state): State<HttpState>) -> impl IntoResponse {
@@ -99,6 +106,7 @@ mod tests {
         let base = serve(HttpState {
             ready: ready.clone(),
             metrics: Arc::new(Metrics::default()),
+            plain_metrics: true,
         })
         .await;
         assert_eq!(get(format!("{base}/healthz")).await, (200, "ok".into()));
@@ -114,5 +122,18 @@ mod tests {
         assert_eq!(status, 200);
         assert!(body.contains("herd_leader 0"), "{body}");
         assert_eq!(get(format!("{base}/nope")).await.0, 404);
+    }
+
+    #[tokio::test]
+    async fn secure_metrics_are_not_served_in_plain_http() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = serve(HttpState {
+            ready: Arc::new(Readiness::default()),
+            metrics: Arc::new(Metrics::default()),
+            plain_metrics: false,
+        })
+        .await;
+        assert_eq!(get(format!("{base}/metrics")).await.0, 404);
+        assert_eq!(get(format!("{base}/healthz")).await, (200, "ok".into()));
     }
 }

@@ -8,6 +8,7 @@
 pub mod kube_client;
 pub mod process;
 pub mod run_api_requests;
+pub mod secure;
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use self::run_api_requests::{RouteLabels, RouteTimingLabels};
 
 /// Every controller, so that their counters exist (at 0) before the first failure: a rate over
 /// a series that appears at its first increment misses that increment.
-pub const CONTROLLERS: [&str; 3] = ["agent", "skill", "run"];
+pub const CONTROLLERS: [&str; 4] = ["agent", "skill", "run", "schedule"];
 
 /// The label set of per-controller metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

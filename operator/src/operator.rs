@@ -37,6 +37,8 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// Where the run API is served.
     pub run_api_addr: SocketAddr,
+    /// Where `/metrics` is served over HTTPS, with `--metrics-secure`.
+    pub metrics_addr: Option<SocketAddr>,
     /// True while this replica leads.
     pub leader: watch::Receiver<bool>,
     ready: Arc<Readiness>,
@@ -104,6 +106,14 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let http_addr = listener.local_addr()?;
     let run_api_listener = bind("--run-api-addr", config.run_api_addr).await?;
     let run_api_addr = run_api_listener.local_addr()?;
+    let metrics_listener = match config.metrics_secure {
+        true => Some(bind("--metrics-addr", config.metrics_addr).await?),
+        false => None,
+    };
+    let metrics_addr = metrics_listener
+        .as_ref()
+        .map(tokio::net::TcpListener::local_addr)
+        .transpose()?;
     let metrics = Arc::new(Metrics::default());
     let client = instrument(client, metrics.clone());
     let ready = Arc::new(Readiness::default());
@@ -125,6 +135,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let app = router(HttpState {
         ready: ready.clone(),
         metrics: metrics.clone(),
+        plain_metrics: metrics_listener.is_none(),
     });
     let http_shutdown = stopped(shutdown_rx.clone());
     tasks.spawn(async move {
@@ -201,6 +212,15 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         run_api_serving,
         stopped(shutdown_rx.clone()),
     ));
+    if let Some(listener) = metrics_listener {
+        tasks.spawn(crate::metrics::secure::serve(
+            listener,
+            client.clone(),
+            config.lease.namespace.clone(),
+            metrics.clone(),
+            stopped(shutdown_rx.clone()),
+        ));
+    }
     tasks.spawn(keep_renewed(tls, ca_copies, leader_rx.clone()));
     tasks.spawn(admission.run(leader_rx.clone()));
     let leader_metrics = metrics.clone();
@@ -224,6 +244,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     Ok(Running {
         http_addr,
         run_api_addr,
+        metrics_addr,
         leader: leader_rx,
         ready,
         shutdown: shutdown_tx,

@@ -112,6 +112,20 @@ impl ResolvesServerCert for ServingCertificate {
     }
 }
 
+/// A TLS server serving `certificate` (HTTP/1.1 only): the run API's, and the secure
+/// `/metrics` listener's.
+pub fn server_config(
+    provider: Arc<CryptoProvider>,
+    certificate: Arc<ServingCertificate>,
+) -> Result<rustls::ServerConfig, rustls::Error> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 /// Follows the Secret in `namespace` into `serving` until aborted.
 pub async fn follow_secret(client: Client, namespace: String, serving: Arc<ServingCertificate>) {
     let api: Api<Secret> = Api::namespaced(client, &namespace);

@@ -38,13 +38,12 @@ use std::sync::Arc;
 
 use herd_crds::wire::ProgressBody;
 use kube::Client;
-use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tracing::{error, info, warn};
 
 use self::authenticate::ReviewCache;
 use self::authorize::Attempts;
-use self::certificate::{ServingCertificate, follow_secret};
+use self::certificate::{ServingCertificate, follow_secret, server_config};
 use self::failure::Failure;
 use self::listener::TlsListener;
 use self::progress::{Coalescer, RunKey, WRITE_INTERVAL, WriteOutcome, WriteProgress};
@@ -133,20 +132,13 @@ pub async fn serve(
         loaded,
         api.metrics.certificate_expiry(),
     ));
-    let config =
-        match ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
-            Ok(builder) => {
-                let mut config = builder
-                    .with_no_client_auth()
-                    .with_cert_resolver(certificate.clone());
-                config.alpn_protocols = vec![b"http/1.1".to_vec()];
-                config
-            }
-            Err(error) => {
-                error!(%error, "the run API cannot serve TLS");
-                return;
-            }
-        };
+    let config = match server_config(provider, certificate.clone()) {
+        Ok(config) => config,
+        Err(error) => {
+            error!(%error, "the run API cannot serve TLS");
+            return;
+        }
+    };
     let listener = match TlsListener::new(listener, Arc::new(config)) {
         Ok(listener) => listener,
         Err(error) => {

@@ -10,6 +10,7 @@ mod prometheus;
 mod rights;
 pub(crate) mod run_fixtures;
 mod runs;
+mod secure_metrics;
 pub(crate) mod support;
 mod tls;
 
@@ -223,6 +224,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             prometheus::TEST,
             prometheus::prometheus_evaluates_the_charts_alerts_and_dashboard,
+        ),
+        E2eTest::shared(
+            secure_metrics::TEST,
+            secure_metrics::secure_metrics_need_an_allowed_token,
         ),
         E2eTest::exclusive("operator::outdated_crd_is_reported", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::ClusterWide).await?;
