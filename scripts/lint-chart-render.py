@@ -22,6 +22,8 @@ RBAC = CHART / "files/rbac"
 # The alerts the PrometheusRule must carry, and the dashboard its ConfigMap must hold.
 RULES = CHART / "files/prometheus/rules.yaml"
 DASHBOARD = CHART / "dashboards/herd.json"
+# The ClusterRoles of metrics.secure.
+METRICS_RBAC = CHART / "files/metrics"
 # Kinds whose CRDs the test API server does not have: left out of the server dry run.
 FOREIGN_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
@@ -186,7 +188,10 @@ def check_common(objects, account=OPERATOR):
            "the Service selects the operator's pods")
     service_ports = {p["name"]: p for p in service["spec"]["ports"]}
     expect(service_ports["run-api"]["port"] == ports["run-api"], "Service run-api port")
-    expect(service_ports["http-metrics"]["port"] == ports["http"], "Service metrics port")
+    # /metrics: plain HTTP on the http port, or with metrics.secure HTTPS on a port of its own.
+    metrics_port = ports.get("metrics", ports["http"])
+    metrics_service_port = "https-metrics" if "metrics" in ports else "http-metrics"
+    expect(service_ports[metrics_service_port]["port"] == metrics_port, "Service metrics port")
     names = args["--run-api-dns-names"].split(",")
     expect(f"{OPERATOR}.{RELEASE_NAMESPACE}.svc" in names, "the Service's names are DNS names")
 
@@ -196,7 +201,7 @@ def check_common(objects, account=OPERATOR):
     expect(run_api["ports"] == [{"port": ports["run-api"], "protocol": "TCP"}], "run API port")
     expect(run_api["from"] == [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
         {"key": "herd.dev/run", "operator": "Exists"}]}}], "run API from herd.dev/run pods")
-    expect(metrics["ports"] == [{"port": ports["http"], "protocol": "TCP"}], "metrics port")
+    expect(metrics["ports"] == [{"port": metrics_port, "protocol": "TCP"}], "metrics port")
     expect("namespaceSelector" in metrics["from"][0], "metrics from a namespace selector")
     return deployment, args
 
@@ -235,6 +240,8 @@ def check_default(objects):
                  "Issuer"):
         none_of(objects, kind)
     expect(not find(objects, "ConfigMap"), "no dashboard ConfigMap by default")
+    expect("--metrics-secure" not in args, "plain /metrics by default")
+    expect(not find(objects, "ClusterRole", "herd-metrics-reader"), "no metrics reader")
 
 
 def check_namespaced(objects):
@@ -372,6 +379,32 @@ def check_servicemonitor(objects):
            "the ConfigMap holds dashboards/herd.json")
 
 
+def check_secure_metrics(objects):
+    deployment, args = check_common(objects)
+    check_cluster_wide(objects)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    expect("--metrics-secure" in args and args["--metrics-addr"] == f"0.0.0.0:{ports['metrics']}",
+           "--metrics-secure on the metrics port")
+    auth = one(objects, "ClusterRole", f"{OPERATOR}-metrics-auth")
+    expect(auth["rules"] == yaml.safe_load((METRICS_RBAC / "auth-clusterrole.yaml").read_text())
+           ["rules"], "the operator's metrics-auth rules are files/metrics/auth-clusterrole.yaml's")
+    binding = one(objects, "ClusterRoleBinding", f"{OPERATOR}-metrics-auth")
+    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": OPERATOR,
+                                    "namespace": RELEASE_NAMESPACE}], "bound to the operator")
+    reader = one(objects, "ClusterRole", "herd-metrics-reader")
+    expect(reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+           "herd-metrics-reader may get /metrics")
+    monitor = one(objects, "ServiceMonitor", OPERATOR, RELEASE_NAMESPACE)
+    endpoint = monitor["spec"]["endpoints"][0]
+    expect(endpoint["port"] == "https-metrics" and endpoint["scheme"] == "https"
+           and endpoint["bearerTokenFile"].endswith("serviceaccount/token")
+           and endpoint["tlsConfig"]["ca"]["secret"] == {"name": "herd-run-api-tls",
+                                                         "key": "ca.crt"}
+           and endpoint["tlsConfig"]["serverName"] in args["--run-api-dns-names"].split(","),
+           "the ServiceMonitor scrapes over HTTPS with its token and the run API's CA")
+
+
 def check_monitoring_without_crds(objects):
     check_common(objects)
     check_cluster_wide(objects)
@@ -387,6 +420,7 @@ CHECKS = {
     "knobs": check_knobs,
     "servicemonitor": check_servicemonitor,
     "monitoring-without-crds": check_monitoring_without_crds,
+    "secure-metrics": check_secure_metrics,
 }
 
 

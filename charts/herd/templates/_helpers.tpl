@@ -74,6 +74,15 @@ defaulting to the chart's appVersion.
 {{- list $service (printf "%s.%s" $service $ns) (printf "%s.%s.svc" $service $ns) (printf "%s.%s.svc.%s" $service $ns .Values.clusterDomain) | join "," -}}
 {{- end -}}
 
+{{/* The port /metrics is scraped on: the HTTPS one with metrics.secure, else the http one. */}}
+{{- define "herd.metricsPort" -}}
+{{- if .Values.metrics.secure -}}
+{{- .Values.metrics.port -}}
+{{- else -}}
+{{- .Values.http.port -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The run API's URL as Run pods reach it. */}}
 {{- define "herd.runApiUrl" -}}
 {{- if .Values.runApi.url -}}
@@ -130,6 +139,10 @@ value can break the manifest.
 {{- $args = append $args (printf "--lease-name=%s" (include "herd.operatorName" .)) -}}
 {{- $args = append $args (printf "--lease-namespace=%s" .Release.Namespace) -}}
 {{- $args = append $args (printf "--http-addr=0.0.0.0:%d" (int $v.http.port)) -}}
+{{- if $v.metrics.secure -}}
+{{- $args = append $args "--metrics-secure" -}}
+{{- $args = append $args (printf "--metrics-addr=0.0.0.0:%d" (int $v.metrics.port)) -}}
+{{- end -}}
 {{- $args = append $args (printf "--run-api-addr=0.0.0.0:%d" (int $v.runApi.port)) -}}
 {{- $args = append $args (printf "--run-api-url=%s" (include "herd.runApiUrl" .)) -}}
 {{- $args = append $args (printf "--run-api-port=%d" (int $v.runApi.port)) -}}
@@ -162,5 +175,8 @@ value can break the manifest.
 {{- define "herd.validate" -}}
 {{- if eq (int .Values.http.port) (int .Values.runApi.port) -}}
 {{- fail (printf "http.port and runApi.port must differ (both are %d)" (int .Values.http.port)) -}}
+{{- end -}}
+{{- if and .Values.metrics.secure (has (int .Values.metrics.port) (list (int .Values.http.port) (int .Values.runApi.port))) -}}
+{{- fail (printf "metrics.port must differ from http.port and runApi.port (it is %d)" (int .Values.metrics.port)) -}}
 {{- end -}}
 {{- end -}}
