@@ -201,8 +201,13 @@ async fn watch(
             format,
             Timestamp::now(),
         )?;
-        let _ = write!(io.stdout, "{line}");
-        let _ = io.stdout.flush();
+        // A reader that stopped reading (`| head`) ends the watch.
+        if write!(io.stdout, "{line}")
+            .and_then(|()| io.stdout.flush())
+            .is_err()
+        {
+            return Ok(EXIT_ANSWERED);
+        }
     }
 }
 

@@ -100,11 +100,11 @@ pub async fn logs(
         .await
         .map_err(|e| CliError::new(format!("the logs of Pod {pod} broke off: {e}")))?
     {
-        let _ = writeln!(
-            io.stdout,
-            "{}",
-            herd_crds::terminal_text::for_terminal(&line)
-        );
+        let shown = herd_crds::terminal_text::for_terminal(&line);
+        // A reader that stopped reading (`| head`) ends `-f` too.
+        if writeln!(io.stdout, "{shown}").is_err() {
+            break;
+        }
     }
     Ok(())
 }

@@ -8,6 +8,9 @@ use herd_crds::report::{Todo, TodoStatus, Usage};
 use herd_crds::run::{ChildRef, Run, RunPhase, phase_of};
 use herd_crds::terminal_text::one_line;
 
+use crate::columns::tokens_text;
+use crate::outcome::pending_question;
+
 /// The parts of a Run's status that `--follow` shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct View {
@@ -31,6 +34,8 @@ pub struct View {
     pub cancelling: bool,
     /// Whether the Run has had a Pod (`status.podName`).
     pub has_pod: bool,
+    /// The Run still shows a question that `spec.responses` already answers: it resumes.
+    pub answered: bool,
 }
 
 /// The view of `run`'s status; an absent or partial status is a `Pending` view.
@@ -50,6 +55,7 @@ pub fn view(run: &Run) -> View {
         usage: report.usage,
         cancelling: run.spec.cancel && !phase.is_finished(),
         has_pod: status.pod_name.is_some(),
+        answered: phase == RunPhase::InputRequired && pending_question(run).is_none(),
     }
 }
 
@@ -77,6 +83,9 @@ fn todo_mark(status: TodoStatus) -> &'static str {
 /// `Starting: the pod is starting`, `Failed (TimedOut): …`: the phase (a Run whose Pod is
 /// pending is `Starting`), the reason when it says more, the message when there is one.
 fn phase_line(view: &View) -> String {
+    if view.answered {
+        return "Resuming: the question is answered".to_owned();
+    }
     let starting = view.phase == RunPhase::Running && view.reason == POD_PENDING;
     let mut line = if starting {
         "Starting"
@@ -98,7 +107,8 @@ fn phase_line(view: &View) -> String {
 pub fn changes(previous: Option<&View>, next: &View) -> Vec<String> {
     let mut lines = Vec::new();
     let phase_changed = previous.is_none_or(|p| {
-        (p.phase, &p.reason, &p.message) != (next.phase, &next.reason, &next.message)
+        (p.phase, &p.reason, &p.message, p.answered)
+            != (next.phase, &next.reason, &next.message, next.answered)
     });
     if phase_changed {
         lines.push(phase_line(next));
@@ -160,9 +170,14 @@ pub fn usage_line(usage: &Usage) -> String {
 }
 
 /// The spinner's message: `notes-x1y2z Running · Six notes · todos 1/3 · children 2/6 done ·
-/// 1234 tokens`.
+/// model call 3 · 1.2k tokens`; a Run whose question is answered is `Resuming`.
 pub fn status_line(name: &str, view: &View) -> String {
-    let mut parts = vec![format!("{} {}", one_line(name), phase_name(view.phase))];
+    let phase = if view.answered {
+        "Resuming"
+    } else {
+        phase_name(view.phase)
+    };
+    let mut parts = vec![format!("{} {phase}", one_line(name))];
     if view.cancelling {
         parts.push("cancelling".to_owned());
     }
@@ -185,8 +200,11 @@ pub fn status_line(name: &str, view: &View) -> String {
             .count();
         parts.push(format!("children {done}/{} done", view.children.len()));
     }
+    if view.usage.model_calls > 0 {
+        parts.push(format!("model call {}", view.usage.model_calls));
+    }
     if view.usage.total_tokens() > 0 {
-        parts.push(format!("{} tokens", view.usage.total_tokens()));
+        parts.push(format!("{} tokens", tokens_text(view.usage.total_tokens())));
     }
     parts.join(" · ")
 }
@@ -197,7 +215,7 @@ mod tests {
     use herd_crds::run::RunStatus;
 
     use super::*;
-    use crate::testing::{run_named, run_with};
+    use crate::testing::{question_run, run_named, run_with};
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo {
@@ -263,7 +281,7 @@ mod tests {
         );
         assert_eq!(
             status_line("r", &next),
-            "r Running · A colour · todos 1/3 · children 0/1 done · 306 tokens"
+            "r Running · A colour · todos 1/3 · children 0/1 done · model call 2 · 306 tokens"
         );
     }
 
@@ -331,6 +349,27 @@ mod tests {
         assert_eq!(changes(None, &next), vec!["Starting"]);
         next.reason = "ModelError".into();
         assert_eq!(changes(None, &next), vec!["Running (ModelError)"]);
+    }
+
+    #[test]
+    fn an_answered_question_is_not_shown_as_waiting() {
+        let waiting = question_run("q", &[]);
+        let before = view(&waiting);
+        assert!(!before.answered);
+        assert_eq!(status_line("r", &before), "r InputRequired");
+        let answered = question_run(
+            "q",
+            &[herd_crds::run::Response {
+                id: "q".into(),
+                answer: "teal".into(),
+            }],
+        );
+        let after = view(&answered);
+        assert_eq!(status_line("r", &after), "r Resuming");
+        assert_eq!(
+            changes(Some(&before), &after),
+            vec!["Resuming: the question is answered"]
+        );
     }
 
     #[test]
