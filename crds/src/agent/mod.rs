@@ -3,6 +3,7 @@
 
 mod mcp;
 mod model;
+mod observability;
 mod sandbox;
 mod settings;
 mod validate;
@@ -16,6 +17,7 @@ use crate::refs::ValueFrom;
 
 pub use mcp::{McpEnvVar, McpHeader, McpServerSpec, McpSpec, header_env_var};
 pub use model::{ModelSpec, Provider, ReasoningEffort};
+pub use observability::ObservabilitySpec;
 pub use sandbox::{
     AccessMode, EgressMode, EgressSpec, SandboxResources, SandboxSpec, WorkspaceClaimSpec,
     WorkspaceSpec,
@@ -97,6 +99,10 @@ pub struct AgentSpec {
     #[serde(default)]
     #[schemars(extend("default" = {}))]
     pub sandbox: SandboxSpec,
+    /// What the agent's traces record.
+    #[serde(default)]
+    #[schemars(extend("default" = {}))]
+    pub observability: ObservabilitySpec,
 }
 
 /// What the operator observed about an Agent.

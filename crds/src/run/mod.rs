@@ -22,6 +22,12 @@ pub const MAX_RESPONSES: usize = 32;
 /// Most entries of `inputs`.
 pub const MAX_INPUTS: usize = 16;
 
+/// Annotation holding the W3C `traceparent` of the Run's trace: set by the operator when it
+/// first reconciles the Run (a child Run created through the run API gets its parent's span),
+/// passed to the Run's pods as `TRACEPARENT`, so the operator's, the runner's and every child's
+/// spans form one trace.
+pub const TRACEPARENT_ANNOTATION: &str = "herd.dev/traceparent";
+
 /// A task for an Agent. Everything but `responses` and `cancel` is fixed once created.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[kube(
