@@ -281,8 +281,12 @@ fn copy_log(
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             }
+            // tokio's File hands a write to a blocking thread and returns before it is done:
+            // without the flush, the last lines may not be in the file when the container's
+            // exit is reported (and a reader of the log finds them missing).
             if let Some(file) = file.as_mut() {
                 let _ = file.write_all(&line).await;
+                let _ = file.flush().await;
             }
             let text = String::from_utf8_lossy(&line);
             eprintln!("[{label}] {}", text.trim_end_matches('\n'));
