@@ -1,13 +1,14 @@
-//! Herd's API: the `Agent`, `Skill` and `Run` custom resources (group `herd.dev`), the runner's
-//! report types, and the run-API wire bodies.
+//! Herd's API: the `Agent`, `Skill`, `Run` and `Schedule` custom resources (group `herd.dev`),
+//! the runner's report types, and the run-API wire bodies.
 //!
-//! All three resources are namespaced, version `v1alpha1`, in category `herd` (`kubectl get
+//! All four resources are namespaced, version `v1alpha1`, in category `herd` (`kubectl get
 //! herd` lists them all), with a status subresource. Short names carry an `h` prefix so they
 //! do not collide with other operators' `ag`/`run`/`skill` resources: `hag` (Agent), `hskill`
-//! (Skill), `hrun` (Run).
+//! (Skill), `hrun` (Run), `hsched` (Schedule).
 //!
-//! - [`agent`], [`skill`], [`run`]: the resource types, with serde defaults equal to the schema
-//!   defaults and `validate()` methods mirroring the create-time CEL rules ([`rules`]).
+//! - [`agent`], [`skill`], [`run`], [`schedule`]: the resource types, with serde defaults
+//!   equal to the schema defaults and `validate()` methods mirroring the create-time CEL rules
+//!   ([`rules`]).
 //! - [`condition`], [`reason`]: KEP-1623 conditions, `set_condition`, and named reasons.
 //! - [`skill_md`]: SKILL.md frontmatter parsing with DeerFlow's rules (operator and runner).
 //! - [`manifest`]: multi-document YAML to typed resources, for `herd-runner run -f`.
@@ -26,6 +27,7 @@ pub mod refs;
 pub mod report;
 pub mod rules;
 pub mod run;
+pub mod schedule;
 mod schema;
 pub mod skill;
 pub mod skill_md;

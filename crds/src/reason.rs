@@ -74,6 +74,36 @@ pub mod skill {
     pub const NOT_READY: &str = "NotReady";
 }
 
+/// Reasons of a Schedule's conditions.
+pub mod schedule {
+    /// `Accepted=True`.
+    pub const ACCEPTED: &str = "Accepted";
+    /// `Accepted=False`: `schedule` does not parse as a cron expression or `@every` duration.
+    pub const INVALID_SCHEDULE: &str = "InvalidSchedule";
+    /// `Accepted=False`: `timeZone` names no time zone the operator knows.
+    pub const UNKNOWN_TIME_ZONE: &str = "UnknownTimeZone";
+    /// `Ready=True`: Runs are created at their slots.
+    pub const SCHEDULED: &str = "Scheduled";
+    /// `Ready=True`: `suspend` is set; no Run is created.
+    pub const SUSPENDED: &str = "Suspended";
+    /// `Ready=True`: the one-shot `at` Run was created, or no slot is left.
+    pub const FINISHED: &str = "Finished";
+    /// `Ready=False`: the API server refused the latest Run (its message is carried).
+    pub const RUN_REJECTED: &str = "RunRejected";
+    /// `Ready=False`: the spec is not accepted.
+    pub const NOT_ACCEPTED: &str = "NotAccepted";
+    /// Warning Event: more than 100 slots were missed; only the latest is run.
+    pub const TOO_MANY_MISSED: &str = "TooManyMissedSlots";
+    /// Warning Event: a slot passed its `startingDeadlineSeconds` before its Run was created.
+    pub const MISSED_SLOT: &str = "MissedSlot";
+    /// Normal Event: a slot was skipped because a Run is still going and the policy is `Forbid`.
+    pub const FORBIDDEN: &str = "SkippedWhileActive";
+    /// Normal Event: a Run was created for a slot.
+    pub const RUN_CREATED: &str = "RunCreated";
+    /// Normal Event: a going Run was cancelled for a new slot (policy `Replace`).
+    pub const RUN_REPLACED: &str = "RunReplaced";
+}
+
 /// Reasons of a Run's `Succeeded` and `InputRequired` conditions.
 pub mod run {
     /// `Succeeded=Unknown`: waiting for a free slot under a concurrency cap.

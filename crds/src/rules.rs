@@ -353,6 +353,40 @@ pub const ENV_NAME_MESSAGE: &str = "'\"' + self + '\" is not an environment vari
 pub const ENV_NAME_SUFFIX: &str =
     " is not an environment variable name: letters, digits and _, not starting with a digit";
 
+/// Schedule: Run names are `<schedule>-<slot in Unix seconds>` (11 characters more), and a Run's
+/// name holds at most 63 characters.
+pub const NAME_52: &str = "size(self.metadata.name) <= 52";
+/// Message of [`NAME_52`].
+pub const NAME_52_MESSAGE: &str = "metadata.name of a Schedule must be at most 52 characters, because its Runs are named <schedule>-<slot time in Unix seconds>";
+
+/// Schedule `schedule`: five cron fields, a macro such as `@hourly`, or `@every <duration>`.
+/// The controller parses the fields themselves and reports a bad one as `Accepted=False`.
+pub const CRON_SHAPE: &str = "self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]{1,6}(s|m|h))+|[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+)$')";
+/// messageExpression of [`CRON_SHAPE`].
+pub const CRON_SHAPE_MESSAGE: &str = "'\"' + self + '\" is not a schedule: use five cron fields (minute hour day-of-month month day-of-week, one space apart), @yearly, @monthly, @weekly, @daily, @hourly or @every <duration> such as @every 15m'";
+/// What [`CRON_SHAPE_MESSAGE`] says after the quoted value.
+pub const CRON_SHAPE_SUFFIX: &str = " is not a schedule: use five cron fields (minute hour day-of-month month day-of-week, one space apart), @yearly, @monthly, @weekly, @daily, @hourly or @every <duration> such as @every 15m";
+
+/// Schedule `timeZone`: the characters of an IANA time zone name; the controller looks the
+/// name up and reports an unknown one as `Accepted=False`.
+pub const TIME_ZONE: &str = "self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$')";
+/// messageExpression of [`TIME_ZONE`].
+pub const TIME_ZONE_MESSAGE: &str =
+    "'\"' + self + '\" is not a time zone name such as Europe/Berlin, America/New_York or UTC'";
+
+/// Schedule: a timetable (`schedule`) or one time (`at`), exactly one of them.
+pub const SCHEDULE_OR_AT: &str = "has(self.schedule) != has(self.at)";
+/// Message of [`SCHEDULE_OR_AT`].
+pub const SCHEDULE_OR_AT_MESSAGE: &str =
+    "set exactly one of schedule (a timetable) and at (one time)";
+
+/// Schedule `successfulRunsHistoryLimit` and `failedRunsHistoryLimit`.
+pub const HISTORY_LIMIT_RANGE: RangeInclusive<u32> = 0..=100;
+/// CEL rule of the history limits.
+pub const HISTORY_LIMIT: &str = range_rule!(HISTORY_LIMIT_RANGE);
+/// Message of [`HISTORY_LIMIT`].
+pub const HISTORY_LIMIT_MESSAGE: &str = range_message!(HISTORY_LIMIT_RANGE);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! One accepting and one rejecting case per CEL rule of the three CRDs, evaluated offline.
+//! One accepting and one rejecting case per CEL rule of the CRDs, evaluated offline.
 
 mod common;
 
@@ -817,4 +817,106 @@ fn mcp_names_headers_env_and_urls_are_checked() {
         "h",
         rules::CIDRS_SUFFIX,
     );
+}
+
+fn schedule(extra: Value) -> Value {
+    let mut spec = json!({
+        "schedule": "0 9 * * 1-5",
+        "runTemplate": {"spec": {"agentRef": {"name": "researcher"}, "task": "Brief me"}},
+    });
+    common::merge_patch(&mut spec, &extra);
+    json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Schedule", "metadata": {"name": "brief"}, "spec": spec})
+}
+
+#[test]
+fn schedule_name_at_most_52() {
+    assert_accepted(cel_create(&renamed(schedule(json!({})), &"a".repeat(52))));
+    assert_rejected(
+        cel_create(&renamed(schedule(json!({})), &"a".repeat(53))),
+        "",
+        rules::NAME_52_MESSAGE,
+    );
+}
+
+#[test]
+fn schedules_have_the_shape_of_cron_or_a_macro() {
+    for good in [
+        "0 9 * * 1-5",
+        "*/15 * * * *",
+        "@hourly",
+        "@midnight",
+        "@every 15m",
+        "@every 1h30m",
+    ] {
+        assert_accepted(cel_create(&schedule(json!({"schedule": good}))));
+    }
+    for bad in [
+        "* * * *",
+        "* * * * * *",
+        "@every",
+        "@every 5",
+        "@every 500ms",
+        "@often",
+    ] {
+        assert_rejected(
+            cel_create(&schedule(json!({"schedule": bad}))),
+            "spec.schedule",
+            &rules::quoted(bad, rules::CRON_SHAPE_SUFFIX),
+        );
+    }
+}
+
+#[test]
+fn time_zones_are_zone_names() {
+    for good in [
+        "UTC",
+        "Europe/Berlin",
+        "America/Argentina/Buenos_Aires",
+        "Etc/GMT+5",
+    ] {
+        assert_accepted(cel_create(&schedule(json!({"timeZone": good}))));
+    }
+    for bad in ["Europe/", "/Berlin", "Europe Berlin", "../etc/passwd"] {
+        let errors = cel_create(&schedule(json!({"timeZone": bad})));
+        assert_eq!(
+            errors,
+            [format!(
+                "spec.timeZone: \"{bad}\" is not a time zone name such as Europe/Berlin, America/New_York or UTC"
+            )]
+        );
+    }
+}
+
+#[test]
+fn a_schedule_or_one_time() {
+    assert_accepted(cel_create(&schedule(
+        json!({"schedule": null, "at": "2026-03-01T09:00:00+01:00"}),
+    )));
+    let both = schedule(json!({"at": "2026-03-01T09:00:00+01:00"}));
+    assert_rejected(cel_create(&both), "spec", rules::SCHEDULE_OR_AT_MESSAGE);
+    let neither = schedule(json!({"schedule": null}));
+    assert_rejected(cel_create(&neither), "spec", rules::SCHEDULE_OR_AT_MESSAGE);
+}
+
+#[test]
+fn history_limits_are_0_to_100() {
+    for field in ["successfulRunsHistoryLimit", "failedRunsHistoryLimit"] {
+        assert_accepted(cel_create(&schedule(json!({field: 0}))));
+        assert_accepted(cel_create(&schedule(json!({field: 100}))));
+        assert_rejected(
+            cel_create(&schedule(json!({field: 101}))),
+            &format!("spec.{field}"),
+            rules::HISTORY_LIMIT_MESSAGE,
+        );
+    }
+}
+
+#[test]
+fn a_run_template_may_change() {
+    let old = schedule(json!({}));
+    let new = patched(
+        &old,
+        json!({"spec": {"runTemplate": {"spec": {"task": "Brief me twice", "timeout": "1h"}}}}),
+    );
+    assert_accepted(cel_update(&old, &new));
 }

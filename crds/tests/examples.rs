@@ -399,3 +399,23 @@ fn transition_fixtures_are_rejected_on_the_patch() {
         );
     }
 }
+
+#[test]
+fn schedule_examples_read_as_schedules_and_pass_cel() {
+    let files = yaml_files(&examples().join("schedules"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    let mut one_shot = 0;
+    for path in files {
+        let document = yaml(&read(&path));
+        let schedule: herd_crds::schedule::Schedule = serde_json::from_value(document.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            cel_create(&document),
+            Vec::<String>::new(),
+            "{}",
+            path.display()
+        );
+        one_shot += usize::from(schedule.spec.at.is_some());
+    }
+    assert_eq!(one_shot, 1, "a weekday timetable and a one-shot at");
+}

@@ -10,7 +10,7 @@ use herd_crds::generate::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
-const KINDS: [&str; 3] = ["Agent", "Skill", "Run"];
+const KINDS: [&str; 4] = ["Agent", "Skill", "Run", "Schedule"];
 
 /// Calls `visit(path, node)` for every schema node under `node`.
 fn walk(path: &str, node: &Value, visit: &mut dyn FnMut(&str, &Value)) {
@@ -230,8 +230,8 @@ fn committed_crds_match_the_types() {
 /// test fails until `SCHEMA_REVISION` grows and the new digest is recorded here, so the
 /// `herd.dev/api-version` annotation the operator compares always moves with the schema.
 const RECORDED_REVISION: (&str, &str) = (
-    "v1alpha1.11",
-    "30f782ceb689632cc019c41e91b3473951e0dd76055a73fbbbf8355852e41fa6",
+    "v1alpha1.12",
+    "8ec5b0bd35c7e103a6d383f297cc58e74c2ee2c6a0bc2606567d4defa1d3712f",
 );
 
 #[test]
@@ -284,7 +284,7 @@ fn names_columns_and_selectable_fields() {
         assert!(version.subresources.as_ref().unwrap().status.is_some());
         short_names.extend(crd.spec.names.short_names.clone().unwrap());
     }
-    assert_eq!(short_names, ["hag", "hskill", "hrun"]);
+    assert_eq!(short_names, ["hag", "hskill", "hrun", "hsched"]);
 
     let columns = |kind: &str| -> Vec<(String, i32)> {
         by_kind(kind).spec.versions[0]
@@ -318,6 +318,20 @@ fn names_columns_and_selectable_fields() {
     assert_eq!(
         columns("Skill"),
         named(&[("Ready", 0), ("Age", 0), ("Description", 1)])
+    );
+    assert_eq!(
+        columns("Schedule"),
+        named(&[
+            ("Schedule", 0),
+            ("TimeZone", 0),
+            ("Suspend", 0),
+            ("Active", 0),
+            ("Last", 0),
+            ("Next", 0),
+            ("Age", 0),
+            ("Ready", 1),
+            ("At", 1),
+        ])
     );
     let selectable: Vec<String> = by_kind("Run").spec.versions[0]
         .selectable_fields
@@ -356,4 +370,33 @@ fn optional_enums_keep_the_field_description_and_are_not_nullable() {
             .unwrap()
             .starts_with("A one-word summary")
     );
+}
+
+#[test]
+fn a_run_template_is_a_run_spec_without_the_run_only_fields_and_transition_rules() {
+    let schedule = common::schema("Schedule");
+    let template =
+        &schedule["properties"]["spec"]["properties"]["runTemplate"]["properties"]["spec"];
+    let run = common::schema("Run");
+    let run_spec = &run["properties"]["spec"];
+    let fields = |node: &Value| -> Vec<String> {
+        node["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let mut expected = fields(run_spec);
+    expected
+        .retain(|f| !["responses", "cancel", "parentRef", "subagentType"].contains(&f.as_str()));
+    assert_eq!(fields(template), expected);
+    for field in &expected {
+        assert_eq!(
+            template["properties"][field], run_spec["properties"][field],
+            "{field}"
+        );
+    }
+    let text = serde_json::to_string(template).unwrap();
+    assert!(!text.contains("oldSelf"), "a template may change: {text}");
 }
