@@ -1,17 +1,23 @@
 //! `kubectl herd run`'s options, `--dry-run`, `-o`, `-f MANIFEST` and the Agent check, against
 //! the real API server without an operator: what lands in the stored Run is read back.
 
+use std::time::Duration;
+
 use anyhow::ensure;
 use herd_crds::run::Run;
 use herd_e2e::TestEnv;
+use herd_e2e::wait::wait_for;
 use kube::ResourceExt;
 use serde_json::json;
 
-use super::fixtures::{create_agent, runs, set_agent_ready};
+use super::fixtures::{create_agent, runs, set_agent_ready, set_run_status};
 use super::kubectl_herd;
 
+/// How long the Run of `run --wait` may take to appear.
+const WAIT: Duration = Duration::from_secs(30);
+
 /// Every option that shapes the Run.
-const OPTIONS: [&str; 13] = [
+const OPTIONS: [&str; 12] = [
     "--model",
     "big",
     "--thinking",
@@ -24,7 +30,6 @@ const OPTIONS: [&str; 13] = [
     "1h",
     "-l",
     "herd.dev/user=alice",
-    "--generate-name=",
 ];
 
 /// Checks that `run` carries [`OPTIONS`].
@@ -44,7 +49,7 @@ fn has_the_options(run: &Run) -> anyhow::Result<()> {
 }
 
 fn with_options<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
-    let options = OPTIONS.iter().take(OPTIONS.len() - 1).copied();
+    let options = OPTIONS.iter().copied();
     head.iter()
         .copied()
         .chain(options)
@@ -131,6 +136,8 @@ pub async fn run_options_land_in_the_run_and_dry_run_creates_nothing(
             && stored.labels()["herd.dev/user"] == "bob",
         "{from_yaml:?}"
     );
+    // Creation times have a resolution of a second: `from-json` is the newest, for --last.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let json_file = dir.path().join("run.json");
     std::fs::write(
         &json_file,
@@ -176,6 +183,13 @@ pub async fn run_options_land_in_the_run_and_dry_run_creates_nothing(
         cancelled.stdout == "Run mine cancelled: it had no Pod yet\n",
         "a Run that never had a Pod: {cancelled:?}"
     );
+    let newest = kubectl_herd(&env, &["cancel", "--last"])
+        .await?
+        .expect_code(0)?;
+    ensure!(
+        newest.stdout == "Run from-json cancelled: it had no Pod yet\n",
+        "--last is the newest Run: {newest:?}"
+    );
     Ok(())
 }
 
@@ -210,7 +224,43 @@ pub async fn run_warns_of_an_agent_not_ready_and_wait_refuses_it(
         "{waited:?}"
     );
     let created = runs(&env).list(&Default::default()).await?.items;
-    ensure!(created.len() == 1, "--wait created no Run: {created:?}");
+    ensure!(
+        created.len() == 1,
+        "--wait created no Run for an Agent not ready: {created:?}"
+    );
+    // An Agent the operator has not judged yet passes the check; --wait still stops as soon
+    // as the Run says it waits for its Agent.
+    create_agent(&env, "late", &[]).await?;
+    let operator = env.clone();
+    let says_not_ready = tokio::spawn(async move {
+        let api = runs(&operator);
+        let run = wait_for("the Run of Agent late", WAIT, || {
+            let api = api.clone();
+            async move {
+                let all = api.list(&Default::default()).await?.items;
+                Ok(all.into_iter().find(|r| r.spec.agent_ref.name == "late"))
+            }
+        })
+        .await?;
+        set_run_status(
+            &operator,
+            &run.name_any(),
+            "Unknown",
+            "AgentNotReady",
+            json!({}),
+        )
+        .await
+    });
+    let stopped = kubectl_herd(&env, &["run", "late", "Go.", "--wait"])
+        .await?
+        .expect_code(1)?;
+    says_not_ready.await??;
+    ensure!(
+        stopped
+            .stderr
+            .contains("waits for its Agent (AgentNotReady)"),
+        "{stopped:?}"
+    );
     let missing = kubectl_herd(&env, &["run", "nobody", "Go."])
         .await?
         .expect_code(1)?;
