@@ -141,8 +141,8 @@ def check_common(objects, account=OPERATOR):
                         (edit, {"get", "list", "watch", "create", "update", "patch", "delete",
                                 "deletecollection"})):
         resources = {r for rule in role["rules"] for r in rule["resources"]}
-        expect(resources == {"agents", "skills", "runs"},
-               f"{role['metadata']['name']} covers exactly agents, skills, runs (never runs/status): {resources}")
+        expect(resources == {"agents", "skills", "runs", "schedules"},
+               f"{role['metadata']['name']} covers exactly agents, skills, runs, schedules (never a status): {resources}")
         expect({v for rule in role["rules"] for v in rule["verbs"]} == verbs,
                f"{role['metadata']['name']} verbs")
 

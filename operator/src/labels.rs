@@ -22,3 +22,9 @@ pub const AGENT: &str = "herd.dev/agent";
 pub const ATTEMPT: &str = "herd.dev/attempt";
 /// On a Run: whose memory it uses when its Agent's memory has `scope: user`.
 pub const USER: &str = "herd.dev/user";
+/// On a Schedule's Run: the Schedule's name.
+pub const SCHEDULE: &str = "herd.dev/schedule";
+/// On a Run started by `kubectl herd trigger`: `manual`.
+pub const TRIGGER: &str = "herd.dev/trigger";
+/// Annotation on a Schedule's Run: its slot, RFC 3339 (absent on a manual Run).
+pub const SCHEDULED_AT: &str = "herd.dev/scheduled-at";

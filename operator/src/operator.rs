@@ -16,7 +16,7 @@ use crate::controller::admission::Admission;
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::run_context::RunSetup;
 use crate::controller::skill::SkillWake;
-use crate::controller::{agent, run, skill};
+use crate::controller::{agent, run, schedule, skill};
 use crate::decide::run_api_tls::leaf_names;
 use crate::error::Error;
 use crate::http::Readiness;
@@ -193,14 +193,23 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
+        let (schedules, schedule_caches) = schedule::controller(
+            scope.clone(),
+            shared.clone(),
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
         readiness.extend(agent_caches);
         readiness.extend(skill_caches);
+        readiness.extend(schedule_caches);
         readiness.extend(run_synced);
         ca_copies.push(run_caches.config_maps.clone());
         run_api_scopes.push((scope.clone(), run_caches));
         controllers.spawn(drain(agents));
         controllers.spawn(drain(skills));
         controllers.spawn(drain(runs));
+        controllers.spawn(drain(schedules));
     }
     let run_api_serving = Synced::default();
     readiness.push(run_api_serving.clone());

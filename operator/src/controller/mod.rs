@@ -15,4 +15,5 @@ pub mod run_children;
 pub mod run_context;
 pub mod run_objects;
 pub mod run_start;
+pub mod schedule;
 pub mod skill;

@@ -1,11 +1,12 @@
 //! What every reconcile starts with: only the leader acts, the reconcile is measured, and the
-//! object's name, namespace, API, previous status and the clock are read once. For Agents and
-//! Skills, also the kstatus `Reconciling` mark of a new generation.
+//! object's name, namespace, API, previous status and the clock are read once. For Agents,
+//! Skills and Schedules, also the kstatus `Reconciling` mark of a new generation.
 
 use std::borrow::Cow;
 
 use herd_crds::agent::AgentStatus;
 use herd_crds::condition::Condition;
+use herd_crds::schedule::ScheduleStatus;
 use herd_crds::skill::SkillStatus;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -103,6 +104,21 @@ impl Observed for SkillStatus {
     }
     fn with_conditions(&self, conditions: Vec<Condition>) -> Self {
         SkillStatus {
+            conditions,
+            ..self.clone()
+        }
+    }
+}
+
+impl Observed for ScheduleStatus {
+    fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.observed_generation
+    }
+    fn with_conditions(&self, conditions: Vec<Condition>) -> Self {
+        ScheduleStatus {
             conditions,
             ..self.clone()
         }

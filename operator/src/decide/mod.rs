@@ -19,6 +19,8 @@ pub mod run_snapshot;
 pub mod run_status;
 pub mod run_workspace;
 pub mod runner_resources;
+pub mod schedule_plan;
+pub mod schedule_timetable;
 pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;

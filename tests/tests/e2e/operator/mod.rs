@@ -10,6 +10,7 @@ mod prometheus;
 mod rights;
 pub(crate) mod run_fixtures;
 mod runs;
+mod schedules;
 mod secure_metrics;
 pub(crate) mod support;
 mod tls;
@@ -109,6 +110,25 @@ pub fn tests() -> Vec<E2eTest> {
                 runs::old_skill_version_lives_while_a_run_uses_it(operator, admin, ns).await
             },
         ),
+        E2eTest::shared("operator::schedule_every_five_seconds", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            schedules::every_five_seconds(operator, admin, ns).await
+        }),
+        E2eTest::shared("operator::schedule_forbid_and_replace", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            schedules::forbid_and_replace(operator, admin, ns).await
+        }),
+        E2eTest::shared(
+            "operator::schedule_killed_across_a_slot",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                schedules::killed_across_a_slot(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared("operator::schedule_bad_inputs", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            schedules::bad_inputs(operator, admin, ns).await
+        }),
         E2eTest::shared("operator::run_input_times_out", |env| async move {
             let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
             runs::run_input_times_out(operator, admin, ns).await

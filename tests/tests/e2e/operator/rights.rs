@@ -27,7 +27,12 @@ use serde_json::json;
 use super::support::Rbac;
 
 /// The CRDs Herd owns, the only ones the operator may read.
-const HERD_CRDS: [&str; 3] = ["agents.herd.dev", "skills.herd.dev", "runs.herd.dev"];
+const HERD_CRDS: [&str; 4] = [
+    "agents.herd.dev",
+    "skills.herd.dev",
+    "runs.herd.dev",
+    "schedules.herd.dev",
+];
 /// Verbs that write.
 const WRITES: [&str; 7] = [
     "create",
