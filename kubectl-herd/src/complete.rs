@@ -203,6 +203,7 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
         match arg.get_id().as_str() {
             "run" => completion.noun = Some(Noun::Runs(run_filter(command.get_name()))),
             "agent" => completion.noun = Some(Noun::Agents),
+            "names" if command.get_name() == "agents" => completion.noun = Some(Noun::Agents),
             _ => values(&mut completion, arg),
         }
     }
@@ -465,6 +466,7 @@ mod tests {
         assert_eq!(at(&["run", "helper", "--input", ""]).directive, FILES);
         assert_eq!(at(&["describe", ""]).noun, Some(Noun::Runs(RunFilter::All)));
         assert_eq!(at(&["delete", ""]).noun, Some(Noun::Runs(RunFilter::All)));
+        assert_eq!(at(&["agents", ""]).noun, Some(Noun::Agents));
         assert_eq!(at(&["result", "r", "-o", ""]).directive, DIRS);
         assert_eq!(
             values_of(&at(&["logs", "r", "-c", ""])),

@@ -134,6 +134,17 @@ pub async fn get_shows_a_parent_with_its_children(env: TestEnv) -> anyhow::Resul
         "the namespace's only top-level Run is the parent, its children under it:\n{}",
         everything.stdout
     );
+    let last = kubectl_herd(&env, &["result", "--last"])
+        .await?
+        .expect_code(0)?;
+    ensure!(
+        last.stdout == format!("{BOTH}\n"),
+        "--last is the parent, not a child: {last:?}"
+    );
+    let again = kubectl_herd(&env, &["follow", "--last"])
+        .await?
+        .expect_code(0)?;
+    ensure!(again.stdout == format!("{BOTH}\n"), "{again:?}");
     let missing = kubectl_herd(&env, &["get", "no-such-run"])
         .await?
         .expect_code(1)?;
