@@ -24,6 +24,7 @@ pub fn collection_path(namespace: &str, kind: &str) -> anyhow::Result<String> {
         "Agent" => "agents",
         "Skill" => "skills",
         "Run" => "runs",
+        "Schedule" => "schedules",
         other => bail!("not a Herd kind: {other}"),
     };
     Ok(format!(

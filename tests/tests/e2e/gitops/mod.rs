@@ -1,5 +1,5 @@
 //! GitOps: the health checks the chart ships for Argo CD (Lua, `charts/herd/files/argocd/`)
-//! and Flux (CEL, `charts/herd/files/flux/`), run on Agents, Skills and Runs taken from the API
+//! and Flux (CEL, `charts/herd/files/flux/`), run on Agents, Skills, Runs and Schedules taken from the API
 //! server in each state; `examples/gitops` applied with `kubectl apply -k`; the `argocd-cm`
 //! patch applied with `kubectl patch`.
 
@@ -17,6 +17,10 @@ pub fn tests() -> Vec<E2eTest> {
             agent_and_skill_health_in_each_state,
         ),
         E2eTest::shared("gitops::run_health_in_each_state", run_health_in_each_state),
+        E2eTest::shared(
+            "gitops::schedule_health_in_each_state",
+            schedule_health_in_each_state,
+        ),
         E2eTest::shared(
             "gitops::example_applies_with_kubectl_kustomize",
             apply::example_applies_with_kubectl_kustomize,
@@ -41,4 +45,11 @@ async fn agent_and_skill_health_in_each_state(env: TestEnv) -> anyhow::Result<()
 async fn run_health_in_each_state(env: TestEnv) -> anyhow::Result<()> {
     let cases = states::runs(&env).await?;
     health::check("gitops::run_health_in_each_state", &cases)
+}
+
+/// Schedule: scheduling is Healthy/Current, suspended Suspended/Current, a bad timetable or a
+/// refused Run Degraded/Failed, a spec not observed yet or no status Progressing.
+async fn schedule_health_in_each_state(env: TestEnv) -> anyhow::Result<()> {
+    let cases = states::schedules(&env).await?;
+    health::check("gitops::schedule_health_in_each_state", &cases)
 }

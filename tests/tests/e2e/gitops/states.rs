@@ -12,12 +12,14 @@ use anyhow::{Context, bail};
 use herd_crds::agent::AgentStatus;
 use herd_crds::report::{Clarification, ClarificationType, StopReason, Usage};
 use herd_crds::run::{RunReport, RunResult, RunStatus};
+use herd_crds::schedule::{ScheduleSpec, ScheduleStatus};
 use herd_e2e::TestEnv;
 use herd_e2e::requests::{create_strict, get_object, merge_patch};
 use herd_e2e::wait::wait_for;
 use herd_operator::decide::agent_status::{self, AgentFindings};
 use herd_operator::decide::pod_outcome::{AgentExit, PodOutcome};
 use herd_operator::decide::run_status::{self, AgentState, PodState, RunFacts};
+use herd_operator::decide::schedule_plan::{self, ScheduleFacts};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use serde_json::{Value, json};
@@ -481,4 +483,131 @@ async fn run_in(admin: &Client, ns: &str, state: &RunState) -> anyhow::Result<Va
         bail!("Run {}: the status was not stored: {stored}", state.name);
     }
     Ok(stored)
+}
+
+fn schedule_object(name: &str, spec: Value) -> Value {
+    let mut object = json!({
+        "apiVersion": "herd.dev/v1alpha1", "kind": "Schedule",
+        "metadata": {"name": name},
+        "spec": {"schedule": "0 9 * * 1-5", "timeZone": "Europe/Berlin",
+            "runTemplate": {"spec": {"agentRef": {"name": "release-writer"},
+                "task": "Write the release notes."}}},
+    });
+    if let (Some(base), Some(extra)) = (object["spec"].as_object_mut(), spec.as_object()) {
+        for (key, value) in extra {
+            base.insert(key.clone(), value.clone());
+        }
+    }
+    object
+}
+
+/// Creates the Schedule and writes the status the Schedule controller computes for it (or,
+/// with `refused`, after the API server refused its Run with that message).
+async fn schedule_in(
+    admin: &Client,
+    ns: &str,
+    name: &str,
+    spec: Value,
+    refused: Option<&str>,
+) -> anyhow::Result<Value> {
+    let created = create(admin, ns, schedule_object(name, spec)).await?;
+    let schedule_spec: ScheduleSpec = serde_json::from_value(created["spec"].clone())?;
+    let creation: Time = serde_json::from_value(created["metadata"]["creationTimestamp"].clone())?;
+    let previous = ScheduleStatus::default();
+    let facts = ScheduleFacts {
+        name,
+        spec: &schedule_spec,
+        generation: created
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64),
+        created: creation.0,
+        previous: &previous,
+        runs: &[],
+        now: now().0,
+    };
+    let plan = schedule_plan::plan(&facts);
+    let status = match refused {
+        Some(message) => schedule_plan::refused(&facts, &plan, message),
+        None => plan.status,
+    };
+    let patch = json!({"status": serde_json::to_value(&status)?});
+    merge_patch(admin, ns, "Schedule", name, &patch)
+        .await?
+        .map_err(anyhow::Error::msg)
+}
+
+/// Schedule: scheduling is Healthy/Current, suspended Suspended/Current, a bad cron expression
+/// or a refused Run Degraded/Failed, a spec not observed yet or no status Progressing.
+pub async fn schedules(env: &TestEnv) -> anyhow::Result<Vec<Case>> {
+    let admin = env.client();
+    let ns = env.namespace();
+    let mut cases = vec![
+        Case::new(
+            "Schedule scheduling",
+            schedule_in(&admin, ns, "weekdays", json!({}), None).await?,
+            ("Healthy", "Runs are created at their slots"),
+            CURRENT,
+        ),
+        Case::new(
+            "Schedule suspended",
+            schedule_in(&admin, ns, "paused", json!({"suspend": true}), None).await?,
+            ("Suspended", "suspended: no Run is created"),
+            CURRENT,
+        ),
+        Case::new(
+            "Schedule whose Run was refused",
+            schedule_in(&admin, ns, "refused", json!({}), Some("exceeded quota")).await?,
+            ("Degraded", "the Run was refused: exceeded quota"),
+            FAILED,
+        ),
+    ];
+    let bad = schedule_in(
+        &admin,
+        ns,
+        "minute-61",
+        json!({"schedule": "61 * * * *"}),
+        None,
+    )
+    .await?;
+    let why = condition(&bad, "Accepted")
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    if !why.starts_with("schedule \"61 * * * *\" is invalid: ") {
+        bail!("the Accepted message: {why}");
+    }
+    cases.push(Case::new(
+        "Schedule with a bad cron expression",
+        bad,
+        ("Degraded", why),
+        FAILED,
+    ));
+    merge_patch(
+        &admin,
+        ns,
+        "Schedule",
+        "weekdays",
+        &json!({"spec": {"suspend": true}}),
+    )
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    cases.push(Case::new(
+        "Schedule with a spec not observed yet",
+        get_object(&admin, ns, "Schedule", "weekdays").await?,
+        (
+            "Progressing",
+            "waiting for the operator to observe generation 2",
+        ),
+        Flux::Evaluated([true, false, true], Verdict::InProgress),
+    ));
+    cases.push(Case::new(
+        "Schedule the operator never saw",
+        create(&admin, ns, schedule_object("fresh", json!({}))).await?,
+        (
+            "Progressing",
+            "waiting for the operator to observe the Schedule",
+        ),
+        Flux::Unevaluable,
+    ));
+    Ok(cases)
 }
