@@ -144,7 +144,7 @@ fn shorten(text: &str) -> String {
 }
 
 /// The objects of kind `K` the arguments choose; an error names the missing ones.
-async fn chosen<K>(cluster: &Cluster, args: &CatalogArgs) -> Result<Vec<K>, CliError>
+pub(crate) async fn chosen<K>(cluster: &Cluster, args: &CatalogArgs) -> Result<Vec<K>, CliError>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -195,7 +195,7 @@ where
 }
 
 /// Prints `objects` as the table `rows` makes, or in the `-o` format.
-fn print<K>(
+pub(crate) fn print<K>(
     objects: &[K],
     args: &CatalogArgs,
     table: impl FnOnce(&[K]) -> String,

@@ -82,6 +82,16 @@ pub enum Command {
     Agents(CatalogArgs),
     /// List the Skills: ready or not, enabled, description.
     Skills(CatalogArgs),
+    /// Create a Schedule: a Run of AGENT with TASK at every slot of --cron (or once, --at).
+    Schedule(Box<ScheduleArgs>),
+    /// Start a Schedule's Run now (labelled herd.dev/trigger: manual), whatever its timetable.
+    Trigger {
+        /// The Schedule.
+        #[arg(value_name = "SCHEDULE")]
+        schedule: String,
+    },
+    /// List the Schedules: timetable, Runs going, last and next slot, ready or not.
+    Schedules(CatalogArgs),
     /// Print a completion script for `kubectl-herd` in SHELL (`kubectl herd <TAB>` uses the
     /// `kubectl_complete-herd` script instead).
     Completion {
@@ -180,6 +190,39 @@ pub struct DeleteArgs {
     /// The Runs with these labels.
     #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "run")]
     pub selector: Option<String>,
+}
+
+/// `kubectl herd schedule`.
+#[derive(Args, Debug, Clone)]
+pub struct ScheduleArgs {
+    /// The Schedule's name (at most 52 characters: its Runs add the slot's time).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Five cron fields (e.g. "0 9 * * 1-5"), a macro such as @daily, or "@every 15m".
+    #[arg(long = "cron", value_name = "EXPR", conflicts_with = "at")]
+    pub cron: Option<String>,
+    /// One time instead of a timetable, RFC 3339 (e.g. 2026-03-01T09:00:00+01:00).
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// The IANA time zone of --cron (default UTC), e.g. Europe/Berlin.
+    #[arg(long = "tz", value_name = "ZONE")]
+    pub time_zone: Option<String>,
+    /// What a slot does while a Run goes: Allow, Forbid (skip) or Replace (cancel it).
+    #[arg(long, value_name = "POLICY", default_value = "Allow",
+          value_parser = ["Allow", "Forbid", "Replace"])]
+    pub concurrency_policy: String,
+    /// Seconds after a slot within which its Run may still start.
+    #[arg(long, value_name = "SECONDS")]
+    pub starting_deadline_seconds: Option<u32>,
+    /// Create it suspended: no Run until `suspend` is set back to false.
+    #[arg(long)]
+    pub suspend: bool,
+    /// The Agent of each Run.
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// The task of each Run.
+    #[arg(value_name = "TASK")]
+    pub task: String,
 }
 
 /// `kubectl herd agents` and `skills`.

@@ -401,6 +401,9 @@ mod tests {
                 "logs",
                 "agents",
                 "skills",
+                "schedule",
+                "trigger",
+                "schedules",
                 "completion",
                 "help"
             ]

@@ -9,6 +9,8 @@
 //!   `cancel RUN` ([`cancel`]), `logs RUN [-c sandbox]` ([`logs`]); `--last` for the newest.
 //! - `get`/`list` ([`get`], [`tree`], [`columns`], [`output`]), `describe RUN` ([`describe`]),
 //!   `delete` ([`delete`]), `agents` and `skills` ([`catalog`]).
+//! - `schedule NAME --cron EXPR AGENT TASK`, `trigger SCHEDULE` and `schedules`
+//!   ([`schedule`]).
 //! - `completion SHELL` and `__complete` ([`complete`]), which `kubectl_complete-herd` calls.
 //!
 //! Exit codes ([`outcome`]) are `herd-runner run`'s: 0 answered, 1 failed, 2 bad usage, 3
@@ -41,6 +43,7 @@ pub mod output;
 pub mod presence;
 pub mod result;
 pub mod runs;
+pub mod schedule;
 pub mod start;
 pub mod table;
 pub mod tree;
@@ -160,6 +163,9 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
         }
         Command::Agents(args) => catalog::agents(cluster, &args, io).await,
         Command::Skills(args) => catalog::skills(cluster, &args, io).await,
+        Command::Schedule(args) => schedule::create(cluster, &args, io).await,
+        Command::Trigger { schedule: name } => schedule::trigger(cluster, &name, io).await,
+        Command::Schedules(args) => schedule::list(cluster, &args, io).await,
         // Answered before connecting, in `execute`.
         Command::Completion { .. } | Command::Complete { .. } => Ok(EXIT_USAGE),
     }
