@@ -137,6 +137,7 @@ fn loop_only_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -
             ..Limits::default()
         },
         observer: Arc::new(NoObserver),
+        telemetry: Default::default(),
     };
     let env = RunEnv {
         executor: Arc::new(InProcessExecutor(Arc::new(sandbox))),

@@ -18,6 +18,7 @@ pub(crate) mod prompt;
 pub mod runtime;
 pub mod sandbox;
 pub(crate) mod skills;
+pub mod telemetry;
 pub(crate) mod text;
 pub mod thread;
 pub mod tools;

@@ -318,6 +318,7 @@ pub fn agent(
         context: CallContext::default(),
         limits: Limits::default(),
         observer: Arc::new(NoObserver),
+        telemetry: crate::telemetry::Telemetry::default(),
     };
     let env = RunEnv {
         executor: Arc::new(StaticExecutor(SandboxResponse::FileInfo {

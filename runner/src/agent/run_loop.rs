@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use herd_crds::report::{Clarification, StopReason};
+use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
 use crate::sandbox::executor::ToolExecutor;
+use crate::telemetry::Telemetry;
 use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
 use crate::tools::{ToolContext, ToolOutput};
@@ -57,6 +59,8 @@ pub struct Agent {
     pub context: CallContext,
     pub limits: Limits,
     pub observer: Arc<dyn Observer>,
+    /// Where the agent's spans go and whether they record content.
+    pub telemetry: Telemetry,
 }
 
 /// Where a run's side effects go.
@@ -92,8 +96,30 @@ fn unasked(why: &str) -> String {
 }
 
 impl Agent {
-    /// Runs the thread until a final answer, a question, a limit or an error.
+    /// Runs the thread until a final answer, a question, a limit or an error, inside the
+    /// agent's `invoke_agent` span.
     pub async fn run(&self, state: &mut ThreadState, env: &RunEnv) -> Result<RunOutcome, RunError> {
+        let span = self.telemetry.agent_span(&self.name, &self.context);
+        let result = self
+            .run_traced(state, env)
+            .with_context(span.context())
+            .await;
+        match &result {
+            Ok(outcome) => span.finish(
+                Some(outcome.stop_reason),
+                &state.usage,
+                outcome.error.as_deref(),
+            ),
+            Err(error) => span.finish(None, &state.usage, Some(&error.to_string())),
+        }
+        result
+    }
+
+    async fn run_traced(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+    ) -> Result<RunOutcome, RunError> {
         state.stop_reason = None;
         let mut ended = None;
         for middleware in &self.chain {
@@ -238,23 +264,30 @@ impl Agent {
             options: self.options.clone(),
             context: self.context.clone(),
         };
-        let on_delta = |delta: StreamDelta| match delta {
-            StreamDelta::Text(text) => self.emit(AgentEvent::Text {
-                agent: self.name.clone(),
-                text,
-            }),
-            StreamDelta::Reasoning(text) => self.emit(AgentEvent::Reasoning {
-                agent: self.name.clone(),
-                text,
-            }),
-            StreamDelta::ToolCallStarted { .. } => {}
+        let span =
+            self.telemetry
+                .model_call_span(self.model.provider(), self.model.name(), &request);
+        let on_delta = |delta: StreamDelta| {
+            span.first_chunk();
+            match delta {
+                StreamDelta::Text(text) => self.emit(AgentEvent::Text {
+                    agent: self.name.clone(),
+                    text,
+                }),
+                StreamDelta::Reasoning(text) => self.emit(AgentEvent::Reasoning {
+                    agent: self.name.clone(),
+                    text,
+                }),
+                StreamDelta::ToolCallStarted { .. } => {}
+            }
         };
         let next = ModelNext {
             rest: &self.chain,
             model: self.model.as_ref(),
             on_delta: &on_delta,
         };
-        let result = next.run(state, request).await;
+        let result = next.run(state, request).with_context(span.context()).await;
+        span.finish(&result, self.model.name());
         state.usage.model_calls = call;
         let mut message = result?;
         if message.id.is_empty() {
@@ -362,10 +395,16 @@ impl Agent {
             name: call.name.clone(),
             summary: summarize_arguments(&call.arguments),
         });
+        let span = self.telemetry.tool_call_span(&call);
         let output = match refusals.get(&call.id) {
             Some(error) => ToolOutput::error(error),
-            None => self.execute(state, env, &call).await,
+            None => {
+                self.execute(state, env, &call)
+                    .with_context(span.context())
+                    .await
+            }
         };
+        span.finish(&output);
         self.emit(AgentEvent::ToolFinished {
             agent: self.name.clone(),
             id: call.id.clone(),

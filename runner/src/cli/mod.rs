@@ -33,6 +33,7 @@ use clap::Parser;
 use futures::FutureExt as _;
 use herd_crds::report::StopReason;
 use herd_crds::terminal_text::{for_terminal, json_line};
+use opentelemetry::context::FutureExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
@@ -43,6 +44,7 @@ use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
 use crate::sandbox::process_groups::TOOL_GRACE;
 use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
+use crate::telemetry;
 
 /// The run failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -153,7 +155,14 @@ async fn main(started: Started) -> ExitCode {
             layers,
         } => sandbox(args, Some(listener), layers).await,
         Started::Command { command, layers } => match command {
-            Command::Run(args) => run(args).await,
+            Command::Run(args) => {
+                let export = telemetry::export::init_from_env();
+                let code = run(args)
+                    .with_context(telemetry::propagation::context_from_env())
+                    .await;
+                flush_traces(export).await;
+                code
+            }
             Command::Runs(args) => runs::list(&args),
             Command::Sandbox(args) => sandbox(args, None, layers).await,
             Command::Pod => pod().await,
@@ -164,14 +173,32 @@ async fn main(started: Started) -> ExitCode {
 /// `herd-runner pod`: see `crate::pod` for the exit codes. SIGTERM (the Pod deleted: cancel,
 /// timeout, eviction) stops it within `pod::TERM_BUDGET`.
 async fn pod() -> ExitCode {
+    let export = telemetry::export::init_from_env();
     let facts = crate::plan::EnvFacts::from_process();
     let progress = Progress::new(false, false, false);
-    let code = crate::pod::run_pod(&facts, progress.clone(), sigterm()).await;
+    let code = crate::pod::run_pod(&facts, progress.clone(), sigterm())
+        .with_context(telemetry::propagation::context_from_env())
+        .await;
     progress.finish();
+    flush_traces(export).await;
     // Exits without waiting for work still running (a blocking read in flight): the pod is
     // done, and after SIGTERM the kubelet's grace period is short.
     std::process::exit(i32::from(code))
 }
+
+/// Sends the spans still queued, waiting at most [`TRACE_FLUSH_WAIT`]: an unreachable
+/// collector must not keep a finished run's process alive.
+async fn flush_traces(export: Option<telemetry::export::TraceExport>) {
+    if let Some(export) = export {
+        let flush = tokio::task::spawn_blocking(move || export.shutdown());
+        if tokio::time::timeout(TRACE_FLUSH_WAIT, flush).await.is_err() {
+            tracing::warn!("the last spans were not exported in time");
+        }
+    }
+}
+
+/// How long a finished run waits for its last spans to be exported.
+const TRACE_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Resolves at the first SIGTERM; never if it cannot be watched (said in the log).
 fn sigterm() -> crate::pod::Stop {

@@ -13,6 +13,7 @@
 //! Unlike DeerFlow (which answers with a fallback AIMessage), the final failure stays an
 //! error, so the Run reports `ModelError` with the reason instead of a fake answer.
 
+use crate::telemetry::{names, record_decision};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,6 +129,7 @@ impl LlmErrorHandling {
     fn warn(&self, message: String) {
         // The observer shows it to the person (once); the log keeps it at debug level only.
         tracing::debug!(agent = %self.agent, "{message}");
+        record_decision(names::EVENT_MODEL_RETRY, &message);
         self.observer.on_event(AgentEvent::Warning {
             agent: self.agent.clone(),
             message,

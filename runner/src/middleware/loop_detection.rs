@@ -19,6 +19,7 @@
 //! run). Its `wrap_model_call` must be inside LLMErrorHandling so a retried request still
 //! carries the warning.
 
+use crate::telemetry::{names, record_decision};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -169,11 +170,19 @@ impl LoopDetection {
         let repeats = hashes.iter().filter(|seen| **seen == hash).count();
         if repeats >= settings.hard_limit {
             tracing::error!(hash, repeats, "loop detected: forcing a stop");
+            record_decision(
+                names::EVENT_LOOP_STOP,
+                &format!("{repeats} identical turns"),
+            );
             return Verdict::Stop(HARD_STOP.to_owned());
         }
         let mut warnings = Vec::new();
         if repeats >= settings.warn_threshold && warned_hashes.insert(hash.clone()) {
             tracing::warn!(hash, repeats, "loop detected: warning the model");
+            record_decision(
+                names::EVENT_LOOP_WARNING,
+                &format!("{repeats} identical turns"),
+            );
             warnings.push(WARNING.to_owned());
         }
         let tool_window = settings.tool_window();
@@ -189,10 +198,18 @@ impl LoopDetection {
             let (warn, hard) = settings.tool_limits(&call.name);
             if count >= hard {
                 tracing::error!(tool = %call.name, count, "tool frequency limit: forcing a stop");
+                record_decision(
+                    names::EVENT_LOOP_STOP,
+                    &format!("{} called {count} times", call.name),
+                );
                 return Verdict::Stop(tool_hard_stop(&call.name, count));
             }
             if count >= warn && warned_tools.insert(call.name.clone()) {
                 tracing::warn!(tool = %call.name, count, "tool frequency: warning the model");
+                record_decision(
+                    names::EVENT_LOOP_WARNING,
+                    &format!("{} called {count} times", call.name),
+                );
                 warnings.push(tool_warning(&call.name, count));
             }
         }

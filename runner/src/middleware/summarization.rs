@@ -19,6 +19,7 @@
 //! - The same summary, forced whatever the triggers say, shrinks the checkpoint of a question
 //!   that is too large for its ConfigMap in a cluster (`ThreadCompactor`).
 
+use crate::telemetry::{names, record_decision};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -343,6 +344,10 @@ impl Summarization {
             summarized = cut,
             kept = kept.len(),
             "summarized older messages"
+        );
+        record_decision(
+            names::EVENT_SUMMARIZED,
+            &format!("{cut} messages summarized, {} kept", kept.len()),
         );
         state.messages = kept;
         state.summary = Some(summary);

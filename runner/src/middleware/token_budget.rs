@@ -15,6 +15,7 @@
 //! (for providers that report none) is already in `state.usage` when this runs. Its
 //! `wrap_model_call` must be inside LLMErrorHandling so a retried request keeps the warning.
 
+use crate::telemetry::{names, record_decision};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -100,6 +101,10 @@ impl Middleware for TokenBudget {
                 budget,
                 "token budget exhausted: forcing a final answer"
             );
+            record_decision(
+                names::EVENT_BUDGET_STOP,
+                &format!("{used} of {budget} tokens used"),
+            );
             strip_tool_calls(message, &exceeded(used, budget));
             settle_stop_reason(state, StopReason::TokenBudgetExceeded);
             return Flow::Continue;
@@ -109,6 +114,10 @@ impl Middleware for TokenBudget {
             if !*warned {
                 *warned = true;
                 tracing::info!(used, budget, "token budget warning");
+                record_decision(
+                    names::EVENT_BUDGET_WARNING,
+                    &format!("{used} of {budget} tokens used"),
+                );
                 self.pending.push(warning(used, budget));
             }
         }

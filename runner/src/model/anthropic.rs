@@ -74,6 +74,10 @@ impl EndpointClient for AnthropicModel {
         &self.endpoint
     }
 
+    fn provider(&self) -> &'static str {
+        "anthropic"
+    }
+
     fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let (max_tokens, budget) = token_limits(&options);

@@ -21,6 +21,9 @@ const EXCERPT_CHARS: usize = 200;
 pub trait EndpointClient: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
 
+    /// `gen_ai.provider.name` of this client's spans.
+    fn provider(&self) -> &'static str;
+
     /// The provider's headers (key, version...).
     fn headers(&self) -> HeaderMap;
 
@@ -39,6 +42,10 @@ pub trait EndpointClient: Send + Sync {
 impl<C: EndpointClient> ChatModel for C {
     fn name(&self) -> &str {
         &self.endpoint().config.model
+    }
+
+    fn provider(&self) -> &str {
+        EndpointClient::provider(self)
     }
 
     async fn complete(

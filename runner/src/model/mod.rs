@@ -128,6 +128,11 @@ pub trait ChatModel: Send + Sync {
     /// The model's name, for logs and reports.
     fn name(&self) -> &str;
 
+    /// The provider as the GenAI conventions name it on spans (`gen_ai.provider.name`).
+    fn provider(&self) -> &str {
+        "unknown"
+    }
+
     /// Sends the request, streams the answer into `on_delta`, and returns the whole message
     /// (tool calls assembled, finish reason and usage set when the provider reports them).
     async fn complete(

@@ -69,6 +69,10 @@ impl EndpointClient for OpenAiModel {
         &self.endpoint
     }
 
+    fn provider(&self) -> &'static str {
+        "openai"
+    }
+
     fn request_body(&self, request: &ModelRequest) -> Value {
         let options = request.options.or_defaults(&self.defaults);
         let mut body = Map::new();

@@ -558,6 +558,10 @@ impl ChatModel for ScriptedModel {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        "herd.scripted"
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

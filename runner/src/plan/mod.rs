@@ -81,6 +81,8 @@ pub struct RunPlan {
     pub answers: Vec<Answer>,
     /// The Agent's MCP servers.
     pub mcp: McpPlan,
+    /// The Agent's `observability.captureContent`: spans record prompt and tool text.
+    pub capture_content: bool,
 }
 
 /// The Agent's `subagents` settings.
@@ -226,6 +228,7 @@ pub fn plan_run(inputs: PlanInputs<'_>) -> Result<RunPlan, PlanError> {
         memory: agent.memory.clone(),
         answers: choices.answers,
         mcp: mcp::plan_mcp(agent.mcp.as_ref(), &keys.mcp_headers)?,
+        capture_content: agent.observability.capture_content,
     })
 }
 

@@ -23,6 +23,7 @@ use crate::prompt::{
 };
 use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
+use crate::telemetry::Telemetry;
 use crate::tools::ask_clarification::AskClarification;
 use crate::tools::lean::Lean;
 use crate::tools::present_files::PresentFiles;
@@ -281,6 +282,7 @@ impl RunAgents {
                 ..Limits::default()
             },
             observer: self.resources.observer.clone(),
+            telemetry: Telemetry::global(self.plan.capture_content),
         })
     }
 
@@ -375,6 +377,7 @@ impl RunAgents {
             },
             limits,
             observer: self.resources.observer.clone(),
+            telemetry: Telemetry::global(self.plan.capture_content),
         })
     }
 }
