@@ -135,5 +135,26 @@ pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_fil
         again.stdout == format!("{ANSWER}\n"),
         "following a finished Run prints its answer: {again:?}"
     );
+
+    let waited = kubectl_herd(
+        &env,
+        &[
+            "run",
+            "helper",
+            "Summarize the brief.",
+            "--plan",
+            "--input",
+            &brief,
+            "--wait",
+        ],
+    )
+    .await?
+    .expect_code(0)?;
+    ensure!(waited.stdout == format!("{ANSWER}\n"), "{waited:?}");
+    ensure!(
+        !waited.stderr.contains("todos:") && waited.stderr.contains("Succeeded · "),
+        "--wait shows no progress, only the end:\n{}",
+        waited.stderr
+    );
     Ok(())
 }
