@@ -309,8 +309,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "WHERE", num_args = 0..=1, default_missing_value = "client",
           require_equals = true, conflicts_with_all = ["follow", "wait"])]
     pub dry_run: Option<DryRun>,
-    /// Print the created Run in this format (json, yaml, name) instead of its name.
-    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output)]
+    /// Print the created Run in this format (json, yaml, name) instead of its name (not with
+    /// --follow or --wait, which print its answer).
+    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output,
+          conflicts_with_all = ["follow", "wait"])]
     pub output: Option<crate::output::Output>,
 }
 
@@ -368,6 +370,7 @@ mod tests {
             vec!["run", "helper", "Go.", "-w"],
             vec!["run", "helper", "Go.", "--follow", "--wait"],
             vec!["run", "helper", "Go.", "--dry-run", "--follow"],
+            vec!["run", "helper", "Go.", "--wait", "-o", "json"],
         ] {
             let args = std::iter::once("kubectl-herd").chain(refused.iter().copied());
             assert!(Cli::try_parse_from(args).is_err(), "{refused:?}");
