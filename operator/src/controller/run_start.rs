@@ -144,6 +144,12 @@ pub(super) async fn start_pod(
             inputs: &run.spec.inputs,
             skills: &skills,
             time_left,
+            traceparent: run
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(herd_crds::run::TRACEPARENT_ANNOTATION))
+                .map(String::as_str),
         },
         &ctx.pod_config,
     );

@@ -118,6 +118,8 @@ pub struct PodInputs<'a> {
     pub skills: &'a [SkillMount],
     /// Time left before the Run's timeout.
     pub time_left: Duration,
+    /// The Run's trace (its `herd.dev/traceparent` annotation), continued by the runner.
+    pub traceparent: Option<&'a str>,
 }
 
 /// The Pod's name for an attempt.
@@ -311,6 +313,9 @@ fn agent_container(inputs: &PodInputs<'_>, config: &PodConfig) -> Container {
         env("HERD_RUN_NAME", inputs.run),
         env("HERD_ATTEMPT", &inputs.attempt.to_string()),
     ];
+    if let Some(traceparent) = inputs.traceparent {
+        vars.push(env("TRACEPARENT", traceparent));
+    }
     if let Some(key) = snapshot
         .agent
         .model
@@ -581,10 +586,39 @@ mod tests {
                 inputs,
                 skills,
                 time_left: Duration::from_secs(1000),
+                traceparent: None,
             },
             &config(),
         );
         serde_json::to_value(made).unwrap()
+    }
+
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn the_runner_continues_the_runs_trace() {
+        let snapshot = snapshot(json!({}));
+        let made = desired_pod(
+            &PodInputs {
+                run: "r",
+                namespace: "ns",
+                owner: owner(),
+                attempt: 1,
+                snapshot: &snapshot,
+                inputs: &[],
+                skills: &[],
+                time_left: Duration::from_secs(1000),
+                traceparent: Some(TRACEPARENT),
+            },
+            &config(),
+        );
+        let traced = serde_json::to_value(made).unwrap();
+        let env = container(&traced, "containers", "agent")["env"]
+            .as_array()
+            .unwrap();
+        assert!(env.contains(&json!({"name": "TRACEPARENT", "value": TRACEPARENT})));
+        let plain = pod(&snapshot, &[], &[]);
+        assert!(!plain.to_string().contains("TRACEPARENT"));
     }
 
     fn container<'a>(pod: &'a Value, list: &str, name: &str) -> &'a Value {
