@@ -48,7 +48,7 @@ fn script() -> String {
     .to_string()
 }
 
-/// `run --follow --plan -f brief.md` shows the Run until it answers and exits 0 with the answer
+/// `run --follow --plan --input brief.md` shows the Run until it answers and exits 0 with the answer
 /// on stdout; the ConfigMap of the file is the Run's; `result -o` writes the presented file.
 pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_files(
     env: TestEnv,
