@@ -17,6 +17,7 @@ mod listing;
 mod logs;
 mod question;
 mod runs;
+mod schedules;
 mod script;
 mod tree;
 
@@ -82,6 +83,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "kubectl_herd::agents_and_skills_say_what_runs_can_use",
             catalog::agents_and_skills_say_what_runs_can_use,
+        ),
+        E2eTest::shared(
+            "kubectl_herd::schedule_trigger_and_list",
+            schedules::schedule_trigger_and_list,
         ),
         E2eTest::shared(
             "kubectl_herd::the_binary_runs_answers_and_follows",
