@@ -18,6 +18,7 @@ use crate::apply::apply_status;
 use crate::decide::child_run::{Refusal, children_status, desired_child, reserve};
 use crate::decide::run_snapshot::read_snapshot;
 use crate::decide::run_status::{elapsed, snapshot_name};
+use crate::decide::trace_context::set_traceparent;
 use crate::error::Error;
 
 /// How often a reservation is tried again when the parent changed under it.
@@ -72,11 +73,23 @@ pub struct Child {
     pub created: bool,
 }
 
-/// Creates (or finds) the child Run of `parent` for `request`.
+/// Creates (or finds) the child Run of `parent` for `request`, outside any trace.
 pub async fn create_child(
     client: &Client,
     parent: &Run,
     request: &ChildRequest,
+) -> Result<Child, ChildError> {
+    create_child_in_trace(client, parent, request, None).await
+}
+
+/// Creates (or finds) the child Run of `parent` for `request`; a valid `traceparent` (the
+/// span of the parent's `task` call) becomes the child's annotation, so its pod continues the
+/// parent's trace.
+pub async fn create_child_in_trace(
+    client: &Client,
+    parent: &Run,
+    request: &ChildRequest,
+    traceparent: Option<&str>,
 ) -> Result<Child, ChildError> {
     let name = parent.name_any();
     let namespace = parent
@@ -133,7 +146,8 @@ pub async fn create_child(
         let owner = live
             .controller_owner_ref(&())
             .ok_or(Error::MissingField("metadata.uid"))?;
-        let child = desired_child(&live, owner, &snapshot, request, time_left)?;
+        let mut child = desired_child(&live, owner, &snapshot, request, time_left)?;
+        set_traceparent(&mut child, traceparent);
         let child_name = child.name_any();
         let max_total = snapshot.agent.subagents.max_total;
         if let Some(children) = reserve(&status.children, &child_name, max_total)? {

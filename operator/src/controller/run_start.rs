@@ -22,6 +22,7 @@ use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::snapshot_name;
 use crate::decide::run_workspace::desired_workspace_claim;
 use crate::decide::skill_version::config_map_name;
+use crate::decide::trace_context::traceparent_of;
 use crate::error::Error;
 
 /// Said to a Run admission has not decided on yet (it wakes the Run when it has).
@@ -144,12 +145,7 @@ pub(super) async fn start_pod(
             inputs: &run.spec.inputs,
             skills: &skills,
             time_left,
-            traceparent: run
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.get(herd_crds::run::TRACEPARENT_ANNOTATION))
-                .map(String::as_str),
+            traceparent: traceparent_of(run),
         },
         &ctx.pod_config,
     );

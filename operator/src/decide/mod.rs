@@ -25,3 +25,4 @@ pub mod skill_refs;
 pub mod skill_status;
 pub mod skill_version;
 pub mod skill_version_gc;
+pub mod trace_context;

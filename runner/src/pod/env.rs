@@ -117,6 +117,7 @@ mod tests {
                 inputs: &[],
                 skills: &[],
                 time_left: Duration::from_secs(600),
+                traceparent: None,
             },
             &PodConfig {
                 run_api_url: "https://herd-operator.herd-system.svc:8443".into(),

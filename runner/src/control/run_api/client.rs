@@ -274,6 +274,10 @@ impl RunApiClient {
             .request(method, url)
             .header(AUTHORIZATION, token)
             .timeout(timeout);
+        // The operator records it on a child Run, whose pod continues this trace.
+        if let Some(traceparent) = crate::telemetry::propagation::current_traceparent() {
+            request = request.header("traceparent", traceparent);
+        }
         if let Some(body) = exchange.body {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")

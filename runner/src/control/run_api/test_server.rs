@@ -28,6 +28,8 @@ pub struct Recorded {
     /// The query string, e.g. `wait=55`.
     pub query: Option<String>,
     pub authorization: Option<String>,
+    /// The W3C `traceparent` header, when the request carried one.
+    pub traceparent: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -261,6 +263,10 @@ async fn handle(
         query: uri.query().map(str::to_owned),
         authorization: headers
             .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        traceparent: headers
+            .get("traceparent")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
         body: body.to_vec(),

@@ -149,6 +149,29 @@ async fn a_server_the_ca_bundle_does_not_vouch_for_is_refused_at_once() {
 }
 
 #[tokio::test]
+async fn requests_carry_the_current_trace_and_none_outside_one() {
+    use opentelemetry::context::FutureExt as _;
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let setup = Setup::new(serving(json!({}))).await;
+    let client = setup.client();
+    client.post("progress", &progress(1), soon()).await.unwrap();
+    let traced = crate::telemetry::propagation::context_from(Some(PARENT), None);
+    client
+        .post("progress", &progress(2), soon())
+        .with_context(traced)
+        .await
+        .unwrap();
+    let seen: Vec<Option<String>> = setup
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.traceparent)
+        .collect();
+    assert_eq!(seen, [None, Some(PARENT.to_owned())]);
+}
+
+#[tokio::test]
 async fn the_token_is_read_again_for_every_request() {
     let setup = Setup::new(serving(json!({}))).await;
     let client = setup.client();
