@@ -28,6 +28,7 @@ pub fn process_main() -> ExitCode {
 async fn main() -> ExitCode {
     let config = Config::parse();
     init_logging(config.log_format);
+    let traces = crate::traces::init_from_env();
     let termination_log = config.termination_log.clone();
     // kube's TLS needs exactly one process-wide rustls provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -39,14 +40,19 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match crate::run(config, client, shutdown_signal()).await {
+    let code = match crate::run(config, client, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "the operator stopped");
             write_termination_message(&termination_log, &format!("the operator stopped: {error}"));
             ExitCode::FAILURE
         }
+    };
+    if let Some(provider) = traces {
+        // Sends the spans still queued; it blocks, so off the async workers.
+        let _ = tokio::task::spawn_blocking(move || provider.shutdown()).await;
     }
+    code
 }
 
 /// The most the kubelet keeps of a termination message.

@@ -25,6 +25,7 @@ pub mod run_api;
 pub mod scope;
 pub mod shared;
 pub mod slim;
+pub mod traces;
 
 pub use config::Config;
 pub use error::Error;

@@ -15,5 +15,6 @@ pub mod run_children;
 pub mod run_context;
 pub mod run_objects;
 pub mod run_start;
+mod run_trace;
 pub mod schedule;
 pub mod skill;

@@ -26,6 +26,7 @@ use super::run_children::{cancel_children, children_of, parent_alive, set_childr
 use super::run_context::{Context, Ids, RunCaches, RunSetup};
 use super::run_objects::{PreparedNamespaces, delete_pod, owned_by, probe_namespace_terminating};
 use super::run_start::{Started, start_pod};
+use super::run_trace::start_trace;
 use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
@@ -236,6 +237,12 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         .creation_timestamp
         .clone()
         .unwrap_or_else(|| now.clone());
+
+    if start_trace(api, &run, &ids, previous).await? {
+        // As for answers: the annotation's watch event reconciles the new version.
+        shared.succeeded(&key(NAME, run.as_ref()));
+        return Ok(Action::await_change());
+    }
 
     if judge_answers(&ctx, api, &run, &ids, previous).await? {
         // The annotation's watch event reconciles the new version; a status write from this

@@ -1,0 +1,124 @@
+//! The operator's part of a Run's trace: it starts the trace of each new top-level Run with a
+//! `reconcile Run` span and stores its W3C `traceparent` on the Run
+//! (`herd.dev/traceparent`), which the Run's pod and every child continue. Spans go to an
+//! OTLP/HTTP endpoint named by the standard `OTEL_*` variables (the chart sets them); without
+//! one the operator starts no traces and writes no annotation.
+
+use opentelemetry::global;
+use opentelemetry::trace::{Span as _, Tracer as _};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SdkTracerProvider};
+
+/// The operator's tracer (the instrumentation scope of its spans).
+pub const TRACER_NAME: &str = "herd-operator";
+
+/// The variables that name an endpoint; without one nothing is exported.
+const ENDPOINT_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+];
+
+/// Installs the OTLP/HTTP exporter (batching in its own thread, bounded queue) as the
+/// process's tracer provider when the environment names an endpoint; the caller shuts it down
+/// to send what is queued.
+pub fn init_from_env() -> Option<SdkTracerProvider> {
+    global::set_text_map_propagator(TraceContextPropagator::new());
+    let configured = ENDPOINT_VARIABLES
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|value| !value.is_empty()));
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|value| value == "true");
+    if !configured || disabled {
+        return None;
+    }
+    let exporter = match SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .build()
+    {
+        Ok(exporter) => exporter,
+        Err(error) => {
+            tracing::warn!(%error, "traces are not exported: the OTLP exporter cannot be built");
+            return None;
+        }
+    };
+    let ratio = std::env::var("OTEL_TRACES_SAMPLER_ARG")
+        .ok()
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|ratio| (0.0..=1.0).contains(ratio))
+        .unwrap_or(1.0);
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| TRACER_NAME.to_owned());
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            ratio,
+        ))))
+        .with_resource(Resource::builder().with_service_name(service).build())
+        .build();
+    global::set_tracer_provider(provider.clone());
+    Some(provider)
+}
+
+/// Starts the trace of the new Run `name` in `namespace` of Agent `agent` with a
+/// `reconcile Run` span, and returns its `traceparent`; `None` when no trace is recorded (no
+/// exporter, or the sampler dropped it).
+pub fn start_run_trace(namespace: &str, name: &str, agent: &str) -> Option<String> {
+    let tracer = global::tracer(TRACER_NAME);
+    let mut span = tracer
+        .span_builder(format!("reconcile Run {name}"))
+        .with_attributes(vec![
+            KeyValue::new("k8s.namespace.name", namespace.to_owned()),
+            KeyValue::new("herd.run", name.to_owned()),
+            KeyValue::new("gen_ai.agent.name", agent.to_owned()),
+        ])
+        .start_with_context(&tracer, &Context::new());
+    span.add_event("herd.run_created", Vec::new());
+    let context = span.span_context().clone();
+    span.end();
+    if !context.is_valid() || !context.is_sampled() {
+        return None;
+    }
+    Some(format!(
+        "00-{}-{}-{:02x}",
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags().to_u8()
+    ))
+}
+
+/// The context of a Run's `traceparent`, for spans the operator adds to its trace.
+pub fn run_context(traceparent: &str) -> Context {
+    use opentelemetry::propagation::TextMapPropagator as _;
+    let carrier =
+        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    TraceContextPropagator::new().extract(&carrier)
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::TraceContextExt as _;
+    use opentelemetry_sdk::trace::InMemorySpanExporter;
+
+    use super::*;
+    use crate::decide::trace_context::is_traceparent;
+
+    #[test]
+    fn without_an_exporter_no_trace_is_started_and_with_one_it_is() {
+        assert_eq!(start_run_trace("ns", "r", "a"), None);
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        global::set_tracer_provider(provider);
+        let traceparent = start_run_trace("ns", "r", "a").unwrap();
+        assert!(is_traceparent(&traceparent), "{traceparent}");
+        let spans = exporter.get_finished_spans().unwrap();
+        assert_eq!(spans[0].name, "reconcile Run r");
+        assert!(run_context(&traceparent).span().span_context().is_remote());
+    }
+}
