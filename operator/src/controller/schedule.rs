@@ -140,7 +140,8 @@ pub async fn reconcile(schedule: Arc<Schedule>, ctx: Arc<Context>) -> Result<Act
     }
     let mut status = plan.status.clone();
     if let Some((slot, name)) = &plan.create {
-        match create(&run_api, &schedule, *slot, name).await? {
+        let created = create(&run_api, &schedule, *slot, name).await?;
+        match &created {
             Created::Yes => {
                 info!(schedule = %start.name, run = %name, %slot, "created the slot's Run");
                 shared.event(
@@ -165,7 +166,7 @@ pub async fn reconcile(schedule: Arc<Schedule>, ctx: Arc<Context>) -> Result<Act
                 debug!(schedule = %start.name, run = %name, "the slot's Run exists")
             }
             Created::Refused(message) => {
-                status = refused(&facts, &plan, &message);
+                status = refused(&facts, &plan, message);
                 shared.event(
                     schedule.as_ref(),
                     true,
@@ -175,7 +176,7 @@ pub async fn reconcile(schedule: Arc<Schedule>, ctx: Arc<Context>) -> Result<Act
             }
             Created::NamespaceTerminating => return Ok(Action::await_change()),
         }
-        if plan.suspend_after_create {
+        if plan.suspend_after_create && !matches!(created, Created::Refused(_)) {
             suspend(&start.api, start.name).await?;
         }
     }

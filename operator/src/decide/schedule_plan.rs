@@ -89,7 +89,8 @@ pub struct SchedulePlan {
     pub forbidden: Option<Timestamp>,
     /// How many slots were missed, when more than [`TOO_MANY_MISSED`].
     pub too_many_missed: Option<u32>,
-    /// Set `spec.suspend` once the Run is created (a one-shot `at`).
+    /// Set `spec.suspend` once the Run is created (a one-shot `at`; not when it is refused,
+    /// so the refusal stays reported).
     pub suspend_after_create: bool,
     /// The status to write when the create (if any) succeeds.
     pub status: ScheduleStatus,
@@ -147,8 +148,10 @@ pub fn plan(facts: &ScheduleFacts) -> SchedulePlan {
     let one_shot_done = timetable.is_one_shot()
         && last_scheduled.is_some_and(|last| timetable.next_after(last).is_none());
     if one_shot_done {
-        plan.status.conditions =
-            accepted(facts, reason::FINISHED, "the one Run at `at` was created");
+        plan.status.conditions = match kept_rejection(facts) {
+            Some((_, message)) => rejected_conditions(facts, &message),
+            None => accepted(facts, reason::FINISHED, "the one Run at `at` was created"),
+        };
         return plan;
     }
     if spec.suspend {
@@ -796,6 +799,32 @@ mod tests {
                 .reconcile_at("2026-01-01T10:00:00Z")
                 .create
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_refused_one_shot_stays_reported() {
+        let mut w = World::new(
+            spec(serde_json::json!({"schedule": null, "at": "2026-01-01T09:00:00Z"})),
+            "2026-01-01T08:00:00Z",
+        );
+        w.now = at("2026-01-01T09:00:00Z");
+        let plan = w.plan();
+        let facts = ScheduleFacts {
+            name: "brief",
+            spec: &w.spec,
+            generation: Some(w.generation),
+            created: w.created,
+            previous: &w.status,
+            runs: &w.runs,
+            now: w.now,
+        };
+        w.status = refused(&facts, &plan, "exceeded quota");
+        let again = w.reconcile_at("2026-01-01T09:00:05Z");
+        assert_eq!(again.create, None);
+        assert_eq!(
+            w.ready(),
+            (ConditionStatus::False, reason::RUN_REJECTED.to_owned())
         );
     }
 
