@@ -119,6 +119,17 @@ pub struct RunPodConfig {
     /// reach the operator's pods in the Lease's namespace.
     #[arg(long, env = "HERD_RUN_API_CIDR")]
     pub run_api_cidr: Option<String>,
+    /// The OTLP/HTTP endpoint Run pods export traces to (their `OTEL_EXPORTER_OTLP_ENDPOINT`);
+    /// none: Run pods export nothing.
+    #[arg(long, env = "HERD_RUNNER_OTLP_ENDPOINT")]
+    pub runner_otlp_endpoint: Option<String>,
+    /// The CIDR holding that endpoint, opened (on `--runner-otlp-port` only) in each Run's
+    /// NetworkPolicy.
+    #[arg(long, env = "HERD_RUNNER_OTLP_CIDR")]
+    pub runner_otlp_cidr: Option<String>,
+    /// The endpoint's port in each Run's NetworkPolicy.
+    #[arg(long, env = "HERD_RUNNER_OTLP_PORT", default_value_t = 4318)]
+    pub runner_otlp_port: i32,
     /// DNS names of the run API's serving certificate, comma-separated (the chart passes its
     /// Service's names); the host of `--run-api-url` is always added.
     #[arg(long, env = "HERD_RUN_API_DNS_NAMES", value_delimiter = ',')]

@@ -68,6 +68,10 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
             },
         },
         run_api_port: runs.run_api_port,
+        otlp: runs
+            .runner_otlp_cidr
+            .clone()
+            .map(|cidr| (cidr, runs.runner_otlp_port)),
     }
 }
 
@@ -149,6 +153,7 @@ pub fn controller(
     let pod_config = PodConfig {
         run_api_url: runs.run_api_url.clone(),
         runner_resources: runs.runner_resources.clone(),
+        otlp_endpoint: runs.runner_otlp_endpoint.clone(),
     };
     let caches = RunCaches {
         runs: run_store.clone(),

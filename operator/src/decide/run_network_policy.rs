@@ -59,6 +59,8 @@ pub struct NetworkConfig {
     pub run_api: RunApiPeer,
     /// The run API's port.
     pub run_api_port: i32,
+    /// The OTLP endpoint Run pods export traces to, when they do: its CIDR and TCP port.
+    pub otlp: Option<(String, i32)>,
 }
 
 fn selector(labels: BTreeMap<String, String>) -> LabelSelector {
@@ -196,6 +198,12 @@ pub fn desired_network_policy(
         vec![run_api],
         Some(vec![port("TCP", config.run_api_port)]),
     ));
+    if let Some((cidr, otlp_port)) = &config.otlp {
+        egress.push(to(
+            vec![ip_block(cidr, Vec::new())],
+            Some(vec![port("TCP", *otlp_port)]),
+        ));
+    }
     if let Some(model) = &snapshot.agent.model
         && model.provider != Provider::Scripted
     {
@@ -275,6 +283,7 @@ mod tests {
                 labels: BTreeMap::from([("app.kubernetes.io/name".into(), "herd".into())]),
             },
             run_api_port: 8443,
+            otlp: None,
         }
     }
 
@@ -408,6 +417,27 @@ mod tests {
                           {"ipBlock": {"cidr": "fd00:30::/64"}}]})
         );
         assert_eq!(e[3], internet_rule());
+    }
+
+    #[test]
+    fn the_otlp_endpoint_is_opened_on_its_port_only() {
+        let s = snapshot(json!({"model": {"provider": "scripted", "name": "s"},
+                                "toolGroups": []}));
+        let traced = NetworkConfig {
+            otlp: Some(("10.0.0.9/32".into(), 4318)),
+            ..config()
+        };
+        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &traced));
+        assert_eq!(
+            e[2],
+            json!({"ports": [{"port": 4318, "protocol": "TCP"}],
+                   "to": [{"ipBlock": {"cidr": "10.0.0.9/32"}}]})
+        );
+        let plain = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        assert_eq!(
+            e.as_array().unwrap().len(),
+            plain.as_array().unwrap().len() + 1
+        );
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub struct PodConfig {
     pub run_api_url: String,
     /// The `agent` container's resources (`--runner-resources`).
     pub runner_resources: ResourceRequirements,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` of the `agent` container (`--runner-otlp-endpoint`).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// One skill version to mount, with the keys of its ConfigMap.
@@ -316,6 +318,10 @@ fn agent_container(inputs: &PodInputs<'_>, config: &PodConfig) -> Container {
     if let Some(traceparent) = inputs.traceparent {
         vars.push(env("TRACEPARENT", traceparent));
     }
+    if let Some(endpoint) = &config.otlp_endpoint {
+        vars.push(env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint));
+        vars.push(env("OTEL_SERVICE_NAME", "herd-runner"));
+    }
     if let Some(key) = snapshot
         .agent
         .model
@@ -572,6 +578,7 @@ mod tests {
                 crate::decide::runner_resources::DEFAULT_RUNNER_RESOURCES,
             )
             .unwrap(),
+            otlp_endpoint: None,
         }
     }
 
@@ -596,7 +603,7 @@ mod tests {
     const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
     #[test]
-    fn the_runner_continues_the_runs_trace() {
+    fn the_runner_continues_the_runs_trace_and_exports_where_told() {
         let snapshot = snapshot(json!({}));
         let made = desired_pod(
             &PodInputs {
@@ -610,13 +617,19 @@ mod tests {
                 time_left: Duration::from_secs(1000),
                 traceparent: Some(TRACEPARENT),
             },
-            &config(),
+            &PodConfig {
+                otlp_endpoint: Some("http://collector:4318".into()),
+                ..config()
+            },
         );
         let traced = serde_json::to_value(made).unwrap();
         let env = container(&traced, "containers", "agent")["env"]
             .as_array()
             .unwrap();
         assert!(env.contains(&json!({"name": "TRACEPARENT", "value": TRACEPARENT})));
+        assert!(env.contains(
+            &json!({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://collector:4318"})
+        ));
         let plain = pod(&snapshot, &[], &[]);
         assert!(!plain.to_string().contains("TRACEPARENT"));
     }

@@ -122,6 +122,7 @@ mod tests {
             &PodConfig {
                 run_api_url: "https://herd-operator.herd-system.svc:8443".into(),
                 runner_resources: Default::default(),
+                otlp_endpoint: None,
             },
         );
         let spec = pod.spec.unwrap();
