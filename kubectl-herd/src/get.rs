@@ -19,6 +19,7 @@ use crate::io::Io;
 use crate::outcome::{EXIT_ANSWERED, EXIT_INTERRUPTED};
 use crate::output::{Output, print_objects};
 use crate::runs::{RUN_NOT_FOUND, run_target};
+use crate::schedule;
 use crate::table::render;
 use crate::tree::{Node, newest_tops, sort, tree};
 
@@ -110,6 +111,17 @@ pub async fn get(cluster: &Cluster, args: &GetArgs, io: &mut Io<'_>) -> Result<u
         }
         None => {
             let _ = writeln!(io.stderr, "No Runs found in {place}.");
+        }
+    }
+    // A listing (no Run named, a table, no field selector: Schedules have no such fields) shows
+    // the Schedules that start Runs here too, with their next time.
+    let listing = !named && args.limit.is_none() && format.is_table();
+    if listing && !args.watch && args.selection.field_selector.is_none() {
+        let schedules =
+            schedule::beside_runs(cluster, all, args.selection.selector.as_deref()).await;
+        if !schedules.is_empty() {
+            let table = schedule::table(&schedules, all, Timestamp::now());
+            let _ = write!(io.stdout, "\n{table}");
         }
     }
     if !args.watch {

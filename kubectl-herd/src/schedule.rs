@@ -13,7 +13,7 @@ use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
 use crate::catalog::{chosen, print};
@@ -212,13 +212,39 @@ pub async fn list(cluster: &Cluster, args: &CatalogArgs, io: &mut Io<'_>) -> Res
     print(
         &schedules,
         args,
-        |schedules| {
-            let rows: Vec<Vec<String>> = schedules.iter().map(|s| row(s, all, now)).collect();
-            render(&header(all), &rows)
-        },
+        |schedules| table(schedules, all, now),
         cluster,
         io,
     )
+}
+
+/// The Schedules as `kubectl herd schedules` prints them.
+pub fn table(schedules: &[Schedule], all_namespaces: bool, now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = schedules
+        .iter()
+        .map(|s| row(s, all_namespaces, now))
+        .collect();
+    render(&header(all_namespaces), &rows)
+}
+
+/// The Schedules `kubectl herd get` lists after the Runs (the same namespace and labels), or
+/// nothing when there are none or they cannot be listed: they are an addition to the Runs,
+/// and a cluster without the Schedule kind, or a user without `list` on it, still gets its Runs.
+pub async fn beside_runs(
+    cluster: &Cluster,
+    all_namespaces: bool,
+    selector: Option<&str>,
+) -> Vec<Schedule> {
+    let api: Api<Schedule> = if all_namespaces {
+        Api::all(cluster.client.clone())
+    } else {
+        Api::namespaced(cluster.client.clone(), &cluster.namespace)
+    };
+    let params = ListParams {
+        label_selector: selector.map(str::to_owned),
+        ..ListParams::default()
+    };
+    api.list(&params).await.map(|l| l.items).unwrap_or_default()
 }
 
 #[cfg(test)]

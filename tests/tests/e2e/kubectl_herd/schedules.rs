@@ -101,6 +101,39 @@ pub async fn schedule_trigger_and_list(env: TestEnv) -> anyhow::Result<()> {
         "{table:?}"
     );
 
+    // `get` lists the Schedules after the Runs; its other formats stay Runs only.
+    let listed = kubectl_herd(&env, &["get"]).await?.expect_code(0)?;
+    let (runs, schedules_part) = listed
+        .stdout
+        .split_once("\n\n")
+        .context("get prints the Schedules after a blank line")?;
+    ensure!(
+        runs.starts_with("NAME") && runs.contains(&run.name_any()),
+        "{listed:?}"
+    );
+    ensure!(
+        schedules_part.starts_with("NAME") && schedules_part.contains("NEXT"),
+        "{listed:?}"
+    );
+    ensure!(
+        schedules_part
+            .lines()
+            .nth(1)
+            .is_some_and(|row| row.starts_with("brief") && row.contains("0 9 * * 1-5")),
+        "{listed:?}"
+    );
+    let json = kubectl_herd(&env, &["get", "-o", "json"])
+        .await?
+        .expect_code(0)?;
+    let list: serde_json::Value = serde_json::from_str(&json.stdout)?;
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .context("a List")?
+        .iter()
+        .filter_map(|item| item["kind"].as_str())
+        .collect();
+    ensure!(kinds == ["Run"], "-o json holds the Runs only: {kinds:?}");
+
     let refused = kubectl_herd(&env, &["schedule", "bad", "--cron", "* * *", "helper", "x"])
         .await?
         .expect_code(1)?;
