@@ -33,22 +33,37 @@ pub fn init_from_env() -> Option<SdkTracerProvider> {
     if !configured || disabled {
         return None;
     }
-    let exporter = match SpanExporter::builder()
+    let ratio = std::env::var("OTEL_TRACES_SAMPLER_ARG")
+        .ok()
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|ratio| (0.0..=1.0).contains(ratio))
+        .unwrap_or(1.0);
+    install(None, ratio)
+}
+
+/// Installs the exporter to the OTLP/HTTP base URL `endpoint` (as `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// names it), for an operator run in another program's process (the e2e suite).
+pub fn export_to(endpoint: &str) -> Option<SdkTracerProvider> {
+    global::set_text_map_propagator(TraceContextPropagator::new());
+    install(Some(format!("{}/v1/traces", endpoint.trim_end_matches('/'))), 1.0)
+}
+
+/// Installs the exporter, to `endpoint` or where the `OTEL_*` variables say, keeping
+/// `ratio` of new traces.
+fn install(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
+    let mut builder = SpanExporter::builder()
         .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .build()
-    {
+        .with_protocol(Protocol::HttpBinary);
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    let exporter = match builder.build() {
         Ok(exporter) => exporter,
         Err(error) => {
             tracing::warn!(%error, "traces are not exported: the OTLP exporter cannot be built");
             return None;
         }
     };
-    let ratio = std::env::var("OTEL_TRACES_SAMPLER_ARG")
-        .ok()
-        .and_then(|text| text.trim().parse::<f64>().ok())
-        .filter(|ratio| (0.0..=1.0).contains(ratio))
-        .unwrap_or(1.0);
     let service = std::env::var("OTEL_SERVICE_NAME")
         .ok()
         .filter(|name| !name.is_empty())

@@ -1,6 +1,9 @@
 //! A real OTLP/HTTP trace receiver for tests: it decodes every `POST /v1/traces` body as the
 //! official protobuf `ExportTraceServiceRequest` and appends each span, flattened, to a JSON
-//! lines file that the test reads back.
+//! lines file that the test reads back. Shared by the runner's tests and the e2e suite.
+
+// A test's receiver: a failure to bind or decode must fail the test loudly.
+#![allow(clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -12,6 +12,7 @@ mod mcp;
 mod memory;
 pub(crate) mod script;
 mod scripted;
+mod traces;
 
 use herd_e2e::E2eTest;
 
@@ -66,6 +67,12 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "scenarios::runs_ending_together_lose_no_memory",
             memory::runs_ending_together_lose_no_memory,
+        )
+        .on_node(),
+        // Alone: the operator's tracer is process-wide while it runs.
+        E2eTest::exclusive(
+            "scenarios::a_fan_out_is_one_trace_from_operator_to_every_model_call",
+            traces::a_fan_out_is_one_trace_from_operator_to_every_model_call,
         )
         .on_node(),
         E2eTest::shared(
