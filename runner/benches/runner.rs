@@ -110,7 +110,12 @@ fn write_agent(dir: &Path, calls: usize, summarization: &str) -> PathBuf {
 
 /// The loop alone (no middleware), with the sandbox tools in-process: the runner issue's
 /// framework time, before the chain is added.
-fn loop_only_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -> Duration {
+fn loop_only_time(
+    runtime: &tokio::runtime::Runtime,
+    dir: &Path,
+    calls: usize,
+    telemetry: &herd_runner::telemetry::Telemetry,
+) -> Duration {
     use herd_runner::agent::{Agent, Limits, RunEnv, ToolRegistry};
     use herd_runner::control::local::{LocalControlPlane, Questions};
     use herd_runner::model::scripted::ScriptedModel;
@@ -137,7 +142,7 @@ fn loop_only_time(runtime: &tokio::runtime::Runtime, dir: &Path, calls: usize) -
             ..Limits::default()
         },
         observer: Arc::new(NoObserver),
-        telemetry: Default::default(),
+        telemetry: telemetry.clone(),
     };
     let env = RunEnv {
         executor: Arc::new(InProcessExecutor(Arc::new(sandbox))),
@@ -281,9 +286,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let untraced = herd_runner::telemetry::Telemetry::default();
     let mut loop_totals = Vec::new();
     for calls in [10usize, 50, 200] {
-        let total = loop_only_time(&runtime, dir.path(), calls);
+        let total = loop_only_time(&runtime, dir.path(), calls, &untraced);
         println!(
             "loop only, {calls:>3} calls: {:.3} ms per call ({:.1} ms per run)",
             ms(total) / calls as f64,
@@ -291,6 +297,21 @@ fn main() {
         );
         loop_totals.push(total);
     }
+    // The same loop with every span exported (batched, in the exporter's thread) to a local
+    // OTLP/HTTP endpoint that accepts everything: the ratio is the exporter's cost.
+    let endpoint = runtime.block_on(accepting_otlp_endpoint());
+    let export = herd_runner::telemetry::export::exporting_to(&endpoint).expect("an exporter");
+    let traced = export.telemetry(false);
+    let traced_total = loop_only_time(&runtime, dir.path(), 200, &traced);
+    let untraced_total = loop_only_time(&runtime, dir.path(), 200, &untraced);
+    println!(
+        "loop only, 200 calls, OTLP exporter configured: {:.3} ms per call, {:.3} without: \
+         ratio {:.3} (target ≤ 1.05)",
+        ms(traced_total) / 200.0,
+        ms(untraced_total) / 200.0,
+        traced_total.as_secs_f64() / untraced_total.as_secs_f64()
+    );
+    export.shutdown();
     let mut totals = Vec::new();
     for calls in [10usize, 50, 200] {
         let total = framework_time(&runtime, dir.path(), calls);
@@ -310,6 +331,17 @@ fn main() {
     let (many, many_time) = totals[2];
     let marginal = (ms(many_time) - ms(few_time)) / (many - few) as f64;
     println!("framework time per extra model call (10 -> 200): {marginal:.3} ms (target ≤ 0.5 ms)");
+}
+
+/// An OTLP/HTTP endpoint on loopback that answers every export with 200.
+async fn accepting_otlp_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the OTLP endpoint");
+    let address = listener.local_addr().expect("its address");
+    let app = axum::Router::new().route("/v1/traces", axum::routing::post(|| async { "" }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
 }
 
 fn ms(duration: Duration) -> f64 {

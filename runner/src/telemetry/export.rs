@@ -7,14 +7,14 @@
 //! default, `OTEL_BSP_MAX_QUEUE_SIZE`) and its own thread posts them; when the queue is full a
 //! span is dropped, counted, and the count logged at shutdown.
 
-use opentelemetry::global;
+use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SdkTracerProvider};
 
-use super::TRACER_NAME;
+use super::{TRACER_NAME, Telemetry};
 
 /// The variables that name an endpoint; without one nothing is exported.
 const ENDPOINT_VARIABLES: [&str; 2] = [
@@ -45,11 +45,30 @@ pub fn init_from_env() -> Option<TraceExport> {
     if disabled || !configured {
         return None;
     }
-    let exporter = match SpanExporter::builder()
+    let provider = provider(None, sampling_ratio())?;
+    global::set_tracer_provider(provider.clone());
+    // Warm the tracer so the first span does not pay for its creation.
+    let _ = provider.tracer(TRACER_NAME);
+    Some(TraceExport { provider })
+}
+
+/// An exporter to the OTLP/HTTP base URL `endpoint` that is not the process's (the bench
+/// compares runs with and without one); [`TraceExport::telemetry`] gives agents its tracer.
+pub fn exporting_to(endpoint: &str) -> Option<TraceExport> {
+    let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    provider(Some(url), 1.0).map(|provider| TraceExport { provider })
+}
+
+/// The batching provider over an OTLP/HTTP exporter to `endpoint`, else where the `OTEL_*`
+/// variables say.
+fn provider(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
+    let mut builder = SpanExporter::builder()
         .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .build()
-    {
+        .with_protocol(Protocol::HttpBinary);
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    let exporter = match builder.build() {
         Ok(exporter) => exporter,
         Err(error) => {
             tracing::warn!(%error, "traces are not exported: the OTLP exporter cannot be built");
@@ -59,7 +78,7 @@ pub fn init_from_env() -> Option<TraceExport> {
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(exporter).build())
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            sampling_ratio(),
+            ratio,
         ))))
         .with_resource(
             Resource::builder()
@@ -67,13 +86,18 @@ pub fn init_from_env() -> Option<TraceExport> {
                 .build(),
         )
         .build();
-    global::set_tracer_provider(provider.clone());
-    // Warm the tracer so the first span does not pay for its creation.
-    let _ = provider.tracer(TRACER_NAME);
-    Some(TraceExport { provider })
+    Some(provider)
 }
 
 impl TraceExport {
+    /// Agents' telemetry through this exporter.
+    pub fn telemetry(&self, capture_content: bool) -> Telemetry {
+        Telemetry::with_tracer(
+            BoxedTracer::new(Box::new(self.provider.tracer(TRACER_NAME))),
+            capture_content,
+        )
+    }
+
     /// Exports what is queued and stops the export thread; it blocks, so async callers run it
     /// on a blocking thread.
     pub fn shutdown(self) {
