@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::config::{Config, LogFormat};
 
@@ -27,8 +29,8 @@ pub fn process_main() -> ExitCode {
 
 async fn main() -> ExitCode {
     let config = Config::parse();
-    init_logging(config.log_format);
     let traces = crate::traces::init_from_env();
+    init_logging(config.log_format, traces.as_ref());
     let termination_log = config.termination_log.clone();
     // kube's TLS needs exactly one process-wide rustls provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -78,20 +80,22 @@ fn write_termination_message(path: &std::path::Path, message: &str) {
     }
 }
 
-fn init_logging(format: LogFormat) {
+/// Logs in `format`, filtered by `RUST_LOG` (default `info`); with `traces`, the operator's
+/// and kube's spans (reconciles, API calls) are exported too, whatever `RUST_LOG` says.
+fn init_logging(format: LogFormat, traces: Option<&opentelemetry_sdk::trace::SdkTracerProvider>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // `try_init`: a process that set up logging already keeps its own.
-    let _ = match format {
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .try_init(),
+    let lines = match format {
+        LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
         // Colours only for a person at a terminal, never in a file or a pipe.
-        LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
+        LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-            .try_init(),
+            .boxed(),
     };
+    // `try_init`: a process that set up logging already keeps its own.
+    let _ = tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(traces.map(crate::traces::span_layer))
+        .try_init();
 }
 
 async fn shutdown_signal() {

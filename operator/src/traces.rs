@@ -45,7 +45,10 @@ pub fn init_from_env() -> Option<SdkTracerProvider> {
 /// names it), for an operator run in another program's process (the e2e suite).
 pub fn export_to(endpoint: &str) -> Option<SdkTracerProvider> {
     global::set_text_map_propagator(TraceContextPropagator::new());
-    install(Some(format!("{}/v1/traces", endpoint.trim_end_matches('/'))), 1.0)
+    install(
+        Some(format!("{}/v1/traces", endpoint.trim_end_matches('/'))),
+        1.0,
+    )
 }
 
 /// Installs the exporter, to `endpoint` or where the `OTEL_*` variables say, keeping
@@ -77,6 +80,24 @@ fn install(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
         .build();
     global::set_tracer_provider(provider.clone());
     Some(provider)
+}
+
+/// The operator's `tracing` spans as OpenTelemetry spans: its own, kube-runtime's
+/// reconciles (`reconciling object`, with the object) and kube-client's API calls.
+pub fn span_layer<S>(provider: &SdkTracerProvider) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::Targets;
+    let targets = Targets::new()
+        .with_target("herd_operator", tracing::Level::INFO)
+        .with_target("kube_runtime", tracing::Level::INFO)
+        .with_target("kube_client", tracing::Level::DEBUG);
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer(TRACER_NAME))
+        .with_filter(targets)
 }
 
 /// Starts the trace of the new Run `name` in `namespace` of Agent `agent` with a
@@ -121,6 +142,31 @@ mod tests {
 
     use super::*;
     use crate::decide::trace_context::is_traceparent;
+
+    #[test]
+    fn reconciles_and_api_calls_become_spans_and_other_crates_do_not() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = tracing_subscriber::registry().with(span_layer(&provider));
+        tracing::subscriber::with_default(subscriber, || {
+            let reconcile = tracing::info_span!(target: "kube_runtime", "reconciling object");
+            let _entered = reconcile.enter();
+            drop(tracing::debug_span!(target: "kube_client", "HTTP").entered());
+            drop(tracing::info_span!(target: "hyper_util", "connect").entered());
+        });
+        let mut names: Vec<String> = exporter
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .map(|span| span.name.into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["HTTP", "reconciling object"]);
+    }
 
     #[test]
     fn without_an_exporter_no_trace_is_started_and_with_one_it_is() {

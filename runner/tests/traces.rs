@@ -58,6 +58,12 @@ data:
           toolCalls:
             - name: task
               arguments: {{description: "Look", prompt: "Look at the herons.", subagent_type: general-purpose}}
+      - match: {{role: subagent, call: 1}}
+        respond:
+          usage: {{inputTokens: 21, outputTokens: 2}}
+          toolCalls:
+            - name: bash
+              arguments: {{description: "Count", command: "echo herons"}}
       - match: {{role: subagent}}
         respond: {{content: "Grey and great.", usage: {{inputTokens: 33, outputTokens: 4}}}}
       - match: {{role: lead, call: 2}}
@@ -150,6 +156,19 @@ async fn a_run_is_one_trace_of_genai_spans_without_content_or_keys() {
         Some("general-purpose")
     );
 
+    let bash = named(&spans, "execute_tool bash");
+    assert_eq!(bash.len(), 1, "{spans:#?}");
+    assert_eq!(bash[0].parent_span_id, subagent[0].span_id);
+    assert_eq!(bash[0].str("herd.tool.outcome"), Some("success"));
+    let round_trips = spans
+        .iter()
+        .filter(|span| span.name == "sandbox tool" && span.parent_span_id == bash[0].span_id)
+        .count();
+    assert_eq!(
+        round_trips, 1,
+        "the bash call's sandbox round trip: {spans:#?}"
+    );
+
     let chats: Vec<&ReceivedSpan> = named(&spans, "chat trace-script")
         .into_iter()
         .filter(|span| span.str("herd.purpose") == Some("main"))
@@ -181,6 +200,7 @@ async fn a_run_is_one_trace_of_genai_spans_without_content_or_keys() {
     assert_eq!(
         tokens,
         [
+            ("invoke_agent general-purpose".to_owned(), 21, 2),
             ("invoke_agent general-purpose".to_owned(), 33, 4),
             ("invoke_agent lead".to_owned(), 55, 6),
             ("invoke_agent lead".to_owned(), 111, 22),

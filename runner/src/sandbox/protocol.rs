@@ -60,6 +60,27 @@ pub enum SandboxRequest {
 }
 
 /// A SKILL.md found in the sandbox, unparsed (the agent side validates the frontmatter).
+impl SandboxRequest {
+    /// The request's `op`, as on the wire (`tool`, `read_file`...), for its span.
+    pub fn op(&self) -> &'static str {
+        match self {
+            SandboxRequest::Hello { .. } => "hello",
+            SandboxRequest::Prepare => "prepare",
+            SandboxRequest::Tool { .. } => "tool",
+            SandboxRequest::ListSkills => "list_skills",
+            SandboxRequest::ListUploads => "list_uploads",
+            SandboxRequest::ListOutputs => "list_outputs",
+            SandboxRequest::InstallInputs { .. } => "install_inputs",
+            SandboxRequest::ReadFile { .. } => "read_file",
+            SandboxRequest::FileInfo { .. } => "file_info",
+            SandboxRequest::WriteOutput { .. } => "write_output",
+            SandboxRequest::WriteOutputBytes { .. } => "write_output_bytes",
+            SandboxRequest::SpawnStdio { .. } => "spawn_stdio",
+            SandboxRequest::StdioStderr { .. } => "stdio_stderr",
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SkillFile {
     /// `public` or `custom`.

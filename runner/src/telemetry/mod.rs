@@ -10,7 +10,9 @@ pub mod names;
 pub mod propagation;
 mod spans;
 
-pub use spans::{AgentSpan, ModelCallSpan, ToolCallSpan, record_decision};
+pub use spans::{
+    AgentSpan, ModelCallSpan, SandboxSpan, ToolCallSpan, record_decision, sandbox_round_trip,
+};
 
 use std::sync::Arc;
 

@@ -38,6 +38,8 @@ pub const RUN_ATTEMPT: &str = "herd.run.attempt";
 pub const STOP_REASON: &str = "herd.stop_reason";
 /// `success` or `error`.
 pub const TOOL_OUTCOME: &str = "herd.tool.outcome";
+/// The sandbox request of a `sandbox {op}` span (`tool`, `read_file`...).
+pub const SANDBOX_OPERATION: &str = "herd.sandbox.operation";
 /// What the model call was for (`main`, `title`, `summary`, `memory`).
 pub const PURPOSE: &str = "herd.purpose";
 

@@ -246,6 +246,37 @@ impl ToolCallSpan {
     }
 }
 
+/// A `sandbox {op}` span: one round trip to the sandbox, under the tool call that made it.
+pub struct SandboxSpan {
+    cx: Context,
+}
+
+/// Starts `sandbox {op}` under the current context, with the process's tracer (the sandbox
+/// client is shared by every agent of the run).
+pub fn sandbox_round_trip(op: &'static str) -> SandboxSpan {
+    let tracer = opentelemetry::global::tracer(super::TRACER_NAME);
+    let span = tracer
+        .span_builder(format!("sandbox {op}"))
+        .with_kind(SpanKind::Client)
+        .with_attributes(vec![KeyValue::new(names::SANDBOX_OPERATION, op)])
+        .start(&tracer);
+    SandboxSpan {
+        cx: Context::current_with_span(span),
+    }
+}
+
+impl SandboxSpan {
+    /// Ends the span; `error` says why the round trip failed.
+    pub fn finish(self, error: Option<&str>) {
+        let span = self.cx.span();
+        if let Some(error) = error {
+            span.set_attribute(KeyValue::new(names::ERROR_TYPE, "sandbox_unavailable"));
+            span.set_status(Status::error(truncated(error)));
+        }
+        span.end();
+    }
+}
+
 /// Adds a span event to the current span: a chain decision that changed the run (a retry, a
 /// loop warning, a summary, a budget stop).
 pub fn record_decision(name: &'static str, message: &str) {

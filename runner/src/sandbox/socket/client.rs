@@ -190,6 +190,16 @@ impl ToolExecutor for UnixSocketExecutor {
     }
 
     async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
+        let span = crate::telemetry::sandbox_round_trip(request.op());
+        let result = self.round_trip(request).await;
+        span.finish(result.as_ref().err().map(|error| error.0.as_str()));
+        result
+    }
+}
+
+impl UnixSocketExecutor {
+    /// Sends `request` and waits for its answer.
+    async fn round_trip(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = to_line(&RequestEnvelope { id, request })
             .map_err(|e| ExecutorError(format!("could not encode the request: {e}")))?;
