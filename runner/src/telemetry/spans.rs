@@ -449,6 +449,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_chain_decision_is_an_event_of_the_span_it_happens_in() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let telemetry =
+            Telemetry::with_tracer(BoxedTracer::new(Box::new(provider.tracer("t"))), false);
+        let span = telemetry.agent_span("lead", &CallContext::default());
+        async { record_decision(names::EVENT_MODEL_RETRY, "429: retrying in 2 s") }
+            .with_context(span.context())
+            .await;
+        span.finish(Some(StopReason::Completed), &Usage::default(), None);
+        let spans = exporter.get_finished_spans().unwrap();
+        let events: Vec<(String, String)> = spans[0]
+            .events
+            .iter()
+            .map(|event| {
+                (
+                    event.name.to_string(),
+                    event.attributes[0].value.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            events,
+            [(
+                "herd.model_retry".to_owned(),
+                "429: retrying in 2 s".to_owned()
+            )]
+        );
+    }
+
+    #[tokio::test]
     async fn content_is_recorded_only_when_the_agent_opts_in() {
         let off = traced(false).await;
         for span in &off {
