@@ -232,6 +232,8 @@ def check_default(objects):
     expect("affinity" not in pod and "topologySpreadConstraints" not in pod,
            "one replica: no spreading")
     expect("volumes" not in pod and "volumeMounts" not in pod["containers"][0], "no volumes")
+    expect(not any(e["name"].startswith(("OTEL_", "HERD_RUNNER_OTLP"))
+                   for e in pod["containers"][0]["env"]), "no traces by default")
     expect(deployment["spec"]["revisionHistoryLimit"] == 10
            and pod["terminationGracePeriodSeconds"] == 30, "the Deployment's defaults")
     expect(pod["containers"][0]["image"] == "ghcr.io/herd-dev/herd-operator:0.1.0",
@@ -412,12 +414,29 @@ def check_monitoring_without_crds(objects):
     none_of(objects, "PrometheusRule")
 
 
+def check_traces(objects):
+    deployment, _ = check_common(objects)
+    check_cluster_wide(objects)
+    env = {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    endpoint = "http://otel-collector.observability:4318"
+    expect(env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == endpoint, "the operator exports there")
+    expect(env["HERD_RUNNER_OTLP_ENDPOINT"]["value"] == endpoint, "Run pods get the endpoint")
+    expect(env["OTEL_TRACES_SAMPLER_ARG"]["value"] == "0.5", "the sampling ratio")
+    expect(env["OTEL_EXPORTER_OTLP_HEADERS"]["valueFrom"]["secretKeyRef"]
+           == {"name": "otlp-auth", "key": "headers"},
+           "the export headers come from the Secret, never a plain value")
+    expect(env["HERD_RUNNER_OTLP_CIDR"]["value"] == "10.96.0.0/12"
+           and env["HERD_RUNNER_OTLP_PORT"]["value"] == "4318",
+           "Run NetworkPolicies open the collector's CIDR and port")
+
+
 CHECKS = {
     "default": check_default,
     "namespaced": check_namespaced,
     "certmanager": check_certmanager,
     "replicas": check_replicas,
     "knobs": check_knobs,
+    "traces": check_traces,
     "servicemonitor": check_servicemonitor,
     "monitoring-without-crds": check_monitoring_without_crds,
     "secure-metrics": check_secure_metrics,
