@@ -73,19 +73,10 @@ pub struct Child {
     pub created: bool,
 }
 
-/// Creates (or finds) the child Run of `parent` for `request`, outside any trace.
-pub async fn create_child(
-    client: &Client,
-    parent: &Run,
-    request: &ChildRequest,
-) -> Result<Child, ChildError> {
-    create_child_in_trace(client, parent, request, None).await
-}
-
 /// Creates (or finds) the child Run of `parent` for `request`; a valid `traceparent` (the
 /// span of the parent's `task` call) becomes the child's annotation, so its pod continues the
 /// parent's trace.
-pub async fn create_child_in_trace(
+pub async fn create_child(
     client: &Client,
     parent: &Run,
     request: &ChildRequest,

@@ -1,5 +1,5 @@
 //! The children routes of the run API (docs/operator.md, step 7): a runner's `task` call starts a child
-//! Run (`POST children`, through [`create_child_in_trace`], which enforces `maxTotal`, `maxDepth` and the
+//! Run (`POST children`, through [`create_child`], which enforces `maxTotal`, `maxDepth` and the
 //! narrowed budget whatever the runner claims), waits for its outcome (`GET
 //! children/{toolCallId}?wait=`, a long poll woken by the Run cache's watch events) and fetches
 //! the files it presented (`GET children/{toolCallId}/files/{n}`). A child is found by the name
@@ -26,7 +26,7 @@ use super::failure::Failure;
 use super::long_poll::{WaitQuery, long_poll};
 use super::result_config_map::{presented_file, result_name};
 use super::routes::run_path;
-use crate::controller::create_child::{ChildError, create_child_in_trace};
+use crate::controller::create_child::{ChildError, create_child};
 use crate::controller::run_objects::owned_by;
 use crate::decide::child_run::{Refusal, child_name};
 use crate::error::Error;
@@ -52,7 +52,7 @@ pub async fn start_child(
     let traceparent = headers
         .get("traceparent")
         .and_then(|value| value.to_str().ok());
-    let child = create_child_in_trace(&api.client, &admitted.run, &request, traceparent)
+    let child = create_child(&api.client, &admitted.run, &request, traceparent)
         .await
         .map_err(refused)?;
     if child.created {
