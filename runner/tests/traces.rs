@@ -72,9 +72,9 @@ data:
     )
 }
 
-/// Runs the manifest with the exporter pointed at `receiver`, under the trace in
+/// Runs the manifest with the exporter pointed at `endpoint`, under the trace in
 /// `TRACEPARENT`, with `SECRET` as the API key in the environment.
-async fn run(receiver: &Receiver, manifest: &str, dir: &Path) -> Output {
+async fn run(endpoint: &str, manifest: &str, dir: &Path) -> Output {
     let file = dir.join("agent.yaml");
     std::fs::write(&file, manifest).expect("the manifest is written");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_herd-runner"));
@@ -85,7 +85,7 @@ async fn run(receiver: &Receiver, manifest: &str, dir: &Path) -> Output {
         .arg(dir.join("work"))
         .env("HERD_HOME", dir)
         .env("OPENAI_API_KEY", SECRET)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .env("TRACEPARENT", format!("00-{TRACE_ID}-{PARENT_SPAN}-01"));
     command.output().await.expect("herd-runner runs")
@@ -113,7 +113,7 @@ async fn traced_run(capture: bool) -> Vec<ReceivedSpan> {
         &dir.path().join("spans.jsonl"),
     )
     .await;
-    let output = run(&receiver, &manifest(capture), dir.path()).await;
+    let output = run(&receiver.endpoint(), &manifest(capture), dir.path()).await;
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -252,4 +252,38 @@ async fn captured_content_is_on_spans_and_keys_still_are_not() {
         let text = serde_json::to_string(span).unwrap();
         assert!(!text.contains(SECRET), "a key reached a span: {text}");
     }
+}
+
+/// An endpoint nothing listens on does not fail or hold up the run, and the person is told how
+/// many spans were lost and why (the SDK drops a failed batch without a word).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_endpoint_is_a_warning_with_the_lost_spans() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let endpoint = format!("http://{}", closed.local_addr().expect("its address"));
+    drop(closed);
+    let output = run(&endpoint, &manifest(false), dir.path()).await;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    let warning = said
+        .lines()
+        .find(|line| line.contains("span(s) were not exported to the OTLP endpoint"))
+        .unwrap_or_else(|| panic!("no warning about the lost spans:\n{said}"));
+    let (before, _) = warning
+        .split_once(" span(s)")
+        .expect("the warning counts spans");
+    let digits: String = before
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let lost: u64 = digits.parse().unwrap_or(0);
+    assert!(lost > 0, "{warning}");
 }

@@ -14,6 +14,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SdkTracerProvider};
 
+use std::sync::Arc;
+
+use super::export_failures::{Counted, ExportFailures};
 use super::{TRACER_NAME, Telemetry};
 
 /// The variables that name an endpoint; without one nothing is exported.
@@ -25,6 +28,7 @@ const ENDPOINT_VARIABLES: [&str; 2] = [
 /// The installed exporter; [`TraceExport::shutdown`] sends what is still queued.
 pub struct TraceExport {
     provider: SdkTracerProvider,
+    failures: Arc<ExportFailures>,
 }
 
 impl std::fmt::Debug for TraceExport {
@@ -45,23 +49,29 @@ pub fn init_from_env() -> Option<TraceExport> {
     if disabled || !configured {
         return None;
     }
-    let provider = provider(None, sampling_ratio())?;
+    let failures = Arc::new(ExportFailures::default());
+    let provider = provider(None, sampling_ratio(), failures.clone())?;
     global::set_tracer_provider(provider.clone());
     // Warm the tracer so the first span does not pay for its creation.
     let _ = provider.tracer(TRACER_NAME);
-    Some(TraceExport { provider })
+    Some(TraceExport { provider, failures })
 }
 
 /// An exporter to the OTLP/HTTP base URL `endpoint` that is not the process's (the bench
 /// compares runs with and without one); [`TraceExport::telemetry`] gives agents its tracer.
 pub fn exporting_to(endpoint: &str) -> Option<TraceExport> {
     let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
-    provider(Some(url), 1.0).map(|provider| TraceExport { provider })
+    let failures = Arc::new(ExportFailures::default());
+    provider(Some(url), 1.0, failures.clone()).map(|provider| TraceExport { provider, failures })
 }
 
 /// The batching provider over an OTLP/HTTP exporter to `endpoint`, else where the `OTEL_*`
-/// variables say.
-fn provider(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
+/// variables say; failed exports are counted in `failures`.
+fn provider(
+    endpoint: Option<String>,
+    ratio: f64,
+    failures: Arc<ExportFailures>,
+) -> Option<SdkTracerProvider> {
     let mut builder = SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary);
@@ -76,7 +86,7 @@ fn provider(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
         }
     };
     let provider = SdkTracerProvider::builder()
-        .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+        .with_span_processor(BatchSpanProcessor::builder(Counted::new(exporter, failures)).build())
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
             ratio,
         ))))
@@ -103,6 +113,9 @@ impl TraceExport {
     pub fn shutdown(self) {
         if let Err(error) = self.provider.shutdown() {
             tracing::warn!(%error, "the last spans were not exported");
+        }
+        if let Some(summary) = self.failures.summary() {
+            tracing::warn!("{summary}");
         }
     }
 }

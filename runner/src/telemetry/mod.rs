@@ -6,6 +6,7 @@
 
 mod content;
 pub mod export;
+mod export_failures;
 pub mod names;
 pub mod propagation;
 mod spans;
