@@ -193,7 +193,7 @@ pub async fn children_under_max_concurrent(
     let (seen, watch) = watch_pods(&admin, &namespace, |run| run != "parent");
     let mut children = BTreeSet::new();
     for i in 0..CHILDREN {
-        let name = create_child(&operator, &parent, &ask(&format!("call_{i}"), "bash"))
+        let name = create_child(&operator, &parent, &ask(&format!("call_{i}"), "bash"), None)
             .await
             .with_context(|| format!("child {i}"))?
             .name;
@@ -327,7 +327,7 @@ pub async fn caps_with_nested_runs(
     let mut kids = Vec::new();
     for call in ["a", "b", "c"] {
         kids.push(
-            create_child(&operator, &parent, &ask(call, "general-purpose"))
+            create_child(&operator, &parent, &ask(call, "general-purpose"), None)
                 .await?
                 .name,
         );
@@ -350,7 +350,7 @@ pub async fn caps_with_nested_runs(
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
-    let grandchild = create_child(&operator, &child, &ask("g", "bash"))
+    let grandchild = create_child(&operator, &child, &ask("g", "bash"), None)
         .await?
         .name;
     run_until(&runs, &grandchild, "a grandchild starts too", |r| {
@@ -430,12 +430,12 @@ pub async fn children_never_exceed_their_parent(
     greedy.model_calls_left = Some(99);
     greedy.tokens_left = Some(5000);
     greedy.seconds_left = Some(99_999);
-    let first = create_child(&operator, &parent, &greedy).await?.name;
+    let first = create_child(&operator, &parent, &greedy, None).await?.name;
     let mut modest = ask("call_2", "bash");
     modest.model_calls_left = Some(3);
     modest.tokens_left = Some(200);
     modest.seconds_left = Some(30);
-    let second = create_child(&operator, &parent, &modest).await?.name;
+    let second = create_child(&operator, &parent, &modest, None).await?.name;
 
     let snap = snapshot_of(&admin, &namespace, &first).await?;
     ensure!(snap["run"]["maxModelCalls"] == 10, "{}", snap["run"]);
@@ -489,18 +489,18 @@ pub async fn children_never_exceed_their_parent(
             && child.spec.subagent_type.as_deref() == Some("general-purpose")
     );
     ensure!(
-        create_child(&operator, &parent, &greedy).await?
+        create_child(&operator, &parent, &greedy, None).await?
             == Child {
                 name: first.clone(),
                 created: false
             },
         "the same request is the same child"
     );
-    match create_child(&operator, &parent, &ask("call_3", "bash")).await {
+    match create_child(&operator, &parent, &ask("call_3", "bash"), None).await {
         Err(ChildError::Refused(Refusal::TotalReached { max_total: 2 })) => {}
         other => bail!("a third child past maxTotal 2: {other:?}"),
     }
-    match create_child(&operator, &child, &ask("deeper", "bash")).await {
+    match create_child(&operator, &child, &ask("deeper", "bash"), None).await {
         Err(ChildError::Refused(Refusal::TooDeep { .. })) => {}
         other => bail!("a child at maxDepth delegating: {other:?}"),
     }
@@ -566,7 +566,7 @@ pub async fn a_child_shares_a_read_write_many_workspace(
     )
     .await?;
     let parent = running_parent(&admin, &namespace, "shared").await?;
-    let child = create_child(&operator, &parent, &ask("call_1", "bash"))
+    let child = create_child(&operator, &parent, &ask("call_1", "bash"), None)
         .await?
         .name;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
