@@ -326,47 +326,40 @@ fn condition(
 fn accepted(facts: &ScheduleFacts, ready_reason: &str, message: &str) -> Vec<Condition> {
     merge(
         &facts.previous.conditions,
-        vec![
-            condition(
-                facts,
-                condition_type::ACCEPTED,
-                ConditionStatus::True,
-                reason::ACCEPTED,
-                "the timetable is valid",
-            ),
-            condition(
-                facts,
-                condition_type::READY,
-                ConditionStatus::True,
-                ready_reason,
-                message,
-            ),
-        ],
+        accepted_and_ready(facts, ConditionStatus::True, ready_reason, message),
     )
 }
 
+/// A valid timetable whose last Run the API server refused: Ready=False and Stalled.
 fn rejected_conditions(facts: &ScheduleFacts, message: &str) -> Vec<Condition> {
-    let now = Time(facts.now);
-    merge(
-        &facts.previous.conditions,
-        vec![
-            condition(
-                facts,
-                condition_type::ACCEPTED,
-                ConditionStatus::True,
-                reason::ACCEPTED,
-                "the timetable is valid",
-            ),
-            condition(
-                facts,
-                condition_type::READY,
-                ConditionStatus::False,
-                reason::RUN_REJECTED,
-                message,
-            ),
-            stalled(reason::RUN_REJECTED, message, facts.generation, &now),
-        ],
-    )
+    let mut conditions =
+        accepted_and_ready(facts, ConditionStatus::False, reason::RUN_REJECTED, message);
+    conditions.push(stalled(
+        reason::RUN_REJECTED,
+        message,
+        facts.generation,
+        &Time(facts.now),
+    ));
+    merge(&facts.previous.conditions, conditions)
+}
+
+/// `Accepted=True` for a valid timetable and `Ready` as given.
+fn accepted_and_ready(
+    facts: &ScheduleFacts,
+    ready: ConditionStatus,
+    ready_reason: &str,
+    message: &str,
+) -> Vec<Condition> {
+    vec![
+        condition(
+            facts,
+            condition_type::ACCEPTED,
+            ConditionStatus::True,
+            reason::ACCEPTED,
+            "the timetable is valid",
+        ),
+        condition(facts, condition_type::READY, ready, ready_reason, message),
+    ]
 }
 
 fn not_accepted(facts: &ScheduleFacts, error: &TimetableError) -> Vec<Condition> {
