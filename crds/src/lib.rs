@@ -22,6 +22,7 @@ pub mod formats;
 pub mod generate;
 pub mod manifest;
 pub mod memory;
+pub mod pricing;
 pub mod reason;
 pub mod refs;
 pub mod report;

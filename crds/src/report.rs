@@ -33,22 +33,145 @@ pub enum TodoStatus {
     Completed,
 }
 
-/// Tokens and calls a run has used so far, summed over the lead agent and its in-process work.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+/// Most entries of [`Usage::by_model`]: the models past the first fifteen share the last entry,
+/// named [`OTHER_MODELS`].
+pub const MAX_MODELS: usize = 16;
+/// The name of the [`Usage::by_model`] entry that sums the models past the first fifteen.
+pub const OTHER_MODELS: &str = "other";
+/// Most characters of a model's name in [`ModelUsage`] (as `spec.model.name`).
+pub const MAX_MODEL_NAME: usize = 256;
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Tokens and calls a run has used so far: the lead agent and its in-process work, and with its
+/// children in `withChildren`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    /// Prompt tokens reported by the model provider (estimated when the provider reports none).
+    /// Prompt tokens reported by the model provider (estimated when the provider reports none),
+    /// cached ones included.
     #[serde(default)]
     pub input_tokens: u64,
     /// Completion tokens reported by the model provider (estimated when the provider reports none).
     #[serde(default)]
     pub output_tokens: u64,
+    /// Of the input tokens, those the provider read from its prompt cache (OpenAI
+    /// `cached_tokens`, Anthropic `cache_read_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     /// Model calls made, retries included.
     #[serde(default)]
     pub model_calls: u32,
     /// Tool calls executed.
     #[serde(default)]
     pub tool_calls: u32,
+    /// What these tokens cost, when the Agent's model has `pricing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// The tokens by model (at most 16; models past the first fifteen are summed as `other`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub by_model: Vec<ModelUsage>,
+    /// This Run's usage plus that of every child Run it delegated to (and theirs), once a
+    /// child has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_children: Option<UsageTotals>,
+}
+
+/// The tokens one model used in a run.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    /// The model's name as configured, or `other`.
+    #[schemars(length(max = 256))]
+    pub model: String,
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Model calls that answered.
+    #[serde(default)]
+    pub model_calls: u32,
+}
+
+/// Usage summed over a Run and its children, without the split by model.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Model calls made.
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Tool calls executed.
+    #[serde(default)]
+    pub tool_calls: u32,
+    /// What they cost (children priced in another currency than the first are left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// An amount of money, in integer millionths of the currency's unit so it never rounds twice.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// ISO 4217 code, e.g. `USD`.
+    #[schemars(length(max = 3))]
+    pub currency: String,
+    /// The amount in millionths of the currency's unit: `4210` is 0.004210.
+    pub micros: u64,
+}
+
+impl Cost {
+    /// The amount as a decimal, six places: `0.004210`.
+    pub fn amount(&self) -> String {
+        crate::pricing::format_micros(self.micros)
+    }
+
+    /// The sum of two amounts of the same currency; another currency's is left out.
+    fn plus(first: Option<&Cost>, second: Option<&Cost>) -> Option<Cost> {
+        match (first, second) {
+            (Some(a), Some(b)) if a.currency == b.currency => Some(Cost {
+                currency: a.currency.clone(),
+                micros: a.micros.saturating_add(b.micros),
+            }),
+            (Some(a), _) => Some(a.clone()),
+            (None, b) => b.cloned(),
+        }
+    }
+}
+
+impl UsageTotals {
+    /// Input plus output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Adds another total to this one.
+    pub fn add(&mut self, other: &UsageTotals) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.model_calls = self.model_calls.saturating_add(other.model_calls);
+        self.tool_calls = self.tool_calls.saturating_add(other.tool_calls);
+        self.cost = Cost::plus(self.cost.as_ref(), other.cost.as_ref());
+    }
 }
 
 impl Usage {
@@ -57,12 +180,99 @@ impl Usage {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 
-    /// Adds another usage record to this one.
+    /// This usage's own totals (children left out).
+    pub fn totals(&self) -> UsageTotals {
+        UsageTotals {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cached_input_tokens: self.cached_input_tokens,
+            model_calls: self.model_calls,
+            tool_calls: self.tool_calls,
+            cost: self.cost.clone(),
+        }
+    }
+
+    /// The totals with children: `withChildren` when a child has reported, else the own ones.
+    pub fn totals_with_children(&self) -> UsageTotals {
+        self.with_children.clone().unwrap_or_else(|| self.totals())
+    }
+
+    /// This usage with `children` (the sum of the children's [`Usage::totals_with_children`])
+    /// in `withChildren`; unchanged when no child used anything.
+    pub fn including_children(mut self, children: &UsageTotals) -> Usage {
+        if *children != UsageTotals::default() {
+            let mut total = self.totals();
+            total.add(children);
+            self.with_children = Some(total);
+        }
+        self
+    }
+
+    /// Adds one answered model call's tokens (`call`, whose own calls and split are ignored) to
+    /// the totals and to `model`'s entry. Model calls are counted by the caller, retries
+    /// included.
+    pub fn add_call(&mut self, model: &str, call: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(call.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(call.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(call.cached_input_tokens);
+        self.fold_model(&ModelUsage {
+            model: model.chars().take(MAX_MODEL_NAME).collect(),
+            input_tokens: call.input_tokens,
+            output_tokens: call.output_tokens,
+            cached_input_tokens: call.cached_input_tokens,
+            model_calls: 1,
+        });
+    }
+
+    /// Adds `entry` to the entry of its model; a model not yet listed gets its own entry while
+    /// fewer than fifteen are, else it is summed into the last entry, [`OTHER_MODELS`].
+    pub fn fold_model(&mut self, entry: &ModelUsage) {
+        let index = match self.by_model.iter().position(|m| m.model == entry.model) {
+            Some(index) => index,
+            None if self.by_model.len() < MAX_MODELS - 1 => {
+                self.by_model.push(ModelUsage {
+                    model: entry.model.clone(),
+                    ..ModelUsage::default()
+                });
+                self.by_model.len() - 1
+            }
+            None => match self.by_model.iter().position(|m| m.model == OTHER_MODELS) {
+                Some(index) => index,
+                None => {
+                    self.by_model.push(ModelUsage {
+                        model: OTHER_MODELS.to_owned(),
+                        ..ModelUsage::default()
+                    });
+                    self.by_model.len() - 1
+                }
+            },
+        };
+        if let Some(slot) = self.by_model.get_mut(index) {
+            slot.input_tokens = slot.input_tokens.saturating_add(entry.input_tokens);
+            slot.output_tokens = slot.output_tokens.saturating_add(entry.output_tokens);
+            slot.cached_input_tokens = slot
+                .cached_input_tokens
+                .saturating_add(entry.cached_input_tokens);
+            slot.model_calls = slot.model_calls.saturating_add(entry.model_calls);
+        }
+    }
+
+    /// Adds another usage record to this one: totals, split by model and cost (children's
+    /// totals are not added: see [`Usage::including_children`]).
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
         self.model_calls = self.model_calls.saturating_add(other.model_calls);
         self.tool_calls = self.tool_calls.saturating_add(other.tool_calls);
+        self.cost = Cost::plus(self.cost.as_ref(), other.cost.as_ref());
+        for entry in &other.by_model {
+            self.fold_model(entry);
+        }
     }
 }
 
@@ -156,7 +366,8 @@ impl SandboxReport {
 pub enum StopReason {
     /// The model gave a final answer.
     Completed,
-    /// The agent asked a clarification question and waits for an answer.
+    /// The agent asked a clarification question, or a tool call needs a person's approval, and
+    /// the run waits for the answer.
     InputRequired,
     /// `maxModelCalls` was reached.
     ModelCallLimit,
@@ -186,6 +397,9 @@ pub enum StopReason {
     /// A signal (Ctrl-C, SIGTERM) stopped a local run, which saved a checkpoint to resume
     /// from; a Run's pod stopped this way posts its checkpoint, never a result.
     Interrupted,
+    /// A tool call waited longer than `approval.timeout` for a person's decision, with
+    /// `approval.onTimeout: fail`.
+    ApprovalTimedOut,
 }
 
 impl StopReason {
@@ -342,6 +556,147 @@ mod tests {
             ],
         };
         assert_eq!(short.summary(), "landlock on (ABI 6), userNamespaces off");
+    }
+
+    fn call(input: u64, cached: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            cached_input_tokens: cached,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn calls_add_to_the_totals_and_to_their_models_entry() {
+        let mut usage = Usage::default();
+        usage.add_call("gpt-4.1", &call(100, 80, 10));
+        usage.add_call("gpt-4.1-mini", &call(50, 0, 5));
+        usage.add_call("gpt-4.1", &call(200, 150, 20));
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens
+            ),
+            (350, 230, 35)
+        );
+        assert_eq!(
+            usage.by_model,
+            [
+                ModelUsage {
+                    model: "gpt-4.1".into(),
+                    input_tokens: 300,
+                    output_tokens: 30,
+                    cached_input_tokens: 230,
+                    model_calls: 2,
+                },
+                ModelUsage {
+                    model: "gpt-4.1-mini".into(),
+                    input_tokens: 50,
+                    output_tokens: 5,
+                    cached_input_tokens: 0,
+                    model_calls: 1,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn with_children_sums_the_own_totals_and_the_childrens_and_their_cost() {
+        let mut own = call(100, 0, 10);
+        own.model_calls = 2;
+        own.cost = Some(Cost {
+            currency: "USD".into(),
+            micros: 300,
+        });
+        let mut children = UsageTotals {
+            input_tokens: 40,
+            output_tokens: 4,
+            model_calls: 1,
+            cost: Some(Cost {
+                currency: "USD".into(),
+                micros: 70,
+            }),
+            ..UsageTotals::default()
+        };
+        children.add(&UsageTotals {
+            cost: Some(Cost {
+                currency: "EUR".into(),
+                micros: 5,
+            }),
+            ..UsageTotals::default()
+        });
+        let usage = own.clone().including_children(&children);
+        let total = usage.with_children.clone().unwrap();
+        assert_eq!(
+            (total.input_tokens, total.output_tokens, total.model_calls),
+            (140, 14, 3)
+        );
+        assert_eq!(
+            total.cost.unwrap().micros,
+            370,
+            "another currency is left out"
+        );
+        assert_eq!(usage.totals_with_children().input_tokens, 140);
+        // No child used anything: no withChildren, and the own totals stand for both.
+        let alone = own.including_children(&UsageTotals::default());
+        assert_eq!(alone.with_children, None);
+        assert_eq!(alone.totals_with_children().input_tokens, 100);
+    }
+
+    #[test]
+    fn old_reports_without_the_new_fields_still_read() {
+        let usage: Usage = serde_json::from_value(serde_json::json!(
+            {"inputTokens": 5, "outputTokens": 2, "modelCalls": 1, "toolCalls": 0}
+        ))
+        .unwrap();
+        assert_eq!(
+            usage,
+            Usage {
+                input_tokens: 5,
+                output_tokens: 2,
+                model_calls: 1,
+                ..Usage::default()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(&usage).unwrap(),
+            serde_json::json!({"inputTokens": 5, "outputTokens": 2, "modelCalls": 1, "toolCalls": 0}),
+            "nothing new is written where there is nothing to say"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_split_by_model_stays_bounded_and_sums_to_the_totals(
+            calls in proptest::collection::vec((0usize..40, 0u64..1_000_000, 0u64..1_000), 0..200)
+        ) {
+            let mut usage = Usage::default();
+            for (model, input, output) in &calls {
+                usage.add_call(&format!("model-{model}"), &call(*input, input / 2, *output));
+            }
+            proptest::prop_assert!(usage.by_model.len() <= MAX_MODELS);
+            let input: u64 = usage.by_model.iter().map(|m| m.input_tokens).sum();
+            let output: u64 = usage.by_model.iter().map(|m| m.output_tokens).sum();
+            let cached: u64 = usage.by_model.iter().map(|m| m.cached_input_tokens).sum();
+            let answered: u32 = usage.by_model.iter().map(|m| m.model_calls).sum();
+            proptest::prop_assert_eq!(input, usage.input_tokens);
+            proptest::prop_assert_eq!(output, usage.output_tokens);
+            proptest::prop_assert_eq!(cached, usage.cached_input_tokens);
+            proptest::prop_assert_eq!(answered as usize, calls.len());
+            // Only the last entry may be `other`, and only once fifteen models have their own.
+            for (index, entry) in usage.by_model.iter().enumerate() {
+                if entry.model == OTHER_MODELS {
+                    proptest::prop_assert_eq!(index, MAX_MODELS - 1);
+                }
+            }
+            // Adding a usage record folds its split the same way.
+            let mut twice = usage.clone();
+            twice.add(&usage);
+            proptest::prop_assert!(twice.by_model.len() <= MAX_MODELS);
+            proptest::prop_assert_eq!(twice.input_tokens, usage.input_tokens * 2);
+        }
     }
 
     fn question(options: &[&str], context: Option<&str>) -> Clarification {

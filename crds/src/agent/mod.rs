@@ -16,7 +16,7 @@ use crate::condition::Condition;
 use crate::refs::ValueFrom;
 
 pub use mcp::{McpEnvVar, McpHeader, McpServerSpec, McpSpec, header_env_var};
-pub use model::{ModelSpec, Provider, ReasoningEffort};
+pub use model::{ModelPricing, ModelSpec, Provider, ReasoningEffort};
 pub use observability::ObservabilitySpec;
 pub use sandbox::{
     AccessMode, EgressMode, EgressSpec, SandboxResources, SandboxSpec, WorkspaceClaimSpec,

@@ -78,6 +78,29 @@ pub struct ModelSpec {
     /// role, subagent type, purpose, attempt and the last message's text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_from: Option<ValueFrom>,
+    /// Prices of this model; with them, Runs show what they cost. Absent: no cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<ModelPricing>,
+}
+
+/// What a model's tokens cost, per million, as decimal strings (e.g. `"2.50"`, at most six
+/// decimals), so status never holds a rounded float.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPricing {
+    /// Per million input tokens not read from the provider's cache.
+    #[schemars(regex(pattern = r"^[0-9]{1,9}(\.[0-9]{1,6})?$"))]
+    pub input_per_million: String,
+    /// Per million output tokens.
+    #[schemars(regex(pattern = r"^[0-9]{1,9}(\.[0-9]{1,6})?$"))]
+    pub output_per_million: String,
+    /// Per million input tokens read from the cache. Absent: `inputPerMillion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]{1,9}(\.[0-9]{1,6})?$"))]
+    pub cached_input_per_million: Option<String>,
+    /// ISO 4217 code, e.g. `USD`.
+    #[schemars(regex(pattern = "^[A-Z]{3}$"))]
+    pub currency: String,
 }
 
 /// The API a model speaks.

@@ -225,6 +225,7 @@ fn default_model(config: &DefaultModelConfig) -> Option<ModelSpec> {
         max_retries: None,
         egress_cidrs: None,
         script_from: None,
+        pricing: None,
     })
 }
 
