@@ -7,6 +7,7 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 
 use crate::agent::Agent;
+use crate::budget::Budget;
 use crate::run::Run;
 use crate::schedule::Schedule;
 use crate::skill::Skill;
@@ -30,7 +31,7 @@ pub const API_VERSION_ANNOTATION: &str = "herd.dev/api-version";
 /// change and this does not). CRDs without the annotation are revision 1, the first schema. The operator
 /// compares the served CRDs' annotation with its own: a lower `<n>` means the CRDs need
 /// upgrading (`kubectl apply --server-side -f charts/herd/crds/`).
-pub const SCHEMA_REVISION: &str = "v1alpha1.12";
+pub const SCHEMA_REVISION: &str = "v1alpha1.13";
 
 /// The revision number of an `herd.dev/api-version` value of this API version (`v1alpha1.<n>`),
 /// or `None` for anything else.
@@ -61,6 +62,7 @@ pub fn crds() -> Result<Vec<(&'static str, CustomResourceDefinition)>, GenerateE
         ("herd.dev_skills.yaml", Skill::crd()),
         ("herd.dev_runs.yaml", Run::crd()),
         ("herd.dev_schedules.yaml", Schedule::crd()),
+        ("herd.dev_budgets.yaml", Budget::crd()),
     ]
     .into_iter()
     .map(|(file, mut crd)| {
@@ -177,7 +179,7 @@ mod tests {
                 "{file}"
             );
         }
-        assert_eq!(schema_revision_number(SCHEMA_REVISION), Some(12));
+        assert_eq!(schema_revision_number(SCHEMA_REVISION), Some(13));
         assert_eq!(schema_revision_number("v1alpha1.10"), Some(10));
         assert_eq!(schema_revision_number("v1beta1.3"), None);
         assert_eq!(schema_revision_number("v1alpha1.x"), None);

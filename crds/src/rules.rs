@@ -387,6 +387,38 @@ pub const HISTORY_LIMIT: &str = range_rule!(HISTORY_LIMIT_RANGE);
 /// Message of [`HISTORY_LIMIT`].
 pub const HISTORY_LIMIT_MESSAGE: &str = range_message!(HISTORY_LIMIT_RANGE);
 
+/// Budget `limits`: at least one limit.
+pub const BUDGET_SOME_LIMIT: &str = "has(self.tokens) || has(self.inputTokens) || has(self.outputTokens) || has(self.runs) || has(self.cost)";
+/// Message of [`BUDGET_SOME_LIMIT`].
+pub const BUDGET_SOME_LIMIT_MESSAGE: &str =
+    "set at least one limit: tokens, inputTokens, outputTokens, runs or cost";
+
+/// Budget `window`: a period or a calendar window, exactly one; a time zone only with a
+/// calendar window.
+pub const BUDGET_WINDOW_ONE: &str =
+    "has(self.period) != has(self.calendar) && (!has(self.timeZone) || has(self.calendar))";
+/// Message of [`BUDGET_WINDOW_ONE`].
+pub const BUDGET_WINDOW_ONE_MESSAGE: &str = "set exactly one of period (such as 24h or 7d) and calendar (Day, Week or Month); timeZone goes with calendar only";
+
+/// Pattern of a Budget `period`.
+pub const BUDGET_PERIOD_PATTERN: &str = "^[0-9]{1,6}[smhd]$";
+/// Budget `period`: `<number><unit>`, 10s to 366d.
+pub const BUDGET_PERIOD: &str = "self.matches('^[0-9]{1,6}[smhd]$') && int(self.substring(0, size(self) - 1)) * (self.endsWith('d') ? 86400 : self.endsWith('h') ? 3600 : self.endsWith('m') ? 60 : 1) >= 10 && int(self.substring(0, size(self) - 1)) * (self.endsWith('d') ? 86400 : self.endsWith('h') ? 3600 : self.endsWith('m') ? 60 : 1) <= 31622400";
+/// messageExpression of [`BUDGET_PERIOD`].
+pub const BUDGET_PERIOD_MESSAGE: &str = "'\"' + self + '\" is not a period: a number and one unit of s, m, h or d, such as 24h, 7d or 30d, from 10s to 366d'";
+
+/// Budget `selector.agents`: every item is an Agent name.
+pub const BUDGET_AGENTS: &str =
+    "self.all(a, a.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))";
+/// messageExpression of [`BUDGET_AGENTS`], naming the first bad item.
+pub const BUDGET_AGENTS_MESSAGE: &str = "'\"' + self.filter(a, !a.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))[0] + '\" is not an Agent name: lowercase letters, digits, - and ., starting and ending with a letter or digit'";
+
+/// Budget `selector.runLabels`: every key is a label key (an optional DNS prefix and `/`, a
+/// name of at most 63 characters).
+pub const LABEL_KEYS: &str = "self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))";
+/// Message of [`LABEL_KEYS`].
+pub const LABEL_KEYS_MESSAGE: &str = "every key must be a label key: an optional DNS prefix and /, then at most 63 letters, digits, -, _ and ., starting and ending with a letter or digit";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use herd_crds::generate::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
-const KINDS: [&str; 4] = ["Agent", "Skill", "Run", "Schedule"];
+const KINDS: [&str; 5] = ["Agent", "Skill", "Run", "Schedule", "Budget"];
 
 /// Calls `visit(path, node)` for every schema node under `node`.
 fn walk(path: &str, node: &Value, visit: &mut dyn FnMut(&str, &Value)) {
@@ -230,8 +230,8 @@ fn committed_crds_match_the_types() {
 /// test fails until `SCHEMA_REVISION` grows and the new digest is recorded here, so the
 /// `herd.dev/api-version` annotation the operator compares always moves with the schema.
 const RECORDED_REVISION: (&str, &str) = (
-    "v1alpha1.12",
-    "8ec5b0bd35c7e103a6d383f297cc58e74c2ee2c6a0bc2606567d4defa1d3712f",
+    "v1alpha1.13",
+    "4d2895f862cf4d6379929ab1e0a30ca2e999deac72c84115ea7b7d1ce72ff8b1",
 );
 
 #[test]
@@ -284,7 +284,7 @@ fn names_columns_and_selectable_fields() {
         assert!(version.subresources.as_ref().unwrap().status.is_some());
         short_names.extend(crd.spec.names.short_names.clone().unwrap());
     }
-    assert_eq!(short_names, ["hag", "hskill", "hrun", "hsched"]);
+    assert_eq!(short_names, ["hag", "hskill", "hrun", "hsched", "hbudget"]);
 
     let columns = |kind: &str| -> Vec<(String, i32)> {
         by_kind(kind).spec.versions[0]
@@ -331,6 +331,18 @@ fn names_columns_and_selectable_fields() {
             ("Age", 0),
             ("Ready", 1),
             ("At", 1),
+        ])
+    );
+    assert_eq!(
+        columns("Budget"),
+        named(&[
+            ("Window", 0),
+            ("Used", 0),
+            ("Limit", 0),
+            ("Exceeded", 0),
+            ("Resets", 0),
+            ("Age", 0),
+            ("OnExceeded", 1),
         ])
     );
     let selectable: Vec<String> = by_kind("Run").spec.versions[0]

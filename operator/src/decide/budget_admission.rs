@@ -1,0 +1,438 @@
+//! Which waiting Runs a Budget holds back, and how many tokens a starting Run may use.
+//!
+//! A Run is held while any Budget that selects it has a limit reached (`used` at or above
+//! it), counting the Runs admitted ahead of it in the same look against `runs`, or while that
+//! Budget follows as many going Runs as its status can hold. With several such Budgets the
+//! tightest wins: the Run is refused when any of them says `Refuse`, else it waits for the
+//! one that resets last. A Run that starts gets, as its token budget, the least that any
+//! Budget selecting it has left (never more than its own).
+
+use std::collections::{BTreeMap, HashMap};
+
+use herd_crds::budget::{BudgetLimits, BudgetUsage, MAX_MARKS, OnExceeded};
+use jiff::Timestamp;
+
+use super::admission::RunKey;
+use super::budget_ledger::{Limit, reached, token_allowance};
+
+/// A Budget as admission sees it: its limits and what its ledger says now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetView {
+    /// The Budget's namespace.
+    pub namespace: String,
+    /// The Budget's name.
+    pub name: String,
+    /// `spec.selector.agents` (empty: any).
+    pub agents: Vec<String>,
+    /// `spec.selector.runLabels` (empty: any).
+    pub run_labels: BTreeMap<String, String>,
+    /// `spec.limits`.
+    pub limits: BudgetLimits,
+    /// `spec.onExceeded`.
+    pub on_exceeded: OnExceeded,
+    /// Used in the current window, as of now.
+    pub used: BudgetUsage,
+    /// Going Runs its ledger follows.
+    pub marks: usize,
+    /// When the current window ends.
+    pub resets: Timestamp,
+}
+
+impl BudgetView {
+    /// Whether the Budget selects a Run of `agent` with `labels` in `namespace`.
+    pub fn selects(&self, namespace: &str, agent: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.namespace == namespace
+            && (self.agents.is_empty() || self.agents.iter().any(|a| a == agent))
+            && self
+                .run_labels
+                .iter()
+                .all(|(key, value)| labels.get(key) == Some(value))
+    }
+}
+
+/// A waiting Run, as Budgets select it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    /// The Run.
+    pub key: &'a RunKey,
+    /// Its `creationTimestamp`: older Runs go first, as under the caps.
+    pub created: Timestamp,
+    /// `spec.agentRef.name`.
+    pub agent: &'a str,
+    /// Its labels.
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+/// Why a Budget holds a Run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// The Budget that holds it (of several, the one that resets last).
+    pub budget: String,
+    /// Whether the Run fails instead of waiting.
+    pub refuse: bool,
+    /// When that Budget's window resets.
+    pub resets: Timestamp,
+    /// What the Run's condition says, naming the Budget, the limit and the reset.
+    pub message: String,
+}
+
+/// The Runs of `waiting` that `budgets` hold, deciding oldest first (by `created`, then name,
+/// then namespace, as the caps do).
+pub fn holds(budgets: &[BudgetView], waiting: &[Candidate<'_>]) -> HashMap<RunKey, Hold> {
+    let mut order: Vec<&Candidate<'_>> = waiting.iter().collect();
+    order.sort_by(|a, b| {
+        (a.created, &a.key.name, &a.key.namespace).cmp(&(b.created, &b.key.name, &b.key.namespace))
+    });
+    let mut by_namespace: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, budget) in budgets.iter().enumerate() {
+        by_namespace
+            .entry(budget.namespace.as_str())
+            .or_default()
+            .push(i);
+    }
+    // Runs admitted ahead in this look count against `runs` and the marks.
+    let mut admitted = vec![0u64; budgets.len()];
+    let mut held = HashMap::new();
+    for run in order {
+        let Some(indices) = by_namespace.get(run.key.namespace.as_str()) else {
+            continue;
+        };
+        let covering: Vec<usize> = indices
+            .iter()
+            .copied()
+            .filter(|i| budgets[*i].selects(&run.key.namespace, run.agent, run.labels))
+            .collect();
+        let mut why: Option<Hold> = None;
+        for i in &covering {
+            let budget = &budgets[*i];
+            let mut used = budget.used;
+            used.runs = used.runs.saturating_add(admitted[*i]);
+            let full = budget.marks as u64 + admitted[*i] >= MAX_MARKS as u64;
+            let limits = reached(&budget.limits, &used);
+            if limits.is_empty() && !full {
+                continue;
+            }
+            let hold = Hold {
+                budget: budget.name.clone(),
+                refuse: budget.on_exceeded == OnExceeded::Refuse,
+                resets: budget.resets,
+                message: message(budget, &used, &limits, full),
+            };
+            why = Some(match why {
+                None => hold,
+                Some(other) => tighter(other, hold),
+            });
+        }
+        match why {
+            Some(hold) => {
+                held.insert(run.key.clone(), hold);
+            }
+            None => {
+                for i in covering {
+                    admitted[i] += 1;
+                }
+            }
+        }
+    }
+    held
+}
+
+/// Of two holds, the tighter: a refusal, else the one that lasts longer.
+fn tighter(a: Hold, b: Hold) -> Hold {
+    match (a.refuse, b.refuse) {
+        (true, false) => a,
+        (false, true) => b,
+        _ if b.resets > a.resets => b,
+        _ => a,
+    }
+}
+
+fn message(budget: &BudgetView, used: &BudgetUsage, limits: &[Limit], full: bool) -> String {
+    let what = if let Some(limit) = limits.first() {
+        let cap = limit.of(&budget.limits).unwrap_or_default();
+        format!(
+            "reached its limit of {} (used: {})",
+            limit.amount(cap, &budget.limits),
+            limit.amount(limit.in_usage(used), &budget.limits)
+        )
+    } else if full {
+        format!("follows {MAX_MARKS} going Runs, its most,")
+    } else {
+        "is within its limits".to_owned()
+    };
+    let until = if full && limits.is_empty() {
+        "until one of them ends".to_owned()
+    } else {
+        format!(
+            "until its window resets at {}",
+            budget.resets.strftime("%Y-%m-%dT%H:%M:%SZ")
+        )
+    };
+    match budget.on_exceeded {
+        OnExceeded::Queue => {
+            format!(
+                "Budget {} {what} in this window: the Run waits {until}",
+                budget.name
+            )
+        }
+        OnExceeded::Refuse => format!(
+            "Budget {} {what} in this window: the Run is refused (onExceeded: Refuse); new Runs may start {until}",
+            budget.name
+        ),
+    }
+}
+
+/// The token budget a Run starting now gets: its own, narrowed to the least that any Budget
+/// selecting it has left; `None` when neither sets one.
+pub fn effective_token_budget(
+    own: Option<u64>,
+    budgets: &[BudgetView],
+    namespace: &str,
+    agent: &str,
+    labels: &BTreeMap<String, String>,
+) -> Option<u64> {
+    budgets
+        .iter()
+        .filter(|b| b.selects(namespace, agent, labels))
+        .filter_map(|b| token_allowance(&b.limits, &b.used))
+        .chain(own)
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(second).unwrap()
+    }
+
+    fn budget(name: &str, limits: BudgetLimits, used: BudgetUsage, resets: i64) -> BudgetView {
+        BudgetView {
+            namespace: "ns".into(),
+            name: name.into(),
+            agents: vec![],
+            run_labels: BTreeMap::new(),
+            limits,
+            on_exceeded: OnExceeded::Queue,
+            used,
+            marks: 0,
+            resets: at(resets),
+        }
+    }
+
+    fn tokens(limit: u64) -> BudgetLimits {
+        BudgetLimits {
+            tokens: Some(limit),
+            ..BudgetLimits::default()
+        }
+    }
+
+    fn run_cap(limit: u64) -> BudgetLimits {
+        BudgetLimits {
+            runs: Some(limit),
+            ..BudgetLimits::default()
+        }
+    }
+
+    fn used_tokens(n: u64) -> BudgetUsage {
+        BudgetUsage {
+            tokens: n,
+            input_tokens: n,
+            ..BudgetUsage::default()
+        }
+    }
+
+    struct Runs {
+        keys: Vec<RunKey>,
+        labels: BTreeMap<String, String>,
+    }
+
+    impl Runs {
+        fn new(n: usize) -> Self {
+            Runs {
+                keys: (0..n)
+                    .map(|i| RunKey::new("ns", &format!("r{i:02}")))
+                    .collect(),
+                labels: BTreeMap::from([("team".to_owned(), "a".to_owned())]),
+            }
+        }
+
+        fn candidates(&self, agent: &'static str) -> Vec<Candidate<'_>> {
+            self.keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| Candidate {
+                    key,
+                    created: at(i as i64),
+                    agent,
+                    labels: &self.labels,
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn an_exceeded_budget_holds_what_it_selects_and_names_itself_and_the_reset() {
+        let runs = Runs::new(2);
+        let budgets = [budget("daily", tokens(100), used_tokens(100), 86_400)];
+        let held = holds(&budgets, &runs.candidates("researcher"));
+        assert_eq!(held.len(), 2);
+        let hold = &held[&runs.keys[0]];
+        assert_eq!(hold.budget, "daily");
+        assert!(!hold.refuse);
+        assert_eq!(
+            hold.message,
+            "Budget daily reached its limit of 100 tokens (used: 100 tokens) in this window: the Run waits until its window resets at 1970-01-02T00:00:00Z"
+        );
+        let within = [budget("daily", tokens(100), used_tokens(99), 86_400)];
+        assert!(holds(&within, &runs.candidates("researcher")).is_empty());
+    }
+
+    #[test]
+    fn a_runs_limit_admits_the_oldest_up_to_what_is_left() {
+        let runs = Runs::new(5);
+        let used = BudgetUsage {
+            runs: 1,
+            ..BudgetUsage::default()
+        };
+        let budgets = [budget("runs", run_cap(3), used, 100)];
+        let mut candidates = runs.candidates("a");
+        candidates.reverse();
+        let held = holds(&budgets, &candidates);
+        let mut names: Vec<&str> = held.keys().map(|k| k.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["r02", "r03", "r04"], "r00 and r01 fill the 2 left");
+    }
+
+    #[test]
+    fn selectors_agents_labels_and_namespaces_decide_what_a_budget_covers() {
+        let runs = Runs::new(1);
+        let mut other_agent = budget("coders", tokens(1), used_tokens(1), 10);
+        other_agent.agents = vec!["coder".into()];
+        let mut other_team = budget("team-b", tokens(1), used_tokens(1), 10);
+        other_team.run_labels = BTreeMap::from([("team".to_owned(), "b".to_owned())]);
+        let mut other_namespace = budget("elsewhere", tokens(1), used_tokens(1), 10);
+        other_namespace.namespace = "other".into();
+        let budgets = [other_agent.clone(), other_team, other_namespace];
+        assert!(holds(&budgets, &runs.candidates("researcher")).is_empty());
+        assert_eq!(holds(&[other_agent], &runs.candidates("coder")).len(), 1);
+    }
+
+    #[test]
+    fn of_several_budgets_a_refusal_wins_else_the_latest_reset() {
+        let runs = Runs::new(1);
+        let early = budget("hourly", tokens(10), used_tokens(10), 3600);
+        let late = budget("monthly", tokens(10), used_tokens(10), 30 * 86_400);
+        let within = budget("weekly", tokens(10_000), used_tokens(10), 7 * 86_400);
+        let held = holds(
+            &[early.clone(), late.clone(), within.clone()],
+            &runs.candidates("a"),
+        );
+        assert_eq!(held[&runs.keys[0]].budget, "monthly");
+        let mut refusing = early.clone();
+        refusing.on_exceeded = OnExceeded::Refuse;
+        let held = holds(&[late, refusing, within], &runs.candidates("a"));
+        let hold = &held[&runs.keys[0]];
+        assert_eq!((hold.budget.as_str(), hold.refuse), ("hourly", true));
+        assert!(hold.message.contains("the Run is refused"));
+    }
+
+    #[test]
+    fn a_budget_following_its_most_runs_holds_new_ones() {
+        let runs = Runs::new(3);
+        let mut full = budget("wide", tokens(1_000_000), used_tokens(0), 10);
+        full.marks = MAX_MARKS - 1;
+        let held = holds(&[full], &runs.candidates("a"));
+        assert_eq!(held.len(), 2, "one more fits");
+        assert!(
+            held[&runs.keys[2]]
+                .message
+                .contains("until one of them ends")
+        );
+    }
+
+    #[test]
+    fn a_starting_run_gets_the_least_left_never_more_than_its_own() {
+        let labels = BTreeMap::new();
+        let budgets = [
+            budget("a", tokens(1000), used_tokens(400), 10),
+            budget(
+                "b",
+                BudgetLimits {
+                    output_tokens: Some(300),
+                    ..BudgetLimits::default()
+                },
+                BudgetUsage::default(),
+                10,
+            ),
+            budget("runs-only", run_cap(5), BudgetUsage::default(), 10),
+        ];
+        assert_eq!(
+            effective_token_budget(None, &budgets, "ns", "x", &labels),
+            Some(300)
+        );
+        assert_eq!(
+            effective_token_budget(Some(200), &budgets, "ns", "x", &labels),
+            Some(200)
+        );
+        assert_eq!(
+            effective_token_budget(Some(200), &budgets[2..], "ns", "x", &labels),
+            Some(200)
+        );
+        assert_eq!(
+            effective_token_budget(None, &budgets[2..], "ns", "x", &labels),
+            None
+        );
+        assert_eq!(
+            effective_token_budget(None, &budgets, "other", "x", &labels),
+            None
+        );
+    }
+
+    proptest! {
+        /// With several Budgets and any usage: a Run is held exactly when a Budget that
+        /// selects it has a limit reached (counting the Runs admitted before it), and the
+        /// Runs admitted never take a Budget past its `runs`.
+        #[test]
+        fn holds_are_justified_and_runs_limits_never_overshoot(
+            specs in prop::collection::vec((prop::option::of(1u64..5), 0u64..6, prop::option::of(1u64..100), 0u64..120, any::<bool>(), 0usize..3), 1..10),
+            n in 0usize..20,
+        ) {
+            let runs = Runs::new(n);
+            let agents = ["a", "b", "c"];
+            let budgets: Vec<BudgetView> = specs.iter().enumerate().map(|(i, (run_cap, run_used, token_cap, token_used, refuse, agent))| {
+                let mut b = budget(&format!("b{i}"), BudgetLimits { runs: *run_cap, tokens: *token_cap, ..BudgetLimits::default() },
+                    BudgetUsage { runs: *run_used, ..used_tokens(*token_used) }, i as i64);
+                if *agent > 0 { b.agents = vec![agents[*agent].to_owned()]; }
+                if *refuse { b.on_exceeded = OnExceeded::Refuse; }
+                b
+            }).collect();
+            let candidates: Vec<Candidate> = runs.candidates("a").into_iter().enumerate().map(|(i, mut c)| { c.agent = agents[i % 3]; c }).collect();
+            let held = holds(&budgets, &candidates);
+            let mut admitted = vec![0u64; budgets.len()];
+            for run in &candidates {
+                let covering: Vec<usize> = (0..budgets.len()).filter(|i| budgets[*i].selects("ns", run.agent, run.labels)).collect();
+                let blocked = covering.iter().any(|i| {
+                    let b = &budgets[*i];
+                    let runs_reached = b.limits.runs.is_some_and(|cap| b.used.runs + admitted[*i] >= cap);
+                    let tokens_reached = b.limits.tokens.is_some_and(|cap| b.used.tokens >= cap);
+                    runs_reached || tokens_reached
+                });
+                prop_assert_eq!(blocked, held.contains_key(run.key));
+                if let Some(hold) = held.get(run.key) {
+                    let refusing = covering.iter().any(|i| budgets[*i].on_exceeded == OnExceeded::Refuse && !reached(&budgets[*i].limits, &BudgetUsage { runs: budgets[*i].used.runs + admitted[*i], ..budgets[*i].used }).is_empty());
+                    prop_assert_eq!(hold.refuse, refusing);
+                } else {
+                    for i in covering { admitted[i] += 1; }
+                }
+            }
+            for (i, b) in budgets.iter().enumerate() {
+                if let Some(cap) = b.limits.runs {
+                    prop_assert!(admitted[i] == 0 || b.used.runs + admitted[i] <= cap);
+                }
+            }
+        }
+    }
+}
