@@ -26,7 +26,7 @@ use crate::tree::age;
 const MESSAGE_WIDTH: usize = 60;
 
 /// The Agents table's header (`-A` adds NAMESPACE, `-o wide` MESSAGE).
-fn agent_header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
+pub fn agent_header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
     let mut header = if all_namespaces {
         vec!["NAMESPACE"]
     } else {
@@ -92,7 +92,7 @@ pub fn agent_row(agent: &Agent, all_namespaces: bool, wide: bool, now: Timestamp
 }
 
 /// The Skills table's header.
-fn skill_header(all_namespaces: bool) -> Vec<&'static str> {
+pub fn skill_header(all_namespaces: bool) -> Vec<&'static str> {
     let mut header = if all_namespaces {
         vec!["NAMESPACE"]
     } else {

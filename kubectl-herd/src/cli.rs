@@ -92,6 +92,9 @@ pub enum Command {
     },
     /// List the Schedules: timetable, Runs going, last and next slot, ready or not.
     Schedules(CatalogArgs),
+    /// Serve a web dashboard on 127.0.0.1 with your kubeconfig's rights: Runs live, their
+    /// trees, questions, results and logs; Agents, Skills and Schedules (Ctrl-C stops it).
+    Dashboard(DashboardArgs),
     /// Print a completion script for `kubectl-herd` in SHELL (`kubectl herd <TAB>` uses the
     /// `kubectl_complete-herd` script instead).
     Completion {
@@ -240,6 +243,20 @@ pub struct CatalogArgs {
     /// Output format: json, yaml, name, wide or jsonpath=TEMPLATE.
     #[arg(short = 'o', long, value_name = "FORMAT", value_parser = crate::output::parse_output)]
     pub output: Option<crate::output::Output>,
+}
+
+/// `kubectl herd dashboard`.
+#[derive(Args, Debug, Clone)]
+pub struct DashboardArgs {
+    /// Every namespace (as far as your RBAC lets you list them).
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// The port on 127.0.0.1 (0: any free one).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub port: u16,
+    /// Print the URL without opening a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 /// Where `--dry-run` stops.

@@ -404,6 +404,7 @@ mod tests {
                 "schedule",
                 "trigger",
                 "schedules",
+                "dashboard",
                 "completion",
                 "help"
             ]

@@ -11,6 +11,8 @@
 //!   `delete` ([`delete`]), `agents` and `skills` ([`catalog`]).
 //! - `schedule NAME --cron EXPR AGENT TASK`, `trigger SCHEDULE` and `schedules`
 //!   ([`schedule`]).
+//! - `dashboard [-A] [--port N] [--no-open]`: a web dashboard on 127.0.0.1 with the caller's
+//!   kubeconfig ([`dashboard`]).
 //! - `completion SHELL` and `__complete` ([`complete`]), which `kubectl_complete-herd` calls.
 //!
 //! Exit codes ([`outcome`]) are `herd-runner run`'s: 0 answered, 1 failed, 2 bad usage, 3
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod columns;
 pub mod complete;
 pub mod connect;
+pub mod dashboard;
 pub mod delete;
 pub mod describe;
 pub mod error;
@@ -166,6 +169,7 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
         Command::Schedule(args) => schedule::create(cluster, &args, io).await,
         Command::Trigger { schedule: name } => schedule::trigger(cluster, &name, io).await,
         Command::Schedules(args) => schedule::list(cluster, &args, io).await,
+        Command::Dashboard(args) => dashboard::dashboard(cluster, &args, io).await,
         // Answered before connecting, in `execute`.
         Command::Completion { .. } | Command::Complete { .. } => Ok(EXIT_USAGE),
     }

@@ -149,7 +149,8 @@ pub async fn trigger(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u
     Ok(EXIT_ANSWERED)
 }
 
-fn header(all_namespaces: bool) -> Vec<&'static str> {
+/// The Schedules table's header (`-A` adds NAMESPACE).
+pub fn header(all_namespaces: bool) -> Vec<&'static str> {
     let mut header = if all_namespaces {
         vec!["NAMESPACE"]
     } else {
