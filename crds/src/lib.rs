@@ -17,6 +17,7 @@
 
 pub mod agent;
 pub mod budget;
+pub mod approval;
 pub mod condition;
 pub mod duration;
 pub mod formats;

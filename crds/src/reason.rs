@@ -140,6 +140,11 @@ pub mod run {
     pub const RESULT_TOO_LARGE: &str = "ResultTooLarge";
     /// `Succeeded=False`: the checkpoint stayed too large after summarization.
     pub const CHECKPOINT_TOO_LARGE: &str = "CheckpointTooLarge";
+    /// `Succeeded=Unknown`, `InputRequired=True`: tool calls wait for a person's approval.
+    pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
+    /// `Succeeded=Unknown`, `InputRequired=True`: the wait outlasted `suspendAfter`; the Pod
+    /// posted its checkpoint and ended, and the Run resumes in a new attempt once answered.
+    pub const SUSPENDED: &str = "Suspended";
     /// `Succeeded=False`: the spec is invalid in a way the schema could not catch.
     pub const INVALID_SPEC: &str = "InvalidSpec";
     /// `Succeeded=False`: the Run's snapshot ConfigMap was deleted while the Run was active.
@@ -152,6 +157,9 @@ pub mod run {
     /// The scheduler finds no node for the Pod (`PodScheduled=False`).
     pub const UNSCHEDULABLE: &str = "Unschedulable";
     /// The kubelet backs off pulling an image after failed pulls.
+    /// `Succeeded=False`: a tool call waited for approval past `approval.timeout`, with
+    /// `onTimeout: fail`.
+    pub const APPROVAL_TIMED_OUT: &str = "ApprovalTimedOut";
     pub const IMAGE_PULL_BACK_OFF: &str = "ImagePullBackOff";
     /// An image pull failed (missing image or tag, no credentials, registry unreachable).
     pub const ERR_IMAGE_PULL: &str = "ErrImagePull";

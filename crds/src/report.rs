@@ -366,7 +366,8 @@ impl SandboxReport {
 pub enum StopReason {
     /// The model gave a final answer.
     Completed,
-    /// The agent asked a clarification question and waits for an answer.
+    /// The agent asked a clarification question, or a tool call needs a person's approval, and
+    /// the run waits for the answer.
     InputRequired,
     /// `maxModelCalls` was reached.
     ModelCallLimit,
@@ -396,6 +397,9 @@ pub enum StopReason {
     /// A signal (Ctrl-C, SIGTERM) stopped a local run, which saved a checkpoint to resume
     /// from; a Run's pod stopped this way posts its checkpoint, never a result.
     Interrupted,
+    /// A tool call waited longer than `approval.timeout` for a person's decision, with
+    /// `approval.onTimeout: fail`.
+    ApprovalTimedOut,
 }
 
 impl StopReason {

@@ -161,7 +161,8 @@ pub struct CheckpointReport {
     pub checkpoint_gzip_base64: String,
 }
 
-/// An answer to a clarification question (`spec.responses[]`).
+/// An answer to a clarification question, or a decision on an approval request
+/// (`spec.responses[]`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
@@ -222,7 +223,39 @@ pub struct ResultReport {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<Todo>,
+    /// The answer to a question (empty with a decision).
     #[serde(default)]
+    #[serde(default)]
+    /// The decision on an approval request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::approval::ApprovalDecision>,
+    /// Why, with a decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Answer {
+    /// The answer `answer` to the question `id`.
+    pub fn text(id: &str, answer: &str) -> Self {
+        Answer {
+            id: id.to_owned(),
+            answer: answer.to_owned(),
+            decision: None,
+            reason: None,
+        }
+    }
+}
+
+/// `POST /v1/runs/{ns}/{name}/approval`: the tool calls of one turn that wait for a person's
+/// decision, and the checkpoint to resume from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAsk {
+    pub attempt: u32,
+    pub seq: u64,
+    pub approvals: Vec<crate::approval::ApprovalRequest>,
+    /// The serialized thread, gzip then base64 (stored in `<run>-checkpoint`).
+    pub checkpoint_gzip_base64: String,
     pub usage: Usage,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<PresentedFile>,

@@ -920,3 +920,74 @@ fn a_run_template_may_change() {
     );
     assert_accepted(cel_update(&old, &new));
 }
+
+#[test]
+fn a_response_is_an_answer_or_a_decision() {
+    use herd_crds::approval::RESPONSE_KIND_MESSAGE;
+    for good in [
+        json!({"id": "q1", "answer": "yes"}),
+        json!({"id": "q1", "answer": ""}),
+        json!({"id": "a-1", "decision": "approve"}),
+        json!({"id": "a-1", "decision": "deny", "reason": "not on main"}),
+    ] {
+        assert_accepted(cel_create(&run(json!({"responses": [good]}))));
+    }
+    for bad in [
+        json!({"id": "a-1"}),
+        json!({"id": "a-1", "answer": "yes", "decision": "approve"}),
+        json!({"id": "q1", "answer": "yes", "reason": "why"}),
+    ] {
+        assert_rejected(
+            cel_create(&run(json!({"responses": [bad]}))),
+            "spec.responses[0]",
+            RESPONSE_KIND_MESSAGE,
+        );
+    }
+}
+
+#[test]
+fn approval_tools_are_tool_patterns_and_commands_regexes() {
+    use herd_crds::approval::{COMMAND_REGEXES_MESSAGE, TOOL_PATTERNS_MESSAGE};
+    let with = |approval: Value| agent(json!({"approval": approval}));
+    assert_accepted(cel_create(&with(json!({
+        "tools": ["bash", "write_file", "mcp:github/*", "mcp:*/delete_*"],
+        "commands": ["git push|kubectl", "^rm\\s+-rf"],
+        "timeout": "15m",
+        "onTimeout": "fail",
+    }))));
+    for bad in ["mcp:GitHub/*", "mcp:github", "two words", "mcp:/x"] {
+        assert_rejected(
+            cel_create(&with(json!({"tools": [bad]}))),
+            "spec.approval.tools",
+            TOOL_PATTERNS_MESSAGE,
+        );
+    }
+    // A pattern that does not compile fails the rule (CEL compiles it when it runs), on a Run
+    // as on an Agent.
+    let errors = cel_create(&run(json!({"approval": {"commands": ["git (push"]}})));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("spec.approval.commands"),
+        "{errors:?} ({COMMAND_REGEXES_MESSAGE})"
+    );
+}
+
+#[test]
+fn cel_and_rust_agree_on_approval_rules() {
+    use herd_crds::approval::{COMMAND_REGEXES_MESSAGE, TOOL_PATTERNS_MESSAGE};
+    assert_refused(
+        &agent(json!({"approval": {"tools": ["mcp:GitHub/*"]}})),
+        "spec.approval.tools",
+        TOOL_PATTERNS_MESSAGE,
+    );
+    let offline = parse_manifests(
+        &agent(json!({"approval": {"commands": ["git (push"]}})).to_string(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        offline.contains(&format!("spec.approval.commands: {COMMAND_REGEXES_MESSAGE}")),
+        "{offline}"
+    );
+    assert_valid(&agent(json!({"approval": {"tools": ["bash"], "commands": ["kubectl"]}})));
+}

@@ -82,7 +82,7 @@ fn no_question(run: &Run) -> String {
                 .responses
                 .iter()
                 .find(|r| r.id == question.id)
-                .map(|r| one_line(&r.answer))
+                .map(|r| one_line(r.answer.as_deref().unwrap_or_default()))
                 .unwrap_or_default();
             format!(
                 "the question {} of Run {name} is already answered ({given:?}); the agent picks \
@@ -133,10 +133,7 @@ mod tests {
     use crate::testing::{question_run, run_with};
 
     fn response(id: &str, answer: &str) -> Response {
-        Response {
-            id: id.into(),
-            answer: answer.into(),
-        }
+        Response::answer(id, answer)
     }
 
     #[test]

@@ -183,10 +183,7 @@ mod tests {
 
         let answered = question_run(
             "q1",
-            &[Response {
-                id: "q1".into(),
-                answer: "teal".into(),
-            }],
+            &[Response::answer("q1", "teal")],
         );
         assert_eq!(
             outcome(&answered),
@@ -195,10 +192,7 @@ mod tests {
         );
         let other = question_run(
             "q2",
-            &[Response {
-                id: "q1".into(),
-                answer: "teal".into(),
-            }],
+            &[Response::answer("q1", "teal")],
         );
         assert!(matches!(outcome(&other), Outcome::Waiting(q) if q.id == "q2"));
 

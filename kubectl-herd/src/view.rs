@@ -359,10 +359,7 @@ mod tests {
         assert_eq!(status_line("r", &before), "r InputRequired");
         let answered = question_run(
             "q",
-            &[herd_crds::run::Response {
-                id: "q".into(),
-                answer: "teal".into(),
-            }],
+            &[herd_crds::run::Response::answer("q", "teal")],
         );
         let after = view(&answered);
         assert_eq!(status_line("r", &after), "r Resuming");

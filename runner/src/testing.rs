@@ -107,6 +107,11 @@ pub struct RecordingControl {
     pub memory: Mutex<MemoryDocument>,
     /// Every `update_memory` call's operations, in order.
     pub memory_updates: Mutex<Vec<Vec<MemoryOperation>>>,
+    /// Verdicts handed out to approval requests, in order (one a request; none left: the run
+    /// suspends).
+    pub verdicts: Mutex<std::collections::VecDeque<herd_crds::approval::Verdict>>,
+    /// Every approval request asked, each turn's together.
+    pub approvals: Mutex<Vec<Vec<herd_crds::approval::ApprovalRequest>>>,
 }
 
 #[async_trait]
@@ -152,6 +157,24 @@ impl ControlPlane for RecordingControl {
             Some(answer) => AskOutcome::Answered(answer.clone()),
             None => AskOutcome::Suspended,
         })
+    }
+
+    async fn ask_approval(
+        &self,
+        requests: &[herd_crds::approval::ApprovalRequest],
+        _checkpoint: &ThreadState,
+    ) -> Result<crate::control::ApprovalOutcome, ControlError> {
+        self.approvals.lock().unwrap().push(requests.to_vec());
+        let mut verdicts = self.verdicts.lock().unwrap();
+        if verdicts.len() < requests.len() {
+            return Ok(crate::control::ApprovalOutcome::Suspended);
+        }
+        Ok(crate::control::ApprovalOutcome::Decided(
+            requests
+                .iter()
+                .filter_map(|r| Some((r.id.clone(), verdicts.pop_front()?)))
+                .collect(),
+        ))
     }
 
     async fn post_result(&self, result: ResultReport) -> Result<(), ControlError> {

@@ -103,6 +103,9 @@ pub struct AgentSpec {
     #[serde(default)]
     #[schemars(extend("default" = {}))]
     pub observability: ObservabilitySpec,
+    /// Tool calls that need a person's yes first (docs/approval.md); Runs only add to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::approval::ApprovalSpec>,
 }
 
 /// What the operator observed about an Agent.

@@ -27,6 +27,9 @@ impl AgentSpec {
     }
 
     fn check(&self, c: &mut Checker) {
+        if let Some(approval) = &self.approval {
+            approval.check(c, "spec.approval");
+        }
         c.check(
             !(self.soul.is_some() && self.soul_from.is_some()),
             "spec",

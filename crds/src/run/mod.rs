@@ -98,6 +98,11 @@ pub struct RunSpec {
         validation = Rule::new(crate::rules::DURATION_UP_TO_720H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_720H_MESSAGE))
     )]
     pub input_timeout: Option<String>,
+    /// Tool calls that need a person's yes before they run, in addition to the Agent's
+    /// `approval` (a Run can add rules, never remove them); `timeout` and `onTimeout` replace
+    /// the Agent's where set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::approval::ApprovalSpec>,
     /// The Run that delegated this one (set by the operator on child Runs, with
     /// `subagentType`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,9 +111,11 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub subagent_type: Option<String>,
-    /// Answers to the agent's questions: append `{id, answer}` with the id from
-    /// `status.report.clarification.id`, e.g. with a JSON patch adding to `/spec/responses/-`
-    /// (a merge patch replaces the whole list). Answers cannot be changed or removed.
+    /// Answers to the agent's questions and decisions on its tool calls: append `{id,
+    /// answer}` with the id from `status.report.clarification.id`, or `{id, decision:
+    /// approve|deny, reason}` with an id from `status.report.approvals[].id`, e.g. with a JSON
+    /// patch adding to `/spec/responses/-` (a merge patch replaces the whole list). Responses
+    /// cannot be changed or removed; whoever may patch the Run may answer and approve.
     #[serde(default)]
     #[schemars(length(max = 32))]
     #[x_kube(
@@ -183,15 +190,66 @@ pub struct ParentRef {
     pub tool_call_id: String,
 }
 
-/// An answer to one of the agent's questions.
+/// An answer to one of the agent's questions, or a decision on one of its tool calls.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new(crate::rules::RESPONSE_IMMUTABLE).message(crate::rules::RESPONSE_IMMUTABLE_MESSAGE))]
+#[x_kube(
+    validation = Rule::new(crate::rules::RESPONSE_IMMUTABLE).message(crate::rules::RESPONSE_IMMUTABLE_MESSAGE),
+    validation = Rule::new(crate::approval::RESPONSE_KIND_RULE).message(crate::approval::RESPONSE_KIND_MESSAGE)
+)]
+#[allow(clippy::duplicated_attributes)]
 pub struct Response {
-    /// The question's id, from `status.report.clarification.id`.
+    /// The question's id, from `status.report.clarification.id`, or the approval request's,
+    /// from `status.report.approvals[].id`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
-    /// The answer, as text (at most 16 KiB).
+    /// The answer to a question, as text (at most 16 KiB). Exclusive with `decision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 16384))]
-    pub answer: String,
+    pub answer: Option<String>,
+    /// The decision on a tool call: `approve` runs it as the model sent it, `deny` tells the
+    /// model `denied by a person: <reason>`. Exclusive with `answer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::optional_enum::<crate::approval::ApprovalDecision>")]
+    pub decision: Option<crate::approval::ApprovalDecision>,
+    /// Why, with a decision (the model reads it after a denial; at most 1024 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub reason: Option<String>,
+}
+
+impl Response {
+    /// An answer to the question `id`.
+    pub fn answer(id: &str, answer: &str) -> Self {
+        Response {
+            id: id.to_owned(),
+            answer: Some(answer.to_owned()),
+            decision: None,
+            reason: None,
+        }
+    }
+
+    /// A decision on the approval request `id`.
+    pub fn decision(
+        id: &str,
+        decision: crate::approval::ApprovalDecision,
+        reason: Option<&str>,
+    ) -> Self {
+        Response {
+            id: id.to_owned(),
+            answer: None,
+            decision: Some(decision),
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    /// The response as the run API hands it to the runner.
+    pub fn to_wire(&self) -> crate::wire::Answer {
+        crate::wire::Answer {
+            id: self.id.clone(),
+            answer: self.answer.clone().unwrap_or_default(),
+            decision: self.decision,
+            reason: self.reason.clone(),
+        }
+    }
 }

@@ -39,7 +39,7 @@ pub struct RunStatus {
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// A one-word summary of the conditions, for display only: `Pending`, `Queued`, `Running`,
-    /// `InputRequired`, `Succeeded`, `Failed` or `Cancelled`.
+    /// `InputRequired`, `Suspended`, `Succeeded`, `Failed` or `Cancelled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::optional_enum::<RunPhase>")]
     pub phase: Option<RunPhase>,
@@ -50,7 +50,20 @@ pub struct RunStatus {
     /// The current attempt, 1 for the first pod; more after infrastructure failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
-    /// When the Run was first admitted; `timeout` counts from here.
+    /// How many attempts resumed a suspended wait; they are no retries (`retries` does not
+    /// count them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumptions: Option<u32>,
+    /// Seconds the Run spent waiting for a person in waits that have ended. They do not count
+    /// against `timeout`: the working time is the time since `startTime` less these and the
+    /// current wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_seconds: Option<u64>,
+    /// When the current wait for a person began (the `InputRequired=True` transition);
+    /// `inputTimeout` counts from here and `timeout` stands still. Absent while the agent works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<Time>,
+    /// When the Run was first admitted; `timeout` counts from here, less the time waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
     /// When the Run finished.
@@ -97,6 +110,12 @@ pub struct RunReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarification: Option<Clarification>,
     /// The final answer, once there is one.
+    /// The tool calls waiting for a person's decision in `spec.responses` (`kubectl herd
+    /// approve` / `deny`), all of one turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Atomic)]
+    pub approvals: Vec<crate::approval::ApprovalRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
     /// Why the agent loop stopped, once it did.

@@ -58,11 +58,25 @@ impl RunSpec {
         );
         c.max_items("spec.responses", self.responses.len(), MAX_RESPONSES);
         for (i, response) in self.responses.iter().enumerate() {
-            c.max_length(
-                &format!("spec.responses[{i}].answer"),
-                &response.answer,
-                MAX_ANSWER,
+            if let Some(answer) = &response.answer {
+                c.max_length(&format!("spec.responses[{i}].answer"), answer, MAX_ANSWER);
+            }
+            if let Some(reason) = &response.reason {
+                c.max_length(
+                    &format!("spec.responses[{i}].reason"),
+                    reason,
+                    crate::approval::MAX_DECISION_REASON,
+                );
+            }
+            c.check(
+                response.answer.is_some() != response.decision.is_some()
+                    && (response.reason.is_none() || response.decision.is_some()),
+                format!("spec.responses[{i}]"),
+                crate::approval::RESPONSE_KIND_MESSAGE,
             );
+        }
+        if let Some(approval) = &self.approval {
+            approval.check(c, "spec.approval");
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Answers that match no question (docs/operator.md, step 6): judged once each by
 //! [`crate::decide::answers`], remembered in the Run's annotation, and a Warning Event for
-//! each ignored one. The questions asked are read from the checkpoint's metadata only when an
-//! answer is new.
+//! each ignored one; a Normal Event for each decision on a tool call, naming the field manager
+//! that wrote it. The questions asked are read from the checkpoint's metadata, and who wrote a
+//! decision from the Run's `managedFields`, only when a response is new.
 
 use std::collections::BTreeSet;
 
@@ -13,6 +14,7 @@ use tracing::warn;
 
 use super::run_context::{Context, Ids};
 use super::run_objects::owned_by;
+use crate::decide::approval_events::decision_events;
 use crate::decide::answers::{
     ANSWER_IGNORED, JUDGED_ANNOTATION, judge, judged_answers, new_answers,
 };
@@ -38,11 +40,18 @@ pub(super) async fn judge_answers(
         return Ok(false);
     }
     let accepted = previous.start_time.is_some();
-    let asked = if accepted {
+    let mut asked = if accepted {
         asked_of(ctx, ids).await?
     } else {
         Vec::new()
     };
+    // The open approval requests are asked too (their ids also go into the checkpoint's list).
+    let requests = previous
+        .report
+        .as_ref()
+        .map(|r| r.approvals.clone())
+        .unwrap_or_default();
+    asked.extend(requests.iter().map(|r| r.id.clone()));
     let pending = previous
         .report
         .as_ref()
@@ -63,6 +72,19 @@ pub(super) async fn judge_answers(
     for (id, message) in judgement.ignored {
         warn!(run = ids.name, namespace = ids.namespace, answer = %id, "answer ignored");
         ctx.shared.event(run, true, ANSWER_IGNORED, message);
+    }
+    if new.iter().any(|response| response.decision.is_some()) {
+        // The caches drop `managedFields`: who wrote a decision is read live, once.
+        let managed = api
+            .get_metadata(ids.name)
+            .await?
+            .metadata
+            .managed_fields
+            .unwrap_or_default();
+        for (reason, message) in decision_events(&new, &requests, &managed) {
+            info!(run = ids.name, namespace = ids.namespace, %message, "tool call decided");
+            ctx.shared.event(run, false, reason, message);
+        }
     }
     Ok(true)
 }

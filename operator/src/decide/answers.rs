@@ -92,10 +92,7 @@ mod tests {
 
     fn answers(ids: &[&str]) -> Vec<Response> {
         ids.iter()
-            .map(|id| Response {
-                id: (*id).to_owned(),
-                answer: "yes".into(),
-            })
+            .map(|id| Response::answer(id, "yes"))
             .collect()
     }
 

@@ -180,6 +180,9 @@ pub fn desired_child(
             thinking: None,
             timeout: Some(format!("{seconds}s")),
             input_timeout: None,
+            // The parent's approval rules hold for its delegated work too (the Agent's come
+            // with the snapshot): a child never runs what its parent would have to ask about.
+            approval: parent.spec.approval.clone(),
             parent_ref: Some(ParentRef {
                 name: parent_name,
                 tool_call_id: call.clone(),
@@ -318,7 +321,7 @@ pub fn children_status(
     for child in &children {
         let count = match child.state {
             RunPhase::Pending | RunPhase::Queued => &mut counts.queued,
-            RunPhase::Running | RunPhase::InputRequired => &mut counts.active,
+            RunPhase::Running | RunPhase::InputRequired | RunPhase::Suspended => &mut counts.active,
             RunPhase::Succeeded => &mut counts.succeeded,
             RunPhase::Failed | RunPhase::Cancelled => &mut counts.failed,
         };

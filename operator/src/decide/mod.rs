@@ -5,6 +5,8 @@ pub mod admission_ledger;
 pub mod agent_refs;
 pub mod agent_status;
 pub mod answers;
+pub mod approval_events;
+pub mod awaited;
 pub mod backoff;
 pub mod budget_admission;
 pub mod budget_ledger;

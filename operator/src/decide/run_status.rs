@@ -12,6 +12,7 @@ use herd_crds::run::{RunReport, RunStatus, phase_of};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 
+use super::awaited::awaited;
 use super::conditions::merge;
 use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome, StartFailure};
 
@@ -153,7 +154,13 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         .or_else(|| accepted.then(|| facts.now.clone()));
     let attempt = previous.attempt.unwrap_or(1);
     let current_report = facts.report.filter(|r| r.attempt == attempt);
-    let question = current_report.and_then(|r| r.clarification.as_ref());
+    // The question, or the tool calls held for approval: both wait for `spec.responses`.
+    let question = current_report.and_then(awaited);
+    let question = question.as_ref();
+    let resumptions = previous.resumptions.unwrap_or(0);
+    // Resumed attempts are no retries: the retry budget grows by them.
+    let retries = facts.retries.saturating_add(resumptions);
+    let suspended = phase_of(previous_conditions) == RunPhase::Suspended;
     let asked_since = find_condition(previous_conditions, condition_type::INPUT_REQUIRED)
         .filter(|c| c.status == ConditionStatus::True && question.is_some())
         .map(|c| c.last_transition_time.clone());
@@ -199,6 +206,21 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
     {
         input_timed_out(facts.input_timeout)
     } else {
+    } else if suspended {
+        // No Pod runs: whatever is left of the suspended attempt's Pod does not matter.
+        match question.filter(|q| !q.answered_in(&facts.answered)) {
+            Some(q) => Outcome::going(reason::SUSPENDED, suspended_message(&q.question)),
+            None => {
+                resumed = true;
+                Outcome::going(
+                    reason::QUEUED,
+                    format!(
+                        "attempt {} resumes from the checkpoint with the answer",
+                        attempt + 1
+                    ),
+                )
+            }
+        }
         match &facts.pod {
             PodState::NotCreated => {
                 Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
@@ -215,7 +237,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 }
             }
             PodState::Observed(PodOutcome::Running) => match question {
-                Some(q) => Outcome::going(reason::WAITING_FOR_INPUT, q.question.clone()),
+                Some(q) => Outcome::going(q.reason, q.question.clone()),
                 None => Outcome::going(reason::RUNNING, "the agent is working"),
             },
             PodState::Observed(PodOutcome::AgentExited(exit)) => exited(exit),
@@ -258,7 +280,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         (true, Some(q)) => Condition::new(
             condition_type::INPUT_REQUIRED,
             ConditionStatus::True,
-            reason::WAITING_FOR_INPUT,
+            q.reason,
             q.question.clone(),
             facts.generation,
             facts.now.clone(),
@@ -475,6 +497,10 @@ fn input_timed_out(input_timeout: Duration) -> Outcome {
         format!("no answer within {}", human(input_timeout)),
     )
 }
+        StopReason::ApprovalTimedOut => Outcome::failed(
+            reason::APPROVAL_TIMED_OUT,
+            with_text("a tool call waited too long for approval"),
+        ),
 
 /// An infrastructure failure: a new attempt while `retries` allow, else the final reason.
 fn infrastructure(
@@ -1310,3 +1336,218 @@ mod tests {
         assert_eq!(human(Duration::from_secs(45)), "45s");
     }
 }
+    /// A Run that asked at 100 and whose Pod exited 0 at `now`: suspended.
+    fn suspended_at(now: i64) -> RunStatus {
+        let q = question();
+        let asking = decide(
+            &running(),
+            &RunFacts {
+                report: Some(&q),
+                now: at(100),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            },
+        );
+        let decision = next_status(
+            &asking,
+            &RunFacts {
+                report: Some(&q),
+                now: at(now),
+                ..facts(exit(0, false, "suspended"))
+            },
+        );
+        assert!(decision.stop_pod, "the ended Pod is deleted");
+        assert_eq!(decision.retried, None);
+        decision.status
+    }
+
+    #[test]
+    fn a_pod_that_exits_0_while_its_question_waits_suspends_the_run() {
+        let s = suspended_at(250);
+        assert_eq!(
+            succeeded(&s),
+            (
+                &ConditionStatus::Unknown,
+                "Suspended",
+                "suspended without a Pod until the answer comes: which one?"
+            )
+        );
+        assert_eq!(s.phase, Some(herd_crds::run::RunPhase::Suspended));
+        let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(
+            (input.status, input.last_transition_time.clone()),
+            (ConditionStatus::True, at(100))
+        );
+        assert_eq!(s.pod_name, None, "no Pod");
+        assert_eq!(s.attempt, Some(1), "no new attempt yet");
+        assert_eq!(s.waiting_since, Some(at(100)));
+        assert_eq!(s.completion_time, None);
+        // Without a question, exit 0 stays what it was: a failure.
+        assert_eq!(
+            succeeded(&decide(&running(), &facts(exit(0, false, "")))).1,
+            "Failed"
+        );
+    }
+
+    #[test]
+    fn a_suspended_run_ignores_its_old_pod_and_waits_for_the_answer() {
+        let s = suspended_at(250);
+        let q = question();
+        for pod in [
+            PodState::Gone,
+            PodState::NotCreated,
+            PodState::Observed(PodOutcome::Deleted),
+            exit(0, false, "suspended"),
+        ] {
+            let decision = next_status(
+                &s,
+                &RunFacts {
+                    report: Some(&q),
+                    answered: vec!["other".into()],
+                    now: at(2000),
+                    ..facts(pod.clone())
+                },
+            );
+            assert_eq!(succeeded(&decision.status).1, "Suspended", "{pod:?}");
+            assert_eq!(decision.retried, None, "{pod:?}");
+            assert_eq!(decision.status.attempt, Some(1));
+            assert_eq!(decision.status, s, "{pod:?}: nothing changes");
+        }
+    }
+
+    #[test]
+    fn the_answer_resumes_a_suspended_run_in_a_new_attempt_that_is_no_retry() {
+        let s = suspended_at(250);
+        let q = question();
+        let decision = next_status(
+            &s,
+            &RunFacts {
+                report: Some(&q),
+                answered: vec!["q1".into()],
+                now: at(1000),
+                ..facts(PodState::NotCreated)
+            },
+        );
+        let resumed = &decision.status;
+        assert_eq!(
+            succeeded(resumed),
+            (
+                &ConditionStatus::Unknown,
+                "Queued",
+                "attempt 2 resumes from the checkpoint with the answer"
+            )
+        );
+        assert_eq!(decision.retried, None, "not a retry");
+        assert_eq!((resumed.attempt, resumed.resumptions), (Some(2), Some(1)));
+        assert_eq!(resumed.pod_name, None);
+        let input = find_condition(&resumed.conditions, condition_type::INPUT_REQUIRED).unwrap();
+        assert_eq!(
+            (input.status, input.reason.as_str()),
+            (ConditionStatus::False, "Answered")
+        );
+        assert_eq!(resumed.waiting_since, None);
+        assert_eq!(
+            resumed.waited_seconds,
+            Some(900),
+            "asked at 100, resumed at 1000"
+        );
+
+        // The resumed attempt keeps the whole retry budget: with retries 1, its evicted Pod
+        // gets attempt 3.
+        let evicted = next_status(
+            resumed,
+            &RunFacts {
+                retries: 1,
+                now: at(1100),
+                ..facts(PodState::Observed(PodOutcome::Evicted("evicted".into())))
+            },
+        );
+        assert_eq!(evicted.status.attempt, Some(3));
+        assert!(evicted.retried.is_some());
+        let no_retries = next_status(
+            resumed,
+            &RunFacts {
+                now: at(1100),
+                ..facts(PodState::Observed(PodOutcome::Evicted("evicted".into())))
+            },
+        );
+        assert_eq!(succeeded(&no_retries.status).1, "Evicted");
+    }
+
+    #[test]
+    fn a_suspended_run_still_times_out_its_input_and_can_be_cancelled() {
+        let s = suspended_at(250);
+        let q = question();
+        let late = RunFacts {
+            report: Some(&q),
+            now: at(100 + 3600),
+            ..facts(PodState::NotCreated)
+        };
+        let timed_out = decide(&s, &late);
+        assert_eq!(succeeded(&timed_out).1, "InputTimedOut");
+        assert_eq!(timed_out.waiting_since, None, "the wait is closed");
+        assert_eq!(timed_out.waited_seconds, Some(3600));
+        let cancelled = decide(
+            &s,
+            &RunFacts {
+                cancel: true,
+                report: Some(&q),
+                ..facts(PodState::NotCreated)
+            },
+        );
+        assert_eq!(succeeded(&cancelled).1, "Cancelled");
+    }
+
+    #[test]
+    fn the_timeout_counts_working_time_only() {
+        // Started at 1, 30m timeout; asked at 100: the wait never times the Run out.
+        let q = question();
+        let waiting = decide(
+            &running(),
+            &RunFacts {
+                report: Some(&q),
+                now: at(100),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            },
+        );
+        let much_later = RunFacts {
+            report: Some(&q),
+            now: at(3000),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        };
+        let still = decide(&waiting, &much_later);
+        assert_eq!(succeeded(&still).1, "WaitingForInput");
+        // Answered at 3000 (waited 2900): 99 s worked, 1701 s left, so it times out at 4701.
+        let answered = RunReport {
+            seq: 5,
+            ..report(None)
+        };
+        let working = decide(
+            &still,
+            &RunFacts {
+                report: Some(&answered),
+                now: at(3000),
+                ..facts(PodState::Observed(PodOutcome::Running))
+            },
+        );
+        assert_eq!(working.waited_seconds, Some(2900));
+        let at_time = |now| {
+            decide(
+                &working,
+                &RunFacts {
+                    report: Some(&answered),
+                    now: at(now),
+                    ..facts(PodState::Observed(PodOutcome::Running))
+                },
+            )
+        };
+        assert_eq!(succeeded(&at_time(4700)).1, "Running");
+        assert_eq!(
+            succeeded(&at_time(4701)),
+            (
+                &ConditionStatus::False,
+                "TimedOut",
+                "the timeout of 30m passed"
+            )
+        );
+    }
+

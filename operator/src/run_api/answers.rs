@@ -1,12 +1,12 @@
 //! `GET answers/{id}?wait=<s>`: the answer to the runner's question once `spec.responses` has
 //! it, long-polled on the Run cache's watch events (the cache keeps `spec.responses`).
 //!
-//! `secondsLeft` is the time left before the Run's deadline as the operator enforces it: its
-//! `timeout` from `startTime`, as `config` computes it. The operator does not pause that clock
-//! while a question waits; waiting is bounded besides by `inputTimeout` from the
-//! `InputRequired` transition, which the operator enforces itself (the Run ends
-//! `InputTimedOut` and its Pod is deleted), so the runner's deadline re-bases on the timeout
-//! alone: after a long wait it has exactly the time the operator will still give it.
+//! `secondsLeft` is the working time left before the Run's deadline as the operator enforces
+//! it, as `config` computes it: its `timeout` from `startTime`, less the time it waited for a
+//! person (`status.waitedSeconds` and the current wait from `status.waitingSince`). Waiting is
+//! bounded by `inputTimeout` from the `InputRequired` transition, which the operator enforces
+//! itself (the Run ends `InputTimedOut` and its Pod is deleted), so after a long wait the
+//! runner's deadline has exactly the working time the operator will still give it.
 
 use std::sync::Arc;
 
@@ -52,10 +52,7 @@ pub fn look(
         return Err(Failure::stale_attempt(attempt, current));
     }
     if let Some(given) = run.spec.responses.iter().find(|r| r.id == id) {
-        return Ok(Some(Looked::Answered(Answer {
-            id: given.id.clone(),
-            answer: given.answer.clone(),
-        })));
+        return Ok(Some(Looked::Answered(given.to_wire())));
     }
     Ok(status
         .is_some_and(|s| s.completion_time.is_some())
@@ -139,10 +136,21 @@ mod tests {
         );
         assert_eq!(
             look(Some(&asked), "u", 1, "q-2").unwrap(),
-            Some(Looked::Answered(Answer {
-                id: "q-2".into(),
-                answer: "both".into()
-            }))
+            Some(Looked::Answered(Answer::text("q-2", "both")))
+        );
+        let decided = run(
+            json!([{"id": "a-1", "decision": "deny", "reason": "not on main"}]),
+            json!({"attempt": 1}),
+        );
+        let Some(Looked::Answered(given)) = look(Some(&decided), "u", 1, "a-1").unwrap() else {
+            panic!("the decision is an answer");
+        };
+        assert_eq!(
+            (given.decision, given.reason.as_deref()),
+            (
+                Some(herd_crds::approval::ApprovalDecision::Deny),
+                Some("not on main")
+            )
         );
         assert_eq!(look(Some(&asked), "u", 1, "q-3").unwrap(), None, "not yet");
     }

@@ -1,6 +1,6 @@
 //! The ConfigMap `<run>-checkpoint`, owned by the Run: the thread of the Run's latest question
 //! or of its latest attempt stopped by SIGTERM, gzip as the runner sent it, in `binaryData["checkpoint.json.gz"]`, and in the annotation
-//! `herd.dev/questions` the ids of every question the Run asked (a JSON list, oldest first), so
+//! `herd.dev/questions` the ids of every question (and approval request) the Run asked (a JSON list, oldest first), so
 //! the Run controller can tell an answer to a question from one that matches none. Replaced at
 //! each question under the resourceVersion read; at most [`MAX_CHECKPOINT_BYTES`] of gzip, past
 //! which the Run fails `CheckpointTooLarge`. The next attempt resumes from it.
@@ -111,8 +111,8 @@ pub fn checkpoint_config_map(
     }
 }
 
-/// Writes the checkpoint of the question `id` (`None`: of an interrupted attempt, which asked
-/// nothing): created, or replaced under the version read when it is this Run's (never one of
+/// Writes the checkpoint of the question or approval requests `ids` (none: of an interrupted
+/// attempt, which asked nothing), listing them among the asked: created, or replaced under the version read when it is this Run's (never one of
 /// another Run of the same name); retried on conflicts.
 pub async fn write_checkpoint(
     client: &Client,
@@ -132,7 +132,9 @@ pub async fn write_checkpoint(
             .map_err(|e| Failure::kube(&writing, &e))?;
         let written = match existing {
             None => {
-                let asked: Vec<String> = id.iter().map(|id| (*id).to_owned()).collect();
+                let asked = ids
+                    .iter()
+                    .fold(Vec::new(), |asked, id| with_question(asked, id));
                 let desired =
                     checkpoint_config_map(run, namespace, owner.clone(), gzip.clone(), &asked);
                 api.create(&PostParams::default(), &desired).await
@@ -143,11 +145,9 @@ pub async fn write_checkpoint(
                         "ConfigMap {name} exists and is not this Run's"
                     )));
                 }
-                let asked = asked_questions(&existing.metadata);
-                let asked = match id {
-                    Some(id) => with_question(asked, id),
-                    None => asked,
-                };
+                let asked = ids.iter().fold(asked_questions(&existing.metadata), |asked, id| {
+                    with_question(asked, id)
+                });
                 let mut desired =
                     checkpoint_config_map(run, namespace, owner.clone(), gzip.clone(), &asked);
                 desired.metadata.resource_version = existing.metadata.resource_version;

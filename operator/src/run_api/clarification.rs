@@ -19,7 +19,9 @@ use super::RunApi;
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
 use super::progress::RunKey;
-use super::report::{AfterClarification, Checkpointed, after_clarification, truncate_chars};
+use super::report::{
+    AfterClarification, Awaiting, Checkpointed, after_clarification, truncate_chars,
+};
 use super::report_writer::{Written, write_report};
 use super::routes::check_live;
 
@@ -68,7 +70,27 @@ pub async fn clarification(
         ));
     }
     let question = checked_question(request.clarification)?;
-    let gzip = decode_checkpoint(&request.checkpoint_gzip_base64)?;
+    store_awaiting(
+        &api,
+        &admitted,
+        (request.attempt, request.seq),
+        Awaiting::Question(&question),
+        &request.checkpoint_gzip_base64,
+    )
+    .await
+}
+
+/// Stores what a runner waits for (a question, or tool calls held for approval) and its
+/// checkpoint for `(attempt, seq)`, in this module's order: the checkpoint, then the report,
+/// then the runner's 200 with the stop reason stored.
+pub(super) async fn store_awaiting(
+    api: &RunApi,
+    admitted: &Admitted,
+    (attempt, seq): (u32, u64),
+    asked: Awaiting<'_>,
+    checkpoint_gzip_base64: &str,
+) -> Result<Response, Failure> {
+    let gzip = decode_checkpoint(checkpoint_gzip_base64)?;
     // The cache is never ahead of the live report: refuse an older question before its
     // checkpoint replaces a newer one.
     let cached = admitted.run.status.as_ref().and_then(|s| s.report.as_ref());
@@ -89,21 +111,14 @@ pub async fn clarification(
     let name = &admitted.path.name;
     let namespace = &admitted.path.namespace;
     let checkpointed = match too_large(name, gzip.len()) {
+    let ids = asked.ids();
         Some(why) => Checkpointed::TooLarge(why),
         None => {
             let owner = admitted
                 .run
                 .controller_owner_ref(&())
                 .ok_or_else(|| Failure::internal("the Run has no UID"))?;
-            write_checkpoint(
-                &api.client,
-                namespace,
-                name,
-                owner,
-                gzip,
-                Some(&question.id),
-            )
-            .await?;
+            write_checkpoint(&api.client, namespace, name, owner, gzip, &ids).await?;
             Checkpointed::Written
         }
     };
@@ -113,9 +128,9 @@ pub async fn clarification(
         Ok(
             match after_clarification(
                 current,
-                request.attempt,
-                request.seq,
-                &question,
+                attempt,
+                seq,
+                asked,
                 &checkpointed,
                 progress.as_ref().map(|body| &body.report),
                 progress.as_ref().and_then(|body| body.sandbox.as_ref()),

@@ -11,6 +11,7 @@
 
 pub mod admit;
 pub mod answers;
+pub mod approval;
 pub mod authenticate;
 pub mod authorize;
 pub mod body;

@@ -4,6 +4,7 @@
 //! texts are cut to the CRD's limits so a write never fails on size. A question stops the
 //! report at `InputRequired` until the runner reports again.
 
+use herd_crds::approval::ApprovalRequest;
 use herd_crds::report::{Artifact, Clarification, SandboxReport, StopReason, Todo};
 use herd_crds::run::{MAX_RESULT_TEXT, RunReport, RunResult};
 use herd_crds::wire::{ProgressReport, ResultReport};
@@ -77,9 +78,10 @@ pub fn after_progress(
         title: title(progress.title.as_deref())
             .or_else(|| same_attempt.and_then(|l| l.title.clone())),
         todos: todos(&progress.todos),
-        usage: progress.usage,
-        // The runner moved on: the question (if any) was answered.
+        usage: progress.usage.clone(),
+        // The runner moved on: the question (if any) was answered, the approvals decided.
         clarification: None,
+        approvals: Vec::new(),
         result: None,
         stop_reason: None,
         sandbox: sandbox(layers, same_attempt),
@@ -159,6 +161,7 @@ pub fn after_result(
         todos: todos(&result.todos),
         usage: result.usage,
         clarification: None,
+        approvals: Vec::new(),
         result: Some(result_part),
         stop_reason: Some(stop_reason),
         sandbox: sandbox(None, same_attempt),
@@ -184,7 +187,33 @@ pub enum AfterClarification {
     Stored(StopReason),
 }
 
-/// The report after a question of `attempt` at `seq`: `InputRequired` with the question (the
+/// What a runner waits for a person about: a question, or the tool calls of one turn held
+/// for approval. Both stop the report at `InputRequired` the same way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Awaiting<'a> {
+    Question(&'a Clarification),
+    Approval(&'a [ApprovalRequest]),
+}
+
+impl Awaiting<'_> {
+    /// The ids the answers will quote.
+    pub fn ids(&self) -> Vec<&str> {
+        match self {
+            Awaiting::Question(question) => vec![question.id.as_str()],
+            Awaiting::Approval(requests) => requests.iter().map(|r| r.id.as_str()).collect(),
+        }
+    }
+
+    /// Whether `report` shows exactly this already.
+    fn shown_in(&self, report: &RunReport) -> bool {
+        match self {
+            Awaiting::Question(question) => report.clarification.as_ref() == Some(*question),
+            Awaiting::Approval(requests) => report.approvals.as_slice() == *requests,
+        }
+    }
+}
+
+/// The report after a question (or approvals) of `attempt` at `seq`: `InputRequired` with the question (the
 /// title, todos and usage of the attempt kept, as the body carries none: from `progress`, the
 /// newest progress the run API took, when the live report does not have it yet), or
 /// `CheckpointTooLarge` when the checkpoint did not fit; refused when `seq` is below the live
@@ -193,7 +222,7 @@ pub fn after_clarification(
     live: Option<&RunReport>,
     attempt: u32,
     seq: u64,
-    question: &Clarification,
+    asked: Awaiting<'_>,
     checkpointed: &Checkpointed,
     progress: Option<&ProgressReport>,
     layers: Option<&SandboxReport>,
@@ -211,13 +240,21 @@ pub fn after_clarification(
                 live.seq
             )));
         }
-        if live.seq == seq && live.clarification.as_ref() == Some(question) {
+        if live.seq == seq && asked.shown_in(live) {
             return Ok(AfterClarification::Stored(StopReason::InputRequired));
         }
     }
-    let (stop_reason, clarification, result) = match checkpointed {
-        Checkpointed::Written => (StopReason::InputRequired, Some(question.clone()), None),
-        Checkpointed::TooLarge(why) => (
+    let (stop_reason, clarification, approvals, result) = match (checkpointed, asked) {
+        (Checkpointed::Written, Awaiting::Question(question)) => (
+            StopReason::InputRequired,
+            Some(question.clone()),
+            Vec::new(),
+            None,
+        ),
+        (Checkpointed::Written, Awaiting::Approval(requests)) => {
+            (StopReason::InputRequired, None, requests.to_vec(), None)
+        }
+        (Checkpointed::TooLarge(why), _) => (
             StopReason::CheckpointTooLarge,
             None,
             Some(RunResult {
@@ -252,6 +289,7 @@ pub fn after_clarification(
         usage,
         clarification,
         result,
+        approvals,
         stop_reason: Some(stop_reason),
         sandbox,
     })))
@@ -558,7 +596,7 @@ mod tests {
             Some(&going),
             1,
             5,
-            &question("q-1"),
+            Awaiting::Question(&question("q-1")),
             &Checkpointed::Written,
             None,
             None,
@@ -576,7 +614,7 @@ mod tests {
             Some(&going),
             2,
             1,
-            &question("q-2"),
+            Awaiting::Question(&question("q-2")),
             &Checkpointed::Written,
             None,
             None,
@@ -601,7 +639,7 @@ mod tests {
                 Some(&going),
                 1,
                 5,
-                &question("q-1"),
+                Awaiting::Question(&question("q-1")),
                 &Checkpointed::Written,
                 Some(progress),
                 None,
@@ -630,7 +668,7 @@ mod tests {
             None,
             1,
             1,
-            &question("q-1"),
+            Awaiting::Question(&question("q-1")),
             &Checkpointed::TooLarge("1 MiB is over 900 KiB".into()),
             None,
             None,
@@ -653,7 +691,7 @@ mod tests {
                 Some(&asked),
                 1,
                 seq,
-                &question(id),
+                Awaiting::Question(&question(id)),
                 &Checkpointed::Written,
                 None,
                 None,
@@ -674,7 +712,7 @@ mod tests {
                 Some(&done),
                 1,
                 8,
-                &question("q"),
+                Awaiting::Question(&question("q")),
                 &Checkpointed::Written,
                 None,
                 None

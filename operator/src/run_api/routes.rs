@@ -1,6 +1,6 @@
 //! The routes of the run API (docs/run-api.md), under `/v1/runs/{namespace}/{name}/`: `config`,
 //! `progress` and `result` here; `children` ([`super::children`]), `clarification`
-//! ([`super::clarification`]), `checkpoint` ([`super::interruption`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
+//! ([`super::clarification`]), `approval` ([`super::approval`]), `checkpoint` ([`super::interruption`]), `answers` ([`super::answers`]) and `memory` ([`super::memory`])
 //! in their own modules. Every other path, and every refusal, answers an `ApiError`.
 
 use std::sync::Arc;
@@ -31,6 +31,7 @@ use super::authorize::RunPath;
 use super::body::{parse, read_limited};
 use super::checkpoint::read_checkpoint;
 use super::children::{child_file, child_outcome_of, start_child};
+use super::approval::approval;
 use super::clarification::clarification;
 use super::failure::Failure;
 use super::interruption::interruption;
@@ -57,6 +58,7 @@ pub fn router(api: Arc<RunApi>) -> Router {
             post(clarification),
         )
         .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
+        .route("/v1/runs/{namespace}/{name}/approval", post(approval))
         .route("/v1/runs/{namespace}/{name}/checkpoint", post(interruption))
         .route(
             "/v1/runs/{namespace}/{name}/memory",
@@ -131,6 +133,12 @@ impl OfAttempt for ClarificationRequest {
 }
 
 impl OfAttempt for MemoryUpdate {
+impl OfAttempt for herd_crds::wire::ApprovalAsk {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
     fn attempt(&self) -> u32 {
         self.attempt
     }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use herd_crds::run::RunSpec;
-use herd_crds::wire::{Answer, RunConfig};
+use herd_crds::run::{RunSpec, RunStatus};
+use herd_crds::wire::RunConfig;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::run_snapshot::Snapshot;
@@ -52,10 +52,7 @@ pub fn run_config(
         responses: spec
             .responses
             .iter()
-            .map(|r| Answer {
-                id: r.id.clone(),
-                answer: r.answer.clone(),
-            })
+            .map(herd_crds::run::Response::to_wire)
             .collect(),
     }
 }
@@ -195,11 +192,8 @@ mod tests {
         snap.depth = 1;
         snap.run.max_model_calls = 7;
         snap.run.token_budget = Some(9000);
-        spec.responses.push(herd_crds::run::Response {
-            id: "q2".into(),
-            answer: "yes".into(),
-        });
-        let config = run_config(&snap, &spec, 3, Some(&at(0)), &at(1), None);
+        spec.responses.push(herd_crds::run::Response::answer("q2", "yes"));
+        let config = run_config(&snap, &spec, 3, Some(&started(0)), &at(1), None);
         assert_eq!(
             (
                 config.attempt,

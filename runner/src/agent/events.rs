@@ -50,6 +50,18 @@ pub enum AgentEvent {
         id: String,
         answer: String,
     },
+    /// Tool calls wait for a person's approval (all of one turn).
+    ApprovalAsked {
+        agent: String,
+        requests: Vec<herd_crds::approval::ApprovalRequest>,
+    },
+    /// A person (or the approval timeout) decided on a held tool call.
+    ApprovalDecided {
+        agent: String,
+        /// The call in one line (`bash: rm -rf build/`).
+        call: String,
+        verdict: herd_crds::approval::Verdict,
+    },
     /// The plan changed.
     Todos { agent: String, todos: Vec<Todo> },
     /// Something the user should know (a retry, a disabled option...).

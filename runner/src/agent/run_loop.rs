@@ -4,12 +4,15 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, StopReason};
 use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
-use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
-use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta};
+use crate::control::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane};
+use crate::model::{
+    CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call,
+};
 use crate::sandbox::executor::ToolExecutor;
 use crate::telemetry::Telemetry;
 use crate::text::truncate_chars;
@@ -151,6 +154,12 @@ impl Agent {
 
     async fn turns(&self, state: &mut ThreadState, env: &RunEnv) -> Result<RunOutcome, RunError> {
         loop {
+            // Calls held for approval are settled before anything else, a resumed thread's too.
+            if !state.awaiting_approval.is_empty()
+                && let Some(outcome) = self.settle_approvals(state, env).await?
+            {
+                return Ok(outcome);
+            }
             if state.usage.model_calls >= self.limits.max_model_calls {
                 return Ok(self.outcome(state, StopReason::ModelCallLimit, None));
             }
@@ -224,6 +233,92 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// Asks for the decisions on the calls held for approval (those without one yet),
+    /// records them, and sends the held calls through the chain again, which runs or denies
+    /// each; their results join the turn's others, before its images. `Some` when the run
+    /// stops here instead: suspended until the decisions come, or ended.
+    async fn settle_approvals(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        let held = state.awaiting_approval.clone();
+        let undecided: Vec<ApprovalRequest> = held
+            .iter()
+            .filter(|r| !state.approval_verdicts.contains_key(&r.call_id))
+            .cloned()
+            .collect();
+        if !undecided.is_empty() {
+            self.emit(AgentEvent::ApprovalAsked {
+                agent: self.name.clone(),
+                requests: undecided.clone(),
+            });
+            let verdicts = match env.control.ask_approval(&undecided, state).await {
+                Ok(ApprovalOutcome::Decided(verdicts)) => verdicts,
+                Ok(ApprovalOutcome::Suspended) => {
+                    return Ok(Some(self.outcome(state, StopReason::InputRequired, None)));
+                }
+                Ok(ApprovalOutcome::Ended { reason, error }) => {
+                    return Ok(Some(self.outcome(state, reason, Some(error))));
+                }
+                // Where nobody can be asked, nobody approves: the model hears why.
+                Err(ControlError::Refused(why)) => undecided
+                    .iter()
+                    .map(|r| {
+                        let reason = format!("nobody can approve it here ({why})");
+                        (r.id.clone(), Verdict::deny(Some(reason)))
+                    })
+                    .collect(),
+                Err(error) => return Err(error.into()),
+            };
+            for (id, verdict) in verdicts {
+                if let Some(request) = undecided.iter().find(|r| r.id == id) {
+                    self.emit(AgentEvent::ApprovalDecided {
+                        agent: self.name.clone(),
+                        call: request.summary(),
+                        verdict: verdict.clone(),
+                    });
+                    state
+                        .approval_verdicts
+                        .insert(request.call_id.clone(), verdict);
+                }
+            }
+        }
+        state.awaiting_approval.clear();
+        let Some(turn) = state
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant(_)))
+        else {
+            return Ok(None);
+        };
+        let calls: Vec<ToolCall> = match &state.messages[turn] {
+            Message::Assistant(message) => message
+                .tool_calls
+                .iter()
+                .filter(|call| held.iter().any(|r| r.call_id == call.id))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        let results_end = state.messages[turn + 1..]
+            .iter()
+            .position(|m| !matches!(m, Message::Tool(_)))
+            .map_or(state.messages.len(), |offset| turn + 1 + offset);
+        let before = state.messages.len();
+        // A held call is never a question (ToolApproval passes `ask_clarification` through).
+        let _ = self
+            .run_tools(state, env, calls, &tool_calls::Refusals::default())
+            .await;
+        let added = state.messages.split_off(before);
+        let (results, rest): (Vec<Message>, Vec<Message>) = added
+            .into_iter()
+            .partition(|m| matches!(m, Message::Tool(_)));
+        state.messages.splice(results_end..results_end, results);
+        state.messages.extend(rest);
+        Ok(None)
     }
 
     async fn hooks_before_model(&self, state: &mut ThreadState) -> Option<StopReason> {
@@ -329,10 +424,15 @@ impl Agent {
                     && call.arguments.len() > tool_calls::KEEP_FAILED_ARGUMENT_BYTES
             })
             .map(|(call, _)| call.id.clone())
+            // A held call has no result until a person decides (`settle_approvals`).
+            if let Some(request) = effect.approval {
+                state.awaiting_approval.push(request);
+                continue;
+            }
+            state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
             .collect();
         tool_calls::forget_arguments(&mut state.messages, &failed_large);
         for (call, output) in outputs {
-            state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
             let effect = output.effect;
             if let Some(todos) = effect.todos {
                 self.emit(AgentEvent::Todos {

@@ -85,7 +85,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Never ask on the terminal: save a checkpoint and exit with code 3 instead.
+    /// Never ask on the terminal (a question, or whether a tool call may run): save a
+    /// checkpoint and exit with code 3 instead.
     #[arg(long)]
     pub non_interactive: bool,
 
@@ -97,6 +98,20 @@ pub struct RunArgs {
     /// The answer to the question of the run being resumed.
     #[arg(long, requires = "resume")]
     pub answer: Option<String>,
+
+    /// Approves the tool call the resumed run waits for under this id (it runs as the model
+    /// sent it); repeat for several.
+    #[arg(long, value_name = "ID", requires = "resume")]
+    pub approve: Vec<String>,
+
+    /// Denies the tool call the resumed run waits for under this id (the model reads
+    /// `denied by a person: <reason>`); repeat for several.
+    #[arg(long, value_name = "ID", requires = "resume")]
+    pub deny: Vec<String>,
+
+    /// Why the tool calls of `--deny` are denied.
+    #[arg(long, requires = "deny")]
+    pub reason: Option<String>,
 
     /// Folder for agent memory (default: `$HERD_HOME/memory`, `~/.herd/memory`).
     #[arg(long, value_name = "DIR")]

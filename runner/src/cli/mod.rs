@@ -31,8 +31,10 @@ use std::sync::Arc;
 
 use clap::Parser;
 use futures::FutureExt as _;
+use herd_crds::approval::ApprovalDecision;
 use herd_crds::report::StopReason;
 use herd_crds::terminal_text::{for_terminal, json_line};
+use herd_crds::wire::Answer;
 use opentelemetry::context::FutureExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -354,6 +356,7 @@ async fn run(args: RunArgs) -> ExitCode {
         prompter: interactive.then(|| Arc::new(TerminalPrompter::over(progress.clone())) as _),
         resume: args.resume.is_some(),
         answer: args.answer,
+        decisions: decisions(&args.approve, &args.deny, args.reason.as_deref()),
         interrupt: Some(interrupt),
         memory_dir: args.memory_dir.unwrap_or_else(default_memory_dir),
         sandbox: args.sandbox,
@@ -425,6 +428,23 @@ async fn next_stop_signal() -> StopSignal {
     }
 }
 
+/// `--approve` and `--deny` as the decisions a Run's `spec.responses` would carry.
+fn decisions(approve: &[String], deny: &[String], reason: Option<&str>) -> Vec<Answer> {
+    let decided = |id: &String, decision, reason: Option<&str>| Answer {
+        decision: Some(decision),
+        reason: reason.map(str::to_owned),
+        ..Answer::text(id, "")
+    };
+    approve
+        .iter()
+        .map(|id| decided(id, ApprovalDecision::Approve, None))
+        .chain(
+            deny.iter()
+                .map(|id| decided(id, ApprovalDecision::Deny, reason)),
+        )
+        .collect()
+}
+
 /// Prints the answer (stdout) and where things are (stderr), and picks the exit code.
 fn report(result: &LocalResult, json: bool) -> u8 {
     let outcome = &result.outcome;
@@ -444,6 +464,7 @@ fn report(result: &LocalResult, json: bool) -> u8 {
             "answer": outcome.answer,
             "error": outcome.error,
             "question": outcome.question,
+            "approvals": result.approvals,
             "title": result.title,
             "usage": result.usage,
             "artifacts": artifacts,
@@ -458,6 +479,17 @@ fn report(result: &LocalResult, json: bool) -> u8 {
         println!("{}", json_line(question));
         eprintln!(
             "\nThe agent needs an answer. Continue with:\n  herd-runner run --resume {} --answer \"...\"",
+            for_terminal(&workdir)
+        );
+        return code;
+    }
+    if !result.approvals.is_empty() {
+        for request in &result.approvals {
+            println!("{}", json_line(request));
+        }
+        eprintln!(
+            "\nA tool call waits for approval. Continue with:\n  herd-runner run --resume {} \
+             --approve ID (or --deny ID --reason \"...\")",
             for_terminal(&workdir)
         );
         return code;

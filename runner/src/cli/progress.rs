@@ -223,6 +223,8 @@ impl Progress {
             | AgentEvent::ToolFinished { agent, .. }
             | AgentEvent::Asked { agent, .. }
             | AgentEvent::Answered { agent, .. }
+            | AgentEvent::ApprovalAsked { agent, .. }
+            | AgentEvent::ApprovalDecided { agent, .. }
             | AgentEvent::Todos { agent, .. }
             | AgentEvent::Stopped { agent, .. } => {
                 waiting.remove(agent);
@@ -353,6 +355,26 @@ impl Observer for Progress {
             }
             AgentEvent::Answered { agent, answer, .. } => {
                 self.line(&format!("[{agent}] answer: {answer}"));
+            }
+            AgentEvent::ApprovalAsked { agent, requests } => {
+                for request in requests {
+                    self.marked(
+                        Mark::Question,
+                        &format!("[{agent}] ? approve {} ({})", request.summary(), request.id),
+                    );
+                }
+            }
+            AgentEvent::ApprovalDecided {
+                agent,
+                call,
+                verdict,
+            } => {
+                let decided = match (verdict.decision, &verdict.reason) {
+                    (herd_crds::approval::ApprovalDecision::Approve, _) => "approved".to_owned(),
+                    (_, Some(reason)) => format!("denied ({reason})"),
+                    (_, None) => "denied".to_owned(),
+                };
+                self.line(&format!("[{agent}] {decided}: {call}"));
             }
             AgentEvent::Todos { agent, todos } => {
                 let mut text = format!("[{agent}] plan:");

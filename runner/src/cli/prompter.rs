@@ -1,9 +1,10 @@
-//! Asks clarification questions at the terminal.
+//! Asks clarification questions, and whether held tool calls may run, at the terminal.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::Clarification;
 use herd_crds::terminal_text::for_terminal;
 
@@ -39,6 +40,26 @@ impl Prompter for TerminalPrompter {
                 Ok(0) | Err(_) => None,
                 // An empty line is an empty answer: the run goes on.
                 Ok(_) => Some(question.answer_from(&line).unwrap_or_default()),
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// `run `bash: rm -rf build/`? [y/N/reason]`: `y` approves; Enter or `n` denies; any other
+    /// text denies with it as the reason the model reads.
+    async fn approve(&self, request: &ApprovalRequest) -> Option<Verdict> {
+        let call = request.summary();
+        let _paused = self.progress.pause();
+        tokio::task::spawn_blocking(move || {
+            let mut stderr = std::io::stderr();
+            let _ = write!(stderr, "\nrun `{}`? [y/N/reason] ", for_terminal(&call));
+            let _ = stderr.flush();
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(Verdict::from_line(&line)),
             }
         })
         .await

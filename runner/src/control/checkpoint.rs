@@ -12,6 +12,7 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use herd_crds::report::Clarification;
+use herd_crds::approval::ApprovalRequest;
 use serde::{Deserialize, Serialize};
 
 use crate::thread::{Message, MessageKind, ThreadState};
@@ -57,6 +58,9 @@ pub enum CheckpointStop {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Interruption {
+    /// Tool calls wait for a person's decision (their thread's `awaitingApproval`); resuming
+    /// runs or denies them as decided.
+    Approval(Vec<ApprovalRequest>),
     /// The signal, as `SIGINT` or `SIGTERM`.
     pub signal: String,
     /// When, RFC 3339.
@@ -105,6 +109,16 @@ impl Checkpoint {
     /// The checkpoint of a run interrupted by `signal`.
     pub fn interrupted(signal: &str, state: ThreadState) -> Self {
         Checkpoint {
+            files: Vec::new(),
+        }
+    }
+
+    /// The checkpoint of a run whose tool calls wait for the decisions on `requests`.
+    pub fn approval(requests: Vec<ApprovalRequest>, state: ThreadState) -> Self {
+        Checkpoint {
+            stop: CheckpointStop::Approval(requests),
+            state,
+            files: Vec::new(),
             stop: CheckpointStop::Interrupted(Interruption::now(signal)),
             state,
         }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, Usage};
 use herd_crds::wire::{
     Answer, ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation,
@@ -15,7 +16,8 @@ use herd_crds::wire::{
 use tokio::sync::Semaphore;
 
 use super::checkpoint::Checkpoint;
-use super::{AskOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
+use super::asked::verdict_of;
+use super::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
 use crate::memory::file::MemoryFile;
 use crate::thread::ThreadState;
 
@@ -31,6 +33,9 @@ pub trait SubagentLauncher: Send + Sync {
 pub trait Prompter: Send + Sync {
     /// Shows the question and returns the answer, or `None` when no answer can be had.
     async fn ask(&self, question: &Clarification) -> Option<String>;
+
+    /// Asks whether the held tool call may run; `None` when no answer can be had.
+    async fn approve(&self, request: &ApprovalRequest) -> Option<Verdict>;
 }
 
 /// How questions are answered locally.
@@ -166,6 +171,46 @@ impl ControlPlane for LocalControlPlane {
                 Some(answer) => Ok(AskOutcome::Answered(answer)),
                 None => Err(ControlError::Io(
                     "the terminal closed before the question was answered".into(),
+    async fn ask_approval(
+        &self,
+        requests: &[ApprovalRequest],
+        checkpoint: &ThreadState,
+    ) -> Result<ApprovalOutcome, ControlError> {
+        let given = |id: &str| self.answers.iter().find(|a| a.id == id);
+        let mut verdicts: Vec<(String, Verdict)> = requests
+            .iter()
+            .filter_map(|r| Some((r.id.clone(), verdict_of(given(&r.id)?))))
+            .collect();
+        let open: Vec<&ApprovalRequest> =
+            requests.iter().filter(|r| given(&r.id).is_none()).collect();
+        if open.is_empty() {
+            return Ok(ApprovalOutcome::Decided(verdicts));
+        }
+        match &self.questions {
+            Questions::Interactive(prompter) => {
+                for request in open {
+                    let verdict = prompter.approve(request).await.ok_or_else(|| {
+                        ControlError::Io(
+                            "the terminal closed before the tool call was approved or denied"
+                                .into(),
+                        )
+                    })?;
+                    verdicts.push((request.id.clone(), verdict));
+                }
+                Ok(ApprovalOutcome::Decided(verdicts))
+            }
+            Questions::Suspend(dir) => {
+                Checkpoint::approval(requests.to_vec(), checkpoint.clone())
+                    .save(dir)
+                    .map_err(|error| ControlError::Io(error.to_string()))?;
+                Ok(ApprovalOutcome::Suspended)
+            }
+            Questions::Refuse => Err(ControlError::Refused(
+                "a subagent cannot ask a person for approval".into(),
+            )),
+        }
+    }
+
                 )),
             },
             Questions::Suspend(dir) => {
@@ -317,6 +362,55 @@ mod tests {
             question: "Which?".into(),
             kind: herd_crds::report::ClarificationType::MissingInfo,
             context: None,
+
+    #[tokio::test]
+    async fn approvals_are_decided_ahead_saved_for_a_resume_or_refused_in_a_subagent() {
+        let requests = vec![
+            ApprovalRequest::new("c1", "bash", r#"{"command":"rm -rf build/"}"#),
+            ApprovalRequest::new("c2", "bash", r#"{"command":"git push"}"#),
+        ];
+        let state = ThreadState::new("task");
+        let decided = LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(
+            vec![
+                Answer {
+                    decision: Some(herd_crds::approval::ApprovalDecision::Approve),
+                    ..Answer::text("a-c1", "")
+                },
+                Answer {
+                    decision: Some(herd_crds::approval::ApprovalDecision::Deny),
+                    reason: Some("not today".into()),
+                    ..Answer::text("a-c2", "")
+                },
+            ],
+        );
+        assert_eq!(
+            decided.ask_approval(&requests, &state).await.unwrap(),
+            ApprovalOutcome::Decided(vec![
+                ("a-c1".into(), Verdict::approve()),
+                ("a-c2".into(), Verdict::deny(Some("not today".into()))),
+            ])
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = LocalControlPlane::new(
+            None,
+            None,
+            Questions::Suspend(dir.path().to_path_buf()),
+            None,
+        );
+        assert_eq!(
+            waiting.ask_approval(&requests, &state).await.unwrap(),
+            ApprovalOutcome::Suspended
+        );
+        let saved = Checkpoint::load(dir.path()).unwrap();
+        assert_eq!(saved.stop, CheckpointStop::Approval(requests.clone()));
+
+        let subagent = LocalControlPlane::new(None, None, Questions::Refuse, None);
+        assert!(matches!(
+            subagent.ask_approval(&requests, &state).await,
+            Err(ControlError::Refused(_))
+        ));
+    }
             options: vec![],
             asked_at: None,
         };
@@ -327,13 +421,8 @@ mod tests {
         assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
         assert_eq!(saved.state, state);
 
-        let answered =
-            LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(vec![
-                Answer {
-                    id: "q-1".into(),
-                    answer: "this one".into(),
-                },
-            ]);
+        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None)
+            .with_answers(vec![Answer::text("q-1", "this one")]);
         let outcome = answered.ask(&question, &state).await.unwrap();
         assert_eq!(outcome, AskOutcome::Answered("this one".into()));
     }

@@ -2,12 +2,14 @@
 //! posts its result and reaches memory. Local (`herd-runner run`) or the operator's run API
 //! (`herd-runner pod`).
 
+pub(crate) mod asked;
 pub(crate) mod checkpoint;
 pub mod deadline;
 pub mod local;
 pub mod run_api;
 
 use async_trait::async_trait;
+use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, StopReason};
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
@@ -61,6 +63,19 @@ pub enum AskOutcome {
     Ended { reason: StopReason, error: String },
 }
 
+/// What became of a turn's approval requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// Every request has its verdict, by request id (a person's, or the timeout's); the run
+    /// goes on in the same process.
+    Decided(Vec<(String, Verdict)>),
+    /// The requests were recorded with a checkpoint; the process should stop and be resumed.
+    Suspended,
+    /// The run ends so: the checkpoint does not fit, or a request timed out with
+    /// `onTimeout: fail`.
+    Ended { reason: StopReason, error: String },
+}
+
 /// Where a run reports to.
 #[async_trait]
 pub trait ControlPlane: Send + Sync {
@@ -81,6 +96,15 @@ pub trait ControlPlane: Send + Sync {
         question: &Clarification,
         checkpoint: &ThreadState,
     ) -> Result<AskOutcome, ControlError>;
+
+    /// Asks a person to decide on tool calls (all of one turn), saving `checkpoint` first so
+    /// the run can resume: the same wait as a question's, answered by decisions in
+    /// `spec.responses` (or at the terminal).
+    async fn ask_approval(
+        &self,
+        requests: &[ApprovalRequest],
+        checkpoint: &ThreadState,
+    ) -> Result<ApprovalOutcome, ControlError>;
 
     /// The final answer and the presented files.
     async fn post_result(&self, result: ResultReport) -> Result<(), ControlError>;

@@ -35,6 +35,7 @@ use super::thread_data::ThreadData;
 use super::title::Title;
 use super::todo::TodoMiddleware;
 use super::token_budget::TokenBudget;
+use super::tool_approval::ToolApproval;
 use super::tool_error_handling::ToolErrorHandling;
 use super::tool_output_budget::ToolOutputBudget;
 use super::tool_result_sanitization::ToolResultSanitization;
@@ -205,9 +206,19 @@ fn build_chain(
         )
         .with_breaker(chain.breaker.clone())
     );
-    // Tool guards from outer to inner: refuse dangerous commands, then unread overwrites,
-    // then frame whatever error is left for the model.
+    // Tool guards from outer to inner: refuse dangerous commands, then hold what needs a
+    // person's approval, then unread overwrites, then frame whatever error is left for the
+    // model. Approval comes after the audit so that nobody is asked about a command the audit
+    // refuses anyway (its "blocked" decisions never ask), and before the others so that an
+    // approved call meets every check it would have met without approval.
     push_if!(list, true, SandboxAudit::new());
+    if let Some(rules) = plan
+        .approval
+        .as_ref()
+        .and_then(|approval| approval.spec.compile().ok())
+    {
+        push_if!(list, true, ToolApproval::new(rules));
+    }
     push_if!(list, true, ReadBeforeWrite::new());
     push_if!(list, true, ToolErrorHandling::new());
     // Date (and, for the lead, memory) go in after uploads, so they sit before them.

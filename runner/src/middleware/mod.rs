@@ -32,6 +32,7 @@ pub(crate) mod thread_data;
 pub(crate) mod title;
 pub(crate) mod todo;
 pub(crate) mod token_budget;
+pub(crate) mod tool_approval;
 pub(crate) mod tool_error_handling;
 pub(crate) mod tool_output_budget;
 pub(crate) mod tool_result_sanitization;

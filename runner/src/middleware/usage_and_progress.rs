@@ -387,6 +387,13 @@ mod tests {
         assert_eq!(reports[1].title.as_deref(), Some("A title"));
         assert_eq!(reports[1].todos.len(), 1);
         assert!(reports.iter().all(|r| r.attempt == 2));
+        async fn ask_approval(
+            &self,
+            requests: &[herd_crds::approval::ApprovalRequest],
+            checkpoint: &ThreadState,
+        ) -> Result<crate::control::ApprovalOutcome, ControlError> {
+            self.inner.ask_approval(requests, checkpoint).await
+        }
     }
 
     #[tokio::test(start_paused = true)]

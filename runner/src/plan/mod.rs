@@ -7,6 +7,7 @@
 //! Neither reads a file, an environment variable or the clock in here, so the same manifests
 //! make the same plan on a laptop and in a cluster, and every decision is tested without IO.
 
+pub mod approval;
 mod facts;
 pub mod mcp;
 mod thinking;
@@ -83,6 +84,9 @@ pub struct RunPlan {
     pub mcp: McpPlan,
     /// The Agent's `observability.captureContent`: spans record prompt and tool text.
     pub capture_content: bool,
+    /// Which tool calls need a person's approval (the Agent's and the Run's rules); `None`
+    /// when none do.
+    pub approval: Option<approval::ApprovalPlan>,
 }
 
 /// The Agent's `subagents` settings.
@@ -122,6 +126,10 @@ pub struct RunChoices {
     /// A child Run's `subagentType`.
     pub subagent_type: Option<String>,
     pub answers: Vec<Answer>,
+    /// The Run's `approval` rules, added to the Agent's.
+    pub approval: Option<herd_crds::approval::ApprovalSpec>,
+    /// The Run's `inputTimeout` (`None`: the Agent's `runDefaults.inputTimeout`).
+    pub input_timeout: Option<String>,
 }
 
 /// Where the run stands in its tree, and what it has left.
@@ -229,6 +237,11 @@ pub fn plan_run(inputs: PlanInputs<'_>) -> Result<RunPlan, PlanError> {
         answers: choices.answers,
         mcp: mcp::plan_mcp(agent.mcp.as_ref(), &keys.mcp_headers)?,
         capture_content: agent.observability.capture_content,
+        approval: approval::plan_approval(
+            agent,
+            choices.approval.as_ref(),
+            choices.input_timeout.as_deref(),
+        )?,
     })
 }
 

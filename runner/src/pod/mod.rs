@@ -200,6 +200,9 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
     let Some(report) = unless_stopped(&stop, reading).await else {
         return terminated(&control).await;
     };
+    if outcome.stop_reason == StopReason::InputRequired {
+        return suspended(outcome.question.as_ref());
+    }
     post_unless_stopped(&control, report, &stop).await
 }
 
@@ -350,6 +353,22 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
 struct Lead<'a> {
     plan: &'a Arc<RunPlan>,
     executor: &'a Arc<dyn ToolExecutor>,
+    if let Some(seconds) = config.suspend_after_seconds
+        && config.depth == 0
+    {
+        control.use_suspension(Suspension {
+            after: Duration::from_secs(seconds),
+            save_files: config
+                .agent
+                .sandbox
+                .workspace
+                .persistent_volume_claim
+                .is_none(),
+        });
+    }
+    if let Some(approval) = &plan.approval {
+        control.use_approval_timeout(approval.wait, approval.on_timeout);
+    }
     control: &'a Arc<RunApiControlPlane>,
     observer: &'a Arc<dyn Observer>,
 }
@@ -461,6 +480,15 @@ impl Lead<'_> {
             .ask(question, checkpoint)
             .await
             .map_err(stopped)?;
+                // The thread holds the calls (`awaitingApproval`): the loop settles them
+                // first, with the decisions in `spec.responses` or by asking again.
+                CheckpointStop::Approval(requests) => {
+                    tracing::info!(
+                        count = requests.len(),
+                        "resuming from the checkpoint of tool calls waiting for approval"
+                    );
+                    None
+                }
         match asked {
             AskOutcome::Answered(answer) => {
                 self.observer.on_event(AgentEvent::Answered {

@@ -54,6 +54,10 @@ impl Resume {
                 format!("workspace-lost-{stopped_at}"),
                 MessageKind::WorkspaceLost,
                 lost_message(&presented),
+            CheckpointStop::Approval(requests) => requests
+                .first()
+                .map(|r| r.id.clone())
+                .unwrap_or_default(),
             ));
         }
         match (&self.stop, answer) {
@@ -61,7 +65,7 @@ impl Resume {
                 .messages
                 .push(Message::user(format!("answer-{}", question.id), answer)),
             (CheckpointStop::Interrupted(how), _) => state.messages.push(how.resume_turn()),
-            (CheckpointStop::Question(_), None) => {}
+            (CheckpointStop::Question(_), None) | (CheckpointStop::Approval(_), _) => {}
         }
         state
     }

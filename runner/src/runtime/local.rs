@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt as _;
 
 use herd_crds::agent::MemoryScope;
+use herd_crds::approval::ApprovalRequest;
 use herd_crds::report::{Clarification, StopReason, Usage};
-use herd_crds::wire::ResultReport;
+use herd_crds::wire::{Answer, ResultReport};
 
 use super::agents::{AgentsError, RunAgents};
 use super::in_process_subagents::InProcessSubagents;
@@ -77,6 +78,8 @@ pub struct LocalRequest {
     pub resume: bool,
     /// The answer to the question the resumed run asked.
     pub answer: Option<String>,
+    /// Decisions on the tool calls the resumed run waits for (`--approve`, `--deny`).
+    pub decisions: Vec<Answer>,
     /// Stops the run at its next safe point, saving a checkpoint (Ctrl-C, SIGTERM).
     pub interrupt: Option<Interrupt>,
     pub memory_dir: PathBuf,
@@ -93,6 +96,9 @@ pub struct LocalResult {
     pub workdir: PathBuf,
     /// The question, when the run stopped for an answer (a checkpoint was saved).
     pub question: Option<Clarification>,
+    /// The tool calls waiting for approval, when the run stopped for them (a checkpoint was
+    /// saved).
+    pub approvals: Vec<ApprovalRequest>,
     pub title: Option<String>,
     pub usage: Usage,
     /// The signal that interrupted the run (a checkpoint was saved).
@@ -335,9 +341,11 @@ impl Start {
                 });
             }
         };
-        let resumed = Resumed::of(checkpoint, request.answer.clone(), dir)?;
+        let resumed = Resumed::of(checkpoint, request.answer.clone(), &request.decisions, dir)?;
         let manifests = record.manifests()?;
-        let plan = local_plan(&manifests, &record.overrides(), record.api_key_env(), facts)?;
+        let mut plan = local_plan(&manifests, &record.overrides(), record.api_key_env(), facts)?;
+        // The decisions are handed out when the resumed loop asks for them again.
+        plan.answers.extend(request.decisions.iter().cloned());
         Ok(Start {
             manifests,
             plan: Arc::new(plan),
@@ -364,6 +372,8 @@ impl Start {
                     .push(Message::user(format!("answer-{id}"), answer));
             }
             ResumeTurn::Interrupted(how) => state.messages.push(how.resume_turn()),
+            // The held calls are in the thread: the loop settles them with the decisions.
+            ResumeTurn::Approval => {}
         }
         state
     }
@@ -381,12 +391,61 @@ enum ResumeTurn {
     Answer { id: String, answer: String },
     /// Being told it was interrupted.
     Interrupted(Interruption),
+    /// The decisions on its held tool calls.
+    Approval,
 }
 
 impl Resumed {
-    /// `checkpoint` resumed with `answer`: a question needs one, an interruption takes none.
-    fn of(checkpoint: Checkpoint, answer: Option<String>, dir: &Path) -> Result<Self, LocalError> {
+    /// `checkpoint` resumed with `answer` or `decisions`: a question needs an answer, tool
+    /// calls waiting for approval decisions on them (each for one of them), an interruption
+    /// neither.
+    fn of(
+        checkpoint: Checkpoint,
+        answer: Option<String>,
+        decisions: &[Answer],
+        dir: &Path,
+    ) -> Result<Self, LocalError> {
         let dir = dir.display();
+        if let CheckpointStop::Approval(requests) = &checkpoint.stop {
+            if answer.is_some() {
+                return Err(LocalError(format!(
+                    "--answer: the run in {dir} waits for tool calls to be approved, not for \
+                     an answer: resume it with --approve ID or --deny ID"
+                )));
+            }
+            let waiting = || {
+                requests
+                    .iter()
+                    .map(|r| format!("\n  {}: {}", r.id, r.summary()))
+                    .collect::<String>()
+            };
+            if decisions.is_empty() {
+                return Err(LocalError(format!(
+                    "the run in {dir} waits for approval of:{}\nresume it with: herd-runner \
+                     run --resume {dir} --approve ID (or --deny ID --reason \"...\")",
+                    waiting()
+                )));
+            }
+            if let Some(unknown) = decisions
+                .iter()
+                .find(|d| !requests.iter().any(|r| r.id == d.id))
+            {
+                return Err(LocalError(format!(
+                    "no tool call of the run in {dir} waits under the id {:?}; these do:{}",
+                    unknown.id,
+                    waiting()
+                )));
+            }
+            return Ok(Resumed {
+                state: checkpoint.state,
+                turn: ResumeTurn::Approval,
+            });
+        }
+        if !decisions.is_empty() {
+            return Err(LocalError(format!(
+                "--approve/--deny: no tool call of the run in {dir} waits for approval"
+            )));
+        }
         let turn = match (checkpoint.stop, answer) {
             (CheckpointStop::Question(question), Some(answer)) => ResumeTurn::Answer {
                 id: question.id,
@@ -407,6 +466,8 @@ impl Resumed {
                     how.signal
                 )));
             }
+            // Returned above.
+            (CheckpointStop::Approval(_), _) => ResumeTurn::Approval,
         };
         Ok(Resumed {
             state: checkpoint.state,
@@ -500,8 +561,14 @@ async fn finish(
             error: outcome.error.clone(),
         })
         .await
+    let approvals = if outcome.stop_reason == StopReason::InputRequired {
+        state.awaiting_approval.clone()
+    } else {
+        Vec::new()
+    };
         .map_err(|error| LocalError(error.to_string()))?;
     Ok(LocalResult {
+        approvals,
         question: outcome.question.clone(),
         outcome,
         artifacts,

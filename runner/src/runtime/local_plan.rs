@@ -67,6 +67,8 @@ pub fn local_plan(
             base_url: overrides.base_url.clone(),
             subagent_type: None,
             answers,
+            approval: run.and_then(|r| r.approval.clone()),
+            input_timeout: run.and_then(|r| r.input_timeout.clone()),
         },
         standing: Standing {
             depth: 0,
@@ -195,10 +197,7 @@ fn timeout(agent: &AgentSpec, run: Option<&RunSpec>) -> Result<Duration, PlanErr
 pub(crate) fn answers(run: &RunSpec) -> Vec<Answer> {
     run.responses
         .iter()
-        .map(|response| Answer {
-            id: response.id.clone(),
-            answer: response.answer.clone(),
-        })
+        .map(herd_crds::run::Response::to_wire)
         .collect()
 }
 

@@ -39,6 +39,8 @@ pub fn pod_plan(config: &RunConfig, facts: &EnvFacts) -> Result<RunPlan, PlanErr
             base_url: None,
             subagent_type: run.subagent_type.clone(),
             answers: config.responses.clone(),
+            approval: run.approval.clone(),
+            input_timeout: run.input_timeout.clone(),
         },
         standing: Standing {
             depth: config.depth,

@@ -110,6 +110,13 @@ fn state(state_dir: &Path) -> RunState {
         return match checkpoint.stop {
             CheckpointStop::Question(question) => RunState::WaitingForAnswer(question.question),
             CheckpointStop::Interrupted(_) => RunState::Interrupted,
+            CheckpointStop::Approval(requests) => RunState::WaitingForAnswer(
+                requests
+                    .iter()
+                    .map(|r| format!("approve {}? ({})", r.summary(), r.id))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
         };
     }
     match RunEnding::read(state_dir) {

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use herd_crds::report::{StopReason, Todo, Usage};
+use herd_crds::approval::{ApprovalRequest, Verdict};
+use herd_crds::report::{StopReason, Todo, Usage, UsageTotals};
 use herd_crds::wire::ChildStatus;
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +118,14 @@ pub struct ThreadState {
 
 /// Most delegations kept in the ledger (DeerFlow's cap).
 pub const MAX_DELEGATIONS: usize = 50;
+    /// Tool calls of the last turn that wait for a person's decision: their results are not in
+    /// the thread yet; the loop settles them before the next model call (also after a resume).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_approval: Vec<ApprovalRequest>,
+    /// Decisions given on tool calls, by call id: a decided call runs (or is denied) without
+    /// asking again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approval_verdicts: BTreeMap<String, Verdict>,
 /// Most skills kept in `skill_context` (DeerFlow's cap).
 pub const MAX_SKILL_CONTEXT: usize = 8;
 

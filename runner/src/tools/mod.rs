@@ -57,6 +57,9 @@ pub struct ToolEffect {
     pub interrupt: Option<Clarification>,
     /// Images of an MCP tool's result, shown to the model once after the turn's results.
     pub images: Vec<ImagePart>,
+    /// A call that needs a person's approval (`ToolApproval`): it did not run; the loop asks
+    /// for all of the turn's together and runs or denies each.
+    pub approval: Option<herd_crds::approval::ApprovalRequest>,
     /// `tool_search`: deferred tools whose schemas the model gets from now on.
     pub promoted: Vec<String>,
 }

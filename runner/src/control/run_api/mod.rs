@@ -19,7 +19,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use herd_crds::report::Clarification;
+use herd_crds::approval::{ApprovalRequest, OnApprovalTimeout, Verdict, timed_out_reason};
+use herd_crds::report::{Clarification, StopReason};
 use herd_crds::wire::{
     Answer, ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, MemoryUpdate,
     ProgressReport, ResultReport,
@@ -32,7 +33,9 @@ pub use self::client::{RunApiClient, RunApiTarget};
 use self::progress::ProgressSender;
 use super::checkpoint::ThreadCompactor;
 use super::deadline::Deadline;
-use super::{AskOutcome, Budget, ControlError, ControlPlane};
+use self::questions::Awaited;
+use super::asked::{Asked, verdict_of};
+use super::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane};
 use crate::sandbox::executor::ToolExecutor;
 use crate::thread::ThreadState;
 
@@ -56,6 +59,20 @@ pub struct RunApiControlPlane {
     compactor: OnceLock<Arc<dyn ThreadCompactor>>,
     /// Set while a question's answer is awaited.
     waiting_for_answer: AtomicBool,
+    /// When a wait for an answer suspends the Pod, if ever.
+    suspension: OnceLock<Suspension>,
+    /// How long a tool call waits for approval, and what its timeout becomes.
+    approval_timeout: OnceLock<(Duration, OnApprovalTimeout)>,
+}
+
+/// When and how a wait for an answer suspends the Pod (the Run's `suspendAfter`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Suspension {
+    /// How long the Pod waits before it suspends.
+    pub after: Duration,
+    /// Whether the workspace's files go with the checkpoint (an `emptyDir` workspace, gone
+    /// with the Pod).
+    pub save_files: bool,
 }
 
 impl std::fmt::Debug for RunApiControlPlane {
@@ -93,7 +110,22 @@ impl RunApiControlPlane {
             sandbox: OnceLock::new(),
             compactor: OnceLock::new(),
             waiting_for_answer: AtomicBool::new(false),
+            suspension: OnceLock::new(),
+            approval_timeout: OnceLock::new(),
         }
+    }
+
+    /// Gives up waiting for a tool call's approval after `wait`, then denies it or ends the
+    /// run as `on_timeout` says (only the first call counts). Without, the wait lasts as long
+    /// as the Run's time.
+    pub fn use_approval_timeout(&self, wait: Duration, on_timeout: OnApprovalTimeout) {
+        let _ = self.approval_timeout.set((wait, on_timeout));
+    }
+
+    /// Suspends the Pod after waiting `suspension.after` for an answer from now on (only the
+    /// first call counts).
+    pub fn use_suspension(&self, suspension: Suspension) {
+        let _ = self.suspension.set(suspension);
     }
 
     /// Writes children's presented files into `sandbox` from now on (only the first call
@@ -196,8 +228,74 @@ impl ControlPlane for RunApiControlPlane {
         if let Some(given) = self.answers.iter().find(|given| given.id == question.id) {
             return Ok(AskOutcome::Answered(given.answer.clone()));
         }
-        let asked = self.ask_and_await_answer(question, checkpoint).await;
-        self.noting(asked)
+        let asked = self
+            .ask_and_await_answer(Asked::Question(question), None, checkpoint)
+            .await;
+        Ok(match self.noting(asked)? {
+            Awaited::Answered(answers) => {
+                AskOutcome::Answered(answers.into_iter().next().map(|a| a.answer).unwrap_or_default())
+            }
+            Awaited::Suspended => AskOutcome::Suspended,
+            Awaited::Ended { reason, error } => AskOutcome::Ended { reason, error },
+            // A question waits without a time limit of its own (the operator enforces
+            // `inputTimeout`).
+            Awaited::TimedOut(_) => AskOutcome::Ended {
+                reason: StopReason::TimedOut,
+                error: "nobody answered the question in time".to_owned(),
+            },
+        })
+    }
+
+    async fn ask_approval(
+        &self,
+        requests: &[ApprovalRequest],
+        checkpoint: &ThreadState,
+    ) -> Result<ApprovalOutcome, ControlError> {
+        let given = |id: &str| self.answers.iter().find(|a| a.id == id);
+        if requests.iter().all(|r| given(&r.id).is_some()) {
+            return Ok(ApprovalOutcome::Decided(
+                requests
+                    .iter()
+                    .filter_map(|r| Some((r.id.clone(), verdict_of(given(&r.id)?))))
+                    .collect(),
+            ));
+        }
+        let (wait, on_timeout) = self
+            .approval_timeout
+            .get()
+            .copied()
+            .unwrap_or((self.deadline.left(), OnApprovalTimeout::Deny));
+        let asked = self
+            .ask_and_await_answer(Asked::Approval(requests), Some(wait), checkpoint)
+            .await;
+        let decided = |answers: &[herd_crds::wire::Answer], missing: Option<Verdict>| {
+            requests
+                .iter()
+                .filter_map(|r| {
+                    let verdict = answers
+                        .iter()
+                        .find(|a| a.id == r.id)
+                        .map(verdict_of)
+                        .or_else(|| missing.clone())?;
+                    Some((r.id.clone(), verdict))
+                })
+                .collect()
+        };
+        Ok(match self.noting(asked)? {
+            Awaited::Answered(answers) => ApprovalOutcome::Decided(decided(&answers, None)),
+            Awaited::Suspended => ApprovalOutcome::Suspended,
+            Awaited::Ended { reason, error } => ApprovalOutcome::Ended { reason, error },
+            Awaited::TimedOut(answers) => match on_timeout {
+                OnApprovalTimeout::Deny => ApprovalOutcome::Decided(decided(
+                    &answers,
+                    Some(Verdict::deny(Some(timed_out_reason(wait)))),
+                )),
+                OnApprovalTimeout::Fail => ApprovalOutcome::Ended {
+                    reason: StopReason::ApprovalTimedOut,
+                    error: format!("a tool call waited for approval: {}", timed_out_reason(wait)),
+                },
+            },
+        })
     }
 
     async fn post_result(&self, mut result: ResultReport) -> Result<(), ControlError> {

@@ -8,28 +8,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
-use herd_crds::report::{Clarification, StopReason};
-use herd_crds::wire::{AnswerPoll, CheckpointReport, ClarificationRequest, ProgressReport};
+use herd_crds::report::StopReason;
+use herd_crds::wire::{
+    Answer, AnswerPoll, ApprovalAsk, CheckpointReport, ClarificationRequest, ProgressReport,
+};
 use tokio::time::Instant;
 
 use super::RunApiControlPlane;
 use super::client::LONGEST_WAIT;
 use crate::control::checkpoint::{Checkpoint, MAX_CHECKPOINT_GZIP_BYTES};
-use crate::control::{AskOutcome, ControlError};
+use crate::control::ControlError;
+use crate::control::asked::Asked;
 use crate::thread::ThreadState;
 
 impl RunApiControlPlane {
-    /// Reports `question` with the checkpoint of `state` and waits for its answer in this
-    /// process (the pod keeps its workspace while it waits).
+    /// Reports what is `asked` (a question, or tool calls to approve) with the checkpoint of
+    /// `state` and waits for the answer to each of its ids in this process (the pod keeps its
+    /// workspace while it waits), giving up after `give_up` when set.
     pub(super) async fn ask_and_await_answer(
         &self,
-        question: &Clarification,
+        asked: Asked<'_>,
+        give_up: Option<Duration>,
         state: &ThreadState,
-    ) -> Result<AskOutcome, ControlError> {
-        let checkpoint = match self.checkpoint(question, state).await? {
-            Ok(checkpoint) => checkpoint,
+    ) -> Result<Awaited, ControlError> {
+        let (checkpoint, encoded) = match self.checkpoint(asked, state).await? {
+            Ok(packed) => packed,
             Err(error) => {
-                return Ok(AskOutcome::Ended {
+                return Ok(Awaited::Ended {
                     reason: StopReason::CheckpointTooLarge,
                     error,
                 });
@@ -55,18 +60,14 @@ impl RunApiControlPlane {
             }
             tracing::warn!(%error, "the progress before the question was not reported");
         }
-        let request = ClarificationRequest {
-            attempt: self.attempt,
-            seq: self.next_seq(0),
-            clarification: question.clone(),
-            checkpoint_gzip_base64: checkpoint,
-        };
-        self.client
-            .post("clarification", &request, self.deadline.instant())
-            .await?;
+        self.post_asked(asked, encoded).await?;
         let _waiting = Waiting::on(&self.waiting_for_answer);
-        tracing::info!(id = %question.id, "waiting for the answer (spec.responses)");
-        loop {
+        let ids = asked.ids();
+        tracing::info!(ids = ?ids, "waiting for the answer (spec.responses)");
+        let mut suspend_at = self.suspension.get().map(|s| Instant::now() + s.after);
+        let give_up_at = give_up.map(|after| Instant::now() + after);
+        let mut answers = Vec::with_capacity(ids.len());
+        while let Some(id) = ids.get(answers.len()).copied() {
             let started = Instant::now();
             let poll: AnswerPoll = self
                 .client
@@ -79,8 +80,31 @@ impl RunApiControlPlane {
             if let Some(left) = poll.seconds_left {
                 self.deadline.rebase(Duration::from_secs(left));
             }
-            if let Some(answer) = poll.answer.filter(|answer| answer.id == question.id) {
-                return Ok(AskOutcome::Answered(answer.answer));
+            let wait = [suspend_at, give_up_at]
+                .into_iter()
+                .flatten()
+                .fold(LONGEST_WAIT, |wait, at| {
+                    wait.min(at.saturating_duration_since(started))
+                });
+            if let Some(answer) = poll.answer.filter(|answer| answer.id == id) {
+                answers.push(answer);
+                continue;
+            }
+            if give_up_at.is_some_and(|at| Instant::now() >= at) {
+                return Ok(Awaited::TimedOut(answers));
+            }
+            if suspend_at.is_some_and(|at| Instant::now() >= at) {
+                match self.suspend(asked, checkpoint.clone()).await? {
+                    Ok(()) => return Ok(Awaited::Suspended),
+                    Err(why) => {
+                        tracing::warn!(
+                            id,
+                            "not suspending while waiting for the answer, the Pod keeps \
+                             waiting: {why}"
+                        );
+                        suspend_at = None;
+                    }
+                }
             }
             self.client.pace_polls(started).await;
         }
@@ -91,6 +115,76 @@ impl RunApiControlPlane {
     /// sent).
     pub async fn post_interruption(
         &self,
+        Ok(Awaited::Answered(answers))
+    }
+
+    /// Posts what is `asked` with the checkpoint `encoded` (gzip, base64): a question to
+    /// `clarification`, tool calls to approve to `approval`.
+    async fn post_asked(&self, asked: Asked<'_>, encoded: String) -> Result<(), ControlError> {
+        let seq = self.next_seq(0);
+        let until = self.deadline.instant();
+        match asked {
+            Asked::Question(question) => {
+                let request = ClarificationRequest {
+                    attempt: self.attempt,
+                    seq,
+                    clarification: question.clone(),
+                    checkpoint_gzip_base64: encoded,
+                };
+                self.client.post("clarification", &request, until).await
+            }
+            Asked::Approval(requests) => {
+                let request = ApprovalAsk {
+                    attempt: self.attempt,
+                    seq,
+                    approvals: requests.to_vec(),
+                    checkpoint_gzip_base64: encoded,
+                };
+                self.client.post("approval", &request, until).await
+            }
+        }
+    }
+
+    /// Posts the question once more with `checkpoint` and, when the workspace dies with the
+    /// Pod, the workspace's files; the inner error says why the Pod cannot suspend.
+    async fn suspend(
+        &self,
+        asked: Asked<'_>,
+        mut checkpoint: Checkpoint,
+    ) -> Result<Result<(), String>, ControlError> {
+        let saves_files = self.suspension.get().is_some_and(|s| s.save_files);
+        if saves_files {
+            let Some(sandbox) = self.sandbox.get() else {
+                return Ok(Err("the sandbox is not connected".to_owned()));
+            };
+            match sandbox.save_files(MAX_SAVED_BYTES).await {
+                Ok(files) => checkpoint.files = files,
+                Err(error) => {
+                    return Ok(Err(format!("the workspace's files cannot be saved: {error}")));
+                }
+            }
+        }
+        let (gzip, _) = gzipped(checkpoint).await?;
+        if gzip.len() > MAX_CHECKPOINT_GZIP_BYTES {
+            return Ok(Err(format!(
+                "the checkpoint with the workspace's files is {} bytes of gzip, over the \
+                 {MAX_CHECKPOINT_GZIP_BYTES} bytes a ConfigMap can hold beside the Run",
+                gzip.len()
+            )));
+        }
+        // Nothing may land after the question's report: a progress report would clear it.
+        self.progress.stop();
+        self.post_asked(
+            asked,
+            base64::engine::general_purpose::STANDARD.encode(gzip),
+        )
+        .await?;
+        tracing::info!(
+            ids = ?asked.ids(),
+            files = saves_files,
+            "suspended: the checkpoint is posted, the Pod ends until the answer comes"
+        );
+        Ok(Ok(()))
         state: ThreadState,
         until: Instant,
     ) -> Result<(), ControlError> {
@@ -119,10 +213,10 @@ impl RunApiControlPlane {
     /// error says why it does not fit even so.
     async fn checkpoint(
         &self,
-        question: &Clarification,
+        asked: Asked<'_>,
         state: &ThreadState,
-    ) -> Result<Result<String, String>, ControlError> {
-        let mut checkpoint = Checkpoint::question(question.clone(), state.clone());
+    ) -> Result<Result<(Checkpoint, String), String>, ControlError> {
+        let mut checkpoint = asked.checkpoint(state.clone());
         let (mut gzip, back) = gzipped(checkpoint).await?;
         checkpoint = back;
         let mut summarized = false;
@@ -161,6 +255,23 @@ async fn gzipped(checkpoint: Checkpoint) -> Result<(Vec<u8>, Checkpoint), Contro
     .await
     .map_err(|error| ControlError::Io(format!("packing the checkpoint failed: {error}")))?;
     match packed {
+/// What came of a wait for answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Awaited {
+    /// Every id has its answer, in order.
+    Answered(Vec<Answer>),
+    /// The Pod suspended: the checkpoint is posted, the process should stop.
+    Suspended,
+    /// The run ends so (the checkpoint does not fit).
+    Ended { reason: StopReason, error: String },
+    /// Not every answer came in time; those that did.
+    TimedOut(Vec<Answer>),
+}
+
+/// Most bytes of workspace files a suspension reads before packing: files compress, so more
+/// than the checkpoint's limit may fit, but never without bound.
+pub const MAX_SAVED_BYTES: u64 = 8 * MAX_CHECKPOINT_GZIP_BYTES as u64;
+
         (Ok(gzip), checkpoint) => Ok((gzip, checkpoint)),
         (Err(error), _) => Err(ControlError::Io(format!(
             "cannot pack the checkpoint: {error}"

@@ -37,6 +37,13 @@ impl ControlPlane for NoControl {
     async fn ask(&self, _: &Clarification, _: &ThreadState) -> Result<AskOutcome, ControlError> {
         panic!("web tools must not use the control plane")
     }
+    async fn ask_approval(
+        &self,
+        _: &[herd_crds::approval::ApprovalRequest],
+        _: &ThreadState,
+    ) -> Result<crate::control::ApprovalOutcome, ControlError> {
+        panic!("web tools must not use the control plane")
+    }
     async fn post_result(&self, _: ResultReport) -> Result<(), ControlError> {
         panic!("web tools must not use the control plane")
     }

@@ -295,6 +295,7 @@ fn report(stop_reason: Option<StopReason>) -> RunReport {
         todos: vec![],
         usage: Usage::default(),
         clarification: None,
+        approvals: Vec::new(),
         result: None,
         stop_reason,
         sandbox: None,

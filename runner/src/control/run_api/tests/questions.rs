@@ -127,10 +127,7 @@ async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
 #[tokio::test]
 async fn an_answer_the_run_already_has_is_handed_out_without_asking() -> anyhow::Result<()> {
     let setup = Setup::new(canned(Canned::default())).await;
-    let answers = vec![Answer {
-        id: "q-call_1_0".into(),
-        answer: "Europe only".into(),
-    }];
+    let answers = vec![Answer::text("q-call_1_0", "Europe only")];
     let control = setup.control(answers);
     let state = ThreadState::new("task");
     assert_eq!(
