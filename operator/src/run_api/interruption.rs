@@ -64,7 +64,7 @@ pub async fn interruption(
         .controller_owner_ref(&())
         .ok_or_else(|| Failure::internal("the Run has no UID"))?;
     let size = gzip.len();
-    write_checkpoint(&api.client, namespace, name, owner, gzip, None).await?;
+    write_checkpoint(&api.client, namespace, name, owner, gzip, &[]).await?;
     info!(run = %admitted.path, attempt = admitted.attempt, size, "checkpoint of an interrupted attempt stored");
     Ok(StatusCode::NO_CONTENT.into_response())
 }
