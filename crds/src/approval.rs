@@ -337,7 +337,11 @@ impl ApprovalSpec {
 
     /// The CRD's rules in plain Rust, under `path` (`spec.approval`).
     pub(crate) fn check(&self, c: &mut Checker, path: &str) {
-        c.max_items(&format!("{path}.tools"), self.tools.len(), MAX_TOOL_PATTERNS);
+        c.max_items(
+            &format!("{path}.tools"),
+            self.tools.len(),
+            MAX_TOOL_PATTERNS,
+        );
         for (i, tool) in self.tools.iter().enumerate() {
             c.max_length(&format!("{path}.tools[{i}]"), tool, MAX_TOOL_PATTERN);
         }
@@ -353,10 +357,16 @@ impl ApprovalSpec {
             MAX_COMMAND_PATTERNS,
         );
         for (i, command) in self.commands.iter().enumerate() {
-            c.max_length(&format!("{path}.commands[{i}]"), command, MAX_COMMAND_PATTERN);
+            c.max_length(
+                &format!("{path}.commands[{i}]"),
+                command,
+                MAX_COMMAND_PATTERN,
+            );
         }
         c.check(
-            self.commands.iter().all(|command| Regex::new(command).is_ok()),
+            self.commands
+                .iter()
+                .all(|command| Regex::new(command).is_ok()),
             format!("{path}.commands"),
             COMMAND_REGEXES_MESSAGE,
         );
@@ -376,9 +386,9 @@ pub fn is_tool_pattern(pattern: &str) -> bool {
         Some(rest) => match rest.split_once('/') {
             Some((server, tool)) => {
                 !server.is_empty()
-                    && server
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '*' || c == '-')
+                    && server.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '*' || c == '-'
+                    })
                     && !tool.is_empty()
                     && tool.chars().all(name_char)
             }
@@ -496,7 +506,9 @@ mod tests {
 
     #[test]
     fn commands_match_bash_commands_anywhere_even_without_bash_in_tools() {
-        let rules = spec(&[], &["git push|kubectl", r"^rm\s"]).compile().unwrap();
+        let rules = spec(&[], &["git push|kubectl", r"^rm\s"])
+            .compile()
+            .unwrap();
         assert!(rules.requires("bash", &bash("cd repo && git push origin main")));
         assert!(rules.requires("bash", &bash("kubectl get pods")));
         assert!(rules.requires("bash", &bash("rm -rf build/")));
@@ -557,28 +569,39 @@ mod tests {
             ..ApprovalSpec::default()
         };
         assert_eq!(set.wait(hour), Duration::from_secs(90));
-        assert_eq!(timed_out_reason(Duration::from_secs(90)), "no answer within 1m30s");
+        assert_eq!(
+            timed_out_reason(Duration::from_secs(90)),
+            "no answer within 1m30s"
+        );
     }
 
     #[test]
     fn the_spec_checks_mirror_the_crd_rules() {
         let bad = ApprovalSpec {
             timeout: Some("soon".into()),
-            ..spec(&["mcp:GitHub/*", "ok_tool", "ok_tool", "mcp:x"], &["(", "fine"])
+            ..spec(
+                &["mcp:GitHub/*", "ok_tool", "ok_tool", "mcp:x"],
+                &["(", "fine"],
+            )
         };
         let mut checker = Checker::default();
         bad.check(&mut checker, "spec.approval");
         let errors = checker.finish().unwrap_err().to_string();
         assert!(errors.contains(&format!("spec.approval.tools: {TOOL_PATTERNS_MESSAGE}")));
         assert!(errors.contains("spec.approval.tools[2]: Duplicate value: \"ok_tool\""));
-        assert!(errors.contains(&format!("spec.approval.commands: {COMMAND_REGEXES_MESSAGE}")));
+        assert!(errors.contains(&format!(
+            "spec.approval.commands: {COMMAND_REGEXES_MESSAGE}"
+        )));
         assert!(errors.contains("spec.approval.timeout: "));
         for bad in ["mcp:GitHub/*", "mcp:x", "mcp:/x", "a b", ""] {
             assert!(!is_tool_pattern(bad), "{bad}");
         }
         let mut fine = Checker::default();
-        spec(&["bash", "mcp:github/*", "mcp:*/delete_*"], &["git push|kubectl"])
-            .check(&mut fine, "spec.approval");
+        spec(
+            &["bash", "mcp:github/*", "mcp:*/delete_*"],
+            &["git push|kubectl"],
+        )
+        .check(&mut fine, "spec.approval");
         assert_eq!(fine.finish(), Ok(()));
     }
 
@@ -600,14 +623,18 @@ mod tests {
         assert_eq!(request.id, "a-call_1");
         assert_eq!(request.summary(), "bash: rm -rf build/");
         assert!(request.validate().is_ok());
-        let long = ApprovalRequest::new("c/!", "write_file", &"x".repeat(MAX_APPROVAL_ARGUMENTS + 5));
+        let long =
+            ApprovalRequest::new("c/!", "write_file", &"x".repeat(MAX_APPROVAL_ARGUMENTS + 5));
         assert_eq!(long.id, "a-c");
         assert!(long.truncated);
         assert_eq!(long.arguments.chars().count(), MAX_APPROVAL_ARGUMENTS);
         assert!(long.summary().ends_with("x…"));
         assert_eq!(approval_id("!!"), "a");
         assert!(approval_id(&"y".repeat(200)).len() <= MAX_APPROVAL_ID);
-        assert_eq!(denied_message(Some(" not now ")), "denied by a person: not now");
+        assert_eq!(
+            denied_message(Some(" not now ")),
+            "denied by a person: not now"
+        );
         assert_eq!(denied_message(None), "denied by a person: no reason given");
     }
 

@@ -46,6 +46,30 @@ pub enum Command {
         #[arg(value_name = "TEXT")]
         text: String,
     },
+    /// Approve a tool call the Run holds for approval: it runs as the model sent it.
+    Approve {
+        /// The Run.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The approval request's id (`status.report.approvals[].id`); without, the Run's only
+        /// one.
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Deny a tool call the Run holds for approval: the model reads `denied by a person:
+    /// <reason>` and goes on.
+    Deny {
+        /// The Run.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The approval request's id (`status.report.approvals[].id`); without, the Run's only
+        /// one.
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+        /// Why, for the model (and the Run's Event).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Print a finished Run's answer; write the files it presented with -o.
     Result {
         /// The Run.

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
+use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::reason::run::{AGENT_NOT_FOUND, AGENT_NOT_READY};
 use herd_crds::run::Run;
 use herd_crds::terminal_text::{for_terminal, json_line, one_line};
@@ -15,6 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::answer::answer;
+use crate::approve::{decide, decided_line, pending_approvals};
 use crate::connect::Cluster;
 use crate::error::CliError;
 use crate::io::Io;
@@ -273,7 +275,7 @@ impl Follower<'_> {
         self.display.status(status_line(&self.name, &next));
         self.shown = Some(next);
         match outcome(run) {
-            Outcome::Going => Ok(Step::Continue),
+            Outcome::Going => self.approvals(run, io).await,
             Outcome::Waiting(question) if self.asked.contains(&question.id) => Ok(Step::Continue),
             Outcome::Waiting(question) => self.ask(&question, io).await,
             Outcome::Answered(stop) => {
@@ -367,6 +369,89 @@ impl Follower<'_> {
                     .display
                     .write(io.stderr, &format!("warning: {}", error.message)),
             },
+        }
+        Ok(Step::Continue)
+    }
+
+    /// Asks about each tool call the Run holds for approval and was not asked about yet: `y`
+    /// approves it, Enter or `n` denies it, other text denies it with that as the reason.
+    /// Without a terminal the request goes to stdout as JSON and following stops with exit
+    /// code 3.
+    async fn approvals(&mut self, run: &Run, io: &mut Io<'_>) -> Result<Step, CliError> {
+        let held: Vec<ApprovalRequest> = pending_approvals(run)
+            .into_iter()
+            .filter(|r| !self.asked.contains(&r.id))
+            .cloned()
+            .collect();
+        let name = self.name.clone();
+        for request in held {
+            self.asked.insert(request.id.clone());
+            let Some(prompt) = io.prompt.as_mut() else {
+                self.display.done();
+                let value = serde_json::to_value(&request).unwrap_or_default();
+                let _ = writeln!(io.stdout, "{}", json_line(&value));
+                let _ = writeln!(
+                    io.stderr,
+                    "\nRun {name} holds a tool call for approval ({}): {}\nDecide with:\n  \
+                     kubectl herd approve {name} {}\n  kubectl herd deny {name} {} --reason \
+                     \"...\"\nthen follow it again with: kubectl herd follow {name}",
+                    one_line(&request.id),
+                    for_terminal(&request.summary()),
+                    one_line(&request.id),
+                    one_line(&request.id)
+                );
+                return Ok(Step::Exit(EXIT_INPUT_REQUIRED));
+            };
+            self.display.write(
+                io.stderr,
+                &format!(
+                    "\nRun {name} holds a tool call for approval ({}):\nrun `{}`? [y/N/reason]",
+                    one_line(&request.id),
+                    for_terminal(&request.summary())
+                ),
+            );
+            // The spinner would draw over the typed line: it goes while the person types.
+            let spinning = self.display.pause();
+            let typed = tokio::select! {
+                typed = prompt.read_line() => Some(typed),
+                () = &mut io.interrupt => None,
+            };
+            if spinning {
+                self.display = Display::new(true, false, self.display.since);
+            }
+            let still = format!(
+                "Run {name} still holds {} (kubectl herd approve {name} {})",
+                one_line(&request.id),
+                one_line(&request.id)
+            );
+            let Some(typed) = typed else {
+                self.display.done();
+                let _ = writeln!(io.stderr, "\nstopped following; {still}");
+                return Ok(Step::Exit(EXIT_INTERRUPTED));
+            };
+            let Some(line) = typed else {
+                self.display.done();
+                let _ = writeln!(io.stderr, "nothing typed; {still}");
+                return Ok(Step::Exit(EXIT_INPUT_REQUIRED));
+            };
+            let verdict = Verdict::from_line(&line);
+            let decided = decide(
+                self.cluster,
+                &name,
+                Some(&request.id),
+                verdict.decision,
+                verdict.reason.as_deref(),
+            )
+            .await;
+            match decided {
+                Ok(request) => {
+                    let line = decided_line(&name, verdict.decision, &request);
+                    self.display.write(io.stderr, &line);
+                }
+                Err(error) => self
+                    .display
+                    .write(io.stderr, &format!("warning: {}", error.message)),
+            }
         }
         Ok(Step::Continue)
     }

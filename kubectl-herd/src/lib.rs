@@ -24,6 +24,7 @@
 //! it in-process with captured output.
 
 pub mod answer;
+pub mod approve;
 pub mod cancel;
 pub mod catalog;
 pub mod cli;
@@ -137,6 +138,19 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
                 "answered question {} of Run {run}; follow it with: kubectl herd follow {run}",
                 one_line(&id)
             );
+            Ok(EXIT_ANSWERED)
+        }
+        Command::Approve { run, id } => {
+            let decision = herd_crds::approval::ApprovalDecision::Approve;
+            let request = approve::decide(cluster, &run, id.as_deref(), decision, None).await?;
+            let _ = writeln!(io.stdout, "{}", approve::decided_line(&run, decision, &request));
+            Ok(EXIT_ANSWERED)
+        }
+        Command::Deny { run, id, reason } => {
+            let decision = herd_crds::approval::ApprovalDecision::Deny;
+            let request =
+                approve::decide(cluster, &run, id.as_deref(), decision, reason.as_deref()).await?;
+            let _ = writeln!(io.stdout, "{}", approve::decided_line(&run, decision, &request));
             Ok(EXIT_ANSWERED)
         }
         Command::Result { which, output } => {

@@ -101,6 +101,34 @@ pub fn question_run(id: &str, responses: &[Response]) -> Run {
     run
 }
 
+/// A Run holding `requests` for approval, with `responses` given.
+pub fn approval_run(
+    requests: &[herd_crds::approval::ApprovalRequest],
+    responses: &[Response],
+) -> Run {
+    let mut run = run_with(
+        Some((ConditionStatus::Unknown, "WaitingForApproval")),
+        Some(StopReason::InputRequired),
+        None,
+    );
+    run.spec.responses = responses.to_vec();
+    if let Some(status) = run.status.as_mut() {
+        status.conditions.push(Condition::new(
+            "InputRequired",
+            ConditionStatus::True,
+            "WaitingForApproval",
+            "approve?",
+            None,
+            at(0),
+        ));
+        status.phase = Some(RunPhase::InputRequired);
+        if let Some(report) = status.report.as_mut() {
+            report.approvals = requests.to_vec();
+        }
+    }
+    run
+}
+
 /// The moment the golden tests are taken at: 1000 s after the epoch.
 pub const GOLDEN_NOW: i64 = 1000;
 

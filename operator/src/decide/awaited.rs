@@ -98,6 +98,9 @@ mod tests {
                 .collect(),
             ..RunReport::default()
         };
-        assert_eq!(awaited(&report).unwrap().question.chars().count(), MAX_SHOWN);
+        assert_eq!(
+            awaited(&report).unwrap().question.chars().count(),
+            MAX_SHOWN
+        );
     }
 }

@@ -123,10 +123,7 @@ mod tests {
                 ..request("a-1")
             }],
         ] {
-            assert_eq!(
-                checked_requests(refused).unwrap_err().status.as_u16(),
-                400
-            );
+            assert_eq!(checked_requests(refused).unwrap_err().status.as_u16(), 400);
         }
     }
 }

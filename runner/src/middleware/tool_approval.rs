@@ -52,11 +52,8 @@ impl Middleware for ToolApproval {
             Some(verdict) => ToolOutput::error(denied_message(verdict.reason.as_deref())),
             None => {
                 let mut held = ToolOutput::ok(HELD_MESSAGE);
-                held.effect.approval = Some(ApprovalRequest::new(
-                    &call.id,
-                    &call.name,
-                    &call.arguments,
-                ));
+                held.effect.approval =
+                    Some(ApprovalRequest::new(&call.id, &call.name, &call.arguments));
                 held
             }
         }
@@ -116,8 +113,13 @@ mod tests {
         assert_eq!(request.tool, "bash");
         assert_eq!(request.summary(), "bash: rm -rf build/");
         assert_eq!(request.id, "a-c1");
-        let free = run_tool(middleware(&["rm -rf"]), tool.clone(), "bash", json!({"command": "ls"}))
-            .await;
+        let free = run_tool(
+            middleware(&["rm -rf"]),
+            tool.clone(),
+            "bash",
+            json!({"command": "ls"}),
+        )
+        .await;
         assert_eq!(free.content, "ran");
         assert!(free.effect.approval.is_none());
     }
@@ -157,7 +159,10 @@ mod tests {
         assert_eq!(results.len(), 2);
         assert_eq!(results[0].1, "denied by a person: keep the cache");
         assert_eq!(results[0].2, ToolStatus::Error);
-        assert_eq!((results[1].1.as_str(), results[1].2), ("deleted", ToolStatus::Success));
+        assert_eq!(
+            (results[1].1.as_str(), results[1].2),
+            ("deleted", ToolStatus::Success)
+        );
         // The model's second request carries both results, the denial first.
         let second = &model.requests()[1];
         assert!(
@@ -191,12 +196,20 @@ mod tests {
         assert_eq!(outcome.stop_reason, StopReason::InputRequired);
         assert_eq!(bash.calls(), 1, "git status ran, git push waits");
         assert_eq!(state.awaiting_approval.len(), 1);
-        assert_eq!(tool_results(&state).len(), 1, "the held call has no result yet");
+        assert_eq!(
+            tool_results(&state).len(),
+            1,
+            "the held call has no result yet"
+        );
 
         // Resumed (the checkpoint's thread) with the decision at hand: the held call runs
         // first, then the model goes on.
         let decided = Arc::new(RecordingControl::default());
-        decided.verdicts.lock().unwrap().push_back(Verdict::approve());
+        decided
+            .verdicts
+            .lock()
+            .unwrap()
+            .push_back(Verdict::approve());
         let (agent, env) = testing::agent(
             model.clone(),
             vec![bash.clone()],

@@ -30,7 +30,8 @@ pub fn plan_approval(
     let Some(spec) = ApprovalSpec::effective(agent.approval.as_ref(), run) else {
         return Ok(None);
     };
-    spec.compile().map_err(|error| PlanError(format!("spec.{error}")))?;
+    spec.compile()
+        .map_err(|error| PlanError(format!("spec.{error}")))?;
     let input_timeout = input_timeout.unwrap_or(&agent.run_defaults.input_timeout);
     let input_timeout = parse_duration_within(input_timeout, MAX_INPUT_TIMEOUT)
         .map_err(|error| PlanError(format!("spec.inputTimeout: {error}")))?;
@@ -56,7 +57,8 @@ mod tests {
     #[test]
     fn no_rules_no_plan_and_the_runs_rules_add_to_the_agents() {
         assert_eq!(plan_approval(&agent("{}"), None, None), Ok(None));
-        let with = agent("approval: {tools: [write_file], timeout: 10m}\nrunDefaults: {inputTimeout: 1h}");
+        let with =
+            agent("approval: {tools: [write_file], timeout: 10m}\nrunDefaults: {inputTimeout: 1h}");
         let run = ApprovalSpec {
             commands: vec!["git push".into()],
             on_timeout: Some(OnApprovalTimeout::Fail),
@@ -84,6 +86,9 @@ mod tests {
     fn a_bad_regex_is_a_plan_error_naming_the_field() {
         let bad = agent("approval: {commands: ['git (push']}");
         let error = plan_approval(&bad, None, None).unwrap_err();
-        assert!(error.0.starts_with("spec.approval.commands: \"git (push\""), "{error}");
+        assert!(
+            error.0.starts_with("spec.approval.commands: \"git (push\""),
+            "{error}"
+        );
     }
 }
