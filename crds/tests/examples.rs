@@ -13,7 +13,7 @@ use herd_crds::rules;
 use serde_json::Value;
 
 /// Every message of a CEL rule in the CRDs.
-const CEL_MESSAGES: [&str; 36] = [
+const CEL_MESSAGES: [&str; 39] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -50,10 +50,13 @@ const CEL_MESSAGES: [&str; 36] = [
     rules::HEADER_NAME_SUFFIX,
     rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
     rules::ENV_NAME_SUFFIX,
+    herd_crds::approval::TOOL_PATTERNS_MESSAGE,
+    herd_crds::approval::COMMAND_REGEXES_MESSAGE,
+    herd_crds::approval::RESPONSE_KIND_MESSAGE,
 ];
 
 /// The create-time CEL messages: an `examples/invalid/` file per message.
-const CREATE_TIME_MESSAGES: [&str; 30] = [
+const CREATE_TIME_MESSAGES: [&str; 32] = [
     rules::DURATION_MESSAGE,
     rules::NAME_63_MESSAGE,
     rules::SKILL_NAME_MESSAGE,
@@ -84,6 +87,8 @@ const CREATE_TIME_MESSAGES: [&str; 30] = [
     rules::HEADER_NAME_SUFFIX,
     rules::MCP_HEADER_NOT_RESERVED_SUFFIX,
     rules::ENV_NAME_SUFFIX,
+    herd_crds::approval::TOOL_PATTERNS_MESSAGE,
+    herd_crds::approval::RESPONSE_KIND_MESSAGE,
 ];
 
 fn examples() -> PathBuf {

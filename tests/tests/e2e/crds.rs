@@ -35,7 +35,68 @@ pub fn tests() -> Vec<E2eTest> {
             "crds::reserved_mcp_headers_are_rejected_in_any_case",
             reserved_mcp_headers_are_rejected_in_any_case,
         ),
+        E2eTest::shared(
+            "crds::approval_commands_must_compile_and_decisions_append",
+            approval_commands_must_compile_and_decisions_append,
+        ),
     ]
+}
+
+/// An approval command pattern that is no regular expression fails the CEL rule on the API
+/// server (CEL compiles it when the rule runs), a good one passes; a decision is appended to
+/// `spec.responses` like an answer, and one with an answer as well is refused.
+async fn approval_commands_must_compile_and_decisions_append(env: TestEnv) -> anyhow::Result<()> {
+    let client = env.client();
+    let namespace = env.namespace();
+    let agent = |name: &str, commands: serde_json::Value| {
+        json!({
+            "apiVersion": "herd.dev/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": name},
+            "spec": {"model": {"provider": "openai", "name": "m"},
+                     "approval": {"tools": ["bash"], "commands": commands}},
+        })
+    };
+    if let Err(message) = create_strict(
+        &client,
+        namespace,
+        &agent("approving", json!(["git push|kubectl", "^rm\\s"])),
+    )
+    .await?
+    {
+        bail!("an Agent with good command patterns was rejected: {message}");
+    }
+    match create_strict(&client, namespace, &agent("broken", json!(["git (push"]))).await? {
+        Ok(_) => bail!("an Agent whose command pattern does not compile was accepted"),
+        Err(message) if !message.contains("spec.approval.commands") => {
+            bail!("the bad pattern was rejected for something else: {message}")
+        }
+        Err(_) => {}
+    }
+    let run = json!({
+        "apiVersion": "herd.dev/v1alpha1",
+        "kind": "Run",
+        "metadata": {"name": "approved"},
+        "spec": {"agentRef": {"name": "approving"}, "task": "Clean up",
+                 "approval": {"commands": ["make clean"]}},
+    });
+    if let Err(message) = create_strict(&client, namespace, &run).await? {
+        bail!("create was rejected: {message}");
+    }
+    let append = |value: serde_json::Value| json!([{"op": "add", "path": "/spec/responses/-", "value": value}]);
+    let decided = append(json!({"id": "a-call_1", "decision": "deny", "reason": "not now"}));
+    if let Err(message) = json_patch(&client, namespace, "Run", "approved", &decided).await? {
+        bail!("appending a decision was rejected: {message}");
+    }
+    let both = append(json!({"id": "a-call_2", "decision": "approve", "answer": "yes"}));
+    match json_patch(&client, namespace, "Run", "approved", &both).await? {
+        Ok(_) => bail!("a response with an answer and a decision was accepted"),
+        Err(message) if !message.contains(herd_crds::approval::RESPONSE_KIND_MESSAGE) => {
+            bail!("the response was rejected with {message:?}")
+        }
+        Err(_) => {}
+    }
+    Ok(())
 }
 
 async fn valid_examples_are_accepted(env: TestEnv) -> anyhow::Result<()> {

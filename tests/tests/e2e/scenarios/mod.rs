@@ -3,6 +3,7 @@
 //! Pod's `agent` and `sandbox` containers as `herd-runner pod` and `herd-runner sandbox`, the
 //! runner reports through the run API, and the Run ends with the report in its status.
 
+mod approval;
 mod clarification;
 pub(crate) mod cluster;
 mod fan_out;
@@ -55,6 +56,11 @@ pub fn tests() -> Vec<E2eTest> {
         )
         .on_node(),
         E2eTest::shared(
+        E2eTest::shared(
+            "scenarios::a_denied_call_is_told_and_an_approved_one_runs",
+            approval::a_denied_call_is_told_and_an_approved_one_runs,
+        )
+        .on_node(),
             "scenarios::a_lost_pod_resumes_from_the_checkpoint",
             clarification::a_lost_pod_resumes_from_the_checkpoint,
         )
