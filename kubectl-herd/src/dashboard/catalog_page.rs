@@ -1,10 +1,11 @@
-//! The Agents, Skills and Schedules pages: `kubectl herd agents -o wide`, `skills` and
-//! `schedules` rows, each with all its conditions (what is missing is in the Agents'
-//! MISSING column and in the `ResolvedRefs` condition's message).
+//! The Agents, Skills, Schedules and Budgets pages: `kubectl herd agents -o wide`, `skills`
+//! and `schedules` rows, and a Budget's printer columns, each with all its conditions (what is
+//! missing is in the Agents' MISSING column and in the `ResolvedRefs` condition's message).
 
 use std::sync::Arc;
 
 use herd_crds::agent::Agent;
+use herd_crds::budget::Budget;
 use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::reason::condition_type;
 use herd_crds::schedule::Schedule;
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 use crate::catalog::{agent_header, agent_row, skill_header, skill_row};
 use crate::dashboard::run_page::{ConditionRow, condition_rows};
+use crate::tree::age;
 
 /// One kind's page.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -112,6 +114,69 @@ pub fn schedules_page(
     CatalogPage {
         title: "Schedules",
         header: crate::schedule::header(all_namespaces),
+        items: sorted(items),
+    }
+}
+
+/// The Budget condition that says a limit is reached (its printer column `Exceeded`).
+const EXCEEDED: &str = "Exceeded";
+
+/// The Budgets page: `kubectl get hbudget -o wide`'s columns (the window, used and limit as
+/// the operator summarizes them, whether a limit is reached, when the window resets).
+pub fn budgets_page(budgets: &[Arc<Budget>], all_namespaces: bool, now: Timestamp) -> CatalogPage {
+    let items = budgets
+        .iter()
+        .map(|b| {
+            let status = b.status.as_ref();
+            let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
+            let exceeded =
+                find_condition(conditions, EXCEEDED).map_or("Unknown", |c| match c.status {
+                    ConditionStatus::True => "True",
+                    ConditionStatus::False => "False",
+                    ConditionStatus::Unknown => "Unknown",
+                });
+            let text = |value: Option<&String>| value.cloned().unwrap_or_else(|| "-".to_owned());
+            let mut cells = if all_namespaces {
+                vec![b.namespace().unwrap_or_default()]
+            } else {
+                vec![]
+            };
+            cells.extend([
+                b.name_any(),
+                text(status.and_then(|s| s.window.as_ref())),
+                text(status.and_then(|s| s.used_summary.as_ref())),
+                text(status.and_then(|s| s.limit_summary.as_ref())),
+                exceeded.to_owned(),
+                status
+                    .and_then(|s| s.window_end.as_ref())
+                    .map_or("-".to_owned(), |t| t.0.to_string()),
+                format!("{:?}", b.spec.on_exceeded),
+                b.metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map_or("-".to_owned(), |t| age(t.0, now)),
+            ]);
+            item(b.as_ref(), conditions, cells)
+        })
+        .collect();
+    let mut header = if all_namespaces {
+        vec!["NAMESPACE"]
+    } else {
+        vec![]
+    };
+    header.extend([
+        "NAME",
+        "WINDOW",
+        "USED",
+        "LIMIT",
+        "EXCEEDED",
+        "RESETS",
+        "ONEXCEEDED",
+        "AGE",
+    ]);
+    CatalogPage {
+        title: "Budgets",
+        header,
         items: sorted(items),
     }
 }

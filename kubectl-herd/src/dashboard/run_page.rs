@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use herd_crds::condition::{Condition, ConditionStatus};
-use herd_crds::report::TodoStatus;
+use herd_crds::report::{Cost, ModelUsage, TodoStatus, UsageTotals};
 use herd_crds::run::Run;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
@@ -102,8 +102,23 @@ pub struct UsageView {
     pub input_tokens: u64,
     /// Tokens out.
     pub output_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cached_input_tokens: u64,
     /// All tokens, as the TOKENS column says them.
     pub total: String,
+    /// What they cost (`0.004210 USD`), when the Agent's model is priced.
+    pub cost: Option<String>,
+    /// The tokens by model.
+    pub by_model: Vec<ModelUsage>,
+    /// With every child's usage, once the children ended.
+    pub with_children: Option<UsageTotals>,
+    /// What those cost.
+    pub with_children_cost: Option<String>,
+}
+
+/// `0.004210 USD`.
+fn cost_text(cost: &Cost) -> String {
+    format!("{} {}", cost.amount(), cost.currency)
 }
 
 /// A pending question.
@@ -231,7 +246,17 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
             tool_calls: shown.usage.tool_calls,
             input_tokens: shown.usage.input_tokens,
             output_tokens: shown.usage.output_tokens,
+            cached_input_tokens: shown.usage.cached_input_tokens,
             total: tokens_text(shown.usage.total_tokens()),
+            cost: shown.usage.cost.as_ref().map(cost_text),
+            by_model: shown.usage.by_model.clone(),
+            with_children_cost: shown
+                .usage
+                .with_children
+                .as_ref()
+                .and_then(|t| t.cost.as_ref())
+                .map(cost_text),
+            with_children: shown.usage.with_children.clone(),
         },
         question: pending_question(run).map(|q| QuestionView {
             id: q.id.clone(),

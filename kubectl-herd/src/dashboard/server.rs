@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use futures::AsyncBufReadExt;
 use futures::stream::{self, Stream, StreamExt};
 use herd_crds::agent::Agent;
+use herd_crds::budget::Budget;
 use herd_crds::run::Run;
 use herd_crds::schedule::Schedule;
 use herd_crds::skill::Skill;
@@ -30,7 +31,9 @@ use serde::Deserialize;
 use tokio::sync::{OnceCell, watch};
 
 use crate::connect::Cluster;
-use crate::dashboard::catalog_page::{CatalogPage, agents_page, schedules_page, skills_page};
+use crate::dashboard::catalog_page::{
+    CatalogPage, agents_page, budgets_page, schedules_page, skills_page,
+};
 use crate::dashboard::guard::{Admission, Guard, Knock};
 use crate::dashboard::markdown;
 use crate::dashboard::run_page::{Extras, FileRow, ResultView, event_rows, run_page};
@@ -74,6 +77,7 @@ struct App {
     agents: OnceCell<Shared<Agent>>,
     skills: OnceCell<Shared<Skill>>,
     schedules: OnceCell<Shared<Schedule>>,
+    budgets: OnceCell<Shared<Budget>>,
 }
 
 type AppState = State<Arc<App>>;
@@ -105,6 +109,7 @@ pub async fn start(cluster: Cluster, all_namespaces: bool, port: u16) -> Result<
         agents: OnceCell::new(),
         skills: OnceCell::new(),
         schedules: OnceCell::new(),
+        budgets: OnceCell::new(),
     });
     let router = router(app);
     let server = tokio::spawn(async move {
@@ -150,6 +155,10 @@ fn router(app: Arc<App>) -> Router {
         .route(
             "/live/schedules",
             get(|s: AppState| live_catalog(s, Kind::Schedules)),
+        )
+        .route(
+            "/live/budgets",
+            get(|s: AppState| live_catalog(s, Kind::Budgets)),
         )
         .route("/assets/dashboard.css", get(|| asset("text/css", CSS)))
         .route("/assets/dashboard.js", get(|| asset("text/javascript", JS)))
@@ -258,6 +267,12 @@ impl App {
 
     async fn skills(&self) -> &Shared<Skill> {
         self.skills
+            .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
+            .await
+    }
+
+    async fn budgets(&self) -> &Shared<Budget> {
+        self.budgets
             .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
             .await
     }
@@ -718,6 +733,7 @@ enum Kind {
     Agents,
     Skills,
     Schedules,
+    Budgets,
 }
 
 impl App {
@@ -743,6 +759,11 @@ impl App {
                 let page = shared.objects().await.map(|o| schedules_page(&o, all, now));
                 (page, shared.changes())
             }
+            Kind::Budgets => {
+                let shared = self.budgets().await;
+                let page = shared.objects().await.map(|o| budgets_page(&o, all, now));
+                (page, shared.changes())
+            }
         }
     }
 }
@@ -752,6 +773,7 @@ fn kind_path(kind: Kind) -> &'static str {
         Kind::Agents => "agents",
         Kind::Skills => "skills",
         Kind::Schedules => "schedules",
+        Kind::Budgets => "budgets",
     }
 }
 

@@ -183,6 +183,32 @@ mod tests {
     }
 
     #[test]
+    fn priced_usage_by_model_and_with_children() {
+        let mut run = question_run("q1", &[]);
+        if let Some(report) = run.status.as_mut().and_then(|s| s.report.as_mut()) {
+            report.usage = serde_json::from_value(serde_json::json!({
+                "inputTokens": 1200, "outputTokens": 30, "cachedInputTokens": 200,
+                "modelCalls": 2, "toolCalls": 1,
+                "cost": {"currency": "USD", "micros": 4210},
+                "byModel": [{"model": "small", "inputTokens": 1200, "outputTokens": 30,
+                             "modelCalls": 2}],
+                "withChildren": {"inputTokens": 5000, "outputTokens": 90, "modelCalls": 6,
+                                 "toolCalls": 3, "cost": {"currency": "USD", "micros": 12000}},
+            }))
+            .unwrap();
+        }
+        let run = in_team(run);
+        let page = run_page(&run, std::slice::from_ref(&run), at(90).0);
+        let html = render(
+            &environment().unwrap(),
+            "run_progress.html",
+            frame("runs"),
+            Value::from(Serde(page)),
+        );
+        insta::assert_snapshot!(html.unwrap());
+    }
+
+    #[test]
     fn a_refusal_is_the_page() {
         let page = context! { problem => "403 Forbidden: runs.herd.dev is forbidden" };
         let html = render(&environment().unwrap(), "runs.html", frame("runs"), page).unwrap();
