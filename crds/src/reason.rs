@@ -13,6 +13,8 @@ pub mod condition_type {
     pub const SUCCEEDED: &str = "Succeeded";
     /// A Run's agent asked a question and waits for `spec.responses`.
     pub const INPUT_REQUIRED: &str = "InputRequired";
+    /// A Budget has a limit reached in its current window.
+    pub const EXCEEDED: &str = "Exceeded";
     /// kstatus: present and `True` only while the controller works on a new generation.
     pub const RECONCILING: &str = "Reconciling";
     /// kstatus: present and `True` only while a spec or reference error persists (its reason
@@ -104,10 +106,34 @@ pub mod schedule {
     pub const RUN_REPLACED: &str = "RunReplaced";
 }
 
+/// Reasons of a Budget's conditions and Events.
+pub mod budget {
+    /// `Ready=True`: the ledger counts the Runs' usage.
+    pub const COUNTING: &str = "Counting";
+    /// `Ready=False`: the window is neither a period nor a calendar window the operator reads.
+    pub const INVALID_WINDOW: &str = "InvalidWindow";
+    /// `Ready=False`: `window.timeZone` names no time zone the operator knows.
+    pub const UNKNOWN_TIME_ZONE: &str = "UnknownTimeZone";
+    /// `Exceeded=False`.
+    pub const WITHIN_LIMITS: &str = "WithinLimits";
+    /// `Exceeded=True`: a limit is reached; new Runs wait or are refused.
+    pub const LIMIT_REACHED: &str = "LimitReached";
+    /// Warning Event: a limit was reached.
+    pub const EXCEEDED: &str = "BudgetExceeded";
+    /// Normal Event: a window ended and `used` started again from zero.
+    pub const WINDOW_RESET: &str = "WindowReset";
+    /// Warning Event: Runs went uncounted because the ledger follows its most Runs.
+    pub const UNTRACKED_RUNS: &str = "UntrackedRuns";
+}
+
 /// Reasons of a Run's `Succeeded` and `InputRequired` conditions.
 pub mod run {
     /// `Succeeded=Unknown`: waiting for a free slot under a concurrency cap.
     pub const QUEUED: &str = "Queued";
+    /// `Succeeded=Unknown`: a Budget that selects the Run has a limit reached (`onExceeded:
+    /// Queue`; its message names the Budget and when its window resets); `Succeeded=False`
+    /// with `onExceeded: Refuse`.
+    pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
     /// `Succeeded=Unknown`: the pod was created and has not started yet.
     pub const POD_PENDING: &str = "PodPending";
     /// `Succeeded=Unknown`: the agent is working.

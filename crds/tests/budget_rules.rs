@@ -121,3 +121,36 @@ fn a_budget_reads_back_with_its_defaults() {
     .unwrap();
     assert_eq!(priced.spec.limits.cost.unwrap().micros(), Some(12_500_000));
 }
+
+#[test]
+fn the_examples_read_as_budgets_pass_cel_and_show_each_window() {
+    let files = common::yaml_files(&common::repo_root().join("examples/budgets"));
+    let mut windows = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let document = common::yaml(&text);
+        assert_eq!(
+            cel_create(&document),
+            Vec::<String>::new(),
+            "{}",
+            path.display()
+        );
+        let budget: Budget =
+            serde_json::from_value(document).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Some(period) = &budget.spec.window.period {
+            assert!(parse_period(period).is_some(), "{}", path.display());
+        }
+        windows.push(budget.spec.window.describe());
+    }
+    windows.sort();
+    assert_eq!(
+        windows,
+        [
+            "24h",
+            "Day Europe/Berlin",
+            "Month UTC",
+            "Week America/New_York"
+        ],
+        "a period and each calendar window"
+    );
+}

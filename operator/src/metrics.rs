@@ -5,6 +5,7 @@
 //! names every Prometheus client library gives them (`process_cpu_seconds_total`...), so that
 //! existing dashboards and alerts read them as they are.
 
+pub mod budget;
 pub mod kube_client;
 pub mod process;
 pub mod run_api_requests;
@@ -26,7 +27,7 @@ use self::run_api_requests::{RouteLabels, RouteTimingLabels};
 
 /// Every controller, so that their counters exist (at 0) before the first failure: a rate over
 /// a series that appears at its first increment misses that increment.
-pub const CONTROLLERS: [&str; 4] = ["agent", "skill", "run", "schedule"];
+pub const CONTROLLERS: [&str; 5] = ["agent", "skill", "run", "schedule", "budget"];
 
 /// The label set of per-controller metrics.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -89,6 +90,7 @@ pub struct Metrics {
     certificate_expiry: Gauge<f64, AtomicU64>,
     kube_requests: Family<KubeRequestLabels, Counter>,
     kube_durations: Family<KubeTimingLabels, Histogram, fn() -> Histogram>,
+    budgets: budget::BudgetMetrics,
 }
 
 impl Default for Metrics {
@@ -136,6 +138,8 @@ impl Default for Metrics {
             "1 while this replica holds the Lease and runs the controllers, else 0",
             leader.clone(),
         );
+        let budgets = budget::BudgetMetrics::default();
+        budgets.register(registry);
         let runs = Family::<OutcomeLabels, Counter>::default();
         let run_durations =
             Family::<OutcomeLabels, Histogram, fn() -> Histogram>::new_with_constructor(
@@ -217,6 +221,7 @@ impl Default for Metrics {
             certificate_expiry,
             kube_requests,
             kube_durations,
+            budgets,
             active_pods,
             queued_runs,
             reconciles,
@@ -267,6 +272,11 @@ impl Metrics {
         self.failures
             .get_or_create(&ControllerLabels { controller })
             .inc();
+    }
+
+    /// The Budgets' gauges.
+    pub fn budgets(&self) -> &budget::BudgetMetrics {
+        &self.budgets
     }
 
     /// Records whether this replica leads.

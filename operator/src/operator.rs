@@ -16,7 +16,7 @@ use crate::controller::admission::Admission;
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::run_context::RunSetup;
 use crate::controller::skill::SkillWake;
-use crate::controller::{agent, run, schedule, skill};
+use crate::controller::{agent, budget, run, schedule, skill};
 use crate::decide::run_api_tls::leaf_names;
 use crate::error::Error;
 use crate::http::Readiness;
@@ -200,6 +200,18 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
             leader_gained(leader_rx.clone()),
             stopped(shutdown_rx.clone()),
         );
+        let (budgets, budget_caches, budget_store) = budget::controller(
+            scope.clone(),
+            shared.clone(),
+            run_caches.runs.clone(),
+            run_synced.clone(),
+            config.concurrency,
+            leader_gained(leader_rx.clone()),
+            stopped(shutdown_rx.clone()),
+        );
+        admission.register_budgets(budget_store);
+        readiness.extend(budget_caches);
+        controllers.spawn(drain(budgets));
         readiness.extend(agent_caches);
         readiness.extend(skill_caches);
         readiness.extend(schedule_caches);

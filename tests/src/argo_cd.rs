@@ -40,11 +40,12 @@ pub struct Health {
 }
 
 /// The kinds the chart ships a health script for, with their `argocd-cm` keys and files.
-pub const SCRIPTS: [(&str, &str); 4] = [
+pub const SCRIPTS: [(&str, &str); 5] = [
     ("Agent", "agent.lua"),
     ("Skill", "skill.lua"),
     ("Run", "run.lua"),
     ("Schedule", "schedule.lua"),
+    ("Budget", "budget.lua"),
 ];
 
 /// The `argocd-cm` key of a herd.dev kind's health script.

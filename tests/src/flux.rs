@@ -248,7 +248,7 @@ mod tests {
         );
         assert_eq!(kustomization["kind"], "Kustomization");
         assert_eq!(kustomization["spec"]["wait"], true);
-        for kind in ["Agent", "Skill", "Run", "Schedule"] {
+        for kind in ["Agent", "Skill", "Run", "Schedule", "Budget"] {
             let entry = shipped_exprs(kind).unwrap();
             assert_eq!(entry.api_version, "herd.dev/v1alpha1");
             for expression in [

@@ -53,6 +53,7 @@ pub const MAX_RUN_LABELS: usize = 16;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[allow(clippy::duplicated_attributes)]
 pub struct BudgetSpec {
     /// The window usage is counted over: a fixed `period` (`24h`, `7d`, `30d`: windows back to
     /// back from the Budget's first one) or a `calendar` day, week (from Monday) or month in a

@@ -11,7 +11,7 @@ use crate::reason::{condition_type, run};
 pub enum RunPhase {
     /// Not admitted yet (no conditions, or its Agent does not exist yet).
     Pending,
-    /// Waiting for a free slot under a concurrency cap.
+    /// Waiting for a free slot under a concurrency cap, or for a Budget's window to reset.
     Queued,
     /// Its pod is starting or the agent is working.
     Running,
@@ -52,7 +52,7 @@ pub fn phase_of(conditions: &[Condition]) -> RunPhase {
                 RunPhase::InputRequired
             } else {
                 match succeeded.reason.as_str() {
-                    run::QUEUED => RunPhase::Queued,
+                    run::QUEUED | run::BUDGET_EXCEEDED => RunPhase::Queued,
                     run::AGENT_NOT_FOUND | run::AGENT_NOT_READY => RunPhase::Pending,
                     _ => RunPhase::Running,
                 }
@@ -91,6 +91,7 @@ mod tests {
         use ConditionStatus::Unknown;
         let cases = [
             (run::QUEUED, RunPhase::Queued),
+            (run::BUDGET_EXCEEDED, RunPhase::Queued),
             (run::AGENT_NOT_FOUND, RunPhase::Pending),
             (run::AGENT_NOT_READY, RunPhase::Pending),
             (run::POD_PENDING, RunPhase::Running),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
+use herd_crds::budget::Budget;
 use herd_crds::run::{Run, phase_of};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -15,6 +16,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::{Notify, watch};
 use tracing::debug;
 
+use super::budget_admission::BudgetFeed;
 use super::run_objects::controller_uid;
 use crate::decide::admission::{Caps, RunKey};
 use crate::decide::admission_ledger::{Answer, Ledger, PodSeen, Ready, RunSeen};
@@ -51,6 +53,7 @@ pub struct Admission {
     feeds: Mutex<Vec<Feed>>,
     changed: Notify,
     looked: watch::Sender<u64>,
+    budgets: BudgetFeed,
 }
 
 impl Admission {
@@ -63,6 +66,7 @@ impl Admission {
             feeds: Mutex::new(Vec::new()),
             changed: Notify::new(),
             looked: watch::Sender::new(0),
+            budgets: BudgetFeed::default(),
         }
     }
 
@@ -83,6 +87,11 @@ impl Admission {
             synced,
             wake,
         });
+    }
+
+    /// Adds a scope's Budgets: the Runs they select wait while a limit is reached.
+    pub fn register_budgets(&self, budgets: Store<Budget>) {
+        self.budgets.register(budgets);
     }
 
     /// Something a decision depends on changed (a watch event): look again soon.
@@ -147,22 +156,30 @@ impl Admission {
     /// One look: the caches, the ledger's step, the wakes.
     fn look(&self) {
         let (runs, pods) = self.observe();
-        let (changed, waiting) = {
+        let run_objects: Vec<Arc<Run>> = lock(&self.feeds)
+            .iter()
+            .flat_map(|feed| feed.runs.state())
+            .collect();
+        let now = jiff::Timestamp::now();
+        let (changed, waiting, held) = {
             let mut ledger = lock(&self.ledger);
-            let mut changed = ledger.step(&runs, &pods, &self.caps, jiff::Timestamp::now());
+            let held = self
+                .budgets
+                .hold(&run_objects, &mut ledger, &self.metrics, now);
+            let mut changed = ledger.step(&runs, &pods, &self.caps, now);
             changed.retain(|(key, _)| !ledger.is_asking(key));
-            (changed, ledger.waiting())
+            (changed, ledger.waiting(), held)
         };
         self.metrics.set_queued_runs(waiting);
         self.metrics
             .set_active_pods(pods.iter().filter(|p| p.running).count());
         self.looked.send_modify(|n| *n = n.wrapping_add(1));
-        if changed.is_empty() {
+        if changed.is_empty() && held.is_empty() {
             return;
         }
-        debug!(changed = changed.len(), "admission verdicts changed");
+        debug!(changed = changed.len(), held = held.len(), "admission verdicts changed");
         let feeds = lock(&self.feeds);
-        for (key, _) in changed {
+        for key in changed.into_iter().map(|(key, _)| key).chain(held) {
             let Some(feed) = feeds.iter().find(|f| f.scope.contains(&key.namespace)) else {
                 continue;
             };

@@ -4,6 +4,10 @@
 
 pub mod admission;
 pub mod agent;
+pub mod budget;
+pub mod budget_admission;
+pub mod budget_allowance;
+pub mod budget_views;
 pub mod create_child;
 pub mod prologue;
 pub mod run;

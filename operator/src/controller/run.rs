@@ -35,6 +35,7 @@ use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
+use crate::decide::budget_hold::hold_run;
 use crate::decide::run_status::{
     AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, elapsed, is_terminal,
     next_status, start_deadline,
@@ -348,6 +349,7 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let mut decision = next_status(previous, &facts);
     let going = decision.status.completion_time.is_none();
     let mut back_off = false;
+    let mut over_budget = None;
     if going
         && decision.retried.is_none()
         && facts.pod == PodState::NotCreated
@@ -365,10 +367,17 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
                 back_off = true;
             }
             Started::Queued(why) => facts.blocked = Some(why),
+            Started::OverBudget(hold) => {
+                facts.blocked = Some(hold.message.clone());
+                over_budget = Some(hold);
+            }
             Started::Refused(why) => facts.invalid = Some(why),
             Started::SnapshotLost => facts.snapshot_lost = true,
         }
         decision = next_status(previous, &facts);
+        if let Some(hold) = &over_budget {
+            hold_run(&mut decision.status, hold, run.metadata.generation, now);
+        }
     }
     set_children(&mut decision.status, previous, &children);
     let changed = decision.status != controller_part(previous);

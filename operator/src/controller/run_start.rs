@@ -16,6 +16,7 @@ use super::run_context::{Context, Ids};
 use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
 use crate::decide::admission::{ParentCap, RunKey, Waiting};
 use crate::decide::admission_ledger::{Answer, Ready};
+use crate::decide::budget_admission::Hold;
 use crate::decide::run_network_policy::desired_network_policy;
 use crate::decide::run_pod::{PodInputs, custom_versions, desired_pod, skill_mounts};
 use crate::decide::run_snapshot::Snapshot;
@@ -36,6 +37,9 @@ pub(super) enum Started {
     Blocked(String),
     /// Admission keeps the Run waiting, for this reason; it wakes the Run.
     Queued(String),
+    /// A Budget holds the Run (it waits for the window to reset, or is refused); admission
+    /// wakes it when that changes.
+    OverBudget(Hold),
     /// The API server refused an object for good.
     Refused(String),
     /// The Run's snapshot ConfigMap is gone: no attempt may start without it.
@@ -95,6 +99,7 @@ pub(super) async fn start_pod(
         Answer::Admitted => {}
         Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
         Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
+        Answer::Held(hold) => return Ok(Started::OverBudget(hold)),
     }
     let bundle = ctx.tls.bundle().await?;
     ensure_namespace(

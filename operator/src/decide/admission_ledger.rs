@@ -10,6 +10,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::admission::{Active, Caps, Full, RunKey, Verdict, Waiting, admit};
+use super::budget_admission::Hold;
 
 /// How long a grant outlives its Run's end when the caches never showed its Pod (a Pod created
 /// and deleted between two list-watches): then it is forgotten.
@@ -57,12 +58,15 @@ pub struct PodSeen {
 }
 
 /// What a Run asking to start hears.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// Create the Pod.
     Admitted,
     /// Wait: this cap is full.
     Waiting(Full),
+    /// A Budget that selects the Run has a limit reached: wait for its window to reset, or
+    /// fail (docs/budgets.md).
+    Held(Hold),
     /// Not decided yet: the next step decides and wakes the Run.
     Undecided,
 }
@@ -82,6 +86,7 @@ pub struct Ledger {
     grants: HashMap<RunKey, Grant>,
     told: HashMap<RunKey, Full>,
     asking: HashSet<RunKey>,
+    held: HashMap<RunKey, Hold>,
 }
 
 impl Ledger {
@@ -109,6 +114,9 @@ impl Ledger {
         {
             return Answer::Admitted;
         }
+        if let Some(hold) = self.held.get(&ready.run.key) {
+            return Answer::Held(hold.clone());
+        }
         self.told
             .get(&ready.run.key)
             .map_or(Answer::Undecided, |full| Answer::Waiting(*full))
@@ -131,11 +139,40 @@ impl Ledger {
         self.grants.remove(key);
         self.told.remove(key);
         self.asking.remove(key);
+        self.held.remove(key);
     }
 
     /// How many Runs wait for admission (the queue's depth).
     pub fn waiting(&self) -> usize {
         self.ready.len()
+    }
+
+    /// The Runs that asked and wait for admission.
+    pub fn asked(&self) -> impl Iterator<Item = &Waiting> {
+        self.ready.values().map(|ready| &ready.run)
+    }
+
+    /// The Runs granted whose Pod the caches do not show yet.
+    pub fn granted(&self) -> impl Iterator<Item = &RunKey> {
+        self.grants.keys()
+    }
+
+    /// The Runs Budgets hold now (of those that asked): they stay out of the queue until
+    /// released. Returns the Runs whose hold changed, to be woken.
+    pub fn hold(&mut self, held: HashMap<RunKey, Hold>) -> Vec<RunKey> {
+        let mut changed: Vec<RunKey> = held
+            .iter()
+            .filter(|(key, hold)| self.held.get(*key) != Some(*hold))
+            .map(|(key, _)| key.clone())
+            .collect();
+        changed.extend(
+            self.held
+                .keys()
+                .filter(|key| !held.contains_key(*key) && self.ready.contains_key(*key))
+                .cloned(),
+        );
+        self.held = held;
+        changed
     }
 
     /// How many grants wait for their Pod to show in the caches.
@@ -215,7 +252,7 @@ impl Ledger {
             .ready
             .values()
             .map(|r| &r.run)
-            .filter(|r| !counted.contains(&r.key));
+            .filter(|r| !counted.contains(&r.key) && !self.held.contains_key(&r.key));
         // Decided on borrowed Runs; only what changes is copied, then applied.
         let decided: Vec<(RunKey, Verdict)> = admit(&active, waiting, caps)
             .into_iter()
@@ -305,6 +342,32 @@ mod tests {
     }
 
     const FULL: Verdict = Verdict::Waiting(Full::Operator { active: 2, cap: 2 });
+
+    #[test]
+    fn budget_holds_keep_runs_out_of_the_queue_and_wake_them_when_they_change() {
+        let mut ledger = Ledger::default();
+        let runs: Vec<RunSeen> = ["a", "b"].map(seen).to_vec();
+        ledger.ask(ready("a", 0));
+        ledger.ask(ready("b", 1));
+        assert_eq!(ledger.asked().count(), 2);
+        let hold = Hold {
+            budget: "daily".into(),
+            refuse: false,
+            resets: at(100),
+            message: "held".into(),
+        };
+        let woken = ledger.hold(HashMap::from([(key("a"), hold.clone())]));
+        assert_eq!(woken, [key("a")]);
+        assert_eq!(ledger.hold(HashMap::from([(key("a"), hold.clone())])), Vec::<RunKey>::new());
+        let changed = ledger.step(&runs, &[], &TWO, at(10));
+        assert_eq!(names(&changed), [("b".into(), Verdict::Admitted)], "a is held, not queued");
+        assert_eq!(ledger.ask(ready("a", 0)), Answer::Held(hold));
+        assert_eq!(ledger.granted().collect::<Vec<_>>(), [&key("b")]);
+        // The window resets: a is released, woken, and admitted at the next step.
+        assert_eq!(ledger.hold(HashMap::new()), [key("a")]);
+        let changed = ledger.step(&runs, &[], &TWO, at(11));
+        assert_eq!(names(&changed), [("a".into(), Verdict::Admitted)]);
+    }
 
     #[test]
     fn a_burst_is_admitted_up_to_the_cap_while_the_caches_lag() {

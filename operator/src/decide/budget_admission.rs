@@ -182,19 +182,45 @@ fn message(budget: &BudgetView, used: &BudgetUsage, limits: &[Limit], full: bool
     }
 }
 
+/// The dearest price of a token a Run may use, for turning what is left of a cost limit into
+/// tokens: the highest of its model's per-million prices, in micros, and their currency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenPrice<'a> {
+    /// ISO 4217 code.
+    pub currency: &'a str,
+    /// Micros per million tokens, the highest of input, cached input and output.
+    pub dearest_per_million: u64,
+}
+
 /// The token budget a Run starting now gets: its own, narrowed to the least that any Budget
-/// selecting it has left; `None` when neither sets one.
+/// selecting it has left of its token limits, and of its cost limit turned into tokens at the
+/// Run's dearest price (when priced in the Budget's currency); `None` when nothing sets one.
 pub fn effective_token_budget(
     own: Option<u64>,
     budgets: &[BudgetView],
-    namespace: &str,
-    agent: &str,
-    labels: &BTreeMap<String, String>,
+    run: &Candidate<'_>,
+    price: Option<TokenPrice<'_>>,
 ) -> Option<u64> {
     budgets
         .iter()
-        .filter(|b| b.selects(namespace, agent, labels))
-        .filter_map(|b| token_allowance(&b.limits, &b.used))
+        .filter(|b| b.selects(&run.key.namespace, run.agent, run.labels))
+        .flat_map(|b| {
+            let by_cost = b
+                .limits
+                .cost
+                .as_ref()
+                .zip(price)
+                .and_then(|(limit, price)| {
+                    let cap = limit.micros()?;
+                    (limit.currency == price.currency && price.dearest_per_million > 0).then(|| {
+                        let left = u128::from(cap.saturating_sub(b.used.cost_micros));
+                        let tokens = left * 1_000_000 / u128::from(price.dearest_per_million);
+                        u64::try_from(tokens).unwrap_or(u64::MAX)
+                    })
+                });
+            [token_allowance(&b.limits, &b.used), by_cost]
+        })
+        .flatten()
         .chain(own)
         .min()
 }
@@ -355,7 +381,8 @@ mod tests {
 
     #[test]
     fn a_starting_run_gets_the_least_left_never_more_than_its_own() {
-        let labels = BTreeMap::new();
+        let runs = Runs::new(1);
+        let run = &runs.candidates("x")[0];
         let budgets = [
             budget("a", tokens(1000), used_tokens(400), 10),
             budget(
@@ -369,26 +396,62 @@ mod tests {
             ),
             budget("runs-only", run_cap(5), BudgetUsage::default(), 10),
         ];
+        assert_eq!(effective_token_budget(None, &budgets, run, None), Some(300));
         assert_eq!(
-            effective_token_budget(None, &budgets, "ns", "x", &labels),
-            Some(300)
-        );
-        assert_eq!(
-            effective_token_budget(Some(200), &budgets, "ns", "x", &labels),
+            effective_token_budget(Some(200), &budgets, run, None),
             Some(200)
         );
         assert_eq!(
-            effective_token_budget(Some(200), &budgets[2..], "ns", "x", &labels),
+            effective_token_budget(Some(200), &budgets[2..], run, None),
             Some(200)
         );
-        assert_eq!(
-            effective_token_budget(None, &budgets[2..], "ns", "x", &labels),
-            None
+        assert_eq!(effective_token_budget(None, &budgets[2..], run, None), None);
+        let elsewhere = RunKey::new("other", "r00");
+        let other = Candidate {
+            key: &elsewhere,
+            ..run.clone()
+        };
+        assert_eq!(effective_token_budget(None, &budgets, &other, None), None);
+    }
+
+    #[test]
+    fn a_cost_limit_becomes_tokens_at_the_runs_dearest_price_in_its_currency() {
+        let runs = Runs::new(1);
+        let run = &runs.candidates("x")[0];
+        let euros = budget(
+            "eur",
+            BudgetLimits {
+                cost: Some(herd_crds::budget::CostLimit {
+                    amount: "2".into(),
+                    currency: "EUR".into(),
+                }),
+                ..BudgetLimits::default()
+            },
+            BudgetUsage {
+                cost_micros: 1_500_000,
+                ..BudgetUsage::default()
+            },
+            10,
         );
+        // 0.50 EUR left at 10 EUR per million tokens: 50000 tokens.
+        let price = TokenPrice {
+            currency: "EUR",
+            dearest_per_million: 10_000_000,
+        };
         assert_eq!(
-            effective_token_budget(None, &budgets, "other", "x", &labels),
-            None
+            effective_token_budget(None, std::slice::from_ref(&euros), run, Some(price)),
+            Some(50_000)
         );
+        let dollars = TokenPrice {
+            currency: "USD",
+            ..price
+        };
+        assert_eq!(
+            effective_token_budget(None, std::slice::from_ref(&euros), run, Some(dollars)),
+            None,
+            "priced otherwise: not counted"
+        );
+        assert_eq!(effective_token_budget(None, &[euros], run, None), None);
     }
 
     proptest! {

@@ -190,7 +190,7 @@ async fn config(
     )
     .await?;
     let now = Time(jiff::Timestamp::now());
-    let config = run_config(
+    let mut config = run_config(
         &snapshot,
         &live.spec,
         admitted.attempt,
@@ -198,6 +198,15 @@ async fn config(
         &now,
         checkpoint.as_deref(),
     );
+    config.token_budget = crate::controller::budget_allowance::token_budget(
+        &api.client,
+        &admitted.caches.runs,
+        &live,
+        &snapshot,
+        config.token_budget,
+    )
+    .await
+    .map_err(|e| Failure::kube("reading the Budgets", &e))?;
     Ok(Json(config).into_response())
 }
 

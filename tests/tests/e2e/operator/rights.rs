@@ -27,11 +27,12 @@ use serde_json::json;
 use super::support::Rbac;
 
 /// The CRDs Herd owns, the only ones the operator may read.
-const HERD_CRDS: [&str; 4] = [
+const HERD_CRDS: [&str; 5] = [
     "agents.herd.dev",
     "skills.herd.dev",
     "runs.herd.dev",
     "schedules.herd.dev",
+    "budgets.herd.dev",
 ];
 /// Verbs that write.
 const WRITES: [&str; 7] = [

@@ -1,0 +1,154 @@
+//! The Budget controller: counts what the Runs a Budget selects reported into its status (the
+//! ledger of [`crate::decide::budget_ledger`]), every few seconds and at each window's end, and
+//! says when a limit is reached and when a window resets. It reads the Run controller's cache:
+//! Runs' progress does not wake Budgets (thousands of writes a minute would each cost a
+//! reconcile per Budget); admission brings each Budget up to date itself when it decides.
+
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use herd_crds::budget::Budget;
+use herd_crds::run::Run;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+use tracing::{debug, info};
+
+use super::budget_views::{in_namespace, run_usage};
+use super::prologue::begin;
+use crate::apply::apply_status;
+use crate::decide::budget_ledger::Limit;
+use crate::decide::budget_status::next_status;
+use crate::error::Error;
+use crate::metrics::budget::BudgetLabels;
+use crate::scope::{Scope, Synced, cached_watch, watch_config};
+use crate::shared::{Shared, key};
+use crate::slim::slim_metadata;
+
+/// The controller's name in metrics and logs.
+pub const NAME: &str = "budget";
+
+/// When to look again while the Run cache has not been filled yet: counting from an empty
+/// cache would take every going Run for deleted.
+const UNSYNCED_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the Budget controller reads.
+pub struct Context {
+    /// Shared operator state.
+    pub shared: Arc<Shared>,
+    /// The Runs of the scope (the Run controller's cache).
+    pub runs: Store<Run>,
+    /// Whether that cache has been filled.
+    pub runs_synced: Vec<Synced>,
+}
+
+/// Builds the controller for `scope` on the Run controller's cache `runs` (filled once
+/// `runs_synced` are); the returned stream runs it until `shutdown` resolves. Also returns the
+/// Budget cache, for admission.
+pub fn controller(
+    scope: Scope,
+    shared: Arc<Shared>,
+    runs: Store<Run>,
+    runs_synced: Vec<Synced>,
+    concurrency: u16,
+    leader_gained: impl Stream<Item = ()> + Send + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> (impl Stream<Item = ()> + Send, Vec<Synced>, Store<Budget>) {
+    let synced = vec![Synced::default()];
+    let (budgets, budget_stream) = cached_watch(
+        scope.api::<Budget>(&shared.client),
+        watch_config(),
+        synced[0].clone(),
+        slim_metadata,
+    );
+    let context = Arc::new(Context {
+        shared,
+        runs,
+        runs_synced,
+    });
+    let stream = Controller::for_stream(budget_stream.applied_objects(), budgets.clone())
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .reconcile_all_on(leader_gained)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .map(|result| {
+            if let Err(error) = result {
+                debug!(%error, "budget controller");
+            }
+        });
+    (stream, synced, budgets)
+}
+
+/// Steps the Budget's ledger with the Runs of its namespace and writes the status when it
+/// changed, conditional on the version it was read at (a reconcile from a stale cache gets a
+/// 409 and counts again from the newer status, so nothing is counted twice).
+pub async fn reconcile(budget: Arc<Budget>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    let Some(start) = begin(shared, NAME, budget.as_ref())? else {
+        return Ok(Action::await_change());
+    };
+    if !ctx.runs_synced.iter().all(Synced::is_synced) {
+        return Ok(Action::requeue(UNSYNCED_RETRY));
+    }
+    let runs = ctx.runs.state();
+    let usages = in_namespace(&budget, &runs).filter_map(|run| run_usage(&budget, run, false));
+    let decision = next_status(
+        &budget.spec,
+        budget.metadata.generation,
+        &start.previous,
+        usages,
+        &start.now,
+    );
+    if decision.status != start.previous {
+        apply_status(&start.api, budget.as_ref(), &decision.status).await?;
+        for event in &decision.events {
+            info!(budget = %start.name, namespace = %start.namespace, reason = event.reason, note = %event.note, "budget event");
+            shared.event(
+                budget.as_ref(),
+                event.warning,
+                event.reason,
+                event.note.clone(),
+            );
+        }
+    }
+    record(shared, &budget, &decision.status);
+    shared.succeeded(&key(NAME, budget.as_ref()));
+    Ok(Action::requeue(decision.requeue))
+}
+
+/// Sets the Budget's gauges: one series per limit set, none for the others.
+fn record(shared: &Shared, budget: &Budget, status: &herd_crds::budget::BudgetStatus) {
+    let metrics = shared.metrics.budgets();
+    for limit in Limit::ALL {
+        let labels = BudgetLabels {
+            namespace: budget.namespace().unwrap_or_default(),
+            budget: budget.name_any(),
+            limit: limit.name(),
+        };
+        match limit.of(&budget.spec.limits) {
+            Some(cap) => metrics.set(
+                labels,
+                gauge_value(limit, limit.in_usage(&status.used)),
+                gauge_value(limit, cap),
+            ),
+            None => metrics.remove(&labels),
+        }
+    }
+}
+
+/// A count as a gauge shows it: cost in units of its currency, the rest as they are.
+fn gauge_value(limit: Limit, value: u64) -> f64 {
+    match limit {
+        Limit::Cost => value as f64 / herd_crds::pricing::MICROS_PER_UNIT as f64,
+        _ => value as f64,
+    }
+}
+
+/// Backs off per Budget: 1 s doubling to 5 min.
+pub fn error_policy(budget: Arc<Budget>, error: &Error, ctx: Arc<Context>) -> Action {
+    if let Some(meta) = budget.meta().name.as_deref() {
+        debug!(budget = meta, %error, "budget reconcile failed");
+    }
+    ctx.shared.reconcile_failed(NAME, budget.as_ref(), error)
+}
