@@ -980,14 +980,17 @@ fn cel_and_rust_agree_on_approval_rules() {
         "spec.approval.tools",
         TOOL_PATTERNS_MESSAGE,
     );
-    let offline = parse_manifests(
-        &agent(json!({"approval": {"commands": ["git (push"]}})).to_string(),
-    )
-    .unwrap_err()
-    .to_string();
+    let offline =
+        parse_manifests(&agent(json!({"approval": {"commands": ["git (push"]}})).to_string())
+            .unwrap_err()
+            .to_string();
     assert!(
-        offline.contains(&format!("spec.approval.commands: {COMMAND_REGEXES_MESSAGE}")),
+        offline.contains(&format!(
+            "spec.approval.commands: {COMMAND_REGEXES_MESSAGE}"
+        )),
         "{offline}"
     );
-    assert_valid(&agent(json!({"approval": {"tools": ["bash"], "commands": ["kubectl"]}})));
+    assert_valid(&agent(
+        json!({"approval": {"tools": ["bash"], "commands": ["kubectl"]}}),
+    ));
 }

@@ -143,14 +143,22 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
         Command::Approve { run, id } => {
             let decision = herd_crds::approval::ApprovalDecision::Approve;
             let request = approve::decide(cluster, &run, id.as_deref(), decision, None).await?;
-            let _ = writeln!(io.stdout, "{}", approve::decided_line(&run, decision, &request));
+            let _ = writeln!(
+                io.stdout,
+                "{}",
+                approve::decided_line(&run, decision, &request)
+            );
             Ok(EXIT_ANSWERED)
         }
         Command::Deny { run, id, reason } => {
             let decision = herd_crds::approval::ApprovalDecision::Deny;
             let request =
                 approve::decide(cluster, &run, id.as_deref(), decision, reason.as_deref()).await?;
-            let _ = writeln!(io.stdout, "{}", approve::decided_line(&run, decision, &request));
+            let _ = writeln!(
+                io.stdout,
+                "{}",
+                approve::decided_line(&run, decision, &request)
+            );
             Ok(EXIT_ANSWERED)
         }
         Command::Result { which, output } => {

@@ -14,10 +14,10 @@ use tracing::warn;
 
 use super::run_context::{Context, Ids};
 use super::run_objects::owned_by;
-use crate::decide::approval_events::decision_events;
 use crate::decide::answers::{
     ANSWER_IGNORED, JUDGED_ANNOTATION, judge, judged_answers, new_answers,
 };
+use crate::decide::approval_events::decision_events;
 use crate::error::Error;
 use crate::run_api::checkpoint::{asked_questions, checkpoint_name};
 use crate::shared::FIELD_MANAGER;

@@ -137,6 +137,7 @@ mod tests {
         assert_eq!(
             look(Some(&asked), "u", 1, "q-2").unwrap(),
             Some(Looked::Answered(Answer::text("q-2", "both")))
+        assert_eq!(look(Some(&asked), "u", 1, "q-3").unwrap(), None, "not yet");
         );
         let decided = run(
             json!([{"id": "a-1", "decision": "deny", "reason": "not on main"}]),
@@ -152,7 +153,6 @@ mod tests {
                 Some("not on main")
             )
         );
-        assert_eq!(look(Some(&asked), "u", 1, "q-3").unwrap(), None, "not yet");
     }
 
     #[test]

@@ -145,9 +145,11 @@ pub async fn write_checkpoint(
                         "ConfigMap {name} exists and is not this Run's"
                     )));
                 }
-                let asked = ids.iter().fold(asked_questions(&existing.metadata), |asked, id| {
-                    with_question(asked, id)
-                });
+                let asked = ids
+                    .iter()
+                    .fold(asked_questions(&existing.metadata), |asked, id| {
+                        with_question(asked, id)
+                    });
                 let mut desired =
                     checkpoint_config_map(run, namespace, owner.clone(), gzip.clone(), &asked);
                 desired.metadata.resource_version = existing.metadata.resource_version;

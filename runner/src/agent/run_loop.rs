@@ -9,10 +9,8 @@ use herd_crds::report::{Clarification, StopReason};
 use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
-use crate::control::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane};
-use crate::model::{
-    CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call,
-};
+use crate::control::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
+use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call};
 use crate::sandbox::executor::ToolExecutor;
 use crate::telemetry::Telemetry;
 use crate::text::truncate_chars;

@@ -17,7 +17,8 @@ use tokio::sync::Semaphore;
 
 use super::checkpoint::Checkpoint;
 use super::asked::verdict_of;
-use super::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
+use super::checkpoint::Checkpoint;
+use super::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
 use crate::memory::file::MemoryFile;
 use crate::thread::ThreadState;
 
@@ -346,6 +347,21 @@ mod tests {
         let control = LocalControlPlane::new(None, None, Questions::Refuse, None);
         let outcome = control.run_child(request(1), BUDGET).await.unwrap();
         assert_eq!(outcome.status, Some(ChildStatus::Failed));
+            options: vec![],
+            asked_at: None,
+        };
+        let state = ThreadState::new("task");
+        let outcome = control.ask(&question, &state).await.unwrap();
+        assert_eq!(outcome, AskOutcome::Suspended);
+        let saved = Checkpoint::load(dir.path()).unwrap();
+        assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
+        assert_eq!(saved.state, state);
+
+        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None)
+            .with_answers(vec![Answer::text("q-1", "this one")]);
+        let outcome = answered.ask(&question, &state).await.unwrap();
+        assert_eq!(outcome, AskOutcome::Answered("this one".into()));
+    }
     }
 
     #[tokio::test]
@@ -410,20 +426,5 @@ mod tests {
             subagent.ask_approval(&requests, &state).await,
             Err(ControlError::Refused(_))
         ));
-    }
-            options: vec![],
-            asked_at: None,
-        };
-        let state = ThreadState::new("task");
-        let outcome = control.ask(&question, &state).await.unwrap();
-        assert_eq!(outcome, AskOutcome::Suspended);
-        let saved = Checkpoint::load(dir.path()).unwrap();
-        assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
-        assert_eq!(saved.state, state);
-
-        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None)
-            .with_answers(vec![Answer::text("q-1", "this one")]);
-        let outcome = answered.ask(&question, &state).await.unwrap();
-        assert_eq!(outcome, AskOutcome::Answered("this one".into()));
     }
 }

@@ -54,10 +54,9 @@ impl Resume {
                 format!("workspace-lost-{stopped_at}"),
                 MessageKind::WorkspaceLost,
                 lost_message(&presented),
-            CheckpointStop::Approval(requests) => requests
-                .first()
-                .map(|r| r.id.clone())
-                .unwrap_or_default(),
+            CheckpointStop::Approval(requests) => {
+                requests.first().map(|r| r.id.clone()).unwrap_or_default()
+            }
             ));
         }
         match (&self.stop, answer) {

@@ -35,7 +35,9 @@ use super::checkpoint::ThreadCompactor;
 use super::deadline::Deadline;
 use self::questions::Awaited;
 use super::asked::{Asked, verdict_of};
-use super::{AskOutcome, ApprovalOutcome, Budget, ControlError, ControlPlane};
+use super::checkpoint::ThreadCompactor;
+use super::deadline::Deadline;
+use super::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
 use crate::sandbox::executor::ToolExecutor;
 use crate::thread::ThreadState;
 
@@ -232,9 +234,13 @@ impl ControlPlane for RunApiControlPlane {
             .ask_and_await_answer(Asked::Question(question), None, checkpoint)
             .await;
         Ok(match self.noting(asked)? {
-            Awaited::Answered(answers) => {
-                AskOutcome::Answered(answers.into_iter().next().map(|a| a.answer).unwrap_or_default())
-            }
+            Awaited::Answered(answers) => AskOutcome::Answered(
+                answers
+                    .into_iter()
+                    .next()
+                    .map(|a| a.answer)
+                    .unwrap_or_default(),
+            ),
             Awaited::Suspended => AskOutcome::Suspended,
             Awaited::Ended { reason, error } => AskOutcome::Ended { reason, error },
             // A question waits without a time limit of its own (the operator enforces
@@ -292,7 +298,10 @@ impl ControlPlane for RunApiControlPlane {
                 )),
                 OnApprovalTimeout::Fail => ApprovalOutcome::Ended {
                     reason: StopReason::ApprovalTimedOut,
-                    error: format!("a tool call waited for approval: {}", timed_out_reason(wait)),
+                    error: format!(
+                        "a tool call waited for approval: {}",
+                        timed_out_reason(wait)
+                    ),
                 },
             },
         })
