@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run an agent locally from the same manifests you apply to a cluster.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Serve sandbox tools on a unix socket (the pod's `sandbox` container).
     Sandbox(SandboxArgs),
     /// List the local runs under `$XDG_DATA_HOME/herd/runs/`, newest first: id, status, age

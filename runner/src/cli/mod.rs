@@ -159,7 +159,7 @@ async fn main(started: Started) -> ExitCode {
         Started::Command { command, layers } => match command {
             Command::Run(args) => {
                 let export = telemetry::export::init_from_env();
-                let code = run(args)
+                let code = run(*args)
                     .with_context(telemetry::propagation::context_from_env())
                     .await;
                 flush_traces(export).await;
