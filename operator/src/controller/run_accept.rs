@@ -38,6 +38,12 @@ pub(super) async fn accept(
     ids: &Ids<'_>,
     invalid: &mut Option<String>,
 ) -> Result<(AgentState, Option<Snapshot>), Error> {
+    // A command pattern CEL took that the runner's regexes do not (RE2 and Rust's regex differ
+    // at the edges) would fail every attempt: the Run fails `InvalidSpec` saying which.
+    if let Some(why) = run.spec.approval.as_ref().and_then(|a| a.compile().err()) {
+        *invalid = Some(format!("spec.{why}"));
+        return Ok((AgentState::Ready, None));
+    }
     let taken = match &run.spec.parent_ref {
         Some(parent) => delegated(ctx, run, ids, parent).await?,
         None => from_agent(ctx, run, ids).await?,
