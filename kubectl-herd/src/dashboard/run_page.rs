@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::ResourceExt;
 use serde::Serialize;
 
+use crate::approve::pending_approvals;
 use crate::cancel::{Cancel, cancel_decision};
 use crate::columns::{cells, header, status_text, tokens_text};
 use crate::dashboard::runs_page::{Row, created, phase, run_href};
@@ -76,6 +77,8 @@ pub struct RunPage {
     pub question: Option<QuestionView>,
     /// It shows a question `spec.responses` already answers: it resumes.
     pub answered: bool,
+    /// The tool calls it holds for approval that no response decides yet.
+    pub approvals: Vec<ApprovalView>,
     /// The conditions.
     pub conditions: Vec<ConditionRow>,
     /// The Pod whose logs can be read, or why none.
@@ -132,6 +135,21 @@ pub struct QuestionView {
     pub context: Option<String>,
     /// Answers to choose from.
     pub options: Vec<String>,
+}
+
+/// A tool call held for a person's approval.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ApprovalView {
+    /// Its id (the decision's).
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments as the model sent them (JSON).
+    pub arguments: String,
+    /// The arguments were cut to fit the status.
+    pub truncated: bool,
+    /// When the agent asked, RFC 3339.
+    pub asked_at: Option<String>,
 }
 
 /// A condition.
@@ -265,6 +283,16 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
             options: q.options.clone(),
         }),
         answered: shown.answered,
+        approvals: pending_approvals(run)
+            .into_iter()
+            .map(|r| ApprovalView {
+                id: r.id.clone(),
+                tool: r.tool.clone(),
+                arguments: r.arguments.clone(),
+                truncated: r.truncated,
+                asked_at: r.asked_at.clone(),
+            })
+            .collect(),
         conditions: condition_rows(status.map(|s| s.conditions.as_slice()).unwrap_or_default()),
         pod: log_pod(run),
     }

@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use futures::AsyncBufReadExt;
 use futures::stream::{self, Stream, StreamExt};
 use herd_crds::agent::Agent;
+use herd_crds::approval::ApprovalDecision;
 use herd_crds::budget::Budget;
 use herd_crds::run::Run;
 use herd_crds::schedule::Schedule;
@@ -138,6 +139,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/live/runs/{namespace}/{name}", get(live_run))
         .route("/runs/{namespace}/{name}/answer", post(answer))
         .route("/runs/{namespace}/{name}/cancel", post(cancel))
+        .route("/runs/{namespace}/{name}/decide", post(decide))
         .route("/runs/{namespace}/{name}/files/{index}", get(file))
         .route("/runs/{namespace}/{name}/logs", get(logs))
         .route("/live/logs/{namespace}/{name}", get(live_logs))
@@ -370,6 +372,8 @@ struct Done {
 fn done_notice(done: &str) -> Option<&'static str> {
     match done {
         "answered" => Some("Answered: the Run resumes with your answer."),
+        "approved" => Some("Approved: the Run runs the tool call."),
+        "denied" => Some("Denied: the model reads your reason and goes on without the call."),
         "cancelled" => {
             Some("Cancel requested: the operator deletes the Run's Pod and cancels its children.")
         }
@@ -557,6 +561,36 @@ async fn answer(
     let cluster = app.in_namespace(&namespace);
     match crate::answer::answer(&cluster, &name, form.answer()).await {
         Ok(_) => after_form(&namespace, &name, "answered"),
+        Err(error) => run_response(&app, &namespace, &name, Some(Err(&error.message))).await,
+    }
+}
+
+/// The approval form: the held call, approve or deny, and why.
+#[derive(Deserialize)]
+struct DecideForm {
+    id: String,
+    decision: String,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn decide(
+    State(app): AppState,
+    Path((namespace, name)): Path<(String, String)>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    let (decision, done) = match form.decision.as_str() {
+        "approve" => (ApprovalDecision::Approve, "approved"),
+        "deny" => (ApprovalDecision::Deny, "denied"),
+        _ => {
+            let why = "the form sent no decision: approve or deny";
+            return run_response(&app, &namespace, &name, Some(Err(why))).await;
+        }
+    };
+    let cluster = app.in_namespace(&namespace);
+    let reason = Some(form.reason.as_str()).filter(|r| !r.trim().is_empty());
+    match crate::approve::decide(&cluster, &name, Some(&form.id), decision, reason).await {
+        Ok(_) => after_form(&namespace, &name, done),
         Err(error) => run_response(&app, &namespace, &name, Some(Err(&error.message))).await,
     }
 }

@@ -209,6 +209,28 @@ mod tests {
     }
 
     #[test]
+    fn a_held_tool_call_s_form() {
+        let mut run = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
+        if let Some(report) = run.status.as_mut().and_then(|s| s.report.as_mut()) {
+            report.approvals = serde_json::from_value(serde_json::json!([{
+                "id": "r-call_1", "tool": "bash", "callId": "call_1",
+                "arguments": "{\"command\":\"rm -rf build/ <now>\"}",
+            }]))
+            .unwrap();
+        }
+        let run = in_team(run);
+        let page = run_page(&run, std::slice::from_ref(&run), at(90).0);
+        assert_eq!(page.approvals.len(), 1);
+        let html = render(
+            &environment().unwrap(),
+            "run_question.html",
+            frame("runs"),
+            Value::from(Serde(page)),
+        );
+        insta::assert_snapshot!(html.unwrap());
+    }
+
+    #[test]
     fn a_refusal_is_the_page() {
         let page = context! { problem => "403 Forbidden: runs.herd.dev is forbidden" };
         let html = render(&environment().unwrap(), "runs.html", frame("runs"), page).unwrap();
