@@ -200,8 +200,8 @@ pub struct Canned {
 }
 
 /// Answers as `canned` says, and as the operator's run API does where it says nothing:
-/// progress 202; result, children, clarification and memory writes 200; a checkpoint 204;
-/// unknown routes 404.
+/// progress 202; result, children, clarification, approval and memory writes 200; a
+/// checkpoint 204; unknown routes 404.
 pub fn canned(canned: Canned) -> Responder {
     Arc::new(move |request, earlier| {
         let route: Vec<&str> = request.path.split('/').skip(5).collect();
@@ -227,6 +227,7 @@ pub fn canned(canned: Canned) -> Responder {
                 .and_then(|n| canned.child_files.get(n).cloned())
                 .unwrap_or_else(|| Reply::error(404, "NotFound", "no such file")),
             ("POST", ["clarification"]) => Reply::json(200, &serde_json::json!({})),
+            ("POST", ["approval"]) => Reply::json(200, &serde_json::json!({})),
             ("POST", ["checkpoint"]) => Reply::raw(204, Vec::new()),
             ("GET", ["answers", _]) => nth(&canned.answer_polls),
             ("GET", ["memory"]) => Reply::json(200, &canned.memory),

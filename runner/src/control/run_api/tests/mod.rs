@@ -1,5 +1,6 @@
 //! The run-API client and control plane against a real HTTPS server (`test_server`).
 
+mod approvals;
 mod children;
 mod memory;
 mod questions;
