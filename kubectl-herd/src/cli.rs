@@ -116,6 +116,9 @@ pub enum Command {
     },
     /// List the Schedules: timetable, Runs going, last and next slot, ready or not.
     Schedules(CatalogArgs),
+    /// List the Budgets: window, used and limit of the tightest limit, exceeded or not, reset
+    /// (also `get budgets`).
+    Budgets(CatalogArgs),
     /// Serve a web dashboard on 127.0.0.1 with your kubeconfig's rights: Runs live, their
     /// trees, questions, results and logs; Agents, Skills and Schedules (Ctrl-C stops it).
     Dashboard(DashboardArgs),

@@ -404,6 +404,7 @@ mod tests {
                 "schedule",
                 "trigger",
                 "schedules",
+                "budgets",
                 "dashboard",
                 "completion",
                 "help"

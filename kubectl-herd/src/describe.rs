@@ -97,6 +97,9 @@ pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
         }
         field(&mut out, "Reason", &reason);
     }
+    if let Some((budget, why)) = crate::budgets::holding(run) {
+        field(&mut out, "Held by", &format!("Budget {budget} ({why})"));
+    }
     if let Some(title) = &shown.title {
         field(&mut out, "Title", &one_line(title));
     }

@@ -84,8 +84,24 @@ fn roots<'a>(
     }))
 }
 
+/// `get budgets [NAME...]` (or `budget`, `hbudget`) lists Budgets instead of Runs.
+fn budgets_asked(args: &GetArgs) -> Option<crate::cli::CatalogArgs> {
+    let (kind, names) = args.run.split_first()?;
+    crate::budgets::KIND_NAMES
+        .contains(&kind.as_str())
+        .then(|| crate::cli::CatalogArgs {
+            names: names.to_vec(),
+            all_namespaces: args.selection.all_namespaces,
+            selector: args.selection.selector.clone(),
+            output: args.output.clone(),
+        })
+}
+
 /// Runs `get`; the exit code.
 pub async fn get(cluster: &Cluster, args: &GetArgs, io: &mut Io<'_>) -> Result<u8, CliError> {
+    if let Some(budgets) = budgets_asked(args) {
+        return crate::budgets::list(cluster, &budgets, io).await;
+    }
     let all = args.selection.all_namespaces;
     let place = place(cluster, all);
     let api = runs_api(cluster, all);

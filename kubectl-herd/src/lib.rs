@@ -25,6 +25,7 @@
 
 pub mod answer;
 pub mod approve;
+pub mod budgets;
 pub mod cancel;
 pub mod catalog;
 pub mod cli;
@@ -191,6 +192,7 @@ async fn on_cluster(cluster: &Cluster, command: Command, io: &mut Io<'_>) -> Res
         Command::Schedule(args) => schedule::create(cluster, &args, io).await,
         Command::Trigger { schedule: name } => schedule::trigger(cluster, &name, io).await,
         Command::Schedules(args) => schedule::list(cluster, &args, io).await,
+        Command::Budgets(args) => budgets::list(cluster, &args, io).await,
         Command::Dashboard(args) => dashboard::dashboard(cluster, &args, io).await,
         // Answered before connecting, in `execute`.
         Command::Completion { .. } | Command::Complete { .. } => Ok(EXIT_USAGE),
