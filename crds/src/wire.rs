@@ -37,8 +37,13 @@ pub struct RunConfig {
     pub run: RunSpec,
     /// Nesting depth: 0 for a top-level Run, 1 for its children, and so on.
     pub depth: u32,
-    /// Seconds left before the Run's deadline, queue time and earlier attempts deducted.
+    /// Seconds left before the Run's deadline, queue time and earlier attempts deducted (time
+    /// spent waiting for a person does not count).
     pub seconds_left: u64,
+    /// How long a question waits for its answer in the Pod before the Pod posts its checkpoint
+    /// and ends (the Run is `Suspended`); absent: it waits in the Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_after_seconds: Option<u64>,
     /// Model calls still allowed (a child never gets more than its parent has left).
     pub max_model_calls: u32,
     /// Tokens still allowed, when the Run has a budget.
@@ -64,6 +69,57 @@ pub struct ProgressReport {
     pub todos: Vec<Todo>,
     #[serde(default)]
     pub usage: Usage,
+    /// The attempt's model call times and tool call outcomes, for the operator's metrics.
+    #[serde(default, skip_serializing_if = "CallStats::is_empty")]
+    pub calls: CallStats,
+}
+
+/// Most model calls in [`CallStats::model_calls`].
+pub const MAX_TIMED_CALLS: usize = 64;
+/// Most entries in [`CallStats::tool_calls`].
+pub const MAX_TOOL_COUNTS: usize = 64;
+
+/// What an attempt's calls did, for metrics. The operator counts each model call once, by its
+/// number, and each tool count by how far it grew, so a report sent again or skipped over
+/// counts nothing twice.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CallStats {
+    /// The attempt's latest answered model calls (at most [`MAX_TIMED_CALLS`]), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<TimedCall>,
+    /// The attempt's tool calls so far by tool and outcome (at most [`MAX_TOOL_COUNTS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCount>,
+}
+
+impl CallStats {
+    /// Whether there is nothing to count.
+    pub fn is_empty(&self) -> bool {
+        self.model_calls.is_empty() && self.tool_calls.is_empty()
+    }
+}
+
+/// One answered model call.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TimedCall {
+    /// The call's number in the attempt, from 1.
+    pub n: u64,
+    /// How long it took, request to last byte, in milliseconds.
+    pub millis: u64,
+}
+
+/// How many tool calls of one tool ended one way.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCount {
+    /// A built-in tool's name, or `mcp` for any MCP server's tool.
+    pub tool: String,
+    /// `ok` or `error`.
+    pub outcome: String,
+    /// Calls so far in the attempt.
+    pub count: u64,
 }
 
 /// `POST /v1/runs/{ns}/{name}/progress` as runners send it: a [`ProgressReport`] with, beside
@@ -167,7 +223,39 @@ pub struct CheckpointReport {
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub id: String,
+    /// The answer to a question (empty with a decision).
+    #[serde(default)]
     pub answer: String,
+    /// The decision on an approval request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::approval::ApprovalDecision>,
+    /// Why, with a decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Answer {
+    /// The answer `answer` to the question `id`.
+    pub fn text(id: &str, answer: &str) -> Self {
+        Answer {
+            id: id.to_owned(),
+            answer: answer.to_owned(),
+            decision: None,
+            reason: None,
+        }
+    }
+}
+
+/// `POST /v1/runs/{ns}/{name}/approval`: the tool calls of one turn that wait for a person's
+/// decision, and the checkpoint to resume from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAsk {
+    pub attempt: u32,
+    pub seq: u64,
+    pub approvals: Vec<crate::approval::ApprovalRequest>,
+    /// The serialized thread, gzip then base64 (stored in `<run>-checkpoint`).
+    pub checkpoint_gzip_base64: String,
 }
 
 /// `GET /v1/runs/{ns}/{name}/answers/{id}?wait=...`: the answer, once given (long-polled).
@@ -223,39 +311,7 @@ pub struct ResultReport {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<Todo>,
-    /// The answer to a question (empty with a decision).
     #[serde(default)]
-    #[serde(default)]
-    /// The decision on an approval request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<crate::approval::ApprovalDecision>,
-    /// Why, with a decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl Answer {
-    /// The answer `answer` to the question `id`.
-    pub fn text(id: &str, answer: &str) -> Self {
-        Answer {
-            id: id.to_owned(),
-            answer: answer.to_owned(),
-            decision: None,
-            reason: None,
-        }
-    }
-}
-
-/// `POST /v1/runs/{ns}/{name}/approval`: the tool calls of one turn that wait for a person's
-/// decision, and the checkpoint to resume from.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalAsk {
-    pub attempt: u32,
-    pub seq: u64,
-    pub approvals: Vec<crate::approval::ApprovalRequest>,
-    /// The serialized thread, gzip then base64 (stored in `<run>-checkpoint`).
-    pub checkpoint_gzip_base64: String,
     pub usage: Usage,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<PresentedFile>,

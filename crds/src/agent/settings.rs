@@ -132,9 +132,12 @@ fn default_input_timeout() -> String {
 fn default_max_model_calls() -> u32 {
     50
 }
+fn default_suspend_after() -> String {
+    "2m".to_owned()
+}
 
 /// Defaults for this Agent's Runs; a Run may override `planMode`, `thinking`, `timeout` and
-/// `inputTimeout`.
+/// `inputTimeout` (`suspendAfter` is the Agent's alone).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDefaultsSpec {
@@ -145,8 +148,8 @@ pub struct RunDefaultsSpec {
     /// Let the model think before answering, when it supports it. Default true.
     #[serde(default = "default_true")]
     pub thinking: bool,
-    /// Time limit of a Run, counted from its start (queue time and every attempt included),
-    /// 1s to 168h, e.g. `30m`. Default `30m`.
+    /// Time limit of a Run's work, 1s to 168h, e.g. `30m`: from its start (queue and every
+    /// attempt included), waits for a person excluded. Default `30m`.
     #[serde(default = "default_timeout")]
     #[schemars(length(max = 32))]
     #[x_kube(
@@ -163,6 +166,11 @@ pub struct RunDefaultsSpec {
         validation = Rule::new(crate::rules::DURATION_UP_TO_720H).message(crate::rules::expression(crate::rules::DURATION_UP_TO_720H_MESSAGE))
     )]
     pub input_timeout: String,
+    /// Wait for an answer after which the Pod suspends: Run `Suspended`, no Pod or slot until
+    /// answered. `0`: never. Default `2m`.
+    #[serde(default = "default_suspend_after")]
+    #[schemars(length(max = 32), regex(pattern = r"^(0|([0-9]{1,6}(ms|s|m|h))+)$"))]
+    pub suspend_after: String,
     /// Most model calls of one Run (retries included); a child gets at most what its parent has
     /// left. Default 50.
     #[serde(default = "default_max_model_calls")]
@@ -189,6 +197,26 @@ pub struct RunDefaultsSpec {
     pub ttl_seconds_after_finished: Option<u32>,
 }
 
+impl RunDefaultsSpec {
+    /// `suspendAfter` as a duration; `None` for `0` (never suspend).
+    pub fn suspend_after(
+        &self,
+    ) -> Result<Option<std::time::Duration>, crate::duration::DurationError> {
+        parse_suspend_after(&self.suspend_after)
+    }
+}
+
+/// A `suspendAfter` value: `None` for `0` or a zero duration (never suspend), else the wait.
+pub fn parse_suspend_after(
+    text: &str,
+) -> Result<Option<std::time::Duration>, crate::duration::DurationError> {
+    if text == "0" {
+        return Ok(None);
+    }
+    let wait = crate::duration::parse_duration(text)?;
+    Ok((!wait.is_zero()).then_some(wait))
+}
+
 impl Default for RunDefaultsSpec {
     fn default() -> Self {
         RunDefaultsSpec {
@@ -196,6 +224,7 @@ impl Default for RunDefaultsSpec {
             thinking: true,
             timeout: default_timeout(),
             input_timeout: default_input_timeout(),
+            suspend_after: default_suspend_after(),
             max_model_calls: default_max_model_calls(),
             token_budget: None,
             retries: 0,

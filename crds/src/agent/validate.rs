@@ -116,6 +116,11 @@ impl AgentSpec {
             MAX_INPUT_TIMEOUT,
         );
         c.check(
+            defaults.suspend_after().is_ok(),
+            "spec.runDefaults.suspendAfter",
+            "must be 0 (never) or a duration such as 2m",
+        );
+        c.check(
             defaults.retries <= 3,
             "spec.runDefaults.retries",
             rules::RETRIES_MESSAGE,

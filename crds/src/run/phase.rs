@@ -17,6 +17,9 @@ pub enum RunPhase {
     Running,
     /// The agent asked a question and waits for an answer.
     InputRequired,
+    /// The agent waits for an answer without a Pod: it outlasted `suspendAfter`, posted its
+    /// checkpoint and ended; the answer resumes it in a new attempt.
+    Suspended,
     /// Finished with an answer.
     Succeeded,
     /// Finished without an answer (failure, timeout, pod trouble).
@@ -35,8 +38,8 @@ impl RunPhase {
     }
 }
 
-/// The phase the conditions amount to. `Succeeded` decides; while it is `Unknown`, an open
-/// question (`InputRequired=True`) or its reason tells the rest.
+/// The phase the conditions amount to. `Succeeded` decides; while it is `Unknown`, a
+/// suspension, an open question (`InputRequired=True`) or its reason tells the rest.
 pub fn phase_of(conditions: &[Condition]) -> RunPhase {
     let Some(succeeded) = find_condition(conditions, condition_type::SUCCEEDED) else {
         return RunPhase::Pending;
@@ -45,6 +48,7 @@ pub fn phase_of(conditions: &[Condition]) -> RunPhase {
         ConditionStatus::True => RunPhase::Succeeded,
         ConditionStatus::False if succeeded.reason == run::CANCELLED => RunPhase::Cancelled,
         ConditionStatus::False => RunPhase::Failed,
+        ConditionStatus::Unknown if succeeded.reason == run::SUSPENDED => RunPhase::Suspended,
         ConditionStatus::Unknown => {
             if is_condition_true(conditions, condition_type::INPUT_REQUIRED)
                 || succeeded.reason == run::WAITING_FOR_INPUT
@@ -97,6 +101,7 @@ mod tests {
             (run::POD_PENDING, RunPhase::Running),
             (run::RUNNING, RunPhase::Running),
             (run::WAITING_FOR_INPUT, RunPhase::InputRequired),
+            (run::SUSPENDED, RunPhase::Suspended),
         ];
         for (reason, phase) in cases {
             assert_eq!(phase_of(&[succeeded(Unknown, reason)]), phase, "{reason}");
@@ -114,6 +119,20 @@ mod tests {
             ),
         ];
         assert_eq!(phase_of(&conditions), RunPhase::InputRequired);
+    }
+
+    #[test]
+    fn a_suspended_wait_is_suspended_not_input_required() {
+        let conditions = [
+            succeeded(ConditionStatus::Unknown, run::SUSPENDED),
+            condition(
+                condition_type::INPUT_REQUIRED,
+                ConditionStatus::True,
+                run::WAITING_FOR_INPUT,
+            ),
+        ];
+        assert_eq!(phase_of(&conditions), RunPhase::Suspended);
+        assert!(!RunPhase::Suspended.is_finished());
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct RunStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Succeeded` (Unknown while the Run goes, with reasons `Queued`, `PodPending`, `Running`,
-    /// `WaitingForInput`, `AgentNotFound`, `AgentNotReady`; True; or False with `Failed`,
+    /// `WaitingForInput`, `Suspended`, `AgentNotFound`, `AgentNotReady`; True; or False with `Failed`,
     /// `TimedOut`, `InputTimedOut`, `Cancelled`, `PodFailed`, `OOMKilled`, `Evicted`,
     /// `ModelError`, `ResultTooLarge`, `CheckpointTooLarge`, `InvalidSpec`, `SnapshotLost`) and
     /// `InputRequired`. A Pod that will not start by itself gives its reason, Unknown at once
@@ -47,7 +47,8 @@ pub struct RunStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub pod_name: Option<String>,
-    /// The current attempt, 1 for the first pod; more after infrastructure failures.
+    /// The current attempt, 1 for the first pod; more after infrastructure failures and after
+    /// each resumption from `Suspended`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// How many attempts resumed a suspended wait; they are no retries (`retries` does not

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
 use herd_crds::budget::Budget;
-use herd_crds::run::{Run, phase_of};
+use herd_crds::run::{Run, RunPhase, phase_of};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -172,6 +172,8 @@ impl Admission {
         };
         self.metrics.set_queued_runs(waiting);
         self.metrics
+            .set_suspended_runs(runs.iter().filter(|r| r.suspended).count());
+        self.metrics
             .set_active_pods(pods.iter().filter(|p| p.running).count());
         self.looked.send_modify(|n| *n = n.wrapping_add(1));
         if changed.is_empty() && held.is_empty() {
@@ -233,6 +235,7 @@ fn run_seen(run: &Run) -> Option<RunSeen> {
             .map(|p| RunKey::new(&key.namespace, &p.name)),
         uid: run.uid()?,
         finished: phase_of(conditions).is_finished(),
+        suspended: phase_of(conditions) == RunPhase::Suspended,
         attempt,
         pod_named,
         key,

@@ -16,6 +16,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::child_run::{Refusal, children_status, desired_child, reserve};
+use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_snapshot::read_snapshot;
 use crate::decide::run_status::{elapsed, snapshot_name};
 use crate::decide::trace_context::set_traceparent;
@@ -131,9 +132,12 @@ pub async fn create_child(
             .start_time
             .as_ref()
             .or(live.metadata.creation_timestamp.as_ref());
-        let time_left = start.map_or(Duration::ZERO, |start| {
-            snapshot.run.timeout().saturating_sub(elapsed(start, &now))
-        });
+        let time_left = match (&status.start_time, start) {
+            // The parent's working time: its waits for a person do not count.
+            (Some(_), _) => working_time_left(&status, snapshot.run.timeout(), &now),
+            (None, Some(start)) => snapshot.run.timeout().saturating_sub(elapsed(start, &now)),
+            (None, None) => Duration::ZERO,
+        };
         let owner = live
             .controller_owner_ref(&())
             .ok_or(Error::MissingField("metadata.uid"))?;

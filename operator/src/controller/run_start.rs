@@ -150,6 +150,7 @@ pub(super) async fn start_pod(
             inputs: &run.spec.inputs,
             skills: &skills,
             time_left,
+            answers_given: run.spec.responses.len(),
             traceparent: traceparent_of(run),
         },
         &ctx.pod_config,

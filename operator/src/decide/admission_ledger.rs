@@ -42,6 +42,8 @@ pub struct RunSeen {
     pub attempt: u32,
     /// Whether its status names the current attempt's Pod (created, maybe not cached).
     pub pod_named: bool,
+    /// Whether it is `Suspended`: it waits for a person without a Pod and holds no slot.
+    pub suspended: bool,
 }
 
 /// A Run Pod as the Pod caches show it.
@@ -232,7 +234,7 @@ impl Ledger {
                 });
             }
         }
-        for run in runs.iter().filter(|r| !r.finished && r.pod_named) {
+        for run in runs.iter().filter(|r| holds_slot(r)) {
             if counted.insert(&run.key) {
                 active.push(Active {
                     key: run.key.clone(),
@@ -287,6 +289,12 @@ impl Ledger {
     }
 }
 
+/// Whether a Run counts as active by its status alone: unfinished, not suspended, its Pod
+/// named.
+fn holds_slot(run: &RunSeen) -> bool {
+    !run.finished && !run.suspended && run.pod_named
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +328,7 @@ mod tests {
             finished: false,
             attempt: 1,
             pod_named: false,
+            suspended: false,
         }
     }
 
@@ -454,6 +463,39 @@ mod tests {
                     Verdict::Waiting(Full::Namespace { active: 1, cap: 1 })
                 )
             ]
+        );
+    }
+
+    #[test]
+    fn suspended_runs_hold_no_slot_and_their_resumption_waits_its_turn() {
+        let mut ledger = Ledger::default();
+        // Two suspended Runs (one whose status still names its ended Pod) under a cap of 2,
+        // their Pods Succeeded: a new Run starts.
+        let mut a = seen("a");
+        a.suspended = true;
+        let mut b = seen("b");
+        b.suspended = true;
+        b.pod_named = true;
+        let runs = [a.clone(), b, seen("c"), seen("d")];
+        let pods = [pod("a", false), pod("b", false)];
+        ledger.ask(ready("c", 2));
+        assert_eq!(
+            names(&ledger.step(&runs, &pods, &TWO, at(10))),
+            [("c".into(), Verdict::Admitted)]
+        );
+        // a is answered: its next attempt asks like any start and waits behind c and d.
+        let mut resumed = a;
+        resumed.suspended = false;
+        resumed.attempt = 2;
+        let runs = [resumed, seen("b"), seen("c"), seen("d")];
+        let pods = [pod("c", true), pod("d", true)];
+        ledger.ask(Ready {
+            attempt: 2,
+            ..ready("a", 0)
+        });
+        assert_eq!(
+            names(&ledger.step(&runs, &pods, &TWO, at(11))),
+            [("a".into(), FULL)]
         );
     }
 

@@ -19,6 +19,7 @@ pub mod file_keys;
 pub mod per_namespace;
 pub mod pod_outcome;
 pub mod run_api_tls;
+pub mod run_clocks;
 pub mod run_deadlines;
 pub mod run_network_policy;
 pub mod run_pod;

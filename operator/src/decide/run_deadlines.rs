@@ -1,5 +1,6 @@
-//! When a Run must be looked at again: its next deadline (timeout from `startTime`, input
-//! timeout from the `InputRequired` transition, TTL after completion), never later than
+//! When a Run must be looked at again: its next deadline (timeout on the working clock, which
+//! stands still while the Run waits for a person; input timeout from the `InputRequired`
+//! transition; TTL after completion), never later than
 //! [`MAX_REQUEUE`], so a missed watch event costs at most that.
 
 use std::time::Duration;
@@ -9,6 +10,7 @@ use herd_crds::reason::condition_type;
 use herd_crds::run::RunStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::run_clocks::until_timeout;
 use super::run_status::elapsed;
 
 /// Longest wait between two reconciles of one Run.
@@ -17,7 +19,8 @@ pub const MAX_REQUEUE: Duration = Duration::from_secs(600);
 /// The limits that apply to a Run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// From `startTime` (or from creation while not accepted).
+    /// Working time from `startTime`, waits for a person left out (or from creation while not
+    /// accepted).
     pub timeout: Duration,
     /// From the `InputRequired=True` transition.
     pub input_timeout: Duration,
@@ -33,8 +36,11 @@ pub fn next_requeue(status: &RunStatus, created: &Time, limits: Limits, now: &Ti
             .ttl_after_finished
             .map_or(MAX_REQUEUE, |ttl| left(done, ttl).min(MAX_REQUEUE));
     }
-    let start = status.start_time.as_ref().unwrap_or(created);
-    let mut wait = left(start, limits.timeout).min(MAX_REQUEUE);
+    let mut wait = match &status.start_time {
+        Some(_) => until_timeout(status, limits.timeout, now).unwrap_or(MAX_REQUEUE),
+        None => left(created, limits.timeout),
+    }
+    .min(MAX_REQUEUE);
     if let Some(asked) = find_condition(&status.conditions, condition_type::INPUT_REQUIRED)
         .filter(|c| c.status == ConditionStatus::True)
     {
@@ -114,6 +120,39 @@ mod tests {
         assert_eq!(
             next_requeue(&status, &at(0), LIMITS, &at(1100)),
             Duration::from_secs(600)
+        );
+    }
+
+    #[test]
+    fn a_wait_stops_the_timeout_and_earlier_waits_push_it_back() {
+        // Started at 0, waited 1000 s before, waiting again since 1500: only the input
+        // timeout (300 s from the transition) is ahead.
+        let mut status = started(0);
+        status.waited_seconds = Some(1000);
+        status.waiting_since = Some(at(1500));
+        status.conditions.push(Condition::new(
+            condition_type::INPUT_REQUIRED,
+            ConditionStatus::True,
+            reason::WAITING_FOR_INPUT,
+            "?",
+            None,
+            at(1500),
+        ));
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(1600)),
+            Duration::from_secs(200)
+        );
+        // Answered: working 2500 - 1000 - 1000 = 500 s at 2500, so 1300 s are left.
+        status.waited_seconds = Some(2000);
+        status.waiting_since = None;
+        status.conditions[0].status = ConditionStatus::False;
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(2500)),
+            MAX_REQUEUE
+        );
+        assert_eq!(
+            next_requeue(&status, &at(0), LIMITS, &at(3500)),
+            Duration::from_secs(300)
         );
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use herd_crds::agent::{ResolvedSkill, header_env_var};
-use herd_crds::run::RunInput;
+use herd_crds::run::{MAX_RESPONSES, RunInput};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, EmptyDirVolumeSource,
     EnvVar, EnvVarSource, ExecAction, KeyToPath, PersistentVolumeClaimVolumeSource, Pod,
@@ -118,10 +118,24 @@ pub struct PodInputs<'a> {
     pub inputs: &'a [RunInput],
     /// The skills, with their keys.
     pub skills: &'a [SkillMount],
-    /// Time left before the Run's timeout.
+    /// Working time left before the Run's timeout.
     pub time_left: Duration,
+    /// How many answers `spec.responses` holds already.
+    pub answers_given: usize,
     /// The Run's trace (its `herd.dev/traceparent` annotation), continued by the runner.
     pub traceparent: Option<&'a str>,
+}
+
+/// The Pod's `activeDeadlineSeconds`, a backstop for when the operator is away (it enforces
+/// both clocks itself and deletes the Pod): never before the Run's own limits, since `timeout`
+/// counts working time only, it is the working time left plus every wait for a person the Run
+/// may still have in this Pod (one per answer it can still take), each up to `inputTimeout`,
+/// plus a margin.
+pub fn pod_deadline(time_left: Duration, input_timeout: Duration, waits_left: usize) -> Duration {
+    let waits = u32::try_from(waits_left.max(1)).unwrap_or(u32::MAX);
+    time_left
+        .saturating_add(input_timeout.saturating_mul(waits))
+        .saturating_add(DEADLINE_MARGIN)
 }
 
 /// The Pod's name for an attempt.
@@ -436,7 +450,11 @@ pub fn desired_pod(inputs: &PodInputs<'_>, config: &PodConfig) -> Pod {
             ..Volume::default()
         });
     }
-    let deadline = inputs.time_left + snapshot.run.input_timeout() + DEADLINE_MARGIN;
+    let deadline = pod_deadline(
+        inputs.time_left,
+        snapshot.run.input_timeout(),
+        MAX_RESPONSES.saturating_sub(inputs.answers_given),
+    );
     let deadline_seconds = i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX).max(1);
     Pod {
         metadata: ObjectMeta {
@@ -593,6 +611,7 @@ mod tests {
                 inputs,
                 skills,
                 time_left: Duration::from_secs(1000),
+                answers_given: 30,
                 traceparent: None,
             },
             &config(),
@@ -615,6 +634,7 @@ mod tests {
                 inputs: &[],
                 skills: &[],
                 time_left: Duration::from_secs(1000),
+                answers_given: 30,
                 traceparent: Some(TRACEPARENT),
             },
             &PodConfig {
@@ -767,6 +787,26 @@ mod tests {
     }
 
     #[test]
+    fn the_deadline_leaves_room_for_every_wait_still_possible() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(
+            pod_deadline(hour, hour, 32),
+            hour * 33 + DEADLINE_MARGIN,
+            "a fresh Run may still ask 32 questions"
+        );
+        assert_eq!(
+            pod_deadline(Duration::ZERO, hour, 0),
+            hour + DEADLINE_MARGIN,
+            "the last wait is still one"
+        );
+        assert_eq!(
+            pod_deadline(Duration::MAX, hour, 1),
+            Duration::MAX,
+            "saturates"
+        );
+    }
+
+    #[test]
     fn metadata_deadline_and_scheduling() {
         let p = pod(&keyed(), &[], &[]);
         assert_eq!(p["metadata"]["name"], "r-2");
@@ -780,7 +820,7 @@ mod tests {
             json!({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"})
         );
         assert_eq!(p["metadata"]["ownerReferences"][0]["uid"], "u1");
-        assert_eq!(p["spec"]["activeDeadlineSeconds"], 1000 + 3600 + 300);
+        assert_eq!(p["spec"]["activeDeadlineSeconds"], 1000 + 2 * 3600 + 300);
         assert_eq!(p["spec"]["restartPolicy"], "Never");
         assert_eq!(p["spec"]["enableServiceLinks"], false);
         assert_eq!(p["spec"]["terminationGracePeriodSeconds"], 30);

@@ -74,6 +74,10 @@ pub struct RunSettings {
     pub timeout_seconds: u64,
     /// How long a question may wait, in seconds.
     pub input_timeout_seconds: u64,
+    /// How long a question waits in the Pod before it suspends, in seconds; absent: never
+    /// (`suspendAfter: 0`, and snapshots taken before suspension existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_after_seconds: Option<u64>,
     /// Most model calls.
     pub max_model_calls: u32,
     /// Most tokens, if capped.
@@ -181,6 +185,10 @@ pub fn snapshot(
                 .as_deref()
                 .unwrap_or(&defaults.input_timeout),
         )?,
+        suspend_after_seconds: defaults
+            .suspend_after()
+            .map_err(|e| SnapshotError::Duration(e.to_string()))?
+            .map(|wait| wait.as_secs().max(1)),
         max_model_calls: defaults.max_model_calls,
         token_budget: defaults.token_budget,
         retries: defaults.retries,

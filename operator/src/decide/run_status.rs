@@ -8,13 +8,14 @@ use std::time::Duration;
 use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::report::StopReason;
-use herd_crds::run::{RunReport, RunStatus, phase_of};
+use herd_crds::run::{RunPhase, RunReport, RunStatus, phase_of};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 
 use super::awaited::awaited;
 use super::conditions::merge;
 use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome, StartFailure};
+use super::run_clocks::{next_clocks, working_time};
 
 /// How long a Run waits for its Agent when no timeout is known yet.
 pub const DEFAULT_ACCEPT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -65,6 +66,8 @@ pub struct RunFacts<'a> {
     pub retries: u32,
     /// `status.report`, as the run API wrote it.
     pub report: Option<&'a RunReport>,
+    /// The ids `spec.responses` answers: a suspended Run resumes once its question's is here.
+    pub answered: Vec<String>,
     /// The current attempt's Pod.
     pub pod: PodState,
     /// The name of the current attempt's Pod, once created.
@@ -166,6 +169,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         .map(|c| c.last_transition_time.clone());
 
     let mut retried = None;
+    let mut resumed = false;
     let mut stop_pod = false;
     let mut next_attempt = attempt;
     let outcome = if !accepted {
@@ -192,10 +196,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         Outcome::failed(reason::INVALID_SPEC, why.clone())
     } else if facts.cancel {
         Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel")
-    } else if start_time
-        .as_ref()
-        .is_some_and(|start| passed(start, facts.timeout, &facts.now))
-    {
+    } else if start_time.is_some() && working_time(previous, &facts.now) >= facts.timeout {
         Outcome::failed(
             reason::TIMED_OUT,
             format!("the timeout of {} passed", human(facts.timeout)),
@@ -205,7 +206,6 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         .is_some_and(|asked| passed(asked, facts.input_timeout, &facts.now))
     {
         input_timed_out(facts.input_timeout)
-    } else {
     } else if suspended {
         // No Pod runs: whatever is left of the suspended attempt's Pod does not matter.
         match question.filter(|q| !q.answered_in(&facts.answered)) {
@@ -221,6 +221,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 )
             }
         }
+    } else {
         match &facts.pod {
             PodState::NotCreated => {
                 Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
@@ -231,7 +232,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             PodState::Observed(PodOutcome::NotStarting(failure)) => {
                 if start_timed_out(facts) {
                     stop_pod = true;
-                    start_failed(attempt, facts, failure, &mut retried)
+                    start_failed(attempt, retries, facts, failure, &mut retried)
                 } else {
                     Outcome::going(failure.reason, failure.message.clone())
                 }
@@ -240,7 +241,14 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 Some(q) => Outcome::going(q.reason, q.question.clone()),
                 None => Outcome::going(reason::RUNNING, "the agent is working"),
             },
-            PodState::Observed(PodOutcome::AgentExited(exit)) => exited(exit),
+            PodState::Observed(PodOutcome::AgentExited(exit)) => match question {
+                // The runner suspended: its checkpoint is posted, it ended without a result.
+                Some(q) if exit.exit_code == 0 => {
+                    stop_pod = true;
+                    Outcome::going(reason::SUSPENDED, suspended_message(&q.question))
+                }
+                _ => exited(exit),
+            },
             PodState::Observed(PodOutcome::DeadlineExceeded) => {
                 if asked_since.is_some() {
                     input_timed_out(facts.input_timeout)
@@ -252,30 +260,26 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
                 }
             }
             PodState::Observed(PodOutcome::Evicted(cause)) => {
-                infrastructure(attempt, facts.retries, reason::EVICTED, cause, &mut retried)
+                infrastructure(attempt, retries, reason::EVICTED, cause, &mut retried)
             }
-            PodState::Observed(PodOutcome::Infrastructure(cause)) => infrastructure(
-                attempt,
-                facts.retries,
-                reason::POD_FAILED,
-                cause,
-                &mut retried,
-            ),
+            PodState::Observed(PodOutcome::Infrastructure(cause)) => {
+                infrastructure(attempt, retries, reason::POD_FAILED, cause, &mut retried)
+            }
             PodState::Observed(PodOutcome::Deleted) | PodState::Gone => infrastructure(
                 attempt,
-                facts.retries,
+                retries,
                 reason::POD_FAILED,
                 "the pod was deleted",
                 &mut retried,
             ),
         }
     };
-    if retried.is_some() {
+    if retried.is_some() || resumed {
         next_attempt = attempt + 1;
     }
 
     let finished = outcome.status != ConditionStatus::Unknown;
-    let open_question = !finished && retried.is_none() && question.is_some();
+    let open_question = !finished && retried.is_none() && !resumed && question.is_some();
     let input_required = match (open_question, question) {
         (true, Some(q)) => Condition::new(
             condition_type::INPUT_REQUIRED,
@@ -312,17 +316,29 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         facts.now.clone(),
     );
     let conditions = merge(previous_conditions, vec![succeeded, input_required]);
+    let waiting = find_condition(&conditions, condition_type::INPUT_REQUIRED)
+        .filter(|c| c.status == ConditionStatus::True)
+        .map(|c| c.last_transition_time.clone());
+    let clocks = next_clocks(previous, waiting.as_ref(), &facts.now);
+    let leaves_pod = retried.is_some() || resumed || outcome_suspended(&conditions);
     let status = RunStatus {
         report: None,
         observed_generation: facts.generation,
         phase: Some(phase_of(&conditions)),
         conditions,
-        pod_name: if retried.is_some() {
+        pod_name: if leaves_pod {
             None
         } else {
             facts.pod_name.clone().or_else(|| previous.pod_name.clone())
         },
         attempt: accepted.then_some(next_attempt),
+        resumptions: if resumed {
+            Some(resumptions + 1)
+        } else {
+            previous.resumptions
+        },
+        waited_seconds: clocks.waited_seconds,
+        waiting_since: clocks.waiting_since,
         completion_time: finished.then(|| facts.now.clone()),
         start_time,
         children: previous.children.clone(),
@@ -334,6 +350,16 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         retried,
         stop_pod,
     }
+}
+
+/// What a suspended Run's `Succeeded` says.
+fn suspended_message(question: &str) -> String {
+    format!("suspended without a Pod until the answer comes: {question}")
+}
+
+/// Whether these conditions show a suspended Run.
+fn outcome_suspended(conditions: &[Condition]) -> bool {
+    phase_of(conditions) == RunPhase::Suspended
 }
 
 /// Whether the current attempt's Pod, which shows it will not start, has had its
@@ -364,6 +390,7 @@ pub fn start_deadline(facts: &RunFacts<'_>) -> Option<Duration> {
 /// that does not parse: the snapshot fixes it, so every attempt would fail the same way.
 fn start_failed(
     attempt: u32,
+    retries: u32,
     facts: &RunFacts<'_>,
     failure: &StartFailure,
     retried: &mut Option<String>,
@@ -376,7 +403,7 @@ fn start_failed(
     if failure.reason == reason::INVALID_IMAGE_NAME {
         return Outcome::failed(failure.reason, cause);
     }
-    infrastructure(attempt, facts.retries, failure.reason, &cause, retried)
+    infrastructure(attempt, retries, failure.reason, &cause, retried)
 }
 
 /// Whether the facts include something deleted under the Run (its snapshot, its Pod, the Agent
@@ -470,6 +497,10 @@ fn stopped(stop: StopReason, text: Option<&str>) -> Outcome {
         StopReason::Cancelled => Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel"),
         StopReason::TimedOut => Outcome::failed(reason::TIMED_OUT, with_text("the timeout passed")),
         StopReason::InputRequired => Outcome::going(reason::WAITING_FOR_INPUT, ""),
+        StopReason::ApprovalTimedOut => Outcome::failed(
+            reason::APPROVAL_TIMED_OUT,
+            with_text("a tool call waited too long for approval"),
+        ),
     }
 }
 
@@ -497,10 +528,6 @@ fn input_timed_out(input_timeout: Duration) -> Outcome {
         format!("no answer within {}", human(input_timeout)),
     )
 }
-        StopReason::ApprovalTimedOut => Outcome::failed(
-            reason::APPROVAL_TIMED_OUT,
-            with_text("a tool call waited too long for approval"),
-        ),
 
 /// An infrastructure failure: a new attempt while `retries` allow, else the final reason.
 fn infrastructure(
@@ -564,6 +591,7 @@ mod tests {
             input_timeout: Duration::from_secs(3600),
             retries: 0,
             report: None,
+            answered: Vec::new(),
             pod,
             pod_name: None,
             blocked: None,
@@ -1328,14 +1356,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn elapsed_never_goes_negative() {
-        assert_eq!(elapsed(&at(10), &at(5)), Duration::ZERO);
-        assert_eq!(elapsed(&at(5), &at(10)), Duration::from_secs(5));
-        assert_eq!(human(Duration::from_secs(5400)), "1h30m0s");
-        assert_eq!(human(Duration::from_secs(45)), "45s");
-    }
-}
     /// A Run that asked at 100 and whose Pod exited 0 at `now`: suspended.
     fn suspended_at(now: i64) -> RunStatus {
         let q = question();
@@ -1551,3 +1571,11 @@ mod tests {
         );
     }
 
+    #[test]
+    fn elapsed_never_goes_negative() {
+        assert_eq!(elapsed(&at(10), &at(5)), Duration::ZERO);
+        assert_eq!(elapsed(&at(5), &at(10)), Duration::from_secs(5));
+        assert_eq!(human(Duration::from_secs(5400)), "1h30m0s");
+        assert_eq!(human(Duration::from_secs(45)), "45s");
+    }
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Json, Response};
-use herd_crds::run::Run;
+use herd_crds::run::{Run, RunStatus};
 use herd_crds::wire::{Answer, AnswerPoll, MAX_BODY};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -88,20 +88,20 @@ pub async fn answer(
         },
     )
     .await?;
-    let start = started(&admitted);
+    let status = status_of(&admitted);
     let now = Time(jiff::Timestamp::now());
     let poll = AnswerPoll {
         answer: match found {
             Some(Looked::Answered(answer)) => Some(answer),
             Some(Looked::Finished) | None => None,
         },
-        seconds_left: Some(seconds_left(snapshot.run.timeout(), start.as_ref(), &now)),
+        seconds_left: Some(seconds_left(snapshot.run.timeout(), status.as_ref(), &now)),
     };
     Ok(Json(poll).into_response())
 }
 
-/// The Run's `startTime`, as the cache has it now.
-fn started(admitted: &Admitted) -> Option<Time> {
+/// The Run's status (its clocks), as the cache has it now.
+fn status_of(admitted: &Admitted) -> Option<RunStatus> {
     let watched = ObjectRef::new(&admitted.path.name).within(&admitted.path.namespace);
     admitted
         .caches
@@ -109,8 +109,7 @@ fn started(admitted: &Admitted) -> Option<Time> {
         .get(&watched)
         .unwrap_or_else(|| admitted.run.clone())
         .status
-        .as_ref()
-        .and_then(|s| s.start_time.clone())
+        .clone()
 }
 
 #[cfg(test)]
@@ -137,8 +136,8 @@ mod tests {
         assert_eq!(
             look(Some(&asked), "u", 1, "q-2").unwrap(),
             Some(Looked::Answered(Answer::text("q-2", "both")))
-        assert_eq!(look(Some(&asked), "u", 1, "q-3").unwrap(), None, "not yet");
         );
+        assert_eq!(look(Some(&asked), "u", 1, "q-3").unwrap(), None, "not yet");
         let decided = run(
             json!([{"id": "a-1", "decision": "deny", "reason": "not on main"}]),
             json!({"attempt": 1}),

@@ -1,7 +1,7 @@
 //! `GET config`: what the runner plans its run from. Pure: the Run's snapshot (fixed at
 //! admission), its live spec (the task, the answers given so far), the Pod's attempt, the
 //! Run's checkpoint and the clock (the time left counts queue time and earlier attempts, from
-//! `startTime`).
+//! `startTime`, but not the time the Run waited for a person).
 //!
 //! The checkpoint (`<run>-checkpoint`, the thread at the Run's latest question) is carried
 //! whenever the Run has one: only a Pod that lost an earlier attempt reads its config after a
@@ -17,27 +17,28 @@ use herd_crds::run::{RunSpec, RunStatus};
 use herd_crds::wire::RunConfig;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_snapshot::Snapshot;
-use crate::decide::run_status::elapsed;
 
-/// Whole seconds left at `now` before the deadline of a Run whose `timeout` counts from
-/// `start` (its `status.startTime`; all of it when not written yet).
-pub fn seconds_left(timeout: Duration, start: Option<&Time>, now: &Time) -> u64 {
-    let spent = start.map_or(Duration::ZERO, |start| elapsed(start, now));
-    timeout.saturating_sub(spent).as_secs()
+/// Whole seconds of working time left at `now` before the `timeout` of a Run with `status`
+/// (all of it when its `startTime` is not written yet).
+pub fn seconds_left(timeout: Duration, status: Option<&RunStatus>, now: &Time) -> u64 {
+    status
+        .map_or(timeout, |status| working_time_left(status, timeout, now))
+        .as_secs()
 }
 
-/// The configuration of `attempt` of a Run accepted at `start` (its `status.startTime`; now
-/// when not written yet), at `now`, resuming from `checkpoint` (its gzip) when there is one.
+/// The configuration of `attempt` of a Run with `status` (its clocks; all the time when it has
+/// none yet), at `now`, resuming from `checkpoint` (its gzip) when there is one.
 pub fn run_config(
     snapshot: &Snapshot,
     spec: &RunSpec,
     attempt: u32,
-    start: Option<&Time>,
+    status: Option<&RunStatus>,
     now: &Time,
     checkpoint: Option<&[u8]>,
 ) -> RunConfig {
-    let seconds_left = seconds_left(snapshot.run.timeout(), start, now);
+    let seconds_left = seconds_left(snapshot.run.timeout(), status, now);
     RunConfig {
         attempt,
         agent: snapshot.agent.clone(),
@@ -46,6 +47,7 @@ pub fn run_config(
         run: spec.clone(),
         depth: snapshot.depth,
         seconds_left,
+        suspend_after_seconds: snapshot.run.suspend_after_seconds,
         max_model_calls: snapshot.run.max_model_calls,
         token_budget: snapshot.run.token_budget,
         checkpoint_gzip_base64: checkpoint.map(|gzip| STANDARD.encode(gzip)),
@@ -71,6 +73,13 @@ mod tests {
 
     fn at(seconds: i64) -> Time {
         Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn started(seconds: i64) -> RunStatus {
+        RunStatus {
+            start_time: Some(at(seconds)),
+            ..RunStatus::default()
+        }
     }
 
     fn repository(path: &str) -> std::path::PathBuf {
@@ -151,7 +160,7 @@ mod tests {
     #[test]
     fn the_researcher_runs_config_is_the_one_the_runner_plans_from() {
         let (snap, spec) = accepted("examples/local/researcher.yaml", None);
-        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100), None);
+        let config = run_config(&snap, &spec, 1, Some(&started(100)), &at(100), None);
         assert_eq!(config, runner_fixture("researcher.run-config.json"));
     }
 
@@ -161,7 +170,7 @@ mod tests {
             "examples/local/all-features.yaml",
             Some("Map the European market for heat pumps."),
         );
-        let config = run_config(&snap, &spec, 1, Some(&at(100)), &at(100), None);
+        let config = run_config(&snap, &spec, 1, Some(&started(100)), &at(100), None);
         assert_eq!(config, runner_fixture("all-features.run-config.json"));
     }
 
@@ -169,20 +178,31 @@ mod tests {
     fn time_left_counts_from_the_start_and_never_goes_below_zero() {
         let (snap, spec) = accepted("examples/local/researcher.yaml", None);
         let timeout = snap.run.timeout_seconds;
-        let left = |start: Option<&Time>, now: i64| {
-            run_config(&snap, &spec, 2, start, &at(now), None).seconds_left
+        let left = |status: Option<&RunStatus>, now: i64| {
+            run_config(&snap, &spec, 2, status, &at(now), None).seconds_left
         };
         assert_eq!(
-            left(Some(&at(100)), 130),
+            left(Some(&started(100)), 130),
             timeout - 30,
             "queue time and attempts count"
         );
-        assert_eq!(left(Some(&at(100)), 100 + timeout as i64 + 5), 0);
+        assert_eq!(left(Some(&started(100)), 100 + timeout as i64 + 5), 0);
         assert_eq!(left(None, 130), timeout, "not started yet");
+        assert_eq!(left(Some(&RunStatus::default()), 130), timeout);
         assert_eq!(
-            left(Some(&at(200)), 100),
+            left(Some(&started(200)), 100),
             timeout,
             "a clock behind the start"
+        );
+        let waited = RunStatus {
+            waited_seconds: Some(20),
+            waiting_since: Some(at(140)),
+            ..started(100)
+        };
+        assert_eq!(
+            left(Some(&waited), 10_000),
+            timeout - 20,
+            "waits for a person do not count"
         );
     }
 
@@ -213,7 +233,7 @@ mod tests {
     fn an_attempt_resumes_from_the_runs_checkpoint() {
         let (snap, spec) = accepted("examples/local/researcher.yaml", None);
         let gzip = [0x1f, 0x8b, 8, 0, 255];
-        let config = run_config(&snap, &spec, 2, Some(&at(0)), &at(1), Some(&gzip));
+        let config = run_config(&snap, &spec, 2, Some(&started(0)), &at(1), Some(&gzip));
         let carried = config.checkpoint_gzip_base64.unwrap();
         assert_eq!(STANDARD.decode(carried).unwrap(), gzip);
     }

@@ -1,6 +1,7 @@
 //! A checkpoint: the thread and why it stopped there — a question waiting for its answer, or
 //! a signal (Ctrl-C, SIGTERM) that interrupted it — a file locally, gzip in ConfigMap
-//! `<run>-checkpoint` through the run API in a cluster.
+//! `<run>-checkpoint` through the run API in a cluster. A Pod that suspends while it waits
+//! adds the files of its `emptyDir` workspace, for the attempt that resumes it.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -11,9 +12,11 @@ use base64::Engine as _;
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
-use herd_crds::report::Clarification;
 use herd_crds::approval::ApprovalRequest;
+use herd_crds::report::Clarification;
 use serde::{Deserialize, Serialize};
+
+use crate::sandbox::saved_files::SavedFile;
 
 use crate::thread::{Message, MessageKind, ThreadState};
 
@@ -41,6 +44,9 @@ pub struct Checkpoint {
     #[serde(flatten)]
     pub stop: CheckpointStop,
     pub state: ThreadState,
+    /// The workspace's files, saved by a Pod that suspended with an `emptyDir` workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SavedFile>,
 }
 
 /// Why a checkpoint was written.
@@ -52,15 +58,15 @@ pub enum CheckpointStop {
     /// A signal stopped the run; resuming tells the model so, and it redoes the step it was
     /// on.
     Interrupted(Interruption),
+    /// Tool calls wait for a person's decision (their thread's `awaitingApproval`); resuming
+    /// runs or denies them as decided.
+    Approval(Vec<ApprovalRequest>),
 }
 
 /// A run stopped by a signal.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Interruption {
-    /// Tool calls wait for a person's decision (their thread's `awaitingApproval`); resuming
-    /// runs or denies them as decided.
-    Approval(Vec<ApprovalRequest>),
     /// The signal, as `SIGINT` or `SIGTERM`.
     pub signal: String,
     /// When, RFC 3339.
@@ -103,12 +109,6 @@ impl Checkpoint {
         Checkpoint {
             stop: CheckpointStop::Question(question),
             state,
-        }
-    }
-
-    /// The checkpoint of a run interrupted by `signal`.
-    pub fn interrupted(signal: &str, state: ThreadState) -> Self {
-        Checkpoint {
             files: Vec::new(),
         }
     }
@@ -119,8 +119,15 @@ impl Checkpoint {
             stop: CheckpointStop::Approval(requests),
             state,
             files: Vec::new(),
+        }
+    }
+
+    /// The checkpoint of a run interrupted by `signal`.
+    pub fn interrupted(signal: &str, state: ThreadState) -> Self {
+        Checkpoint {
             stop: CheckpointStop::Interrupted(Interruption::now(signal)),
             state,
+            files: Vec::new(),
         }
     }
 
@@ -235,6 +242,22 @@ mod tests {
             gzip.len()
         );
         let text = base64::engine::general_purpose::STANDARD.encode(&gzip);
+        assert_eq!(Checkpoint::from_gzip_base64(&text).unwrap(), saved);
+    }
+
+    #[test]
+    fn saved_files_travel_with_the_checkpoint_and_an_old_one_has_none() {
+        let mut saved = checkpoint();
+        assert!(
+            serde_json::to_value(&saved).unwrap().get("files").is_none(),
+            "no files, no key: older runners read it"
+        );
+        saved.files.push(SavedFile {
+            path: "/mnt/user-data/workspace/notes.md".into(),
+            data_base64: "ZHJhZnQ=".into(),
+            executable: false,
+        });
+        let text = base64::engine::general_purpose::STANDARD.encode(saved.to_gzip().unwrap());
         assert_eq!(Checkpoint::from_gzip_base64(&text).unwrap(), saved);
     }
 

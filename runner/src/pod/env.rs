@@ -117,6 +117,7 @@ mod tests {
                 inputs: &[],
                 skills: &[],
                 time_left: Duration::from_secs(600),
+                answers_given: 0,
                 traceparent: None,
             },
             &PodConfig {

@@ -121,6 +121,7 @@ mod tests {
             input_timeout: Duration::from_secs(3600),
             retries: 0,
             report: None,
+            answered: Vec::new(),
             pod: PodState::Observed(PodOutcome::Running),
             pod_name: Some("r-1".into()),
             blocked: None,

@@ -5,12 +5,15 @@
 //! operator set (`env`), fetches the Run's `RunConfig`, plans the run (`pod_plan`), connects
 //! to the sandbox and has it copy the Run's inputs into `uploads/`, runs the lead and posts
 //! the result with the presented files. Questions wait in this process for their answer, with
-//! the workspace; an attempt after a lost pod resumes from the question's checkpoint
-//! (`resume`). A run stopped by a limit posts its result too: the operator decides from it.
+//! the workspace, for the Run's `suspendAfter`; then the pod posts its checkpoint (with the
+//! files of an `emptyDir` workspace) and exits 0 without a result, and the operator shows the
+//! Run `Suspended` until the answer comes. An attempt after a lost or suspended pod resumes
+//! from the question's checkpoint (`resume`). A run stopped by a limit posts its result too: the operator decides from it.
 //! On SIGTERM it stops the agent, sends the progress not reported yet and exits within
 //! [`TERM_BUDGET`].
 //!
-//! Exit codes: 0 the result is posted (whatever it says); 1 the run could not start (the
+//! Exit codes: 0 the result is posted (whatever it says), or the pod suspended while its
+//! question waits (the termination log says so); 1 the run could not start (the
 //! environment, the run API, the config or the plan; the message is the termination message)
 //! or a newer attempt replaced this pod; 75 the result could not be posted before the
 //! deadline and the fallback report is in the termination log; 143 stopped by SIGTERM.
@@ -37,7 +40,7 @@ use self::resume::{Resume, resume};
 use crate::agent::{AgentEvent, Limits, Observer, RunEnv, RunOutcome};
 use crate::control::checkpoint::CheckpointStop;
 use crate::control::deadline::Deadline;
-use crate::control::run_api::{RunApiClient, RunApiControlPlane};
+use crate::control::run_api::{RunApiClient, RunApiControlPlane, Suspension};
 use crate::control::{AskOutcome, ControlError, ControlPlane};
 use crate::plan::{EnvFacts, RunPlan};
 use crate::runtime::agents::RunAgents;
@@ -52,6 +55,8 @@ use crate::thread::ThreadState;
 
 /// The result is posted.
 pub const EXIT_POSTED: u8 = 0;
+/// The pod suspended while its question waits: not a failure, the operator resumes the Run.
+pub const EXIT_SUSPENDED: u8 = 0;
 /// The run could not start, or a newer attempt replaced this pod.
 pub const EXIT_FAILED: u8 = 1;
 /// Stopped by SIGTERM (128 + 15, what a shell reports).
@@ -78,6 +83,9 @@ enum Ending {
     Fallback { report: String, why: String },
     /// SIGTERM stopped the pod: what the termination log says.
     Terminated(String),
+    /// The question's checkpoint is posted and the pod ends while it waits: what the
+    /// termination log says.
+    Suspended(String),
 }
 
 /// Resolves when the pod must stop (SIGTERM: the Pod is being deleted — cancelled, timed out,
@@ -126,6 +134,11 @@ fn finish(log: &Path, ending: Ending) -> u8 {
             tracing::warn!("{message}");
             write_termination_log(log, &message);
             EXIT_TERMINATED
+        }
+        Ending::Suspended(message) => {
+            tracing::info!("{message}");
+            write_termination_log(log, &message);
+            EXIT_SUSPENDED
         }
     }
 }
@@ -187,6 +200,9 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
         Some(Err(ending)) => return ending,
         None => return interrupted(&control, state).await,
     };
+    if outcome.stop_reason == StopReason::InputRequired {
+        return suspended(outcome.question.as_ref());
+    }
     if plan.depth > 0 {
         hand_back_outputs(&mut state, executor.as_ref(), observer.as_ref()).await;
     }
@@ -200,10 +216,16 @@ async fn run(env: &PodEnv, facts: &EnvFacts, observer: Arc<dyn Observer>, stop: 
     let Some(report) = unless_stopped(&stop, reading).await else {
         return terminated(&control).await;
     };
-    if outcome.stop_reason == StopReason::InputRequired {
-        return suspended(outcome.question.as_ref());
-    }
     post_unless_stopped(&control, report, &stop).await
+}
+
+/// How the pod ends when its wait for an answer suspended it (the checkpoint is posted).
+fn suspended(question: Option<&Clarification>) -> Ending {
+    Ending::Suspended(format!(
+        "suspended while waiting for the answer to {}: the checkpoint is posted, and the Run \
+         resumes in a new attempt once answered",
+        question.map_or("its question", |q| q.id.as_str())
+    ))
 }
 
 /// What the termination log says when SIGTERM stopped the pod.
@@ -331,6 +353,22 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
         deadline,
         plan.answers.clone(),
     );
+    if let Some(seconds) = config.suspend_after_seconds
+        && config.depth == 0
+    {
+        control.use_suspension(Suspension {
+            after: Duration::from_secs(seconds),
+            save_files: config
+                .agent
+                .sandbox
+                .workspace
+                .persistent_volume_claim
+                .is_none(),
+        });
+    }
+    if let Some(approval) = &plan.approval {
+        control.use_approval_timeout(approval.wait, approval.on_timeout);
+    }
     let inputs = config
         .run
         .inputs
@@ -353,22 +391,6 @@ async fn start(env: &PodEnv, facts: &EnvFacts) -> Result<Started, Ending> {
 struct Lead<'a> {
     plan: &'a Arc<RunPlan>,
     executor: &'a Arc<dyn ToolExecutor>,
-    if let Some(seconds) = config.suspend_after_seconds
-        && config.depth == 0
-    {
-        control.use_suspension(Suspension {
-            after: Duration::from_secs(seconds),
-            save_files: config
-                .agent
-                .sandbox
-                .workspace
-                .persistent_volume_claim
-                .is_none(),
-        });
-    }
-    if let Some(approval) = &plan.approval {
-        control.use_approval_timeout(approval.wait, approval.on_timeout);
-    }
     control: &'a Arc<RunApiControlPlane>,
     observer: &'a Arc<dyn Observer>,
 }
@@ -431,7 +453,21 @@ impl Lead<'_> {
         }
         .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
         control.use_compactor(agents.checkpoint_compactor(&lead));
-        if let Some(resume) = resume {
+        if let Some(mut resume) = resume {
+            let files = std::mem::take(&mut resume.files);
+            if !files.is_empty() {
+                let count = files.len();
+                if let Err(error) = executor.restore_files(files).await {
+                    return Ok(failed(
+                        StopReason::SandboxUnavailable,
+                        format!("cannot restore the workspace's saved files: {error}"),
+                    ));
+                }
+                tracing::info!(
+                    count,
+                    "restored the workspace's files saved at the suspension"
+                );
+            }
             let answer = match &resume.stop {
                 CheckpointStop::Question(question) => {
                     match self.answer(question, &resume.state).await? {
@@ -444,6 +480,15 @@ impl Lead<'_> {
                         signal = %how.signal,
                         at = %how.at,
                         "resuming from the checkpoint of an interrupted attempt"
+                    );
+                    None
+                }
+                // The thread holds the calls (`awaitingApproval`): the loop settles them
+                // first, with the decisions in `spec.responses` or by asking again.
+                CheckpointStop::Approval(requests) => {
+                    tracing::info!(
+                        count = requests.len(),
+                        "resuming from the checkpoint of tool calls waiting for approval"
                     );
                     None
                 }
@@ -480,15 +525,6 @@ impl Lead<'_> {
             .ask(question, checkpoint)
             .await
             .map_err(stopped)?;
-                // The thread holds the calls (`awaitingApproval`): the loop settles them
-                // first, with the decisions in `spec.responses` or by asking again.
-                CheckpointStop::Approval(requests) => {
-                    tracing::info!(
-                        count = requests.len(),
-                        "resuming from the checkpoint of tool calls waiting for approval"
-                    );
-                    None
-                }
         match asked {
             AskOutcome::Answered(answer) => {
                 self.observer.on_event(AgentEvent::Answered {
@@ -499,9 +535,7 @@ impl Lead<'_> {
                 Ok(Ok(answer))
             }
             AskOutcome::Ended { reason, error } => Ok(Err(failed(reason, error))),
-            AskOutcome::Suspended => Err(Ending::Failed(
-                "the run API put the question aside instead of waiting for its answer".into(),
-            )),
+            AskOutcome::Suspended => Err(suspended(Some(question))),
         }
     }
 }

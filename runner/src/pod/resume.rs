@@ -2,12 +2,15 @@
 //! gone), or was stopped by SIGTERM (drained, evicted) and posted its checkpoint: the new
 //! attempt starts from the checkpoint the run API kept, as `herd-runner run --resume` does from
 //! its file, with the answer appended or told it was interrupted. With an `emptyDir` workspace
-//! the files did not survive the old pod, and the model is told so first.
+//! the files did not survive the old pod, and the model is told so first, unless the old pod
+//! suspended and saved them with the checkpoint: then they are written back and nothing is
+//! lost. A suspended Run resumes here too, once its answer is in `spec.responses`.
 
 use herd_crds::wire::RunConfig;
 
 use crate::control::checkpoint::{Checkpoint, CheckpointStop};
 use crate::sandbox::paths::{OUTPUTS, UPLOADS, WORKSPACE};
+use crate::sandbox::saved_files::SavedFile;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Where a resumed attempt starts.
@@ -17,7 +20,9 @@ pub(super) struct Resume {
     pub stop: CheckpointStop,
     /// The thread as it was when it asked.
     pub state: ThreadState,
-    /// Whether the workspace was an `emptyDir`, gone with the earlier pod.
+    /// The workspace's files the earlier pod saved when it suspended, to write back.
+    pub files: Vec<SavedFile>,
+    /// Whether the workspace was an `emptyDir`, gone with the earlier pod, and not saved.
     pub workspace_lost: bool,
 }
 
@@ -27,15 +32,17 @@ pub(super) fn resume(config: &RunConfig) -> Result<Option<Resume>, String> {
         return Ok(None);
     };
     let checkpoint = Checkpoint::from_gzip_base64(text)?;
+    let empty_dir = config
+        .agent
+        .sandbox
+        .workspace
+        .persistent_volume_claim
+        .is_none();
     Ok(Some(Resume {
         stop: checkpoint.stop,
         state: checkpoint.state,
-        workspace_lost: config
-            .agent
-            .sandbox
-            .workspace
-            .persistent_volume_claim
-            .is_none(),
+        workspace_lost: empty_dir && checkpoint.files.is_empty(),
+        files: checkpoint.files,
     }))
 }
 
@@ -47,6 +54,9 @@ impl Resume {
         let stopped_at = match &self.stop {
             CheckpointStop::Question(question) => question.id.clone(),
             CheckpointStop::Interrupted(how) => how.at.clone(),
+            CheckpointStop::Approval(requests) => {
+                requests.first().map(|r| r.id.clone()).unwrap_or_default()
+            }
         };
         if self.workspace_lost {
             let presented = std::mem::take(&mut state.artifacts);
@@ -54,9 +64,6 @@ impl Resume {
                 format!("workspace-lost-{stopped_at}"),
                 MessageKind::WorkspaceLost,
                 lost_message(&presented),
-            CheckpointStop::Approval(requests) => {
-                requests.first().map(|r| r.id.clone()).unwrap_or_default()
-            }
             ));
         }
         match (&self.stop, answer) {
@@ -158,6 +165,22 @@ mod tests {
         assert_eq!(answer.id(), "answer-q-call_1_0");
         assert_eq!(answer.text(), "Europe only");
         assert!(state.artifacts.is_empty(), "what is gone is not presented");
+    }
+
+    #[test]
+    fn a_suspended_pods_saved_files_come_back_and_nothing_is_lost() {
+        let mut saved = checkpoint();
+        saved.files.push(SavedFile {
+            path: "/mnt/user-data/outputs/draft.md".into(),
+            data_base64: "ZHJhZnQ=".into(),
+            executable: false,
+        });
+        let resumed = resume(&config(Some(&saved))).unwrap().unwrap();
+        assert!(!resumed.workspace_lost);
+        assert_eq!(resumed.files, saved.files);
+        let state = resumed.continued(Some("Europe only".into()));
+        assert_eq!(state.messages.len(), 2, "the task and the answer");
+        assert_eq!(state.artifacts, ["/mnt/user-data/outputs/draft.md"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use base64::Engine as _;
 use super::executor::ToolExecutor;
 use super::inputs::InputCopy;
 use super::protocol::{SandboxRequest, SandboxResponse, SkillFile};
+use super::saved_files::SavedFile;
 use super::tools::ToolReply;
 use crate::thread::state::UploadedFile;
 
@@ -144,6 +145,28 @@ pub trait SandboxClient: ToolExecutor {
                 Ok(written.unwrap_or_else(|| path.to_owned()))
             }
             other => Err(unexpected("write_output_bytes", &other)),
+        }
+    }
+
+    /// Every file under `workspace/` and `outputs/`, refused over `max_bytes` in all.
+    async fn save_files(&self, max_bytes: u64) -> Result<Vec<SavedFile>, SandboxError> {
+        match ask(self, SandboxRequest::SaveFiles { max_bytes }, "save_files").await? {
+            SandboxResponse::SavedFiles { files } => Ok(files),
+            other => Err(unexpected("save_files", &other)),
+        }
+    }
+
+    /// Writes saved files back.
+    async fn restore_files(&self, files: Vec<SavedFile>) -> Result<(), SandboxError> {
+        match ask(
+            self,
+            SandboxRequest::RestoreFiles { files },
+            "restore_files",
+        )
+        .await?
+        {
+            SandboxResponse::Done { .. } => Ok(()),
+            other => Err(unexpected("restore_files", &other)),
         }
     }
 

@@ -14,6 +14,7 @@ use super::inputs::install_inputs;
 use super::paths::{SandboxPaths, SandboxRoots};
 use super::process_groups::ProcessGroups;
 use super::protocol::{PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse};
+use super::saved_files;
 use super::stderr_tail::StderrTails;
 use super::tools::{self, BASH};
 
@@ -154,6 +155,12 @@ impl SandboxHost {
             }
             SandboxRequest::WriteOutputBytes { path, data_base64 } => {
                 file_services::write_output_base64(self.paths(), &path, &data_base64)
+            }
+            SandboxRequest::SaveFiles { max_bytes } => {
+                saved_files::save_files(self.paths(), max_bytes)
+            }
+            SandboxRequest::RestoreFiles { files } => {
+                saved_files::restore_files(self.paths(), &files)
             }
             // Only a connection can be handed over to a program (`socket::server`).
             SandboxRequest::SpawnStdio { .. } => SandboxResponse::Error {

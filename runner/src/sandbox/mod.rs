@@ -15,6 +15,7 @@ pub(crate) mod paths;
 pub(crate) mod process_groups;
 pub(crate) mod protocol;
 mod realpath;
+pub(crate) mod saved_files;
 pub(crate) mod socket;
 pub(crate) mod stderr_tail;
 pub(crate) mod stdio;

@@ -7,13 +7,14 @@ use herd_crds::report::SandboxLayer;
 use serde::{Deserialize, Serialize};
 
 use super::inputs::InputCopy;
+use super::saved_files::SavedFile;
 use super::stdio::StdioCommand;
 use crate::thread::state::UploadedFile;
 
 /// The version of these requests and answers. A custom `sandbox.image` carries its own
 /// `herd-runner`, maybe another version: the socket client checks this first (`Hello`) and
 /// refuses a sandbox that speaks another one. Raise it with every change to the enums below.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// This build's version, named when the protocols differ.
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -50,6 +51,11 @@ pub enum SandboxRequest {
     /// Writes bytes (binary allowed) under `outputs/` as `WriteOutput` does: the files a child
     /// Run presented, which the parent's runner fetched from the run API.
     WriteOutputBytes { path: String, data_base64: String },
+    /// Reads every file under `workspace/` and `outputs/` (a Pod that suspends saves them
+    /// with its checkpoint), refused over `max_bytes` in all.
+    SaveFiles { max_bytes: u64 },
+    /// Writes saved files back (the attempt that resumes a suspended Run).
+    RestoreFiles { files: Vec<SavedFile> },
     /// Starts a stdio program (an MCP server). Only as the first request after `Hello` on a
     /// connection: answered with `StdioStarted`, after which the connection carries the
     /// program's standard input and output, byte for byte, until either side closes it.
@@ -75,6 +81,8 @@ impl SandboxRequest {
             SandboxRequest::FileInfo { .. } => "file_info",
             SandboxRequest::WriteOutput { .. } => "write_output",
             SandboxRequest::WriteOutputBytes { .. } => "write_output_bytes",
+            SandboxRequest::SaveFiles { .. } => "save_files",
+            SandboxRequest::RestoreFiles { .. } => "restore_files",
             SandboxRequest::SpawnStdio { .. } => "spawn_stdio",
             SandboxRequest::StdioStderr { .. } => "stdio_stderr",
         }
@@ -138,6 +146,10 @@ pub enum SandboxResponse {
         size: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sha256: Option<String>,
+    },
+    /// `SaveFiles`: the files, sorted by folder then path.
+    SavedFiles {
+        files: Vec<SavedFile>,
     },
     /// `SpawnStdio` started the program; the connection is its pipe from now on. `stderr`
     /// names the program in a later `StdioStderr`.

@@ -31,8 +31,6 @@ use tokio::time::Instant;
 pub use self::child_files::MAX_CHILD_FILES_BYTES;
 pub use self::client::{RunApiClient, RunApiTarget};
 use self::progress::ProgressSender;
-use super::checkpoint::ThreadCompactor;
-use super::deadline::Deadline;
 use self::questions::Awaited;
 use super::asked::{Asked, verdict_of};
 use super::checkpoint::ThreadCompactor;

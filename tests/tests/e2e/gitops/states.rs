@@ -461,6 +461,7 @@ async fn run_in(admin: &Client, ns: &str, state: &RunState) -> anyhow::Result<Va
         input_timeout: Duration::from_secs(3600),
         retries: 0,
         report: state.report.as_ref(),
+        answered: Vec::new(),
         pod: state.pod.clone(),
         pod_name: matches!(state.pod, PodState::Observed(_)).then(|| format!("{}-1", state.name)),
         blocked: state.blocked.map(str::to_owned),

@@ -13,6 +13,7 @@ mod runs;
 mod schedules;
 mod secure_metrics;
 pub(crate) mod support;
+mod suspended;
 mod tls;
 
 use herd_e2e::{E2eTest, TestEnv};
@@ -199,6 +200,10 @@ pub fn tests() -> Vec<E2eTest> {
                 admission::namespace_cap_queues_top_level_runs(operator, admin, ns).await
             },
         ),
+        E2eTest::shared("operator::suspended_runs_hold_no_slot", |env| async move {
+            let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+            suspended::suspended_runs_hold_no_slot(operator, admin, ns).await
+        }),
         E2eTest::shared(
             "operator::children_under_max_concurrent",
             |env| async move {

@@ -13,6 +13,7 @@ mod mcp;
 mod memory;
 pub(crate) mod script;
 mod scripted;
+mod suspension;
 mod traces;
 
 use herd_e2e::E2eTest;
@@ -56,13 +57,18 @@ pub fn tests() -> Vec<E2eTest> {
         )
         .on_node(),
         E2eTest::shared(
-        E2eTest::shared(
             "scenarios::a_denied_call_is_told_and_an_approved_one_runs",
             approval::a_denied_call_is_told_and_an_approved_one_runs,
         )
         .on_node(),
+        E2eTest::shared(
             "scenarios::a_lost_pod_resumes_from_the_checkpoint",
             clarification::a_lost_pod_resumes_from_the_checkpoint,
+        )
+        .on_node(),
+        E2eTest::shared(
+            "scenarios::a_suspended_run_resumes_with_its_files_and_its_working_time",
+            suspension::a_suspended_run_resumes_with_its_files_and_its_working_time,
         )
         .on_node(),
         E2eTest::shared(
