@@ -2,12 +2,12 @@
 //! tokens, how long it ran, and (with `-o wide`) its reason, parent and Pod.
 
 use herd_crds::reason::run as run_reason;
+use herd_crds::report::Cost;
 use herd_crds::run::{Run, RunPhase};
 use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::outcome::pending_question;
 use crate::tree::age;
 use crate::view::{phase_name, view};
 
@@ -16,17 +16,49 @@ const TITLE_WIDTH: usize = 40;
 
 /// The header of the table, with `NAMESPACE` first for `-A` and the wide columns last.
 pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
+    header_with_cost(all_namespaces, wide, false)
+}
+
+/// [`header`] with `COST` after `TOKENS` when `priced` (a Run listed is: [`any_priced`]).
+pub fn header_with_cost(all_namespaces: bool, wide: bool, priced: bool) -> Vec<&'static str> {
     let mut header = Vec::new();
     if all_namespaces {
         header.push("NAMESPACE");
     }
-    header.extend([
-        "NAME", "AGENT", "STATUS", "TITLE", "TOKENS", "DURATION", "AGE",
-    ]);
+    header.extend(["NAME", "AGENT", "STATUS", "TITLE", "TOKENS"]);
+    if priced {
+        header.push("COST");
+    }
+    header.extend(["DURATION", "AGE"]);
     if wide {
         header.extend(["REASON", "PARENT", "POD"]);
     }
     header
+}
+
+/// Whether any of `runs` shows a cost (its Agent's model is priced).
+pub fn any_priced<'a>(runs: impl IntoIterator<Item = &'a Run>) -> bool {
+    runs.into_iter().any(|run| {
+        run.status
+            .as_ref()
+            .and_then(|s| s.report.as_ref())
+            .is_some_and(|r| r.usage.cost.is_some())
+    })
+}
+
+/// `0.0042 USD`: the amount without trailing zeros past two decimals, and the currency; `-`
+/// without a cost.
+pub fn cost_text(cost: Option<&Cost>) -> String {
+    let Some(cost) = cost else {
+        return "-".to_owned();
+    };
+    let amount = cost.amount();
+    let (whole, decimals) = amount.split_once('.').unwrap_or((&amount, "00"));
+    let mut decimals = decimals.trim_end_matches('0').to_owned();
+    while decimals.len() < 2 {
+        decimals.push('0');
+    }
+    format!("{whole}.{decimals} {}", one_line(&cost.currency))
 }
 
 /// The cells of `run`'s row under [`header`]; `label` is its name with the tree's branches.
@@ -35,6 +67,18 @@ pub fn cells(
     run: &Run,
     all_namespaces: bool,
     wide: bool,
+    now: Timestamp,
+) -> Vec<String> {
+    cells_with_cost(label, run, all_namespaces, wide, false, now)
+}
+
+/// The cells of `run`'s row under [`header_with_cost`].
+pub fn cells_with_cost(
+    label: &str,
+    run: &Run,
+    all_namespaces: bool,
+    wide: bool,
+    priced: bool,
     now: Timestamp,
 ) -> Vec<String> {
     let shown = view(run);
@@ -51,6 +95,11 @@ pub fn cells(
             TITLE_WIDTH,
         ),
         tokens_text(shown.usage.total_tokens()),
+    ]);
+    if priced {
+        cells.push(cost_text(shown.usage.cost.as_ref()));
+    }
+    cells.extend([
         duration_text(run, now),
         run.metadata
             .creation_timestamp
@@ -91,10 +140,6 @@ pub fn status_text(run: &Run) -> String {
         (RunPhase::Pending, run_reason::AGENT_NOT_READY) => "Agent not ready",
         (RunPhase::Running, run_reason::POD_PENDING) => "Starting",
         (RunPhase::InputRequired, _) => "Waiting for answer",
-        // No Pod while it waits: what for, when the Run says.
-        (RunPhase::Suspended, _) if pending_question(run).is_some() => {
-            "Suspended, waiting for answer"
-        }
         (phase, _) => phase_name(phase),
     };
     text.to_owned()
@@ -161,29 +206,6 @@ mod tests {
         assert_eq!(status_text(&cancelling), "Cancelling");
         let done = run_with(Some((ConditionStatus::True, "Succeeded")), None, None);
         assert_eq!(status_text(&done), "Succeeded");
-    }
-
-    #[test]
-    fn a_suspended_run_says_what_it_waits_for() {
-        let mut suspended = question_run("q", &[]);
-        if let Some(status) = suspended.status.as_mut() {
-            status.phase = Some(RunPhase::Suspended);
-            for condition in &mut status.conditions {
-                if condition.type_ == "Succeeded" {
-                    condition.reason = "Suspended".into();
-                }
-            }
-        }
-        let mut answered = suspended.clone();
-        answered.spec.responses =
-            vec![serde_json::from_value(serde_json::json!({"id": "q", "answer": "teal"})).unwrap()];
-        let lines = [("suspended", &suspended), ("answered", &answered)]
-            .map(|(name, run)| format!("{name}: {}", status_text(run)))
-            .join("\n");
-        insta::assert_snapshot!(lines, @r"
-        suspended: Suspended, waiting for answer
-        answered: Suspended
-        ");
     }
 
     #[test]

@@ -5,15 +5,15 @@
 
 use std::fmt::Write as _;
 
-use herd_crds::report::TodoStatus;
-use herd_crds::run::Run;
+use herd_crds::report::{TodoStatus, Usage};
+use herd_crds::run::{Run, TRACEPARENT_ANNOTATION};
 use herd_crds::terminal_text::{for_terminal, one_line};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerState, Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
-use crate::columns::{duration_text, status_text, tokens_text};
+use crate::columns::{cost_text, duration_text, status_text, tokens_text};
 use crate::connect::Cluster;
 use crate::error::CliError;
 use crate::io::Io;
@@ -233,6 +233,10 @@ pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
         usage_line(&shown.usage),
         tokens_text(shown.usage.total_tokens())
     );
+    usage_details(&mut out, &shown.usage);
+    if let Some(trace) = trace_id(run) {
+        field(&mut out, "Trace", &trace);
+    }
     let report = status.report.clone().unwrap_or_default();
     if let Some(stop) = report.stop_reason {
         field(&mut out, "Stop reason", &format!("{stop:?}"));
@@ -405,6 +409,68 @@ fn event_time(event: &Event) -> Option<Timestamp> {
         .map(|t| t.0)
         .or_else(|| event.event_time.as_ref().map(|t| t.0))
         .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// The usage split under the `Usage:` line, each line only when it has something to say: the
+/// cached input, the cost, the tokens by model, and the totals with the children.
+fn usage_details(out: &mut String, usage: &Usage) {
+    let line = |out: &mut String, label: &str, value: &str| {
+        let _ = writeln!(out, "  {:<16}{}", format!("{label}:"), value);
+    };
+    if usage.cached_input_tokens > 0 {
+        line(
+            out,
+            "Cached input",
+            &format!("{} of the tokens in", usage.cached_input_tokens),
+        );
+    }
+    if usage.cost.is_some() {
+        line(out, "Cost", &cost_text(usage.cost.as_ref()));
+    }
+    if !usage.by_model.is_empty() {
+        let _ = writeln!(out, "  By model:");
+        let rows: Vec<Vec<String>> = usage
+            .by_model
+            .iter()
+            .map(|entry| {
+                let calls = if entry.model_calls == 1 {
+                    "call"
+                } else {
+                    "calls"
+                };
+                vec![
+                    one_line(&entry.model),
+                    format!("{} {calls}", entry.model_calls),
+                    format!("{} in", entry.input_tokens),
+                    format!("{} cached", entry.cached_input_tokens),
+                    format!("{} out", entry.output_tokens),
+                ]
+            })
+            .collect();
+        for row in table(&[], &rows).lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(out, "    {}", row.trim_end());
+        }
+    }
+    if let Some(total) = &usage.with_children {
+        let mut text = format!(
+            "{} model calls · {} tool calls · {} tokens in / {} out",
+            total.model_calls, total.tool_calls, total.input_tokens, total.output_tokens
+        );
+        if total.cost.is_some() {
+            text.push_str(&format!(" · {}", cost_text(total.cost.as_ref())));
+        }
+        line(out, "With children", &text);
+    }
+}
+
+/// The trace id of the Run's `herd.dev/traceparent` annotation (`00-<trace id>-<span>-<flags>`),
+/// when it has a well-formed one.
+fn trace_id(run: &Run) -> Option<String> {
+    let traceparent = run.annotations().get(TRACEPARENT_ANNOTATION)?;
+    let mut parts = traceparent.split('-');
+    let (_version, trace) = (parts.next()?, parts.next()?);
+    (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| trace.to_ascii_lowercase())
 }
 
 fn section(out: &mut String, title: &str) {

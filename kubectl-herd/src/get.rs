@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::{GetArgs, Selection};
-use crate::columns::{cells, header};
+use crate::columns::{any_priced, cells_with_cost, header_with_cost};
 use crate::connect::Cluster;
 use crate::error::{CliError, api_error};
 use crate::io::Io;
@@ -144,7 +144,9 @@ pub async fn get(cluster: &Cluster, args: &GetArgs, io: &mut Io<'_>) -> Result<u
         return Ok(EXIT_ANSWERED);
     }
     let family: HashSet<String> = nodes.iter().map(|n| n.run.name_any()).collect();
-    watch(api, args, named.then_some(family), &format, io).await
+    // Watched rows keep the listing's columns.
+    let priced = any_priced(nodes.iter().map(|n| n.run));
+    watch(api, args, named.then_some(family), &format, priced, io).await
 }
 
 /// The text of `nodes` in `format`; `named` are the Runs asked for by name (printed alone in
@@ -161,11 +163,15 @@ pub fn show(
             return Ok(None);
         }
         let wide = *format == Output::Wide;
+        let priced = any_priced(nodes.iter().map(|n| n.run));
         let rows: Vec<Vec<String>> = nodes
             .iter()
-            .map(|n| cells(&n.label, n.run, all_namespaces, wide, now))
+            .map(|n| cells_with_cost(&n.label, n.run, all_namespaces, wide, priced, now))
             .collect();
-        return Ok(Some(render(&header(all_namespaces, wide), &rows)));
+        return Ok(Some(render(
+            &header_with_cost(all_namespaces, wide, priced),
+            &rows,
+        )));
     }
     let objects: Vec<Run> = match named {
         Some(named) => named.iter().map(|r| (*r).clone()).collect(),
@@ -182,6 +188,7 @@ async fn watch(
     args: &GetArgs,
     mut family: Option<HashSet<String>>,
     format: &Output,
+    priced: bool,
     io: &mut Io<'_>,
 ) -> Result<u8, CliError> {
     let config = watcher::Config {
@@ -227,6 +234,7 @@ async fn watch(
             &run,
             args.selection.all_namespaces,
             format,
+            priced,
             Timestamp::now(),
         )?;
         // A reader that stopped reading (`| head`) ends the watch.
@@ -244,13 +252,21 @@ fn change_line(
     run: &Run,
     all_namespaces: bool,
     format: &Output,
+    priced: bool,
     now: Timestamp,
 ) -> Result<String, CliError> {
     if format.is_table() {
         let wide = *format == Output::Wide;
         let table = render(
-            &header(all_namespaces, wide),
-            &[cells(&run.name_any(), run, all_namespaces, wide, now)],
+            &header_with_cost(all_namespaces, wide, priced),
+            &[cells_with_cost(
+                &run.name_any(),
+                run,
+                all_namespaces,
+                wide,
+                priced,
+                now,
+            )],
         );
         return Ok(table
             .lines()
@@ -330,13 +346,13 @@ mod tests {
     #[test]
     fn a_watched_change_is_one_row() {
         let runs = family_tree();
-        let line = change_line(&runs[3], false, &Output::Table, at(GOLDEN_NOW).0).unwrap();
+        let line = change_line(&runs[3], false, &Output::Table, false, at(GOLDEN_NOW).0).unwrap();
         assert!(
             line.starts_with("other   writer   Agent not found"),
             "{line}"
         );
         assert_eq!(line.lines().count(), 1);
-        let yaml = change_line(&runs[3], false, &Output::Yaml, at(GOLDEN_NOW).0).unwrap();
+        let yaml = change_line(&runs[3], false, &Output::Yaml, false, at(GOLDEN_NOW).0).unwrap();
         assert!(yaml.starts_with("---\n"), "{yaml}");
     }
 }

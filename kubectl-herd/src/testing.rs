@@ -136,7 +136,7 @@ pub const GOLDEN_NOW: i64 = 1000;
 /// children (`notes-a` succeeded with a file, `notes-b` waiting for an answer), and `other`,
 /// pending for a missing Agent.
 pub fn family_tree() -> Vec<Run> {
-    use herd_crds::report::{Artifact, Todo, TodoStatus, Usage};
+    use herd_crds::report::{Artifact, Cost, ModelUsage, Todo, TodoStatus, Usage, UsageTotals};
     use herd_crds::run::{ChildRef, ParentRef};
 
     let mut parent = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
@@ -144,6 +144,13 @@ pub fn family_tree() -> Vec<Run> {
     parent.metadata.namespace = Some("research".into());
     parent.metadata.creation_timestamp = Some(at(100));
     parent.metadata.labels = Some([("herd.dev/user".to_owned(), "alice".to_owned())].into());
+    parent.metadata.annotations = Some(
+        [(
+            herd_crds::run::TRACEPARENT_ANNOTATION.to_owned(),
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned(),
+        )]
+        .into(),
+    );
     parent.spec.task = "Write six notes on Rust.\nKeep each short.".into();
     parent.spec.plan_mode = Some(true);
     parent.spec.timeout = Some("30m".into());
@@ -173,11 +180,44 @@ pub fn family_tree() -> Vec<Run> {
                     status: TodoStatus::InProgress,
                 },
             ];
+            // Priced, two models, and the finished child's totals with it.
+            let usd = |micros| {
+                Some(Cost {
+                    currency: "USD".into(),
+                    micros,
+                })
+            };
             report.usage = Usage {
                 input_tokens: 1_100,
                 output_tokens: 134,
+                cached_input_tokens: 600,
                 model_calls: 3,
                 tool_calls: 2,
+                cost: usd(2_870),
+                by_model: vec![
+                    ModelUsage {
+                        model: "gpt-4.1".into(),
+                        input_tokens: 1_000,
+                        output_tokens: 120,
+                        cached_input_tokens: 600,
+                        model_calls: 2,
+                    },
+                    ModelUsage {
+                        model: "gpt-4.1-mini".into(),
+                        input_tokens: 100,
+                        output_tokens: 14,
+                        cached_input_tokens: 0,
+                        model_calls: 1,
+                    },
+                ],
+                with_children: Some(UsageTotals {
+                    input_tokens: 1_520,
+                    output_tokens: 214,
+                    cached_input_tokens: 600,
+                    model_calls: 5,
+                    tool_calls: 3,
+                    cost: usd(4_310),
+                }),
             };
         }
     }
@@ -205,6 +245,10 @@ pub fn family_tree() -> Vec<Run> {
         if let Some(report) = status.report.as_mut() {
             report.usage.input_tokens = 420;
             report.usage.output_tokens = 80;
+            report.usage.cost = Some(Cost {
+                currency: "USD".into(),
+                micros: 1_440,
+            });
             if let Some(result) = report.result.as_mut() {
                 result.artifacts = vec![Artifact {
                     path: "outputs/note-a.md".into(),

@@ -265,6 +265,7 @@ mod tests {
             output_tokens: 6,
             model_calls: 2,
             tool_calls: 1,
+            ..Usage::default()
         };
         assert_eq!(
             changes(None, &next),

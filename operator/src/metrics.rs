@@ -10,6 +10,8 @@ pub mod kube_client;
 pub mod process;
 pub mod run_api_requests;
 pub mod secure;
+pub mod usage;
+pub mod usage_ledger;
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
@@ -85,13 +87,13 @@ pub struct Metrics {
     tokens: Family<AgentLabels, Counter>,
     active_pods: Gauge<i64, AtomicI64>,
     queued_runs: Gauge<i64, AtomicI64>,
-    suspended_runs: Gauge<i64, AtomicI64>,
     run_api_requests: Family<RouteLabels, Counter>,
     run_api_durations: Family<RouteTimingLabels, Histogram, fn() -> Histogram>,
     certificate_expiry: Gauge<f64, AtomicU64>,
     kube_requests: Family<KubeRequestLabels, Counter>,
     kube_durations: Family<KubeTimingLabels, Histogram, fn() -> Histogram>,
     budgets: budget::BudgetMetrics,
+    usage: usage::UsageMetrics,
 }
 
 impl Default for Metrics {
@@ -147,6 +149,8 @@ impl Default for Metrics {
                 run_histogram,
             );
         let tokens = Family::<AgentLabels, Counter>::default();
+        let usage = usage::UsageMetrics::default();
+        usage.register(registry);
         registry.register(
             "runs_finished",
             "Runs finished, by Succeeded status and reason",
@@ -173,12 +177,6 @@ impl Default for Metrics {
             "runs_queued",
             "Runs ready for their Pod and waiting for admission under a cap",
             queued_runs.clone(),
-        );
-        let suspended_runs = Gauge::<i64, AtomicI64>::default();
-        registry.register(
-            "runs_suspended",
-            "Runs suspended while they wait for a person: no Pod, no concurrency slot",
-            suspended_runs.clone(),
         );
         let run_api_requests = Family::<RouteLabels, Counter>::default();
         registry.register(
@@ -228,10 +226,10 @@ impl Default for Metrics {
             certificate_expiry,
             kube_requests,
             kube_durations,
+            usage,
             budgets,
             active_pods,
             queued_runs,
-            suspended_runs,
             reconciles,
             failures,
             durations,
@@ -305,6 +303,11 @@ impl Metrics {
         self.tokens.get_or_create(&agent).inc_by(tokens);
     }
 
+    /// The token and cost counters, fed by the Runs' reports.
+    pub fn usage(&self) -> &usage::UsageMetrics {
+        &self.usage
+    }
+
     /// Records how many Run pods are active.
     pub fn set_active_pods(&self, count: usize) {
         self.active_pods
@@ -314,12 +317,6 @@ impl Metrics {
     /// Records how many Runs wait for admission.
     pub fn set_queued_runs(&self, count: usize) {
         self.queued_runs
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
-    }
-
-    /// Records how many Runs are suspended.
-    pub fn set_suspended_runs(&self, count: usize) {
-        self.suspended_runs
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 

@@ -338,7 +338,9 @@ fn progress(seq: u64) -> ProgressReport {
             output_tokens: u64::from(step) * 100,
             model_calls: step,
             tool_calls: step,
+            ..Usage::default()
         },
+        ..ProgressReport::default()
     }
 }
 

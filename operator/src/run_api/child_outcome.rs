@@ -63,7 +63,7 @@ pub fn child_outcome(child: &Run) -> ChildOutcome {
             .filter(|s| is_terminal(*s)),
         result: text,
         error,
-        usage: report.map(|r| r.usage).unwrap_or_default(),
+        usage: report.map(|r| r.usage.clone()).unwrap_or_default(),
         artifacts: result.map(|r| r.artifacts.clone()).unwrap_or_default(),
     }
 }
@@ -123,8 +123,12 @@ mod tests {
     const USAGE: Usage = Usage {
         input_tokens: 100,
         output_tokens: 20,
+        cached_input_tokens: 0,
         model_calls: 3,
         tool_calls: 2,
+        cost: None,
+        by_model: Vec::new(),
+        with_children: None,
     };
 
     #[test]

@@ -159,7 +159,7 @@ pub fn after_result(
         title: title(result.title.as_deref())
             .or_else(|| same_attempt.and_then(|l| l.title.clone())),
         todos: todos(&result.todos),
-        usage: result.usage,
+        usage: result.usage.clone(),
         clarification: None,
         approvals: Vec::new(),
         result: Some(result_part),
@@ -273,12 +273,12 @@ pub fn after_clarification(
         Some(p) => (
             title(p.title.as_deref()).or_else(kept_title),
             todos(&p.todos),
-            p.usage,
+            p.usage.clone(),
         ),
         None => (
             kept_title(),
             same_attempt.map(|l| l.todos.clone()).unwrap_or_default(),
-            same_attempt.map(|l| l.usage).unwrap_or_default(),
+            same_attempt.map(|l| l.usage.clone()).unwrap_or_default(),
         ),
     };
     Ok(AfterClarification::Write(Box::new(RunReport {
@@ -324,6 +324,7 @@ mod tests {
                 model_calls: 3,
                 ..Usage::default()
             },
+            ..ProgressReport::default()
         }
     }
 

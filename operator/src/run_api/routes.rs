@@ -45,6 +45,7 @@ use crate::controller::run_objects::owned_by;
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};
 use crate::decide::run_status::snapshot_name;
 use crate::metrics::run_api_requests::record;
+use crate::metrics::usage::ReportOf;
 
 /// The router of the run API, each request counted and timed by its route template.
 pub fn router(api: Arc<RunApi>) -> Router {
@@ -181,6 +182,7 @@ async fn config(
         .ok_or_else(|| Failure::not_found(format!("Run {} is gone", admitted.path)))?;
     check_live(&live, &admitted)?;
     let snapshot = api.snapshot(&admitted).await?;
+    let start = live.status.as_ref().and_then(|s| s.start_time.as_ref());
     let checkpoint = read_checkpoint(
         &api.client,
         &admitted.path.namespace,
@@ -193,7 +195,7 @@ async fn config(
         &snapshot,
         &live.spec,
         admitted.attempt,
-        live.status.as_ref(),
+        start,
         &now,
         checkpoint.as_deref(),
     );
@@ -246,6 +248,13 @@ async fn progress(
 ) -> Result<Response, Failure> {
     let (admitted, report): (_, ProgressBody) =
         api.admit_with_body(path, &headers, body, MAX_BODY).await?;
+    count_usage(
+        &api,
+        &admitted,
+        report.report.seq,
+        &report.report.usage,
+        &report.report.calls,
+    );
     let key = RunKey {
         path: admitted.path,
         uid: admitted.uid,
@@ -253,6 +262,35 @@ async fn progress(
     // A stale report is dropped without a word: the runner has a newer one out already.
     api.progress.offer(key, report);
     Ok((StatusCode::ACCEPTED, Json(serde_json::json!({}))).into_response())
+}
+
+/// Counts the tokens and cost a report of `admitted` at `seq` adds (once per report, however
+/// often it is sent; stale ones add nothing).
+fn count_usage(
+    api: &RunApi,
+    admitted: &Admitted,
+    seq: u64,
+    usage: &herd_crds::report::Usage,
+    calls: &herd_crds::wire::CallStats,
+) {
+    let shown = admitted
+        .run
+        .status
+        .as_ref()
+        .and_then(|status| status.report.as_ref())
+        .map(|report| &report.usage);
+    api.metrics.usage().report(
+        ReportOf {
+            namespace: &admitted.path.namespace,
+            agent: &admitted.run.spec.agent_ref.name,
+            uid: &admitted.uid,
+            attempt: admitted.attempt,
+            seq,
+        },
+        usage,
+        calls,
+        shown,
+    );
 }
 
 async fn result(
@@ -308,6 +346,13 @@ async fn result(
         },
     )
     .await?;
+    count_usage(
+        &api,
+        &admitted,
+        report.seq,
+        &report.usage,
+        &herd_crds::wire::CallStats::default(),
+    );
     let stop_reason = match written {
         Written::Applied(stop) => {
             info!(run = %admitted.path, attempt = admitted.attempt, ?stop, "result stored");

@@ -387,11 +387,7 @@ impl Agent {
             message.id = format!("ai-{call}");
         }
         if let Some(usage) = &message.usage {
-            state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
-            state.usage.output_tokens = state
-                .usage
-                .output_tokens
-                .saturating_add(usage.output_tokens);
+            record_call(&mut state.usage, self.model.as_ref(), usage);
         }
         Ok(message)
     }
@@ -422,16 +418,16 @@ impl Agent {
                     && call.arguments.len() > tool_calls::KEEP_FAILED_ARGUMENT_BYTES
             })
             .map(|(call, _)| call.id.clone())
+            .collect();
+        tool_calls::forget_arguments(&mut state.messages, &failed_large);
+        for (call, output) in outputs {
+            let effect = output.effect;
             // A held call has no result until a person decides (`settle_approvals`).
             if let Some(request) = effect.approval {
                 state.awaiting_approval.push(request);
                 continue;
             }
             state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
-            .collect();
-        tool_calls::forget_arguments(&mut state.messages, &failed_large);
-        for (call, output) in outputs {
-            let effect = output.effect;
             if let Some(todos) = effect.todos {
                 self.emit(AgentEvent::Todos {
                     agent: self.name.clone(),
@@ -442,6 +438,9 @@ impl Agent {
             state.add_artifacts(effect.artifacts);
             if let Some(delegation) = effect.delegation {
                 state.record_delegation(delegation);
+            }
+            if let Some(usage) = &effect.child_usage {
+                state.children_usage.add(usage);
             }
             let mut result = Message::tool(&call, output.status, output.content);
             if let Message::Tool(tool_message) = &mut result {

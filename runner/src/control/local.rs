@@ -15,7 +15,6 @@ use herd_crds::wire::{
 };
 use tokio::sync::Semaphore;
 
-use super::checkpoint::Checkpoint;
 use super::asked::verdict_of;
 use super::checkpoint::Checkpoint;
 use super::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane, SubagentCaps};
@@ -60,7 +59,6 @@ pub struct LocalControlPlane {
     answers: Vec<Answer>,
     memory: Option<MemoryFile>,
     result: Mutex<Option<ResultReport>>,
-    children_usage: Mutex<Usage>,
 }
 
 impl LocalControlPlane {
@@ -81,7 +79,6 @@ impl LocalControlPlane {
             answers: Vec::new(),
             memory,
             result: Mutex::new(None),
-            children_usage: Mutex::new(Usage::default()),
         }
     }
 
@@ -94,14 +91,6 @@ impl LocalControlPlane {
     /// The result the run posted, if it did.
     pub fn result(&self) -> Option<ResultReport> {
         self.result.lock().ok().and_then(|result| result.clone())
-    }
-
-    /// Usage of all children (and their children) so far.
-    pub fn children_usage(&self) -> Usage {
-        self.children_usage
-            .lock()
-            .map(|usage| *usage)
-            .unwrap_or_default()
     }
 
     fn refused(name: String, error: String) -> ChildOutcome {
@@ -152,11 +141,7 @@ impl ControlPlane for LocalControlPlane {
             .acquire()
             .await
             .map_err(|error| ControlError::Io(error.to_string()))?;
-        let outcome = launcher.launch(request, parent).await;
-        if let Ok(mut usage) = self.children_usage.lock() {
-            usage.add(&outcome.usage);
-        }
-        Ok(outcome)
+        Ok(launcher.launch(request, parent).await)
     }
 
     async fn ask(
@@ -172,6 +157,20 @@ impl ControlPlane for LocalControlPlane {
                 Some(answer) => Ok(AskOutcome::Answered(answer)),
                 None => Err(ControlError::Io(
                     "the terminal closed before the question was answered".into(),
+                )),
+            },
+            Questions::Suspend(dir) => {
+                Checkpoint::question(question.clone(), checkpoint.clone())
+                    .save(dir)
+                    .map_err(|error| ControlError::Io(error.to_string()))?;
+                Ok(AskOutcome::Suspended)
+            }
+            Questions::Refuse => Err(ControlError::Refused(
+                "a subagent cannot ask the user questions".into(),
+            )),
+        }
+    }
+
     async fn ask_approval(
         &self,
         requests: &[ApprovalRequest],
@@ -208,20 +207,6 @@ impl ControlPlane for LocalControlPlane {
             }
             Questions::Refuse => Err(ControlError::Refused(
                 "a subagent cannot ask a person for approval".into(),
-            )),
-        }
-    }
-
-                )),
-            },
-            Questions::Suspend(dir) => {
-                Checkpoint::question(question.clone(), checkpoint.clone())
-                    .save(dir)
-                    .map_err(|error| ControlError::Io(error.to_string()))?;
-                Ok(AskOutcome::Suspended)
-            }
-            Questions::Refuse => Err(ControlError::Refused(
-                "a subagent cannot ask the user questions".into(),
             )),
         }
     }
@@ -339,7 +324,6 @@ mod tests {
             .find(|o| o.status == Some(ChildStatus::Failed))
             .unwrap();
         assert!(refused.error.as_deref().unwrap().contains("limit (5)"));
-        assert_eq!(control.children_usage().input_tokens, 15);
     }
 
     #[tokio::test]
@@ -347,21 +331,6 @@ mod tests {
         let control = LocalControlPlane::new(None, None, Questions::Refuse, None);
         let outcome = control.run_child(request(1), BUDGET).await.unwrap();
         assert_eq!(outcome.status, Some(ChildStatus::Failed));
-            options: vec![],
-            asked_at: None,
-        };
-        let state = ThreadState::new("task");
-        let outcome = control.ask(&question, &state).await.unwrap();
-        assert_eq!(outcome, AskOutcome::Suspended);
-        let saved = Checkpoint::load(dir.path()).unwrap();
-        assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
-        assert_eq!(saved.state, state);
-
-        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None)
-            .with_answers(vec![Answer::text("q-1", "this one")]);
-        let outcome = answered.ask(&question, &state).await.unwrap();
-        assert_eq!(outcome, AskOutcome::Answered("this one".into()));
-    }
     }
 
     #[tokio::test]
@@ -378,6 +347,21 @@ mod tests {
             question: "Which?".into(),
             kind: herd_crds::report::ClarificationType::MissingInfo,
             context: None,
+            options: vec![],
+            asked_at: None,
+        };
+        let state = ThreadState::new("task");
+        let outcome = control.ask(&question, &state).await.unwrap();
+        assert_eq!(outcome, AskOutcome::Suspended);
+        let saved = Checkpoint::load(dir.path()).unwrap();
+        assert_eq!(saved.stop, CheckpointStop::Question(question.clone()));
+        assert_eq!(saved.state, state);
+
+        let answered = LocalControlPlane::new(None, None, Questions::Refuse, None)
+            .with_answers(vec![Answer::text("q-1", "this one")]);
+        let outcome = answered.ask(&question, &state).await.unwrap();
+        assert_eq!(outcome, AskOutcome::Answered("this one".into()));
+    }
 
     #[tokio::test]
     async fn approvals_are_decided_ahead_saved_for_a_resume_or_refused_in_a_subagent() {
@@ -386,8 +370,8 @@ mod tests {
             ApprovalRequest::new("c2", "bash", r#"{"command":"git push"}"#),
         ];
         let state = ThreadState::new("task");
-        let decided = LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(
-            vec![
+        let decided =
+            LocalControlPlane::new(None, None, Questions::Refuse, None).with_answers(vec![
                 Answer {
                     decision: Some(herd_crds::approval::ApprovalDecision::Approve),
                     ..Answer::text("a-c1", "")
@@ -397,8 +381,7 @@ mod tests {
                     reason: Some("not today".into()),
                     ..Answer::text("a-c2", "")
                 },
-            ],
-        );
+            ]);
         assert_eq!(
             decided.ask_approval(&requests, &state).await.unwrap(),
             ApprovalOutcome::Decided(vec![

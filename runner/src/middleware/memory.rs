@@ -22,7 +22,7 @@ use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
-use crate::model::{AgentRole, CallContext, ChatModel, Purpose};
+use crate::model::{AgentRole, CallContext, ChatModel, Purpose, record_call};
 use crate::text::{escape_tags, head_tail};
 use crate::thread::{Message, MessageKind, ThreadState};
 
@@ -101,12 +101,8 @@ impl Memory {
             )
             .await
             .map_err(|error| format!("the memory call failed: {}", error.message))?;
-        if let Some(usage) = answer.usage {
-            state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
-            state.usage.output_tokens = state
-                .usage
-                .output_tokens
-                .saturating_add(usage.output_tokens);
+        if let Some(usage) = &answer.usage {
+            record_call(&mut state.usage, self.model.as_ref(), usage);
         }
         let operations =
             parse_operations(&answer.content, &document).map_err(|error| error.to_string())?;

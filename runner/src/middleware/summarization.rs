@@ -31,7 +31,7 @@ use super::dynamic_context::is_reminder;
 use super::support::side_call::SideCall;
 use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::control::checkpoint::ThreadCompactor;
-use crate::model::{CallContext, ChatModel, Purpose};
+use crate::model::{CallContext, ChatModel, Purpose, record_call};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
 use crate::text::{escape_tags, head_tail, truncate_chars};
@@ -317,11 +317,7 @@ impl Summarization {
             return false;
         };
         if let Some(usage) = usage {
-            state.usage.input_tokens = state.usage.input_tokens.saturating_add(usage.input_tokens);
-            state.usage.output_tokens = state
-                .usage
-                .output_tokens
-                .saturating_add(usage.output_tokens);
+            record_call(&mut state.usage, self.model.as_ref(), &usage);
         }
         let messages = std::mem::take(&mut state.messages);
         let mut kept: Vec<Message> = messages
@@ -418,7 +414,7 @@ fn prompt_overhead(messages: &[Message]) -> Option<u64> {
             .as_assistant()
             .is_some_and(|a| a.usage.is_some() && !a.meta.extra.contains_key(STALE_USAGE_FLAG))
     })?;
-    let usage = messages[index].as_assistant()?.usage?;
+    let usage = messages[index].as_assistant()?.usage.as_ref()?;
     let before: u64 = messages[..index].iter().map(estimate_message).sum();
     Some(usage.input_tokens.saturating_sub(before))
 }
@@ -431,7 +427,7 @@ fn reported_tokens(messages: &[Message]) -> Option<u64> {
     if assistant.meta.extra.contains_key(STALE_USAGE_FLAG) {
         return None;
     }
-    let usage = assistant.usage?;
+    let usage = assistant.usage.as_ref()?;
     let after: u64 = messages[index + 1..].iter().map(estimate_message).sum();
     Some(usage.total_tokens() + after)
 }

@@ -14,7 +14,7 @@ use herd_crds::report::Usage;
 
 use super::support::side_call::SideCall;
 use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
-use crate::model::{CallContext, ChatModel, Purpose};
+use crate::model::{CallContext, ChatModel, Purpose, record_call};
 use crate::text::{take_chars, truncate_chars};
 use crate::thread::{Message, MessageKind, ThreadState};
 
@@ -117,13 +117,8 @@ impl Middleware for Title {
         };
         let title = match generated {
             Some((title, usage)) => {
-                if let Some(usage) = usage {
-                    state.usage.input_tokens =
-                        state.usage.input_tokens.saturating_add(usage.input_tokens);
-                    state.usage.output_tokens = state
-                        .usage
-                        .output_tokens
-                        .saturating_add(usage.output_tokens);
+                if let (Some(usage), Some(model)) = (usage, &self.model) {
+                    record_call(&mut state.usage, model.as_ref(), &usage);
                 }
                 title
             }

@@ -8,6 +8,10 @@
 //! answer inside `wrap_model_call`, so the loop adds it to `state.usage` like reported usage
 //! and the budget and summarization see it.
 //!
+//! Each report also carries the attempt's call statistics for the operator's metrics: how long
+//! the latest answered model calls took (numbered, so each counts once) and how many tool
+//! calls of each tool ended well or in an error (MCP tools as one `mcp`).
+//!
 //! Progress reports are coalesced: at most one per second (the operator writes Run status no
 //! faster), the latest state wins, and whatever is still unsent when the run ends goes out in
 //! `after_agent`. `seq` increases across processes too (it starts from the clock), so the
@@ -18,18 +22,23 @@
 //! loop, subagent limit, terminal response) have already edited the answer. Its
 //! `wrap_model_call` is inside LLMErrorHandling, so only the attempt that answered is logged.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use herd_crds::report::{Todo, Usage};
-use herd_crds::wire::ProgressReport;
+use herd_crds::wire::{
+    CallStats, MAX_TIMED_CALLS, MAX_TOOL_COUNTS, ProgressReport, TimedCall, ToolCount,
+};
 use tokio::time::Instant;
 
-use crate::agent::{Flow, Middleware, ModelNext};
+use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::control::ControlPlane;
+use crate::mcp::names::SEPARATOR as MCP_SEPARATOR;
 use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::thread::{AssistantMessage, Message, ThreadState, ToolStatus};
+use crate::tools::ToolOutput;
 
 /// Shortest time between two progress reports.
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(1);
@@ -51,11 +60,46 @@ struct Reporting {
     unsent: Option<(Option<String>, Vec<Todo>, Usage)>,
 }
 
+/// The attempt's calls, for [`CallStats`].
+#[derive(Default)]
+struct CallLog {
+    answered: u64,
+    recent: VecDeque<TimedCall>,
+    tools: BTreeMap<(String, &'static str), u64>,
+}
+
+impl CallLog {
+    fn stats(&self) -> CallStats {
+        CallStats {
+            model_calls: self.recent.iter().copied().collect(),
+            tool_calls: self
+                .tools
+                .iter()
+                .map(|((tool, outcome), count)| ToolCount {
+                    tool: tool.clone(),
+                    outcome: (*outcome).to_owned(),
+                    count: *count,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The tool's label in metrics: a built-in tool's name, `mcp` for an MCP server's tool.
+fn tool_label(name: &str) -> String {
+    if name.contains(MCP_SEPARATOR) {
+        "mcp".to_owned()
+    } else {
+        name.chars().take(64).collect()
+    }
+}
+
 /// Logs each model call's usage and reports the lead's progress, at most once a second.
 pub struct UsageAndProgress {
     agent: String,
     progress: Option<Progress>,
     reporting: Mutex<Reporting>,
+    calls: Mutex<CallLog>,
 }
 
 impl UsageAndProgress {
@@ -65,6 +109,7 @@ impl UsageAndProgress {
             agent: agent.into(),
             progress: Some(Progress { control, attempt }),
             reporting: Mutex::new(Reporting::default()),
+            calls: Mutex::default(),
         }
     }
 
@@ -74,6 +119,38 @@ impl UsageAndProgress {
             agent: agent.into(),
             progress: None,
             reporting: Mutex::new(Reporting::default()),
+            calls: Mutex::default(),
+        }
+    }
+
+    fn calls(&self) -> MutexGuard<'_, CallLog> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes an answered model call that took `took`.
+    fn note_model_call(&self, took: Duration) {
+        let mut calls = self.calls();
+        calls.answered += 1;
+        let n = calls.answered;
+        calls.recent.push_back(TimedCall {
+            n,
+            millis: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        });
+        while calls.recent.len() > MAX_TIMED_CALLS {
+            calls.recent.pop_front();
+        }
+    }
+
+    /// Notes a tool call of `tool` that ended with `status`.
+    fn note_tool_call(&self, tool: &str, status: ToolStatus) {
+        let outcome = match status {
+            ToolStatus::Success => "ok",
+            ToolStatus::Error => "error",
+        };
+        let mut calls = self.calls();
+        let key = (tool_label(tool), outcome);
+        if calls.tools.contains_key(&key) || calls.tools.len() < MAX_TOOL_COUNTS {
+            *calls.tools.entry(key).or_insert(0) += 1;
         }
     }
 
@@ -115,6 +192,7 @@ impl UsageAndProgress {
             title,
             todos,
             usage,
+            calls: self.calls().stats(),
         })
     }
 
@@ -211,7 +289,9 @@ impl Middleware for UsageAndProgress {
         // Counted now rather than cloning the request: the estimate is only needed when the
         // provider reports no usage, and a clone of a long thread costs far more than a count.
         let input = input_chars(&request);
+        let started = Instant::now();
         let mut answer = next.run(state, request).await?;
+        self.note_model_call(started.elapsed());
         let estimated = answer.usage.is_none();
         if estimated {
             answer.usage = Some(estimate_from_input(input, &answer));
@@ -220,7 +300,7 @@ impl Middleware for UsageAndProgress {
                 .extra
                 .insert("usage_estimated".into(), serde_json::Value::Bool(true));
         }
-        let usage = answer.usage.unwrap_or_default();
+        let usage = answer.usage.clone().unwrap_or_default();
         tracing::info!(
             agent = %self.agent,
             call = state.usage.model_calls.saturating_add(1),
@@ -232,8 +312,19 @@ impl Middleware for UsageAndProgress {
         Ok(answer)
     }
 
+    async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {
+        let tool = request.call.name.clone();
+        let output = next.run(request).await;
+        self.note_tool_call(&tool, output.status);
+        output
+    }
+
     async fn after_model(&self, state: &mut ThreadState) -> Flow {
-        let snapshot = (state.title.clone(), state.todos.clone(), state.usage);
+        let snapshot = (
+            state.title.clone(),
+            state.todos.clone(),
+            state.usage_with_children(),
+        );
         if let Some(report) = self.due(snapshot, false) {
             self.send(report).await;
         }
@@ -245,7 +336,11 @@ impl Middleware for UsageAndProgress {
         if !unsent {
             return;
         }
-        let snapshot = (state.title.clone(), state.todos.clone(), state.usage);
+        let snapshot = (
+            state.title.clone(),
+            state.todos.clone(),
+            state.usage_with_children(),
+        );
         if let Some(report) = self.due(snapshot, true) {
             self.send(report).await;
         }
@@ -291,6 +386,13 @@ mod tests {
             checkpoint: &ThreadState,
         ) -> Result<AskOutcome, ControlError> {
             self.inner.ask(question, checkpoint).await
+        }
+        async fn ask_approval(
+            &self,
+            requests: &[herd_crds::approval::ApprovalRequest],
+            checkpoint: &ThreadState,
+        ) -> Result<crate::control::ApprovalOutcome, ControlError> {
+            self.inner.ask_approval(requests, checkpoint).await
         }
         async fn post_result(&self, result: ResultReport) -> Result<(), ControlError> {
             self.inner.post_result(result).await
@@ -387,13 +489,6 @@ mod tests {
         assert_eq!(reports[1].title.as_deref(), Some("A title"));
         assert_eq!(reports[1].todos.len(), 1);
         assert!(reports.iter().all(|r| r.attempt == 2));
-        async fn ask_approval(
-            &self,
-            requests: &[herd_crds::approval::ApprovalRequest],
-            checkpoint: &ThreadState,
-        ) -> Result<crate::control::ApprovalOutcome, ControlError> {
-            self.inner.ask_approval(requests, checkpoint).await
-        }
     }
 
     #[tokio::test(start_paused = true)]

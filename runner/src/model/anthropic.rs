@@ -577,11 +577,16 @@ impl Answer {
             }
         }
         message.finish_reason = self.stop_reason.as_deref().map(finish_reason);
+        // Anthropic's `input_tokens` leaves out the tokens written to and read from the cache;
+        // ours counts every prompt token, the cached ones among them.
         message.usage = self.usage.map(|u| Usage {
-            input_tokens: u.input_tokens.unwrap_or(0)
-                + u.cache_creation_input_tokens.unwrap_or(0)
-                + u.cache_read_input_tokens.unwrap_or(0),
+            input_tokens: u
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
+                .saturating_add(u.cache_read_input_tokens.unwrap_or(0)),
             output_tokens: u.output_tokens.unwrap_or(0),
+            cached_input_tokens: u.cache_read_input_tokens.unwrap_or(0),
             ..Usage::default()
         });
         Ok(message)
@@ -1022,7 +1027,15 @@ mod tests {
             assert_eq!(message.finish_reason, Some(expected), "{wire}");
             assert_eq!(message.content, "Partial");
             let usage = message.usage.unwrap();
-            assert_eq!((usage.input_tokens, usage.output_tokens), (113, 9));
+            assert_eq!(
+                (
+                    usage.input_tokens,
+                    usage.cached_input_tokens,
+                    usage.output_tokens
+                ),
+                (113, 100, 9),
+                "the cache reads are the cached part of the input"
+            );
         }
     }
 

@@ -15,6 +15,7 @@ pub(crate) mod http;
 mod http_error;
 mod ids;
 pub mod openai;
+mod priced;
 pub(crate) mod resolve;
 pub mod scripted;
 mod sse;
@@ -22,6 +23,7 @@ mod sse;
 mod test_support;
 
 pub use error::{ModelError, ModelErrorKind};
+pub use priced::record_call;
 pub use sse::MAX_EVENT_BYTES;
 
 /// Who is calling the model.
@@ -131,6 +133,11 @@ pub trait ChatModel: Send + Sync {
     /// The provider as the GenAI conventions name it on spans (`gen_ai.provider.name`).
     fn provider(&self) -> &str {
         "unknown"
+    }
+
+    /// What this model's tokens cost, when the Agent's model has `pricing`.
+    fn pricing(&self) -> Option<&herd_crds::agent::ModelPricing> {
+        None
     }
 
     /// Sends the request, streams the answer into `on_delta`, and returns the whole message

@@ -272,12 +272,37 @@ struct FunctionDelta {
     arguments: Option<String>,
 }
 
-#[derive(Deserialize, Debug, Default, Clone, Copy)]
+#[derive(Deserialize, Debug, Default, Clone)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    /// The part of `prompt_tokens` read from the prompt cache (`cached_tokens` within).
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize, Debug, Default, Clone)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The usage this reports: `prompt_tokens` includes the cached tokens.
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            cached_input_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            ..Usage::default()
+        }
+    }
 }
 
 /// A tool call being assembled from deltas.
@@ -441,11 +466,7 @@ impl Answer {
             reasoning: Some(self.reasoning).filter(|r| !r.is_empty()),
             tool_calls,
             finish_reason,
-            usage: self.usage.map(|u| Usage {
-                input_tokens: u.prompt_tokens,
-                output_tokens: u.completion_tokens,
-                ..Usage::default()
-            }),
+            usage: self.usage.as_ref().map(WireUsage::usage),
             ..AssistantMessage::default()
         })
     }
@@ -961,6 +982,35 @@ mod tests {
         assert_eq!(message.usage.unwrap().output_tokens, 7);
         assert_eq!(deltas[0], StreamDelta::Reasoning("Let me ".into()));
         assert_eq!(deltas[3], StreamDelta::Text("42".into()));
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_the_cached_part_of_the_input() {
+        let chunk: Chunk = serde_json::from_value(json!({"choices": [], "usage": {
+            "prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+            "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0}}}))
+        .unwrap();
+        let usage = chunk.usage.unwrap().usage();
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens
+            ),
+            (2006, 1920, 300)
+        );
+        // Servers without the details (llama.cpp, older vLLM), or with a null count.
+        for usage in [
+            json!({"prompt_tokens": 5, "completion_tokens": 7}),
+            json!({"prompt_tokens": 5, "completion_tokens": 7, "prompt_tokens_details": null}),
+            json!({"prompt_tokens": 5, "completion_tokens": 7,
+                   "prompt_tokens_details": {"cached_tokens": null}}),
+        ] {
+            let wire: WireUsage = serde_json::from_value(usage).unwrap();
+            assert_eq!(wire.usage().cached_input_tokens, 0);
+            assert_eq!(wire.usage().input_tokens, 5);
+        }
     }
 
     #[tokio::test]

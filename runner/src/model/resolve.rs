@@ -9,12 +9,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use herd_crds::agent::ModelPricing;
 /// Which API a model speaks: the Agent's `model.provider`.
 pub use herd_crds::agent::Provider;
 
 use super::anthropic::AnthropicModel;
 use super::error::ModelError;
 use super::openai::OpenAiModel;
+use super::priced::PricedModel;
 use super::scripted::{ScriptError, ScriptedModel};
 use super::{CallOptions, ChatModel, HttpModelConfig};
 
@@ -54,6 +56,8 @@ pub struct ModelSpec {
     pub max_retries: Option<u32>,
     /// The script text of a `scripted` model.
     pub script: Option<String>,
+    /// What the model's tokens cost (the Agent's `model.pricing`).
+    pub pricing: Option<ModelPricing>,
 }
 
 impl ModelSpec {
@@ -73,6 +77,7 @@ impl ModelSpec {
             request_timeout: None,
             max_retries: None,
             script: None,
+            pricing: None,
         }
     }
 
@@ -107,6 +112,7 @@ impl fmt::Debug for ModelSpec {
                 "script",
                 &self.script.as_ref().map(|s| format!("<{} bytes>", s.len())),
             )
+            .field("pricing", &self.pricing)
             .finish()
     }
 }
@@ -166,8 +172,13 @@ pub fn resolve(
     run: Option<&ModelOverride>,
 ) -> Result<Resolved, ResolveError> {
     let mut spec = agent.or(default).ok_or(ResolveError::NoModel)?.clone();
+    // The prices are those of the Agent's model, not of another model the Run names.
+    let mut priced_for = None;
     if let Some(run) = run {
         if let Some(name) = run.name.as_ref().filter(|n| !n.trim().is_empty()) {
+            if *name != spec.name && spec.pricing.take().is_some() {
+                priced_for = Some(std::mem::take(&mut spec.name));
+            }
             spec.name = name.clone();
         }
         spec.temperature = run.temperature.or(spec.temperature);
@@ -175,6 +186,13 @@ pub fn resolve(
     }
     validate(&spec)?;
     let mut warnings = Vec::new();
+    if let Some(priced) = priced_for {
+        warnings.push(format!(
+            "the Run uses model `{}` instead of `{priced}`: the Agent's `pricing` is for \
+             `{priced}`, so this Run shows no cost",
+            spec.name
+        ));
+    }
     if !spec.supports_thinking
         && let Some(effort) = spec.reasoning_effort.take()
     {
@@ -264,7 +282,7 @@ pub fn build_model(spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ResolveError>
         request_timeout,
         stream_chunk_timeout: STREAM_CHUNK_TIMEOUT.min(request_timeout),
     };
-    Ok(match spec.provider {
+    let model: Arc<dyn ChatModel> = match spec.provider {
         Provider::Openai => Arc::new(OpenAiModel::new(config())?.with_defaults(defaults)),
         Provider::Anthropic => Arc::new(AnthropicModel::new(config())?.with_defaults(defaults)),
         Provider::Scripted => {
@@ -276,6 +294,10 @@ pub fn build_model(spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ResolveError>
             };
             Arc::new(ScriptedModel::from_yaml(script)?.with_name(name))
         }
+    };
+    Ok(match &spec.pricing {
+        Some(pricing) => Arc::new(PricedModel::new(model, pricing.clone())),
+        None => model,
     })
 }
 

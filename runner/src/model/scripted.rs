@@ -43,7 +43,8 @@
 //! `respond` keys: `content`, `reasoning`, `toolCalls` [{`name`, `arguments`: any YAML value,
 //! or a string sent as-is — handy for testing malformed arguments}], `finishReason` (`stop`,
 //! `length`, `tool_calls`... default `tool_calls` when there are tool calls, else `stop`),
-//! `usage` {`inputTokens`, `outputTokens`} (estimated as characters / 4 when absent), or
+//! `usage` {`inputTokens`, `outputTokens` (estimated as characters / 4 when absent),
+//! `cachedInputTokens` (the part of the input read from a cache; absent: 0)}, or
 //! `error` {`kind` (`rateLimited`, `server`, `connection`, `timeout`, `auth`, `quota`,
 //! `contextOverflow`, `badRequest`, `invalidResponse`), `status`, `message`,
 //! `retryAfterSeconds`} instead of an answer.
@@ -174,6 +175,7 @@ fn wants<T: PartialEq>(want: &Option<T>, have: T) -> bool {
 struct UsageSpec {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cached_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -631,6 +633,7 @@ impl ChatModel for ScriptedModel {
             output_tokens: given
                 .output_tokens
                 .unwrap_or_else(|| estimate_tokens(output_chars)),
+            cached_input_tokens: given.cached_input_tokens.unwrap_or(0),
             ..Usage::default()
         };
         let finish_reason = respond
@@ -986,7 +989,7 @@ rules:
         - {name: ls, arguments: {path: /mnt/user-data}}
         - {name: bash, arguments: "{not json"}
         - {name: present_files}
-  - respond: {content: done, finishReason: length, usage: {outputTokens: 99}}
+  - respond: {content: done, finishReason: length, usage: {outputTokens: 99, cachedInputTokens: 4}}
 "#,
         );
         let deltas = Mutex::new(Vec::new());
@@ -1023,7 +1026,7 @@ rules:
         assert_eq!(first.finish_reason, Some(FinishReason::ToolCalls));
         assert_eq!(first.id, "scripted_0");
         // "You are Herd." (13) + "12345678" (8) = 21 chars -> 6 tokens.
-        let usage = first.usage.unwrap();
+        let usage = first.usage.clone().unwrap();
         assert_eq!(usage.input_tokens, 6);
         assert_eq!(
             usage.output_tokens,
@@ -1034,7 +1037,8 @@ rules:
         thread.push(Message::Assistant(first));
         let second = ask(&model, &lead(thread)).await.unwrap();
         assert_eq!(second.finish_reason, Some(FinishReason::Length));
-        assert_eq!(second.usage.unwrap().output_tokens, 99);
+        let usage = second.usage.unwrap();
+        assert_eq!((usage.output_tokens, usage.cached_input_tokens), (99, 4));
         assert_eq!(second.id, "scripted_1");
     }
 

@@ -304,6 +304,16 @@ fn agent_model(
     spec.request_timeout = request_timeout;
     spec.max_retries = model.max_retries;
     spec.script = script;
+    if let Some(pricing) = &model.pricing {
+        if !herd_crds::pricing::is_valid(pricing) {
+            return Err(PlanError(
+                "spec.model.pricing: prices must be decimals such as 2.50 (at most 6 decimals) \
+                 and the currency an ISO 4217 code such as USD"
+                    .into(),
+            ));
+        }
+        spec.pricing = Some(pricing.clone());
+    }
     Ok(spec)
 }
 

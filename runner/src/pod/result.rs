@@ -29,7 +29,7 @@ pub fn outcome_report(attempt: u32, outcome: &RunOutcome, state: &ThreadState) -
         text: outcome.answer.clone(),
         title: state.title.clone(),
         todos: state.todos.clone(),
-        usage: state.usage,
+        usage: state.usage_with_children(),
         files: Vec::new(),
         error: outcome.error.clone(),
     }

@@ -71,8 +71,7 @@ impl SubagentLauncher for InProcessSubagents {
         };
         let mut state = ThreadState::new(request.prompt);
         let result = tokio::time::timeout_at(deadline, agent.run(&mut state, &env)).await;
-        let mut usage = state.usage;
-        usage.add(&control.children_usage());
+        let usage = state.usage_with_children();
         match result {
             Err(_) => ChildOutcome {
                 name,

@@ -524,8 +524,7 @@ async fn finish(
     workdir: Workdir,
     interrupted: Option<StopSignal>,
 ) -> Result<LocalResult, LocalError> {
-    let mut usage = state.usage;
-    usage.add(&control.children_usage());
+    let usage = state.usage_with_children();
     if !matches!(
         outcome.stop_reason,
         StopReason::InputRequired | StopReason::Interrupted
@@ -537,7 +536,7 @@ async fn finish(
             stop_reason: outcome.stop_reason,
             finished_at: jiff::Timestamp::now().to_string(),
             title: state.title.clone(),
-            usage,
+            usage: usage.clone(),
         };
         if let Err(error) = ending.write(&state_dir) {
             tracing::warn!(%error, "cannot record how the run ended");
@@ -556,7 +555,7 @@ async fn finish(
             text: outcome.answer.clone(),
             title: state.title.clone(),
             todos: state.todos.clone(),
-            usage,
+            usage: usage.clone(),
             files: Vec::new(),
             error: outcome.error.clone(),
         })

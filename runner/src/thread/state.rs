@@ -100,6 +100,10 @@ pub struct ThreadState {
     /// Usage so far (provider-reported; estimated where the provider reported none).
     #[serde(default)]
     pub usage: Usage,
+    /// What the children this thread delegated to used (theirs included), as their outcomes
+    /// said: kept in the checkpoint, so a resumed attempt still counts them.
+    #[serde(default, skip_serializing_if = "is_no_usage")]
+    pub children_usage: UsageTotals,
     /// Summary of messages compacted away by summarization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
@@ -129,7 +133,17 @@ pub const MAX_DELEGATIONS: usize = 50;
 /// Most skills kept in `skill_context` (DeerFlow's cap).
 pub const MAX_SKILL_CONTEXT: usize = 8;
 
+fn is_no_usage(usage: &UsageTotals) -> bool {
+    *usage == UsageTotals::default()
+}
+
 impl ThreadState {
+    /// The usage to report: this thread's, with its children's totals in `withChildren` once
+    /// a child used anything.
+    pub fn usage_with_children(&self) -> Usage {
+        self.usage.clone().including_children(&self.children_usage)
+    }
+
     /// A fresh thread holding one user message.
     pub fn new(task: impl Into<String>) -> Self {
         ThreadState {

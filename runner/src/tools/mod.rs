@@ -16,7 +16,7 @@ pub(crate) mod write_todos;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use herd_crds::report::{Clarification, Todo};
+use herd_crds::report::{Clarification, Todo, UsageTotals};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -53,6 +53,8 @@ pub struct ToolEffect {
     pub viewed_image: Option<(String, ViewedImage, ImagePart)>,
     /// `task`: the delegation ledger entry.
     pub delegation: Option<Delegation>,
+    /// `task`: what the child used, its own children included.
+    pub child_usage: Option<UsageTotals>,
     /// `ask_clarification`: the question; the loop stops for an answer.
     pub interrupt: Option<Clarification>,
     /// Images of an MCP tool's result, shown to the model once after the turn's results.

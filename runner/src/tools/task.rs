@@ -135,9 +135,11 @@ impl Tool for Task {
             tokens_left: None,
             seconds_left: None,
         };
+        let mut child_usage = None;
         let (content, status, ok) = match ctx.control.run_child(request, ctx.budget).await {
             Ok(outcome) => {
                 let ok = outcome.status == Some(ChildStatus::Completed);
+                child_usage = Some(outcome.usage.totals_with_children());
                 (
                     render_outcome(&outcome),
                     delegation_status(outcome.status),
@@ -155,6 +157,7 @@ impl Tool for Task {
         } else {
             ToolOutput::error(content.clone())
         };
+        output.effect.child_usage = child_usage;
         output.effect.delegation = Some(Delegation {
             id: ctx.call_id.clone(),
             description: args.description,

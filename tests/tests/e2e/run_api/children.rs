@@ -54,6 +54,7 @@ fn result(text: &str, files: Vec<PresentedFile>) -> ResultReport {
             output_tokens: 8,
             model_calls: 2,
             tool_calls: 1,
+            ..Usage::default()
         },
         files,
         error: None,

@@ -79,6 +79,7 @@ fn progress(seq: u64) -> ProgressReport {
             model_calls: u32::try_from(seq).unwrap_or(u32::MAX),
             ..Usage::default()
         },
+        ..ProgressReport::default()
     }
 }
 
@@ -183,6 +184,7 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
             output_tokens: 30,
             model_calls: 11,
             tool_calls: 2,
+            ..Usage::default()
         },
         files: vec![
             PresentedFile {
