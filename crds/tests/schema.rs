@@ -254,7 +254,10 @@ fn the_schema_revision_moves_with_the_schema() {
 fn committed_crds_read_back_unchanged_and_stay_small() {
     for (file, crd) in crds().unwrap() {
         let text = committed(CHART_CRDS_DIR, file);
-        assert!(text.len() < 51_200, "{file} is {} bytes", text.len());
+        // 64 KiB: a guard against runaway growth (the Agent CRD passed 50 KiB with
+        // `model.pricing` and `approval`), far below the API server's and client-side apply's
+        // limits.
+        assert!(text.len() < 65_536, "{file} is {} bytes", text.len());
         let parsed: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(
             parsed, crd,
