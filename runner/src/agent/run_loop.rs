@@ -502,6 +502,10 @@ impl Agent {
             }
         };
         span.finish(&output);
+        // A held call has not finished: `ApprovalAsked` says what it waits for.
+        if output.effect.approval.is_some() {
+            return (call, output);
+        }
         self.emit(AgentEvent::ToolFinished {
             agent: self.name.clone(),
             id: call.id.clone(),

@@ -55,6 +55,14 @@ fn requests(run: &Run) -> Vec<ApprovalRequest> {
 
 /// Waits until the Run holds a call whose command contains `command`; the Run and its request.
 async fn held(
+/// Whether the controller shows the Run waiting for approval (`InputRequired`).
+fn waits_for_approval(run: &Run) -> bool {
+    run.status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, "InputRequired"))
+        .is_some_and(|c| c.status == ConditionStatus::True && c.reason == "WaitingForApproval")
+}
+
     scenario: &mut Scenario,
     name: &str,
     command: &str,
@@ -62,7 +70,7 @@ async fn held(
     let what = format!("hold `{command}` for approval");
     let run = scenario
         .until(name, &what, ASK_TIME, |run| {
-            requests(run).iter().any(|r| r.arguments.contains(command))
+            requests(run).iter().any(|r| r.arguments.contains(command)) && waits_for_approval(run)
         })
         .await?;
     let request = requests(&run)
