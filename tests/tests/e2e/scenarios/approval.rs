@@ -37,9 +37,11 @@ fn script() -> String {
          "respond": {"content": format!("Done: {RAN}.")}},
         {"match": {"role": "lead", "lastMessage": {"role": "tool",
             "contains": "denied by a person: keep the build"}},
-         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo {RAN}")}}]}},
+         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo {RAN}"),
+             "description": "Print a line"}}]}},
         {"match": {"role": "lead"},
-         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build/"}}]}},
+         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build/",
+             "description": "Remove the build folder"}}]}},
     ]})
     .to_string()
 }
@@ -53,8 +55,6 @@ fn requests(run: &Run) -> Vec<ApprovalRequest> {
         .unwrap_or_default()
 }
 
-/// Waits until the Run holds a call whose command contains `command`; the Run and its request.
-async fn held(
 /// Whether the controller shows the Run waiting for approval (`InputRequired`).
 fn waits_for_approval(run: &Run) -> bool {
     run.status
@@ -63,6 +63,8 @@ fn waits_for_approval(run: &Run) -> bool {
         .is_some_and(|c| c.status == ConditionStatus::True && c.reason == "WaitingForApproval")
 }
 
+/// Waits until the Run holds a call whose command contains `command`; the Run and its request.
+async fn held(
     scenario: &mut Scenario,
     name: &str,
     command: &str,
