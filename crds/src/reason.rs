@@ -140,6 +140,11 @@ pub mod run {
     pub const RUNNING: &str = "Running";
     /// `Succeeded=Unknown`, `InputRequired=True`: a question waits for an answer.
     pub const WAITING_FOR_INPUT: &str = "WaitingForInput";
+    /// `Succeeded=Unknown`, `InputRequired=True`: tool calls wait for a person's approval.
+    pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
+    /// `Succeeded=Unknown`, `InputRequired=True`: the wait outlasted `suspendAfter`; the Pod
+    /// posted its checkpoint and ended, and the Run resumes in a new attempt once answered.
+    pub const SUSPENDED: &str = "Suspended";
     /// `Succeeded=Unknown`: the Agent does not exist (yet); retried.
     pub const AGENT_NOT_FOUND: &str = "AgentNotFound";
     /// `Succeeded=Unknown`: the Agent exists but is not ready (its message is carried); retried.
@@ -152,6 +157,9 @@ pub mod run {
     pub const TIMED_OUT: &str = "TimedOut";
     /// `Succeeded=False`: a question went unanswered for `inputTimeout`.
     pub const INPUT_TIMED_OUT: &str = "InputTimedOut";
+    /// `Succeeded=False`: a tool call waited for approval past `approval.timeout`, with
+    /// `onTimeout: fail`.
+    pub const APPROVAL_TIMED_OUT: &str = "ApprovalTimedOut";
     /// `Succeeded=False`: `spec.cancel` was set.
     pub const CANCELLED: &str = "Cancelled";
     /// `Succeeded=False`: the pod failed outside the agent's control.
@@ -166,11 +174,6 @@ pub mod run {
     pub const RESULT_TOO_LARGE: &str = "ResultTooLarge";
     /// `Succeeded=False`: the checkpoint stayed too large after summarization.
     pub const CHECKPOINT_TOO_LARGE: &str = "CheckpointTooLarge";
-    /// `Succeeded=Unknown`, `InputRequired=True`: tool calls wait for a person's approval.
-    pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
-    /// `Succeeded=Unknown`, `InputRequired=True`: the wait outlasted `suspendAfter`; the Pod
-    /// posted its checkpoint and ended, and the Run resumes in a new attempt once answered.
-    pub const SUSPENDED: &str = "Suspended";
     /// `Succeeded=False`: the spec is invalid in a way the schema could not catch.
     pub const INVALID_SPEC: &str = "InvalidSpec";
     /// `Succeeded=False`: the Run's snapshot ConfigMap was deleted while the Run was active.
@@ -183,9 +186,6 @@ pub mod run {
     /// The scheduler finds no node for the Pod (`PodScheduled=False`).
     pub const UNSCHEDULABLE: &str = "Unschedulable";
     /// The kubelet backs off pulling an image after failed pulls.
-    /// `Succeeded=False`: a tool call waited for approval past `approval.timeout`, with
-    /// `onTimeout: fail`.
-    pub const APPROVAL_TIMED_OUT: &str = "ApprovalTimedOut";
     pub const IMAGE_PULL_BACK_OFF: &str = "ImagePullBackOff";
     /// An image pull failed (missing image or tag, no credentials, registry unreachable).
     pub const ERR_IMAGE_PULL: &str = "ErrImagePull";

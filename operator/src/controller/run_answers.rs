@@ -10,7 +10,7 @@ use herd_crds::run::{Run, RunStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::run_context::{Context, Ids};
 use super::run_objects::owned_by;

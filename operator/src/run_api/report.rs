@@ -257,6 +257,7 @@ pub fn after_clarification(
         (Checkpointed::TooLarge(why), _) => (
             StopReason::CheckpointTooLarge,
             None,
+            Vec::new(),
             Some(RunResult {
                 text: truncate_chars(why, MAX_RESULT_TEXT).0,
                 truncated: false,
@@ -288,8 +289,8 @@ pub fn after_clarification(
         todos,
         usage,
         clarification,
-        result,
         approvals,
+        result,
         stop_reason: Some(stop_reason),
         sandbox,
     })))

@@ -560,15 +560,15 @@ async fn finish(
             error: outcome.error.clone(),
         })
         .await
+        .map_err(|error| LocalError(error.to_string()))?;
     let approvals = if outcome.stop_reason == StopReason::InputRequired {
         state.awaiting_approval.clone()
     } else {
         Vec::new()
     };
-        .map_err(|error| LocalError(error.to_string()))?;
     Ok(LocalResult {
-        approvals,
         question: outcome.question.clone(),
+        approvals,
         outcome,
         artifacts,
         workdir: workdir.root,

@@ -118,10 +118,6 @@ pub struct ThreadState {
     /// keyword routing).
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub promoted_tools: std::collections::BTreeSet<String>,
-}
-
-/// Most delegations kept in the ledger (DeerFlow's cap).
-pub const MAX_DELEGATIONS: usize = 50;
     /// Tool calls of the last turn that wait for a person's decision: their results are not in
     /// the thread yet; the loop settles them before the next model call (also after a resume).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -130,6 +126,10 @@ pub const MAX_DELEGATIONS: usize = 50;
     /// asking again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approval_verdicts: BTreeMap<String, Verdict>,
+}
+
+/// Most delegations kept in the ledger (DeerFlow's cap).
+pub const MAX_DELEGATIONS: usize = 50;
 /// Most skills kept in `skill_context` (DeerFlow's cap).
 pub const MAX_SKILL_CONTEXT: usize = 8;
 
