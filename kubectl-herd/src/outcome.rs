@@ -181,19 +181,13 @@ mod tests {
         assert_eq!(question.id, "q1");
         assert_eq!(question.kind, ClarificationType::MissingInfo);
 
-        let answered = question_run(
-            "q1",
-            &[Response::answer("q1", "teal")],
-        );
+        let answered = question_run("q1", &[Response::answer("q1", "teal")]);
         assert_eq!(
             outcome(&answered),
             Outcome::Going,
             "answered, not resumed yet"
         );
-        let other = question_run(
-            "q2",
-            &[Response::answer("q1", "teal")],
-        );
+        let other = question_run("q2", &[Response::answer("q1", "teal")]);
         assert!(matches!(outcome(&other), Outcome::Waiting(q) if q.id == "q2"));
 
         let mut cancelling = question_run("q1", &[]);

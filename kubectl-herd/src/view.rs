@@ -66,6 +66,7 @@ pub fn phase_name(phase: RunPhase) -> &'static str {
         RunPhase::Queued => "Queued",
         RunPhase::Running => "Running",
         RunPhase::InputRequired => "InputRequired",
+        RunPhase::Suspended => "Suspended",
         RunPhase::Succeeded => "Succeeded",
         RunPhase::Failed => "Failed",
         RunPhase::Cancelled => "Cancelled",
@@ -358,10 +359,7 @@ mod tests {
         let before = view(&waiting);
         assert!(!before.answered);
         assert_eq!(status_line("r", &before), "r InputRequired");
-        let answered = question_run(
-            "q",
-            &[herd_crds::run::Response::answer("q", "teal")],
-        );
+        let answered = question_run("q", &[herd_crds::run::Response::answer("q", "teal")]);
         let after = view(&answered);
         assert_eq!(status_line("r", &after), "r Resuming");
         assert_eq!(
