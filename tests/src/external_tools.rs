@@ -1,5 +1,6 @@
 //! Programs some tests run that are not part of the build (`lua5.1`, `kubectl`, `helm`,
-//! `prometheus`): found through an environment variable naming the file, else on `PATH`.
+//! `prometheus`, `chromedriver` and `chromium`): found through an environment variable naming
+//! the file, else on `PATH`.
 //! Outside CI a missing program skips the test with a message on stderr; under `CI=true` it
 //! fails the test, because CI must never pass without having run it.
 
@@ -36,6 +37,21 @@ pub const PROMETHEUS: Tool = Tool {
     env: "HERD_PROMETHEUS",
     program: "prometheus",
     install: "apt-get install prometheus",
+};
+
+/// `chromedriver`, the WebDriver server the dashboard's browser tests drive (Debian package
+/// `chromium-driver`).
+pub const CHROMEDRIVER: Tool = Tool {
+    env: "HERD_CHROMEDRIVER",
+    program: "chromedriver",
+    install: "apt-get install chromium chromium-driver",
+};
+
+/// `chromium`, the headless browser `chromedriver` starts (Debian package `chromium`).
+pub const CHROMIUM: Tool = Tool {
+    env: "HERD_CHROMIUM",
+    program: "chromium",
+    install: "apt-get install chromium chromium-driver",
 };
 
 /// A program a test needs.

@@ -31,6 +31,8 @@ pub struct RunPage {
     pub namespace: String,
     /// Its page.
     pub href: String,
+    /// The live tail of its logs (`?container=` follows).
+    pub live_logs: String,
     /// Its Agent.
     pub agent: String,
     /// Its task.
@@ -202,6 +204,7 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
     RunPage {
         name: run.name_any(),
         href: run_href(run),
+        live_logs: format!("/live{}", run_href(run).replacen("/runs/", "/logs/", 1)),
         namespace: namespace.clone(),
         agent: run.spec.agent_ref.name.clone(),
         task: run.spec.task.clone(),
@@ -428,6 +431,7 @@ mod tests {
         assert_eq!(page.usage.total, "1.2k");
         assert!(page.can_cancel && !page.finished);
         assert_eq!(page.href, "/runs/team/r");
+        assert_eq!(page.live_logs, "/live/logs/team/r");
     }
 
     #[test]

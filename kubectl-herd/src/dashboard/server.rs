@@ -169,7 +169,8 @@ fn router(app: Arc<App>) -> Router {
 }
 
 /// Every request passes [`Guard::admit`]; every answer carries headers that keep the page to
-/// itself (no framing, no foreign script, image or form target, no referrer, no caching).
+/// itself (no framing, no foreign script, image or form target, no referrer to other sites — a
+/// same-origin one keeps forms' `Origin` — no caching).
 async fn admit(State(app): AppState, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let text = |name: HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
@@ -215,7 +216,7 @@ fn keep_to_itself(headers: &mut HeaderMap) {
         ),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        (header::REFERRER_POLICY, "same-origin"),
         (header::CACHE_CONTROL, "no-store"),
     ];
     for (name, value) in fixed {

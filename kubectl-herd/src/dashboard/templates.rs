@@ -163,7 +163,11 @@ mod tests {
 
     #[test]
     fn a_waiting_run_s_page() {
-        let run = in_team(question_run("q1", &[]));
+        let mut run = question_run("q1", &[]);
+        if let Some(status) = run.status.as_mut() {
+            status.pod_name = Some("r-1".into());
+        }
+        let run = in_team(run);
         let page = run_page(&run, std::slice::from_ref(&run), at(90).0);
         let extras = Extras {
             result: Some(Ok(ResultView {

@@ -3,6 +3,7 @@
 //! from); filters and `--list` work as with any test binary.
 
 mod crds;
+mod dashboard;
 mod fixture;
 mod gitops;
 #[cfg(target_os = "linux")]
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     herd_e2e::run_suite(
         [
             crds::tests(),
+            dashboard::tests(),
             fixture::tests(),
             gitops::tests(),
             kubectl_herd::tests(),

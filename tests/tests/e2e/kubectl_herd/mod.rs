@@ -11,14 +11,14 @@
 mod binary;
 mod cancel;
 mod catalog;
-mod fixtures;
+pub mod fixtures;
 mod follow;
 mod listing;
 mod logs;
 mod question;
 mod runs;
 mod schedules;
-mod script;
+pub mod script;
 mod tree;
 
 use std::time::Duration;
