@@ -22,6 +22,10 @@ pub fn tests() -> Vec<E2eTest> {
             reports::config_progress_and_result_end_the_run,
         ),
         E2eTest::shared(
+            "run_api::usage_split_children_and_cost_reach_status_and_metrics",
+            reports::usage_split_children_and_cost_reach_status_and_metrics,
+        ),
+        E2eTest::shared(
             "run_api::a_result_too_large_fails_the_run",
             reports::a_result_too_large_fails_the_run,
         ),

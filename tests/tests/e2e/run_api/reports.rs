@@ -10,9 +10,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures::StreamExt;
 use herd_crds::condition::ConditionStatus;
-use herd_crds::report::{StopReason, Todo, TodoStatus, Usage};
+use herd_crds::report::{Cost, StopReason, Todo, TodoStatus, Usage, UsageTotals};
 use herd_crds::run::Run;
-use herd_crds::wire::{PresentedFile, ProgressReport, ResultAccepted, ResultReport, RunConfig};
+use herd_crds::wire::{
+    CallStats, PresentedFile, ProgressReport, ResultAccepted, ResultReport, RunConfig, TimedCall,
+    ToolCount,
+};
 use herd_e2e::TestEnv;
 use herd_operator::decide::run_snapshot::read_snapshot;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -23,6 +26,7 @@ use serde_json::json;
 
 use super::support::{AUDIENCE, Fixture, send};
 use crate::operator::run_fixtures::{WAIT, message, run_until, succeeded};
+use crate::operator::support::http_get;
 
 fn report_of(run: &Run) -> Option<&herd_crds::run::RunReport> {
     run.status.as_ref().and_then(|s| s.report.as_ref())
@@ -334,6 +338,207 @@ pub async fn a_result_too_large_fails_the_run(env: TestEnv) -> anyhow::Result<()
     );
     let cms: Api<ConfigMap> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
     ensure!(cms.get_opt("big-result").await?.is_none(), "no ConfigMap");
+    fixture.running.shutdown().await?;
+    Ok(())
+}
+
+/// The usage a runner reports, as the split it is: two models, cached input and a cost.
+fn split_usage(input: u64, cached: u64, output: u64, micros: u64) -> Usage {
+    let mut usage = Usage {
+        model_calls: 2,
+        tool_calls: 1,
+        cost: Some(Cost {
+            currency: "USD".into(),
+            micros,
+        }),
+        ..Usage::default()
+    };
+    usage.add_call(
+        "gpt-4.1",
+        &Usage {
+            input_tokens: input - 10,
+            cached_input_tokens: cached,
+            output_tokens: output - 2,
+            ..Usage::default()
+        },
+    );
+    usage.add_call(
+        "gpt-4.1-mini",
+        &Usage {
+            input_tokens: 10,
+            output_tokens: 2,
+            ..Usage::default()
+        },
+    );
+    usage
+}
+
+/// The metric lines of `/metrics` that name `name`, for the failure message.
+fn lines_of(text: &str, name: &str) -> String {
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Progress reports with cached tokens, a split by model and a cost reach `status.report.usage`
+/// as sent; the result's `withChildren` too; the operator's metrics count each report once,
+/// whatever was re-sent: tokens by Agent, model and kind, the cost, model call times and tool
+/// outcomes.
+pub async fn usage_split_children_and_cost_reach_status_and_metrics(
+    env: TestEnv,
+) -> anyhow::Result<()> {
+    let mut fixture = Fixture::start(env, json!({})).await?;
+    let pod = fixture.run_pod("priced").await?;
+    let token = fixture.token(&pod, Some(AUDIENCE)).await?;
+    let https = fixture.https().clone();
+    let post = |seq: u64, usage: Usage, calls: CallStats| {
+        let request = https
+            .post(fixture.url("priced", "progress"))
+            .bearer_auth(&token)
+            .json(&ProgressReport {
+                attempt: 1,
+                seq,
+                usage,
+                calls,
+                ..ProgressReport::default()
+            });
+        async move { send(request).await?.expect::<serde_json::Value>(202) }
+    };
+    let first_calls = CallStats {
+        model_calls: vec![TimedCall { n: 1, millis: 1500 }],
+        tool_calls: vec![ToolCount {
+            tool: "bash".into(),
+            outcome: "ok".into(),
+            count: 1,
+        }],
+    };
+    let later_calls = CallStats {
+        model_calls: vec![
+            TimedCall { n: 1, millis: 1500 },
+            TimedCall { n: 2, millis: 500 },
+        ],
+        tool_calls: vec![
+            ToolCount {
+                tool: "bash".into(),
+                outcome: "ok".into(),
+                count: 1,
+            },
+            ToolCount {
+                tool: "github__create_issue".into(),
+                outcome: "error".into(),
+                count: 1,
+            },
+        ],
+    };
+    post(1, split_usage(500, 200, 40, 1_000), first_calls.clone()).await?;
+    // The same report again (a retry), then a newer one.
+    post(1, split_usage(500, 200, 40, 1_000), first_calls).await?;
+    post(2, split_usage(1_200, 800, 90, 2_870), later_calls.clone()).await?;
+    post(2, split_usage(1_200, 800, 90, 2_870), later_calls).await?;
+
+    let runs = fixture.runs();
+    let run = run_until(&runs, "priced", "the second report in status", |run| {
+        report_of(run).is_some_and(|r| r.seq == 2)
+    })
+    .await?;
+    let usage = &report_of(&run).context("a report")?.usage;
+    ensure!(
+        (
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.output_tokens
+        ) == (1_200, 800, 90),
+        "{usage:?}"
+    );
+    ensure!(
+        usage.by_model.len() == 2
+            && usage.by_model[0].model == "gpt-4.1"
+            && usage.by_model[0].cached_input_tokens == 800
+            && usage.by_model[1].input_tokens == 10,
+        "{usage:?}"
+    );
+    ensure!(
+        usage.cost.as_ref().map(|c| c.micros) == Some(2_870),
+        "{usage:?}"
+    );
+
+    // The result: a child of the Run used 300 in / 20 out and cost 700 micros.
+    let own = split_usage(1_500, 800, 100, 3_500);
+    let children = UsageTotals {
+        input_tokens: 300,
+        output_tokens: 20,
+        model_calls: 1,
+        cost: Some(Cost {
+            currency: "USD".into(),
+            micros: 700,
+        }),
+        ..UsageTotals::default()
+    };
+    let result = ResultReport {
+        attempt: 1,
+        seq: 3,
+        stop_reason: StopReason::Completed,
+        text: "Done.".into(),
+        title: None,
+        todos: vec![],
+        usage: own.including_children(&children),
+        files: vec![],
+        error: None,
+    };
+    send(
+        fixture
+            .https()
+            .post(fixture.url("priced", "result"))
+            .bearer_auth(&token)
+            .json(&result),
+    )
+    .await?
+    .expect::<ResultAccepted>(200)?;
+    let ended = run_until(&runs, "priced", "Succeeded", |r| {
+        succeeded(r, ConditionStatus::True, "Succeeded")
+    })
+    .await?;
+    let usage = &report_of(&ended).context("a report")?.usage;
+    let total = usage.with_children.as_ref().context("withChildren")?;
+    ensure!(
+        (total.input_tokens, total.output_tokens, total.model_calls) == (1_800, 120, 3)
+            && total.cost.as_ref().map(|c| c.micros) == Some(4_200),
+        "{total:?}"
+    );
+
+    let (code, text) = http_get(&fixture.running, "/metrics").await?;
+    ensure!(code == 200, "/metrics answered {code}");
+    let ns = &fixture.namespace;
+    for line in [
+        // 1500 in (800 cached) and 100 out, counted once: gpt-4.1 has 1490 in, 98 out.
+        format!(
+            r#"herd_model_tokens_total{{namespace="{ns}",agent="helper",model="gpt-4.1",kind="input"}} 690"#
+        ),
+        format!(
+            r#"herd_model_tokens_total{{namespace="{ns}",agent="helper",model="gpt-4.1",kind="cached_input"}} 800"#
+        ),
+        format!(
+            r#"herd_model_tokens_total{{namespace="{ns}",agent="helper",model="gpt-4.1",kind="output"}} 98"#
+        ),
+        format!(
+            r#"herd_model_tokens_total{{namespace="{ns}",agent="helper",model="gpt-4.1-mini",kind="input"}} 10"#
+        ),
+        format!(r#"herd_run_cost_total{{namespace="{ns}",agent="helper",currency="USD"}} 0.0035"#),
+        r#"herd_tool_calls_total{tool="bash",outcome="ok"} 1"#.to_owned(),
+        r#"herd_tool_calls_total{tool="mcp",outcome="error"} 1"#.to_owned(),
+        "herd_model_call_duration_seconds_count 2".to_owned(),
+        "herd_model_call_duration_seconds_sum 2.0".to_owned(),
+    ] {
+        ensure!(
+            text.lines().any(|l| l == line),
+            "{line} is not in\n{}\n{}\n{}\n{}",
+            lines_of(&text, "herd_model_tokens"),
+            lines_of(&text, "herd_run_cost"),
+            lines_of(&text, "herd_tool_calls"),
+            lines_of(&text, "herd_model_call_duration_seconds_")
+        );
+    }
     fixture.running.shutdown().await?;
     Ok(())
 }
