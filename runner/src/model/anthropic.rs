@@ -29,7 +29,9 @@ use super::error::{ModelError, ModelErrorKind};
 use super::http::join_url;
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use super::{
+    CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta, note_response_model,
+};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
 
 /// The API version this client speaks.
@@ -298,6 +300,9 @@ enum StreamEvent {
 struct StartMessage {
     #[serde(default)]
     id: Option<String>,
+    /// The model that answered.
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
 }
@@ -402,6 +407,7 @@ enum Block {
 #[derive(Debug, Default)]
 struct Answer {
     id: Option<String>,
+    model: Option<String>,
     blocks: BTreeMap<usize, Block>,
     tool_count: usize,
     stop_reason: Option<String>,
@@ -420,6 +426,7 @@ impl Answer {
         match event {
             StreamEvent::MessageStart { message } => {
                 self.id = message.id.filter(|id| !id.is_empty());
+                self.model = message.model.filter(|model| !model.is_empty());
                 if let Some(usage) = message.usage {
                     self.usage.get_or_insert_default().update(usage);
                 }
@@ -589,6 +596,7 @@ impl Answer {
             cached_input_tokens: u.cache_read_input_tokens.unwrap_or(0),
             ..Usage::default()
         });
+        note_response_model(&mut message, self.model);
         Ok(message)
     }
 }
@@ -925,7 +933,11 @@ mod tests {
         assert_eq!(message.content, "Hello!");
         assert_eq!(message.id, "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY");
         assert_eq!(message.finish_reason, Some(FinishReason::Stop));
-        let usage = message.usage.unwrap();
+        assert_eq!(
+            crate::model::response_model(&message),
+            Some("claude-sonnet-4-5")
+        );
+        let usage = message.usage.clone().unwrap();
         assert_eq!((usage.input_tokens, usage.output_tokens), (25, 15));
         assert_eq!(
             deltas,

@@ -26,6 +26,31 @@ pub use error::{ModelError, ModelErrorKind};
 pub use priced::record_call;
 pub use sse::MAX_EVENT_BYTES;
 
+/// The annotation (`meta.extra`) of an answer naming the model the provider says answered, when
+/// it said (`model` of an OpenAI chunk, of Anthropic's `message_start`): the configured name
+/// may be an alias of it.
+pub const RESPONSE_MODEL: &str = "response_model";
+
+/// The model the provider says answered `message`, if it said.
+pub fn response_model(message: &AssistantMessage) -> Option<&str> {
+    message
+        .meta
+        .extra
+        .get(RESPONSE_MODEL)
+        .and_then(serde_json::Value::as_str)
+}
+
+/// Notes on `message` that the provider says `model` answered (nothing for a blank name).
+fn note_response_model(message: &mut AssistantMessage, model: Option<String>) {
+    if let Some(model) = model.filter(|m| !m.trim().is_empty()) {
+        let model: String = model.chars().take(256).collect();
+        message
+            .meta
+            .extra
+            .insert(RESPONSE_MODEL.to_owned(), serde_json::Value::String(model));
+    }
+}
+
 /// Who is calling the model.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[serde(rename_all = "lowercase")]

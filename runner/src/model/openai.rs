@@ -27,7 +27,9 @@ use super::error::{ModelError, ModelErrorKind};
 use super::http::{join_url, transport_error};
 use super::http_error::{ErrorDetail, error_from_stream};
 use super::ids::random_id;
-use super::{CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta};
+use super::{
+    CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta, note_response_model,
+};
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// A Chat Completions endpoint (`<base_url>/chat/completions`).
@@ -219,6 +221,9 @@ fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
 struct Chunk {
     #[serde(default)]
     id: Option<String>,
+    /// The model that answered, as the server names it.
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     choices: Option<Vec<Choice>>,
     #[serde(default)]
@@ -317,6 +322,7 @@ struct PartialCall {
 #[derive(Debug, Default)]
 struct Answer {
     id: Option<String>,
+    model: Option<String>,
     content: String,
     reasoning: String,
     refusal: String,
@@ -347,6 +353,9 @@ impl Answer {
         }
         if self.id.is_none() {
             self.id = chunk.id.filter(|id| !id.is_empty());
+        }
+        if self.model.is_none() {
+            self.model = chunk.model.filter(|model| !model.is_empty());
         }
         // Usage comes in a last chunk without choices (`include_usage`), or on every chunk
         // with some servers; the last one seen is the total.
@@ -460,7 +469,7 @@ impl Answer {
             }
             finish_reason = Some(FinishReason::Refusal);
         }
-        Ok(AssistantMessage {
+        let mut message = AssistantMessage {
             id: self.id.unwrap_or_else(|| random_id("msg_")),
             content,
             reasoning: Some(self.reasoning).filter(|r| !r.is_empty()),
@@ -468,7 +477,9 @@ impl Answer {
             finish_reason,
             usage: self.usage.as_ref().map(WireUsage::usage),
             ..AssistantMessage::default()
-        })
+        };
+        note_response_model(&mut message, self.model);
+        Ok(message)
     }
 }
 
@@ -761,7 +772,12 @@ mod tests {
         assert_eq!(message.finish_reason, Some(FinishReason::Stop));
         assert!(message.tool_calls.is_empty());
         assert_eq!(message.reasoning, None);
-        let usage = message.usage.unwrap();
+        assert_eq!(
+            crate::model::response_model(&message),
+            Some("smollm2"),
+            "the model llama-server names in its chunks"
+        );
+        let usage = message.usage.clone().unwrap();
         assert_eq!((usage.input_tokens, usage.output_tokens), (25, 13));
         let streamed: String = deltas
             .iter()
