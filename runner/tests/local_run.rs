@@ -259,3 +259,111 @@ fn a_run_refused_before_it_starts_leaves_no_folder() {
     assert!(stderr.contains("set OPENAI_API_KEY"), "{stderr}");
     assert!(!dir.path().join("data").exists(), "no run folder");
 }
+
+/// An Agent that must be asked before any `bash` call, and a script that first wants to remove
+/// `build/`, then, denied, prints a line, then answers with what it printed.
+const CAREFUL: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: script
+data:
+  script.yaml: |
+    rules:
+      - match: {purpose: title}
+        respond: {content: Cleanup}
+      - match: {role: lead, lastMessage: {role: tool, contains: approved-command-ran}}
+        respond: {content: "Done: approved-command-ran."}
+      - match: {role: lead, lastMessage: {role: tool, contains: "denied by a person: keep the build"}}
+        respond: {toolCalls: [{name: bash, arguments: {command: "echo approved-command-ran", description: "Print a line"}}]}
+      - match: {role: lead}
+        respond: {toolCalls: [{name: bash, arguments: {command: "rm -rf build/", description: "Remove build/"}}]}
+---
+apiVersion: herd.dev/v1alpha1
+kind: Agent
+metadata:
+  name: careful
+spec:
+  model:
+    provider: scripted
+    name: script
+    scriptFrom: {configMapKeyRef: {name: script, key: script.yaml}}
+  approval:
+    tools: [bash]
+"#;
+
+#[test]
+fn an_approval_without_a_terminal_exits_3_and_resumes_denied_then_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let workdir = dir.path().join("work");
+    let file = dir.path().join("careful.yaml");
+    std::fs::write(&file, CAREFUL).unwrap();
+    let work = workdir.to_str().unwrap();
+
+    let first = herd_runner(
+        &[
+            "run",
+            "-f",
+            file.to_str().unwrap(),
+            "--workdir",
+            work,
+            "--non-interactive",
+            "Clean up",
+        ],
+        dir.path(),
+    );
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first.stderr));
+    let request: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(request["id"], "a-call_0_0");
+    assert_eq!(request["tool"], "bash");
+    assert!(
+        request["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("rm -rf build/")
+    );
+    assert!(text(&first.stderr).contains("--approve ID"));
+
+    let unknown = herd_runner(
+        &["run", "--resume", work, "--approve", "a-nope"],
+        dir.path(),
+    );
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        text(&unknown.stderr).contains("no tool call of the run in")
+            && text(&unknown.stderr).contains("a-call_0_0: bash: rm -rf build/"),
+        "{}",
+        text(&unknown.stderr)
+    );
+
+    let denied = herd_runner(
+        &[
+            "run",
+            "--resume",
+            work,
+            "--deny",
+            "a-call_0_0",
+            "--reason",
+            "keep the build",
+            "--non-interactive",
+        ],
+        dir.path(),
+    );
+    assert_eq!(denied.status.code(), Some(3), "{}", text(&denied.stderr));
+    let next: serde_json::Value = serde_json::from_slice(&denied.stdout).unwrap();
+    assert_eq!(next["id"], "a-call_1_0");
+    assert!(text(&denied.stderr).contains("denied (keep the build): bash: rm -rf build/"));
+
+    let approved = herd_runner(
+        &["run", "--resume", work, "--approve", "a-call_1_0"],
+        dir.path(),
+    );
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert!(text(&approved.stdout).contains("Done: approved-command-ran."));
+    assert!(text(&approved.stderr).contains("approved: bash: echo approved-command-ran"));
+}
