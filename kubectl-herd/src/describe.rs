@@ -215,6 +215,25 @@ pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
             one_line(&run.name_any())
         );
     }
+    let held = crate::approve::pending_approvals(run);
+    if !held.is_empty() {
+        section(&mut out, "Waiting for approval");
+        for request in &held {
+            let cut = if request.truncated { " (cut)" } else { "" };
+            let _ = writeln!(
+                out,
+                "  {}  {}{cut}",
+                one_line(&request.id),
+                for_terminal(&one_line(&request.summary()))
+            );
+        }
+        let name = one_line(&run.name_any());
+        let _ = writeln!(
+            out,
+            "  Decide with: kubectl herd approve {name} ID, or kubectl herd deny {name} ID \
+             --reason \"...\""
+        );
+    }
     if !shown.todos.is_empty() {
         section(&mut out, "Todos");
         for todo in &shown.todos {
@@ -598,6 +617,31 @@ mod tests {
             "describe_waiting",
             render(&runs[2], &around, at(GOLDEN_NOW).0)
         );
+    }
+
+    #[test]
+    fn held_tool_calls_are_listed_with_how_to_decide() {
+        let requests = vec![
+            herd_crds::approval::ApprovalRequest::new(
+                "call_1",
+                "bash",
+                r#"{"command":"rm -rf build/"}"#,
+            ),
+            herd_crds::approval::ApprovalRequest::new("call_2", "github__merge", "{}"),
+        ];
+        let run = crate::testing::approval_run(&requests, &[]);
+        let around = Around {
+            children: vec![],
+            pod: None,
+            events: Ok(vec![]),
+        };
+        let text = render(&run, &around, at(GOLDEN_NOW).0);
+        let section: Vec<&str> = text
+            .lines()
+            .skip_while(|line| *line != "Waiting for approval:")
+            .take_while(|line| *line == "Waiting for approval:" || line.starts_with("  "))
+            .collect();
+        insta::assert_snapshot!("describe_held_calls", section.join("\n"));
     }
 
     #[test]
