@@ -191,6 +191,19 @@ impl RunApiControlPlane {
     }
 }
 
+/// How long the oldest of `requests` has waited (their `askedAt`; none readable: not at all).
+fn waited_since(requests: &[ApprovalRequest]) -> Duration {
+    requests
+        .iter()
+        .filter_map(|r| r.asked_at.as_deref()?.parse::<jiff::Timestamp>().ok())
+        .min()
+        .and_then(|asked| {
+            let waited = jiff::Timestamp::now().duration_since(asked);
+            Duration::try_from(waited).ok()
+        })
+        .unwrap_or_default()
+}
+
 fn note_stale(superseded: &watch::Sender<Option<String>>, error: &ControlError) {
     if let ControlError::StaleAttempt(message) = error {
         superseded.send_if_modified(|said| {
@@ -269,8 +282,11 @@ impl ControlPlane for RunApiControlPlane {
             .get()
             .copied()
             .unwrap_or((self.deadline.left(), OnApprovalTimeout::Deny));
+        // The wait counts from when the calls were first held: an attempt that resumes them
+        // (after a suspension or a lost Pod) does not start it again.
+        let left = wait.saturating_sub(waited_since(requests));
         let asked = self
-            .ask_and_await_answer(Asked::Approval(requests), Some(wait), checkpoint)
+            .ask_and_await_answer(Asked::Approval(requests), Some(left), checkpoint)
             .await;
         let decided = |answers: &[herd_crds::wire::Answer], missing: Option<Verdict>| {
             requests

@@ -110,3 +110,28 @@ async fn an_undecided_call_is_denied_or_ends_the_run_at_its_timeout() -> anyhow:
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_resumed_wait_counts_from_when_the_call_was_first_held() -> anyhow::Result<()> {
+    let setup = Setup::new(canned(Canned {
+        answer_polls: vec![poll(json!({"secondsLeft": 20}))],
+        ..Canned::default()
+    }))
+    .await;
+    let control = setup.control(vec![]);
+    control.use_approval_timeout(Duration::from_secs(60), OnApprovalTimeout::Deny);
+    let mut requests = held();
+    let long_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(120);
+    requests[0].asked_at = Some(long_ago.to_string());
+    let outcome = control
+        .ask_approval(&requests, &ThreadState::new("task"))
+        .await?;
+    assert_eq!(
+        outcome,
+        ApprovalOutcome::Decided(vec![(
+            "a-call_1".into(),
+            Verdict::deny(Some("no answer within 1m".into()))
+        )])
+    );
+    Ok(())
+}
