@@ -1,5 +1,5 @@
 //! The Agents, Skills, Schedules and Budgets pages: `kubectl herd agents -o wide`, `skills`
-//! and `schedules` rows, and a Budget's printer columns, each with all its conditions (what is
+//! `schedules` and `budgets` rows, each with all its conditions (what is
 //! missing is in the Agents' MISSING column and in the `ResolvedRefs` condition's message).
 
 use std::sync::Arc;
@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use crate::catalog::{agent_header, agent_row, skill_header, skill_row};
 use crate::dashboard::run_page::{ConditionRow, condition_rows};
-use crate::tree::age;
 
 /// One kind's page.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -118,65 +117,19 @@ pub fn schedules_page(
     }
 }
 
-/// The Budget condition that says a limit is reached (its printer column `Exceeded`).
-const EXCEEDED: &str = "Exceeded";
-
-/// The Budgets page: `kubectl get hbudget -o wide`'s columns (the window, used and limit as
-/// the operator summarizes them, whether a limit is reached, when the window resets).
+/// The Budgets page: `kubectl herd budgets`' rows.
 pub fn budgets_page(budgets: &[Arc<Budget>], all_namespaces: bool, now: Timestamp) -> CatalogPage {
     let items = budgets
         .iter()
         .map(|b| {
-            let status = b.status.as_ref();
-            let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
-            let exceeded =
-                find_condition(conditions, EXCEEDED).map_or("Unknown", |c| match c.status {
-                    ConditionStatus::True => "True",
-                    ConditionStatus::False => "False",
-                    ConditionStatus::Unknown => "Unknown",
-                });
-            let text = |value: Option<&String>| value.cloned().unwrap_or_else(|| "-".to_owned());
-            let mut cells = if all_namespaces {
-                vec![b.namespace().unwrap_or_default()]
-            } else {
-                vec![]
-            };
-            cells.extend([
-                b.name_any(),
-                text(status.and_then(|s| s.window.as_ref())),
-                text(status.and_then(|s| s.used_summary.as_ref())),
-                text(status.and_then(|s| s.limit_summary.as_ref())),
-                exceeded.to_owned(),
-                status
-                    .and_then(|s| s.window_end.as_ref())
-                    .map_or("-".to_owned(), |t| t.0.to_string()),
-                format!("{:?}", b.spec.on_exceeded),
-                b.metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map_or("-".to_owned(), |t| age(t.0, now)),
-            ]);
-            item(b.as_ref(), conditions, cells)
+            let conditions = b.status.as_ref().map(|s| s.conditions.as_slice());
+            let cells = crate::budgets::row(b, all_namespaces, now);
+            item(b.as_ref(), conditions.unwrap_or_default(), cells)
         })
         .collect();
-    let mut header = if all_namespaces {
-        vec!["NAMESPACE"]
-    } else {
-        vec![]
-    };
-    header.extend([
-        "NAME",
-        "WINDOW",
-        "USED",
-        "LIMIT",
-        "EXCEEDED",
-        "RESETS",
-        "ONEXCEEDED",
-        "AGE",
-    ]);
     CatalogPage {
         title: "Budgets",
-        header,
+        header: crate::budgets::header(all_namespaces),
         items: sorted(items),
     }
 }

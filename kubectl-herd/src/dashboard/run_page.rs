@@ -14,8 +14,11 @@ use kube::ResourceExt;
 use serde::Serialize;
 
 use crate::approve::pending_approvals;
+use crate::budgets::holding;
 use crate::cancel::{Cancel, cancel_decision};
-use crate::columns::{cells, header, status_text, tokens_text};
+use crate::columns::{
+    any_priced, cells_with_cost, cost_text, header_with_cost, status_text, tokens_text,
+};
 use crate::dashboard::runs_page::{Row, created, phase, run_href};
 use crate::logs::log_pod;
 use crate::outcome::pending_question;
@@ -65,6 +68,8 @@ pub struct RunPage {
     pub parent: Option<(String, String)>,
     /// The labels.
     pub labels: Vec<(String, String)>,
+    /// The Budget holding it back, and what was reached.
+    pub held_by: Option<(String, String)>,
     /// The tree's columns.
     pub tree_header: Vec<&'static str>,
     /// The Run and its descendants.
@@ -121,9 +126,9 @@ pub struct UsageView {
     pub with_children_cost: Option<String>,
 }
 
-/// `0.004210 USD`.
-fn cost_text(cost: &Cost) -> String {
-    format!("{} {}", cost.amount(), cost.currency)
+/// A cost as the COST column says it.
+fn cost(cost: &Cost) -> String {
+    cost_text(Some(cost))
 }
 
 /// A pending question.
@@ -196,6 +201,7 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
         .map(|r| Run::clone(r))
         .collect();
     let nodes = tree(&kin, Some(&[run]), None);
+    let priced = any_priced(nodes.iter().map(|n| n.run));
     let shown = view(run);
     let status = run.status.as_ref();
     let time = |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
@@ -235,12 +241,13 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        tree_header: header(false, false),
+        tree_header: header_with_cost(false, false, priced),
+        held_by: holding(run),
         tree: nodes
             .iter()
             .map(|node| Row {
                 href: run_href(node.run),
-                cells: cells(&node.label, node.run, false, false, now),
+                cells: cells_with_cost(&node.label, node.run, false, false, priced, now),
                 phase: phase_name(phase(node.run)),
                 created: created(node.run),
             })
@@ -269,14 +276,14 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
             output_tokens: shown.usage.output_tokens,
             cached_input_tokens: shown.usage.cached_input_tokens,
             total: tokens_text(shown.usage.total_tokens()),
-            cost: shown.usage.cost.as_ref().map(cost_text),
+            cost: shown.usage.cost.as_ref().map(cost),
             by_model: shown.usage.by_model.clone(),
             with_children_cost: shown
                 .usage
                 .with_children
                 .as_ref()
                 .and_then(|t| t.cost.as_ref())
-                .map(cost_text),
+                .map(cost),
             with_children: shown.usage.with_children.clone(),
         },
         question: pending_question(run).map(|q| QuestionView {

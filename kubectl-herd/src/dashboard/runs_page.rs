@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::core::{Expression, Selector, SelectorExt};
 use serde::{Deserialize, Serialize};
 
-use crate::columns::{cells, header};
+use crate::columns::{any_priced, cells_with_cost, header_with_cost};
 use crate::tree::{newest_tops, tree};
 use crate::view::phase_name;
 
@@ -19,11 +19,12 @@ use crate::view::phase_name;
 pub const PAGE_SIZE: usize = 100;
 
 /// Every phase, for the filter.
-const PHASES: [RunPhase; 7] = [
+const PHASES: [RunPhase; 8] = [
     RunPhase::Pending,
     RunPhase::Queued,
     RunPhase::Running,
     RunPhase::InputRequired,
+    RunPhase::Suspended,
     RunPhase::Succeeded,
     RunPhase::Failed,
     RunPhase::Cancelled,
@@ -152,6 +153,8 @@ pub fn runs_page(
         .filter(|run| selector.selects_all() || selector.matches(run.labels()))
         .map(|run| Run::clone(run))
         .collect();
+    // COST shows when a listed Run is priced, as in `kubectl herd get`.
+    let priced = any_priced(&chosen);
     let roots = newest_tops(&chosen);
     let nodes = tree(&chosen, Some(&roots), None);
     let total = nodes.len();
@@ -163,12 +166,12 @@ pub fn runs_page(
         .take(PAGE_SIZE)
         .map(|node| Row {
             href: run_href(node.run),
-            cells: cells(&node.label, node.run, all_namespaces, false, now),
+            cells: cells_with_cost(&node.label, node.run, all_namespaces, false, priced, now),
             phase: phase_name(phase(node.run)),
             created: created(node.run),
         })
         .collect();
-    let header = header(all_namespaces, false);
+    let header = header_with_cost(all_namespaces, false, priced);
     let column = |name: &str| header.iter().position(|h| *h == name).unwrap_or_default();
     let at_page = |page: usize| {
         let mut to = query.clone();
@@ -293,10 +296,10 @@ mod tests {
     fn newest_families_first_with_get_s_columns() {
         let page = runs_page(&runs(), &RunsQuery::default(), false, at(100).0).unwrap();
         assert_eq!(names(&page), ["fan", "├─ fan-a", "└─ fan-b", "old"]);
-        assert_eq!(page.header, header(false, false));
+        assert_eq!(page.header, crate::columns::header(false, false));
         assert_eq!(
             page.rows[0].cells,
-            cells("fan", &runs()[1], false, false, at(100).0)
+            crate::columns::cells("fan", &runs()[1], false, false, at(100).0)
         );
         assert_eq!(page.rows[0].href, "/runs/team/fan");
         assert_eq!(page.rows[1].phase, "Succeeded");
@@ -361,6 +364,26 @@ mod tests {
             ..RunsQuery::default()
         };
         assert_eq!(runs_page(&many, &beyond, true, at(1000).0).unwrap().page, 3);
+    }
+
+    #[test]
+    fn a_priced_run_adds_the_cost_column() {
+        let mut runs = runs();
+        let mut priced = Run::clone(&runs[0]);
+        if let Some(status) = priced.status.as_mut() {
+            let mut report = status.report.clone().unwrap_or_default();
+            report.usage.cost = Some(herd_crds::report::Cost {
+                currency: "USD".into(),
+                micros: 4_210,
+            });
+            status.report = Some(report);
+        }
+        runs[0] = Arc::new(priced);
+        let page = runs_page(&runs, &RunsQuery::default(), false, at(100).0).unwrap();
+        let cost = page.header.iter().position(|h| *h == "COST").unwrap();
+        let old = page.rows.iter().find(|r| r.href.ends_with("/old")).unwrap();
+        assert_eq!(old.cells[cost], "0.00421 USD");
+        assert_eq!(page.rows[0].cells[cost], "-");
     }
 
     #[test]
