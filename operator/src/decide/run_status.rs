@@ -243,8 +243,9 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             },
             PodState::Observed(PodOutcome::AgentExited(exit)) => match question {
                 // The runner suspended: its checkpoint is posted, it ended without a result.
+                // Its Pod, ended, holds nothing and is kept like an earlier attempt's: deleting
+                // it would race a reconcile that has not seen the suspension yet.
                 Some(q) if exit.exit_code == 0 => {
-                    stop_pod = true;
                     Outcome::going(reason::SUSPENDED, suspended_message(&q.question))
                 }
                 _ => exited(exit),
@@ -1375,7 +1376,10 @@ mod tests {
                 ..facts(exit(0, false, "suspended"))
             },
         );
-        assert!(decision.stop_pod, "the ended Pod is deleted");
+        assert!(
+            !decision.stop_pod,
+            "the ended Pod is kept, as earlier attempts' are"
+        );
         assert_eq!(decision.retried, None);
         decision.status
     }

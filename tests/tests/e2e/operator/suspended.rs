@@ -1,5 +1,5 @@
 //! Suspended Runs on the real API server, their runners simulated: a Run whose runner posted
-//! its question and exited 0 is `Suspended` with no Pod, and holds no concurrency slot.
+//! its question and exited 0 is `Suspended` with no running Pod, and holds no concurrency slot.
 
 use anyhow::ensure;
 use futures::{StreamExt, TryStreamExt};
@@ -56,8 +56,9 @@ async fn suspend(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<
     Ok(())
 }
 
-/// 200 Runs suspended under a namespace cap of 20: none holds a Pod or a slot, a new Run still
-/// starts, and an answer resumes a suspended Run in attempt 2 (admitted like any start).
+/// 200 Runs suspended under a namespace cap of 20: none holds a running Pod or a slot, a new
+/// Run still starts, and an answer resumes a suspended Run in attempt 2 (admitted like any
+/// start).
 pub async fn suspended_runs_hold_no_slot(
     operator: Client,
     admin: Client,
@@ -90,13 +91,25 @@ pub async fn suspended_runs_hold_no_slot(
     ensure!(suspended == SUSPENDED, "{suspended} Runs are suspended");
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     let left = pods.list(&Default::default()).await?;
-    let live: Vec<_> = left
+    let busy: Vec<_> = left
         .items
         .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
         .filter_map(|p| p.metadata.name.clone())
         .collect();
-    ensure!(live.is_empty(), "suspended Runs keep Pods: {live:?}");
+    ensure!(
+        running.is_empty(),
+        "suspended Runs keep Pods running: {running:?}"
+    );
+    let named = all
+        .items
+        .iter()
+        .filter(|r| r.status.as_ref().is_some_and(|s| s.pod_name.is_some()))
+        .count();
+    ensure!(named == 0, "{named} suspended Runs name a Pod");
 
     create_run(&admin, &namespace, "fresh").await?;
     run_until(

@@ -1,6 +1,6 @@
 //! Suspension: a question that waits longer than the Agent's `suspendAfter` ends its Pod (the
 //! checkpoint posted with the `emptyDir` workspace's files); the Run shows `Suspended` with no
-//! Pod and holds no slot; the answer starts a new attempt that resumes from the checkpoint,
+//! running Pod and holds no slot; the answer starts a new attempt that resumes from the checkpoint,
 //! its files written back, and ends as the same Run without suspension would. The wait does not
 //! count against `timeout`: the Run waits past its whole timeout and still finishes.
 
@@ -56,7 +56,7 @@ fn phase(run: &Run) -> Option<RunPhase> {
     run.status.as_ref().and_then(|s| s.phase)
 }
 
-/// The Pods of the Run `name` that still exist.
+/// The Pods of the Run `name` that still run.
 async fn pods_of(scenario: &Scenario, name: &str) -> anyhow::Result<Vec<String>> {
     let pods: Api<Pod> = Api::namespaced(scenario.admin.clone(), &scenario.namespace);
     let listed = pods
@@ -65,7 +65,10 @@ async fn pods_of(scenario: &Scenario, name: &str) -> anyhow::Result<Vec<String>>
     Ok(listed
         .items
         .into_iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
         .filter_map(|pod| pod.metadata.name)
         .collect())
 }
@@ -104,7 +107,7 @@ pub async fn a_suspended_run_resumes_with_its_files_and_its_working_time(
         .as_ref()
         .and_then(|r| r.clarification.clone())
         .context("the suspended Run shows no question")?;
-    herd_e2e::wait::wait_for("the suspended Run's Pod to go", RESUME_TIME, || async {
+    herd_e2e::wait::wait_for("the suspended Run's Pod to end", RESUME_TIME, || async {
         Ok(pods_of(&scenario, "paint").await?.is_empty().then_some(()))
     })
     .await?;
