@@ -12,10 +12,14 @@
 
 #[path = "llama/harness.rs"]
 mod harness;
+#[path = "otlp/mod.rs"]
+mod otlp;
 #[path = "llama/prompt_size.rs"]
 mod prompt_size;
 #[path = "llama/side_calls.rs"]
 mod side_calls;
+#[path = "llama/traces.rs"]
+mod traces;
 #[path = "llama/wire.rs"]
 mod wire;
 
@@ -26,6 +30,7 @@ fn main() -> ExitCode {
     let mut trials = wire::tests();
     trials.extend(prompt_size::tests());
     trials.extend(side_calls::tests());
+    trials.extend(traces::tests());
     let conclusion = libtest_mimic::run(&args, trials);
     harness::stop();
     conclusion.exit_code()

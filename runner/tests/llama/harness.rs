@@ -289,6 +289,15 @@ impl RunOutput {
 /// Runs the real `herd-runner` binary with `args` in `dir` (its home and working folder),
 /// with no API key in its environment.
 pub fn herd_runner(args: &[&str], dir: &Path) -> Result<RunOutput, Failed> {
+    herd_runner_with_env(args, dir, &[])
+}
+
+/// [`herd_runner`] with the variables `env` set too.
+pub fn herd_runner_with_env(
+    args: &[&str],
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> Result<RunOutput, Failed> {
     let output = Command::new(env!("CARGO_BIN_EXE_herd-runner"))
         .args(args)
         .current_dir(dir)
@@ -296,6 +305,7 @@ pub fn herd_runner(args: &[&str], dir: &Path) -> Result<RunOutput, Failed> {
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("HERD_LOG")
+        .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("cannot run herd-runner: {e}"))?;
     Ok(RunOutput {

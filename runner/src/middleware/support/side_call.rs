@@ -9,10 +9,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry::context::FutureExt as _;
+
 use crate::agent::{AgentEvent, Observer, SideCallKind};
 use crate::model::{
     CallContext, CallOptions, ChatModel, ModelError, ModelErrorKind, ModelRequest, StreamDelta,
 };
+use crate::telemetry::Telemetry;
 use crate::thread::{AssistantMessage, Message, MessageKind};
 
 /// Output cap of the title call: a title is at most six words.
@@ -115,15 +118,21 @@ impl SideCall {
             agent: self.agent.clone(),
             call: self.kind,
         });
-        match tokio::time::timeout(self.timeout, model.complete(&request, &|_: StreamDelta| {}))
-            .await
-        {
+        // A `chat` span like the loop's calls, never with content: side calls carry the
+        // thread's text (a summary's input, memory facts).
+        let span =
+            Telemetry::global(false).model_call_span(model.provider(), model.name(), &request);
+        let call =
+            tokio::time::timeout(self.timeout, model.complete(&request, &|_: StreamDelta| {}));
+        let answer = match call.with_context(span.context()).await {
             Ok(answer) => answer,
             Err(_) => Err(ModelError::new(
                 ModelErrorKind::Timeout,
                 format!("no answer within {} s", self.timeout.as_secs_f64()),
             )),
-        }
+        };
+        span.finish(&answer, model.name());
+        answer
     }
 
     /// Tells the user what went wrong (a warning event) and logs it; the run goes on.
