@@ -146,6 +146,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/agents", get(|s: AppState| catalog(s, Kind::Agents)))
         .route("/skills", get(|s: AppState| catalog(s, Kind::Skills)))
         .route("/schedules", get(|s: AppState| catalog(s, Kind::Schedules)))
+        .route("/budgets", get(|s: AppState| catalog(s, Kind::Budgets)))
         .route(
             "/live/agents",
             get(|s: AppState| live_catalog(s, Kind::Agents)),

@@ -91,10 +91,7 @@ pub async fn a_fan_out_s_tree_grows_live(env: TestEnv) -> anyhow::Result<()> {
         .execute("return window.herdMark || null;", vec![])
         .await?;
     let text = browser.text().await?;
-    ensure!(
-        mark == "kept",
-        "the children came without a reload: {text}"
-    );
+    ensure!(mark == "kept", "the children came without a reload: {text}");
     ensure!(text.contains("└─ notes-"), "the tree's branches: {text}");
     browser.screenshot("run-fan-out").await?;
 

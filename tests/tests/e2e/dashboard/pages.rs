@@ -265,11 +265,10 @@ pub async fn pages_need_the_token_and_show_refusals_as_the_api_server_said(
     browser.screenshot("agents").await?;
     browser.client.goto(&format!("http://{own}/skills")).await?;
     browser.until_text("Searches the web.", SHOWN).await?;
-    browser
-        .client
-        .goto(&format!("http://{own}/schedules"))
-        .await?;
-    browser.until_text("None in namespace", SHOWN).await?;
+    for kind in ["schedules", "budgets"] {
+        browser.client.goto(&format!("http://{own}/{kind}")).await?;
+        browser.until_text("None in namespace", SHOWN).await?;
+    }
 
     // A user who may read but not patch Runs: the form's answer is the API server's 403.
     let restricted = kubectl_herd::dashboard::start(
