@@ -534,7 +534,11 @@ fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStat
         .as_ref()
         .or(run.metadata.creation_timestamp.as_ref())
         .unwrap_or(end);
-    let usage = before.report.as_ref().map(|r| r.usage.clone()).unwrap_or_default();
+    let usage = before
+        .report
+        .as_ref()
+        .map(|r| r.usage.clone())
+        .unwrap_or_default();
     shared.metrics.run_finished(
         OutcomeLabels {
             succeeded: format!("{:?}", succeeded.status),
