@@ -58,8 +58,8 @@ pub fn router(api: Arc<RunApi>) -> Router {
             "/v1/runs/{namespace}/{name}/clarification",
             post(clarification),
         )
-        .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
         .route("/v1/runs/{namespace}/{name}/approval", post(approval))
+        .route("/v1/runs/{namespace}/{name}/answers/{id}", get(answer))
         .route("/v1/runs/{namespace}/{name}/checkpoint", post(interruption))
         .route(
             "/v1/runs/{namespace}/{name}/memory",
@@ -133,13 +133,13 @@ impl OfAttempt for ClarificationRequest {
     }
 }
 
-impl OfAttempt for MemoryUpdate {
 impl OfAttempt for herd_crds::wire::ApprovalAsk {
     fn attempt(&self) -> u32 {
         self.attempt
     }
 }
 
+impl OfAttempt for MemoryUpdate {
     fn attempt(&self) -> u32 {
         self.attempt
     }
