@@ -8,6 +8,7 @@
 //!
 //! `kubectl herd logs` is tested on the real node only: `local-kubelet` serves no container logs.
 
+mod approval;
 mod binary;
 mod cancel;
 mod catalog;
@@ -39,6 +40,11 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "kubectl_herd::a_question_stops_follow_with_3_until_answer_answers_it",
             question::a_question_stops_follow_with_3_until_answer_answers_it,
+        )
+        .on_node(),
+        E2eTest::shared(
+            "kubectl_herd::approve_and_deny_decide_held_calls",
+            approval::approve_and_deny_decide_held_calls,
         )
         .on_node(),
         E2eTest::shared(
