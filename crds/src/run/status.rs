@@ -110,13 +110,13 @@ pub struct RunReport {
     /// The open question, while the Run waits for an answer in `spec.responses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarification: Option<Clarification>,
-    /// The final answer, once there is one.
     /// The tool calls waiting for a person's decision in `spec.responses` (`kubectl herd
     /// approve` / `deny`), all of one turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     #[x_kube(merge_strategy = ListMerge::Atomic)]
     pub approvals: Vec<crate::approval::ApprovalRequest>,
+    /// The final answer, once there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
     /// Why the agent loop stopped, once it did.
