@@ -73,6 +73,7 @@ fn bench_step(c: &mut Criterion) {
             finished: false,
             attempt: 1,
             pod_named: i < ACTIVE,
+            suspended: false,
         })
         .collect();
     let pods: Vec<PodSeen> = (0..ACTIVE)

@@ -101,8 +101,8 @@ pub async fn suspended_runs_hold_no_slot(
         .filter_map(|p| p.metadata.name.clone())
         .collect();
     ensure!(
-        running.is_empty(),
-        "suspended Runs keep Pods running: {running:?}"
+        busy.is_empty(),
+        "suspended Runs keep Pods running: {busy:?}"
     );
     let named = all
         .items
