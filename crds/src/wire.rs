@@ -37,8 +37,13 @@ pub struct RunConfig {
     pub run: RunSpec,
     /// Nesting depth: 0 for a top-level Run, 1 for its children, and so on.
     pub depth: u32,
-    /// Seconds left before the Run's deadline, queue time and earlier attempts deducted.
+    /// Seconds left before the Run's deadline, queue time and earlier attempts deducted (time
+    /// spent waiting for a person does not count).
     pub seconds_left: u64,
+    /// How long a question waits for its answer in the Pod before the Pod posts its checkpoint
+    /// and ends (the Run is `Suspended`); absent: it waits in the Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_after_seconds: Option<u64>,
     /// Model calls still allowed (a child never gets more than its parent has left).
     pub max_model_calls: u32,
     /// Tokens still allowed, when the Run has a budget.

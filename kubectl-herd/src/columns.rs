@@ -8,6 +8,7 @@ use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::outcome::pending_question;
 use crate::tree::age;
 use crate::view::{phase_name, view};
 
@@ -140,6 +141,10 @@ pub fn status_text(run: &Run) -> String {
         (RunPhase::Pending, run_reason::AGENT_NOT_READY) => "Agent not ready",
         (RunPhase::Running, run_reason::POD_PENDING) => "Starting",
         (RunPhase::InputRequired, _) => "Waiting for answer",
+        // No Pod while it waits: what for, when the Run says.
+        (RunPhase::Suspended, _) if pending_question(run).is_some() => {
+            "Suspended, waiting for answer"
+        }
         (phase, _) => phase_name(phase),
     };
     text.to_owned()
@@ -206,6 +211,29 @@ mod tests {
         assert_eq!(status_text(&cancelling), "Cancelling");
         let done = run_with(Some((ConditionStatus::True, "Succeeded")), None, None);
         assert_eq!(status_text(&done), "Succeeded");
+    }
+
+    #[test]
+    fn a_suspended_run_says_what_it_waits_for() {
+        let mut suspended = question_run("q", &[]);
+        if let Some(status) = suspended.status.as_mut() {
+            status.phase = Some(RunPhase::Suspended);
+            for condition in &mut status.conditions {
+                if condition.type_ == "Succeeded" {
+                    condition.reason = "Suspended".into();
+                }
+            }
+        }
+        let mut answered = suspended.clone();
+        answered.spec.responses =
+            vec![serde_json::from_value(serde_json::json!({"id": "q", "answer": "teal"})).unwrap()];
+        let lines = [("suspended", &suspended), ("answered", &answered)]
+            .map(|(name, run)| format!("{name}: {}", status_text(run)))
+            .join("\n");
+        insta::assert_snapshot!(lines, @r"
+        suspended: Suspended, waiting for answer
+        answered: Suspended
+        ");
     }
 
     #[test]

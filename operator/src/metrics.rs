@@ -87,6 +87,7 @@ pub struct Metrics {
     tokens: Family<AgentLabels, Counter>,
     active_pods: Gauge<i64, AtomicI64>,
     queued_runs: Gauge<i64, AtomicI64>,
+    suspended_runs: Gauge<i64, AtomicI64>,
     run_api_requests: Family<RouteLabels, Counter>,
     run_api_durations: Family<RouteTimingLabels, Histogram, fn() -> Histogram>,
     certificate_expiry: Gauge<f64, AtomicU64>,
@@ -178,6 +179,12 @@ impl Default for Metrics {
             "Runs ready for their Pod and waiting for admission under a cap",
             queued_runs.clone(),
         );
+        let suspended_runs = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "runs_suspended",
+            "Runs suspended while they wait for a person: no Pod, no concurrency slot",
+            suspended_runs.clone(),
+        );
         let run_api_requests = Family::<RouteLabels, Counter>::default();
         registry.register(
             "run_api_requests",
@@ -226,10 +233,11 @@ impl Default for Metrics {
             certificate_expiry,
             kube_requests,
             kube_durations,
-            usage,
             budgets,
+            usage,
             active_pods,
             queued_runs,
+            suspended_runs,
             reconciles,
             failures,
             durations,
@@ -317,6 +325,12 @@ impl Metrics {
     /// Records how many Runs wait for admission.
     pub fn set_queued_runs(&self, count: usize) {
         self.queued_runs
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Records how many Runs are suspended.
+    pub fn set_suspended_runs(&self, count: usize) {
+        self.suspended_runs
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 

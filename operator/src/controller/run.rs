@@ -10,7 +10,7 @@ use herd_crds::agent::Agent;
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
-use herd_crds::run::{Run, RunReport, RunStatus, phase_of};
+use herd_crds::run::{Run, RunPhase, RunReport, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -31,6 +31,7 @@ use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
+use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
@@ -335,6 +336,7 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         input_timeout: limits.input_timeout,
         retries: snap.as_ref().map_or(0, |s| s.run.retries),
         report: report.as_ref().or(previous.report.as_ref()),
+        answered: run.spec.responses.iter().map(|r| r.id.clone()).collect(),
         pod: pod_state,
         pod_name: pod.as_ref().map(|_| this_pod.clone()),
         blocked: None,
@@ -347,16 +349,17 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         now: now.clone(),
     };
     let mut decision = next_status(previous, &facts);
-    let going = decision.status.completion_time.is_none();
     let mut back_off = false;
     let mut over_budget = None;
-    if going
-        && decision.retried.is_none()
+    // Not for a new attempt (retried or resumed: its Pod is created on the next reconcile,
+    // under its own name) nor for a suspended Run, which holds no Pod until answered.
+    if decision.status.completion_time.is_none()
+        && decision.status.attempt.unwrap_or(1) == attempt
+        && decision.status.phase != Some(RunPhase::Suspended)
         && facts.pod == PodState::NotCreated
         && let Some(snap) = &snap
     {
-        let start = decision.status.start_time.clone().unwrap_or(now.clone());
-        let time_left = limits.timeout.saturating_sub(elapsed(&start, now));
+        let time_left = working_time_left(&decision.status, limits.timeout, now);
         match start_pod(&ctx, &run, &ids, snap, !accepted, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);

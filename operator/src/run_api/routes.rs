@@ -182,7 +182,6 @@ async fn config(
         .ok_or_else(|| Failure::not_found(format!("Run {} is gone", admitted.path)))?;
     check_live(&live, &admitted)?;
     let snapshot = api.snapshot(&admitted).await?;
-    let start = live.status.as_ref().and_then(|s| s.start_time.as_ref());
     let checkpoint = read_checkpoint(
         &api.client,
         &admitted.path.namespace,
@@ -195,7 +194,7 @@ async fn config(
         &snapshot,
         &live.spec,
         admitted.attempt,
-        start,
+        live.status.as_ref(),
         &now,
         checkpoint.as_deref(),
     );

@@ -3,9 +3,19 @@
 //! still is) goes to `POST clarification`, then `GET answers/{id}?wait=` until the answer comes.
 //! The Run's clock stands still meanwhile (the wait counts against `inputTimeout`, not
 //! `timeout`) and every poll re-bases it on the `secondsLeft` the run API gives.
+//!
+//! A wait for a person (a question, or any other wait that goes through here) that outlasts
+//! the Run's `suspendAfter` suspends the Pod: the checkpoint is posted once more, with the
+//! workspace's files when the workspace dies with the Pod (`emptyDir`), and the wait ends
+//! suspended; the Pod then exits and the operator resumes the Run in a new
+//! attempt once the answer is in `spec.responses`. A checkpoint that cannot hold the files
+//! (over [`MAX_CHECKPOINT_GZIP_BYTES`], or over [`MAX_SAVED_BYTES`] before packing) does not
+//! suspend: the Pod says why in its log and keeps waiting.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::sandbox::client::SandboxClient;
 
 use base64::Engine as _;
 use herd_crds::report::StopReason;
@@ -16,9 +26,9 @@ use tokio::time::Instant;
 
 use super::RunApiControlPlane;
 use super::client::LONGEST_WAIT;
-use crate::control::checkpoint::{Checkpoint, MAX_CHECKPOINT_GZIP_BYTES};
 use crate::control::ControlError;
 use crate::control::asked::Asked;
+use crate::control::checkpoint::{Checkpoint, MAX_CHECKPOINT_GZIP_BYTES};
 use crate::thread::ThreadState;
 
 impl RunApiControlPlane {
@@ -70,23 +80,19 @@ impl RunApiControlPlane {
         let mut answers = Vec::with_capacity(ids.len());
         while let Some(id) = ids.get(answers.len()).copied() {
             let started = Instant::now();
-            let poll: AnswerPoll = self
-                .client
-                .long_poll(
-                    &["answers", &question.id],
-                    LONGEST_WAIT,
-                    self.deadline.instant(),
-                )
-                .await?;
-            if let Some(left) = poll.seconds_left {
-                self.deadline.rebase(Duration::from_secs(left));
-            }
             let wait = [suspend_at, give_up_at]
                 .into_iter()
                 .flatten()
                 .fold(LONGEST_WAIT, |wait, at| {
                     wait.min(at.saturating_duration_since(started))
                 });
+            let poll: AnswerPoll = self
+                .client
+                .long_poll(&["answers", id], wait, self.deadline.instant())
+                .await?;
+            if let Some(left) = poll.seconds_left {
+                self.deadline.rebase(Duration::from_secs(left));
+            }
             if let Some(answer) = poll.answer.filter(|answer| answer.id == id) {
                 answers.push(answer);
                 continue;
@@ -109,13 +115,6 @@ impl RunApiControlPlane {
             }
             self.client.pace_polls(started).await;
         }
-    }
-
-    /// Posts the checkpoint of a run interrupted by SIGTERM with the thread `state`, trying
-    /// until `until` (the pod's last seconds: no summary is attempted, one too large is not
-    /// sent).
-    pub async fn post_interruption(
-        &self,
         Ok(Awaited::Answered(answers))
     }
 
@@ -161,7 +160,9 @@ impl RunApiControlPlane {
             match sandbox.save_files(MAX_SAVED_BYTES).await {
                 Ok(files) => checkpoint.files = files,
                 Err(error) => {
-                    return Ok(Err(format!("the workspace's files cannot be saved: {error}")));
+                    return Ok(Err(format!(
+                        "the workspace's files cannot be saved: {error}"
+                    )));
                 }
             }
         }
@@ -186,6 +187,13 @@ impl RunApiControlPlane {
             "suspended: the checkpoint is posted, the Pod ends until the answer comes"
         );
         Ok(Ok(()))
+    }
+
+    /// Posts the checkpoint of a run interrupted by SIGTERM with the thread `state`, trying
+    /// until `until` (the pod's last seconds: no summary is attempted, one too large is not
+    /// sent).
+    pub async fn post_interruption(
+        &self,
         state: ThreadState,
         until: Instant,
     ) -> Result<(), ControlError> {
@@ -210,8 +218,8 @@ impl RunApiControlPlane {
         self.waiting_for_answer.load(Ordering::SeqCst)
     }
 
-    /// The checkpoint as gzip in base64, summarized first when it is too large; the inner
-    /// error says why it does not fit even so.
+    /// The checkpoint, summarized first when it is too large, and it as gzip in base64; the
+    /// inner error says why it does not fit even so.
     async fn checkpoint(
         &self,
         asked: Asked<'_>,
@@ -226,7 +234,7 @@ impl RunApiControlPlane {
             && compactor.compact(&mut checkpoint.state).await
         {
             let before = gzip.len();
-            (gzip, _) = gzipped(checkpoint).await?;
+            (gzip, checkpoint) = gzipped(checkpoint).await?;
             summarized = true;
             tracing::info!(
                 before,
@@ -242,20 +250,13 @@ impl RunApiControlPlane {
                 gzip.len()
             )));
         }
-        Ok(Ok(base64::engine::general_purpose::STANDARD.encode(gzip)))
+        Ok(Ok((
+            checkpoint,
+            base64::engine::general_purpose::STANDARD.encode(gzip),
+        )))
     }
 }
 
-/// `checkpoint` as gzip (on the blocking pool: a long thread takes a while), and the
-/// checkpoint back.
-async fn gzipped(checkpoint: Checkpoint) -> Result<(Vec<u8>, Checkpoint), ControlError> {
-    let packed = tokio::task::spawn_blocking(move || {
-        let gzip = checkpoint.to_gzip();
-        (gzip, checkpoint)
-    })
-    .await
-    .map_err(|error| ControlError::Io(format!("packing the checkpoint failed: {error}")))?;
-    match packed {
 /// What came of a wait for answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Awaited {
@@ -273,6 +274,16 @@ pub(super) enum Awaited {
 /// than the checkpoint's limit may fit, but never without bound.
 pub const MAX_SAVED_BYTES: u64 = 8 * MAX_CHECKPOINT_GZIP_BYTES as u64;
 
+/// `checkpoint` as gzip (on the blocking pool: a long thread takes a while), and the
+/// checkpoint back.
+async fn gzipped(checkpoint: Checkpoint) -> Result<(Vec<u8>, Checkpoint), ControlError> {
+    let packed = tokio::task::spawn_blocking(move || {
+        let gzip = checkpoint.to_gzip();
+        (gzip, checkpoint)
+    })
+    .await
+    .map_err(|error| ControlError::Io(format!("packing the checkpoint failed: {error}")))?;
+    match packed {
         (Ok(gzip), checkpoint) => Ok((gzip, checkpoint)),
         (Err(error), _) => Err(ControlError::Io(format!(
             "cannot pack the checkpoint: {error}"
