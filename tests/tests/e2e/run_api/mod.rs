@@ -4,6 +4,7 @@
 //! own in-process operator under the chart's RBAC; no kubelet runs (Pods stay Pending unless a
 //! test plays the kubelet), which the run API does not need.
 
+mod budgets;
 mod children;
 mod interruptions;
 mod memory;
@@ -17,6 +18,10 @@ use herd_e2e::E2eTest;
 /// Every test of this module.
 pub fn tests() -> Vec<E2eTest> {
     vec![
+        E2eTest::shared(
+            "run_api::budgets_hold_runs_count_once_and_release_at_the_reset",
+            budgets::budgets_hold_runs_count_once_and_release_at_the_reset,
+        ),
         E2eTest::shared(
             "run_api::config_progress_and_result_end_the_run",
             reports::config_progress_and_result_end_the_run,
