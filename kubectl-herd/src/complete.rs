@@ -50,10 +50,15 @@ pub enum RunFilter {
     Going,
     /// Runs with an answer (`result`).
     Answered,
+    /// Runs holding tool calls for approval (`approve`, `deny`).
+    Approving,
 }
 
 impl RunFilter {
     fn keeps(self, run: &Run) -> bool {
+        if self == RunFilter::Approving {
+            return !crate::approve::pending_approvals(run).is_empty();
+        }
         matches!(
             (self, outcome(run)),
             (RunFilter::All, _)
@@ -258,6 +263,7 @@ fn values(completion: &mut Completion, arg: &Arg) {
 fn run_filter(command: &str) -> RunFilter {
     match command {
         "answer" => RunFilter::Waiting,
+        "approve" | "deny" => RunFilter::Approving,
         "follow" | "cancel" => RunFilter::Going,
         "result" => RunFilter::Answered,
         _ => RunFilter::All,
@@ -393,6 +399,8 @@ mod tests {
                 "run",
                 "follow",
                 "answer",
+                "approve",
+                "deny",
                 "result",
                 "cancel",
                 "get",
@@ -440,6 +448,10 @@ mod tests {
         assert_eq!(at(&["answer", "pa"]).prefix, "pa");
         assert_eq!(at(&["answer", "paint", ""]).noun, None);
         assert_eq!(at(&["cancel", ""]).noun, Some(Noun::Runs(RunFilter::Going)));
+        assert_eq!(
+            at(&["deny", ""]).noun,
+            Some(Noun::Runs(RunFilter::Approving))
+        );
         assert_eq!(at(&["follow", ""]).noun, Some(Noun::Runs(RunFilter::Going)));
         assert_eq!(
             at(&["result", ""]).noun,
@@ -527,6 +539,15 @@ mod tests {
         assert_eq!(keeps(RunFilter::Waiting), [true, false, false, false]);
         assert_eq!(keeps(RunFilter::Going), [true, true, false, false]);
         assert_eq!(keeps(RunFilter::Answered), [false, false, true, false]);
+        assert_eq!(keeps(RunFilter::Approving), [false, false, false, false]);
+        let holding = crate::testing::approval_run(
+            &[herd_crds::approval::ApprovalRequest::new(
+                "c1", "bash", "{}",
+            )],
+            &[],
+        );
+        assert!(RunFilter::Approving.keeps(&holding));
+        assert!(RunFilter::Going.keeps(&holding));
     }
 
     #[test]
