@@ -120,7 +120,7 @@ pub async fn write_checkpoint(
     run: &str,
     owner: OwnerReference,
     gzip: Vec<u8>,
-    id: Option<&str>,
+    ids: &[&str],
 ) -> Result<(), Failure> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let name = checkpoint_name(run);

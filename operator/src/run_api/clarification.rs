@@ -16,6 +16,7 @@ use kube::Resource;
 use tracing::info;
 
 use super::RunApi;
+use super::admit::Admitted;
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
 use super::progress::RunKey;
@@ -94,10 +95,10 @@ pub(super) async fn store_awaiting(
     // The cache is never ahead of the live report: refuse an older question before its
     // checkpoint replaces a newer one.
     let cached = admitted.run.status.as_ref().and_then(|s| s.report.as_ref());
-    if let Some(live) = cached.filter(|r| r.attempt == request.attempt && r.seq > request.seq) {
+    if let Some(live) = cached.filter(|r| r.attempt == attempt && r.seq > seq) {
         return Err(Failure::bad_request(format!(
-            "seq {} is below the report's {}",
-            request.seq, live.seq
+            "seq {seq} is below the report's {}",
+            live.seq
         )));
     }
     let key = RunKey {
@@ -110,8 +111,8 @@ pub(super) async fn store_awaiting(
     api.progress.forget(&key);
     let name = &admitted.path.name;
     let namespace = &admitted.path.namespace;
-    let checkpointed = match too_large(name, gzip.len()) {
     let ids = asked.ids();
+    let checkpointed = match too_large(name, gzip.len()) {
         Some(why) => Checkpointed::TooLarge(why),
         None => {
             let owner = admitted
@@ -123,7 +124,7 @@ pub(super) async fn store_awaiting(
         }
     };
     let written = write_report(&api.client, namespace, name, |live| {
-        check_live(live, &admitted)?;
+        check_live(live, admitted)?;
         let current = live.status.as_ref().and_then(|s| s.report.as_ref());
         Ok(
             match after_clarification(
@@ -146,7 +147,7 @@ pub(super) async fn store_awaiting(
     .await?;
     let stop_reason = match written {
         Written::Applied(stop) => {
-            info!(run = %admitted.path, attempt = admitted.attempt, id = %question.id, ?stop, "question stored");
+            info!(run = %admitted.path, attempt = admitted.attempt, ids = ?ids, ?stop, "stored what the run waits for");
             stop
         }
         Written::Skipped(stop) => stop,

@@ -57,11 +57,11 @@ pub struct ToolEffect {
     pub child_usage: Option<UsageTotals>,
     /// `ask_clarification`: the question; the loop stops for an answer.
     pub interrupt: Option<Clarification>,
-    /// Images of an MCP tool's result, shown to the model once after the turn's results.
-    pub images: Vec<ImagePart>,
     /// A call that needs a person's approval (`ToolApproval`): it did not run; the loop asks
     /// for all of the turn's together and runs or denies each.
     pub approval: Option<herd_crds::approval::ApprovalRequest>,
+    /// Images of an MCP tool's result, shown to the model once after the turn's results.
+    pub images: Vec<ImagePart>,
     /// `tool_search`: deferred tools whose schemas the model gets from now on.
     pub promoted: Vec<String>,
 }
