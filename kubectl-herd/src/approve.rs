@@ -19,6 +19,9 @@ use crate::error::{CliError, api_error};
 use crate::runs::{get_run, run_target, runs};
 use crate::view::{phase_name, view};
 
+/// The field manager of the decisions this command writes (the Run's Event names it).
+pub const FIELD_MANAGER: &str = "kubectl-herd";
+
 /// A decision on a held tool call, as a patch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecisionPatch {
@@ -224,8 +227,13 @@ pub async fn decide(
     let patch: json_patch::Patch =
         serde_json::from_value(patch).map_err(|e| CliError::new(e.to_string()))?;
     let object = format!("Run {name}");
+    // The Run's Event about the decision names its field manager.
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
     match runs(cluster)
-        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .patch(name, &params, &Patch::<()>::Json(patch))
         .await
     {
         Ok(_) => Ok(request),
