@@ -16,8 +16,8 @@
 //! - [`generate`]: the CRDs as committed under `charts/herd/crds/` (bin `crdgen`).
 
 pub mod agent;
-pub mod budget;
 pub mod approval;
+pub mod budget;
 pub mod condition;
 pub mod duration;
 pub mod formats;

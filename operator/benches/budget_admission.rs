@@ -88,7 +88,11 @@ fn budget(i: usize) -> Budget {
             },
             limits: BudgetLimits {
                 // Some reached by the going Runs' 500,000 tokens, some not.
-                tokens: Some(if i.is_multiple_of(2) { 100_000 } else { 10_000_000 }),
+                tokens: Some(if i.is_multiple_of(2) {
+                    100_000
+                } else {
+                    10_000_000
+                }),
                 runs: Some(5_000),
                 cost: Some(CostLimit {
                     amount: "50".into(),

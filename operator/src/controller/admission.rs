@@ -179,7 +179,11 @@ impl Admission {
         if changed.is_empty() && held.is_empty() {
             return;
         }
-        debug!(changed = changed.len(), held = held.len(), "admission verdicts changed");
+        debug!(
+            changed = changed.len(),
+            held = held.len(),
+            "admission verdicts changed"
+        );
         let feeds = lock(&self.feeds);
         for key in changed.into_iter().map(|(key, _)| key).chain(held) {
             let Some(feed) = feeds.iter().find(|f| f.scope.contains(&key.namespace)) else {

@@ -30,13 +30,13 @@ use super::run_trace::start_trace;
 use super::skill::SkillWake;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
+use crate::decide::budget_hold::hold_run;
 use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
 use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
-use crate::decide::budget_hold::hold_run;
 use crate::decide::run_status::{
     AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, elapsed, is_terminal,
     next_status, start_deadline,

@@ -367,9 +367,16 @@ mod tests {
         };
         let woken = ledger.hold(HashMap::from([(key("a"), hold.clone())]));
         assert_eq!(woken, [key("a")]);
-        assert_eq!(ledger.hold(HashMap::from([(key("a"), hold.clone())])), Vec::<RunKey>::new());
+        assert_eq!(
+            ledger.hold(HashMap::from([(key("a"), hold.clone())])),
+            Vec::<RunKey>::new()
+        );
         let changed = ledger.step(&runs, &[], &TWO, at(10));
-        assert_eq!(names(&changed), [("b".into(), Verdict::Admitted)], "a is held, not queued");
+        assert_eq!(
+            names(&changed),
+            [("b".into(), Verdict::Admitted)],
+            "a is held, not queued"
+        );
         assert_eq!(ledger.ask(ready("a", 0)), Answer::Held(hold));
         assert_eq!(ledger.granted().collect::<Vec<_>>(), [&key("b")]);
         // The window resets: a is released, woken, and admitted at the next step.

@@ -91,9 +91,7 @@ mod tests {
     use super::*;
 
     fn answers(ids: &[&str]) -> Vec<Response> {
-        ids.iter()
-            .map(|id| Response::answer(id, "yes"))
-            .collect()
+        ids.iter().map(|id| Response::answer(id, "yes")).collect()
     }
 
     fn set(ids: &[&str]) -> BTreeSet<String> {

@@ -212,7 +212,8 @@ mod tests {
         snap.depth = 1;
         snap.run.max_model_calls = 7;
         snap.run.token_budget = Some(9000);
-        spec.responses.push(herd_crds::run::Response::answer("q2", "yes"));
+        spec.responses
+            .push(herd_crds::run::Response::answer("q2", "yes"));
         let config = run_config(&snap, &spec, 3, Some(&started(0)), &at(1), None);
         assert_eq!(
             (
