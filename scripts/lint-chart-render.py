@@ -137,12 +137,20 @@ def check_common(objects, account=OPERATOR):
            "herd-view aggregates to view")
     expect(edit["metadata"]["labels"].get("rbac.authorization.k8s.io/aggregate-to-edit") == "true",
            "herd-edit aggregates to edit")
-    for role, verbs in ((view, {"get", "list", "watch"}),
-                        (edit, {"get", "list", "watch", "create", "update", "patch", "delete",
-                                "deletecollection"})):
+    budget_admin = one(objects, "ClusterRole", "herd-budget-admin")
+    expect(budget_admin["metadata"]["labels"].get("rbac.authorization.k8s.io/aggregate-to-admin")
+           == "true" and "rbac.authorization.k8s.io/aggregate-to-edit"
+           not in budget_admin["metadata"]["labels"],
+           "herd-budget-admin aggregates to admin only (editors do not raise their own cap)")
+    writes = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+    # Everyone who may view sees Budgets; only admin writes them, as with ResourceQuota.
+    for role, verbs, kinds in ((view, {"get", "list", "watch"},
+                                {"agents", "skills", "runs", "schedules", "budgets"}),
+                               (edit, writes, {"agents", "skills", "runs", "schedules"}),
+                               (budget_admin, writes, {"budgets"})):
         resources = {r for rule in role["rules"] for r in rule["resources"]}
-        expect(resources == {"agents", "skills", "runs", "schedules"},
-               f"{role['metadata']['name']} covers exactly agents, skills, runs, schedules (never a status): {resources}")
+        expect(resources == kinds,
+               f"{role['metadata']['name']} covers exactly {sorted(kinds)} (never a status): {resources}")
         expect({v for rule in role["rules"] for v in rule["verbs"]} == verbs,
                f"{role['metadata']['name']} verbs")
 
