@@ -31,7 +31,7 @@ pub const API_VERSION_ANNOTATION: &str = "herd.dev/api-version";
 /// change and this does not). CRDs without the annotation are revision 1, the first schema. The operator
 /// compares the served CRDs' annotation with its own: a lower `<n>` means the CRDs need
 /// upgrading (`kubectl apply --server-side -f charts/herd/crds/`).
-pub const SCHEMA_REVISION: &str = "v1alpha1.13";
+pub const SCHEMA_REVISION: &str = "v1alpha1.14";
 
 /// The revision number of an `herd.dev/api-version` value of this API version (`v1alpha1.<n>`),
 /// or `None` for anything else.
@@ -179,7 +179,8 @@ mod tests {
                 "{file}"
             );
         }
-        assert_eq!(schema_revision_number(SCHEMA_REVISION), Some(13));
+        assert!(schema_revision_number(SCHEMA_REVISION).is_some());
+        assert_eq!(schema_revision_number("v1alpha1.13"), Some(13));
         assert_eq!(schema_revision_number("v1alpha1.10"), Some(10));
         assert_eq!(schema_revision_number("v1beta1.3"), None);
         assert_eq!(schema_revision_number("v1alpha1.x"), None);

@@ -61,7 +61,8 @@ pub struct Usage {
     /// `cached_tokens`, Anthropic `cache_read_input_tokens`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
-    /// Model calls made, retries included.
+    /// The agent loop's model calls (what `maxModelCalls` limits), retries included; the
+    /// side calls for a title, a summary or memory are not counted here, only in `byModel`.
     #[serde(default)]
     pub model_calls: u32,
     /// Tool calls executed.
@@ -96,7 +97,7 @@ pub struct ModelUsage {
     /// Prompt tokens read from the provider's cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
-    /// Model calls that answered.
+    /// Calls to this model that answered, side calls (title, summary, memory) included.
     #[serde(default)]
     pub model_calls: u32,
 }
@@ -114,7 +115,7 @@ pub struct UsageTotals {
     /// Prompt tokens read from the provider's cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
-    /// Model calls made.
+    /// The agent loops' model calls, as `usage.modelCalls` counts them.
     #[serde(default)]
     pub model_calls: u32,
     /// Tool calls executed.

@@ -1,8 +1,11 @@
 //! The operator's part of a Run's trace: it starts the trace of each new top-level Run with a
 //! `reconcile Run` span and stores its W3C `traceparent` on the Run
-//! (`herd.dev/traceparent`), which the Run's pod and every child continue. Spans go to an
+//! (`herd.dev/traceparent`), which the Run's pod and every child continue; admission's answers
+//! (`admit Run`) and the run API's requests join the trace they belong to. Spans go to an
 //! OTLP/HTTP endpoint named by the standard `OTEL_*` variables (the chart sets them); without
 //! one the operator starts no traces and writes no annotation.
+
+use std::time::SystemTime;
 
 use opentelemetry::global;
 use opentelemetry::trace::{Span as _, Tracer as _};
@@ -127,6 +130,40 @@ pub fn start_run_trace(namespace: &str, name: &str, agent: &str) -> Option<Strin
     ))
 }
 
+/// What admission answered a Run, as its trace shows it.
+pub struct AdmissionSpan<'a> {
+    /// The Run's namespace.
+    pub namespace: &'a str,
+    /// The Run's name.
+    pub name: &'a str,
+    /// When the Run asked.
+    pub asked: SystemTime,
+    /// `admitted`, `waiting` (a cap is full) or `held` (by a Budget).
+    pub decision: &'static str,
+    /// Why it waits or is held; `None` when admitted.
+    pub reason: Option<String>,
+}
+
+/// Records an `admit Run {name}` span, from the ask to the answer, in the trace of the Run's
+/// `traceparent` (nothing when no exporter is installed or the trace is not sampled).
+pub fn record_admission(traceparent: &str, admission: AdmissionSpan<'_>) {
+    let tracer = global::tracer(TRACER_NAME);
+    let mut attributes = vec![
+        KeyValue::new("k8s.namespace.name", admission.namespace.to_owned()),
+        KeyValue::new("herd.run", admission.name.to_owned()),
+        KeyValue::new("herd.admission.decision", admission.decision),
+    ];
+    if let Some(reason) = admission.reason {
+        attributes.push(KeyValue::new("herd.admission.reason", reason));
+    }
+    tracer
+        .span_builder(format!("admit Run {}", admission.name))
+        .with_start_time(admission.asked)
+        .with_attributes(attributes)
+        .start_with_context(&tracer, &run_context(traceparent))
+        .end();
+}
+
 /// The context of a Run's `traceparent`, for spans the operator adds to its trace.
 pub fn run_context(traceparent: &str) -> Context {
     use opentelemetry::propagation::TextMapPropagator as _;
@@ -134,6 +171,11 @@ pub fn run_context(traceparent: &str) -> Context {
         std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
     TraceContextPropagator::new().extract(&carrier)
 }
+
+/// Tests that install the process's tracer provider take turns with this lock, and put the
+/// no-op provider back before they let go.
+#[cfg(test)]
+pub(crate) static GLOBAL_PROVIDER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[cfg(test)]
 mod tests {
@@ -170,6 +212,7 @@ mod tests {
 
     #[test]
     fn without_an_exporter_no_trace_is_started_and_with_one_it_is() {
+        let _turn = GLOBAL_PROVIDER.blocking_lock();
         assert_eq!(start_run_trace("ns", "r", "a"), None);
         let exporter = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder()
@@ -181,5 +224,51 @@ mod tests {
         let spans = exporter.get_finished_spans().unwrap();
         assert_eq!(spans[0].name, "reconcile Run r");
         assert!(run_context(&traceparent).span().span_context().is_remote());
+        global::set_tracer_provider(opentelemetry::trace::noop::NoopTracerProvider::new());
+    }
+
+    #[test]
+    fn an_admission_answer_is_a_span_in_the_runs_trace() {
+        let _turn = GLOBAL_PROVIDER.blocking_lock();
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        global::set_tracer_provider(provider.clone());
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        record_admission(
+            parent,
+            AdmissionSpan {
+                namespace: "ns",
+                name: "r",
+                asked: SystemTime::UNIX_EPOCH,
+                decision: "waiting",
+                reason: Some("namespace at 2/2".to_owned()),
+            },
+        );
+        global::set_tracer_provider(opentelemetry::trace::noop::NoopTracerProvider::new());
+        let spans = exporter.get_finished_spans().unwrap();
+        let [span] = spans.as_slice() else {
+            panic!("one span: {spans:#?}");
+        };
+        assert_eq!(span.name, "admit Run r");
+        assert_eq!(span.start_time, SystemTime::UNIX_EPOCH);
+        assert_eq!(
+            span.parent_span_id,
+            run_context(parent).span().span_context().span_id()
+        );
+        let attributes: Vec<(String, String)> = span
+            .attributes
+            .iter()
+            .map(|kv| (kv.key.to_string(), kv.value.to_string()))
+            .collect();
+        let expected = [
+            ("k8s.namespace.name", "ns"),
+            ("herd.run", "r"),
+            ("herd.admission.decision", "waiting"),
+            ("herd.admission.reason", "namespace at 2/2"),
+        ]
+        .map(|(key, value)| (key.to_owned(), value.to_owned()));
+        assert_eq!(attributes, expected);
     }
 }

@@ -3,7 +3,7 @@
 //! created, never re-applied.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use herd_crds::agent::ResolvedSkill;
 use herd_crds::run::Run;
@@ -25,6 +25,7 @@ use crate::decide::run_workspace::desired_workspace_claim;
 use crate::decide::skill_version::config_map_name;
 use crate::decide::trace_context::traceparent_of;
 use crate::error::Error;
+use crate::traces::{AdmissionSpan, record_admission};
 
 /// Said to a Run admission has not decided on yet (it wakes the Run when it has).
 const UNDECIDED: &str = "waiting for admission";
@@ -95,7 +96,12 @@ pub(super) async fn start_pod(
         uid: ids.uid.clone(),
         attempt,
     };
-    match ctx.admission.ask(ready).await {
+    let asked = SystemTime::now();
+    let answer = ctx.admission.ask(ready).await;
+    if let Some(traceparent) = traceparent_of(run) {
+        record_admission(traceparent, admission_span(ids, asked, &answer));
+    }
+    match answer {
         Answer::Admitted => {}
         Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
         Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
@@ -169,6 +175,23 @@ pub(super) async fn start_pod(
         Created::Quota(why) => Started::Blocked(why),
         Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
     })
+}
+
+/// How the Run's trace shows admission's `answer` (an undecided ask shows as waiting).
+fn admission_span<'a>(ids: &Ids<'a>, asked: SystemTime, answer: &Answer) -> AdmissionSpan<'a> {
+    let (decision, reason) = match answer {
+        Answer::Admitted => ("admitted", None),
+        Answer::Waiting(full) => ("waiting", Some(full.to_string())),
+        Answer::Undecided => ("waiting", Some(UNDECIDED.to_owned())),
+        Answer::Held(hold) => ("held", Some(hold.message.clone())),
+    };
+    AdmissionSpan {
+        namespace: ids.namespace,
+        name: ids.name,
+        asked,
+        decision,
+        reason,
+    }
 }
 
 /// The keys of each skill version ConfigMap of `versions` that exists: from the cache, else

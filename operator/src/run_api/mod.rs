@@ -31,6 +31,7 @@ pub mod progress;
 pub mod rate_limit;
 pub mod report;
 pub mod report_writer;
+pub mod request_span;
 pub mod result_config_map;
 pub mod routes;
 pub mod run_config;

@@ -39,6 +39,7 @@ use super::memory::{read_memory, update_memory};
 use super::progress::RunKey;
 use super::report::{AfterResult, Stored, after_result};
 use super::report_writer::{Written, write_report};
+use super::request_span::trace_request;
 use super::result_config_map::{decode_files, result_config_map, write_result_config_map};
 use super::run_config::run_config;
 use crate::controller::run_objects::owned_by;
@@ -47,7 +48,8 @@ use crate::decide::run_status::snapshot_name;
 use crate::metrics::run_api_requests::record;
 use crate::metrics::usage::ReportOf;
 
-/// The router of the run API, each request counted and timed by its route template.
+/// The router of the run API, each request counted and timed by its route template, and
+/// traced in its Run's trace.
 pub fn router(api: Arc<RunApi>) -> Router {
     let measured = axum::middleware::from_fn_with_state(api.metrics.clone(), record);
     Router::new()
@@ -77,6 +79,7 @@ pub fn router(api: Arc<RunApi>) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(no_route)
         .layer(measured)
+        .layer(axum::middleware::from_fn(trace_request))
         .with_state(api)
 }
 

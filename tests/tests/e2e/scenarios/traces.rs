@@ -27,6 +27,9 @@ const RUN_TIME: Duration = Duration::from_secs(240);
 /// How long the last spans take to arrive after the Run ended.
 const EXPORT_TIME: Duration = Duration::from_secs(30);
 
+/// The name of the operator's span of a runner's result request.
+const RESULT: &str = "POST /v1/runs/{namespace}/{name}/result";
+
 /// The tokens the script reports for each call: (input, output).
 const LEAD_FIRST: (i64, i64) = (101, 11);
 const LEAD_LAST: (i64, i64) = (202, 22);
@@ -53,7 +56,8 @@ fn script() -> String {
 
 /// A fan-out of two children: one trace id from the operator's `reconcile Run` to every
 /// child's model calls, each child's runner under its parent's `execute_tool task` span, the
-/// GenAI attributes with the script's token counts, and no key in any attribute.
+/// operator's admission answers and run-API requests in the trace, the GenAI attributes with
+/// the script's token counts, and no key in any attribute.
 pub async fn a_fan_out_is_one_trace_from_operator_to_every_model_call(
     env: TestEnv,
 ) -> anyhow::Result<()> {
@@ -89,15 +93,13 @@ pub async fn a_fan_out_is_one_trace_from_operator_to_every_model_call(
             "the Run ended otherwise: {}",
             message(&run)
         );
-        let _ = provider.force_flush();
         let spans = wait_for("every span exported", EXPORT_TIME, || async {
+            // The operator's last request span ends after the Run's status is written.
+            let _ = provider.force_flush();
             let spans = receiver.spans();
-            let lead_calls = spans
-                .iter()
-                .filter(|span| span.name.starts_with("chat "))
-                .count();
+            let count = |name: &str| spans.iter().filter(|s| s.name.starts_with(name)).count();
             Ok(
-                (lead_calls >= 4 && spans.iter().any(|s| s.name.starts_with("reconcile Run")))
+                (count("chat ") >= 4 && count("reconcile Run") == 1 && count(RESULT) >= 3)
                     .then_some(spans),
             )
         })
@@ -162,6 +164,7 @@ fn check_trace(spans: &[ReceivedSpan]) -> anyhow::Result<()> {
         children.len() == 2,
         "each child's pod continues its parent's task call: {agents:#?}"
     );
+    check_operator_spans(spans, &lead[0].span_id)?;
     let mut tokens: Vec<(bool, i64, i64)> = spans
         .iter()
         .filter(|span| span.str("gen_ai.operation.name") == Some("chat"))
@@ -208,5 +211,73 @@ fn check_trace(spans: &[ReceivedSpan]) -> anyhow::Result<()> {
             "content is off by default: {text}"
         );
     }
+    Ok(())
+}
+
+/// The operator's spans under the runners': each Run's admission answer under the span that
+/// started it (the operator's for the lead, a `task` call for a child), and each request a
+/// server span under the runner span that sent it (a child Run's creation under its `task`
+/// call, each Run's result answered 200).
+fn check_operator_spans(spans: &[ReceivedSpan], lead: &str) -> anyhow::Result<()> {
+    let by_id: HashMap<&str, &ReceivedSpan> = spans
+        .iter()
+        .map(|span| (span.span_id.as_str(), span))
+        .collect();
+    let parent_name = |span: &ReceivedSpan| {
+        by_id
+            .get(span.parent_span_id.as_str())
+            .map(|parent| parent.name.as_str())
+    };
+    // A Run reconciled again before its Pod shows in the cache may be admitted twice.
+    let mut admitted: Vec<(Option<&str>, &str)> = spans
+        .iter()
+        .filter(|span| span.str("herd.admission.decision") == Some("admitted"))
+        .map(|span| (parent_name(span), span.parent_span_id.as_str()))
+        .collect();
+    admitted.sort_unstable();
+    admitted.dedup();
+    let admitted: Vec<Option<&str>> = admitted.into_iter().map(|(name, _)| name).collect();
+    ensure!(
+        admitted
+            == [
+                Some("execute_tool task"),
+                Some("execute_tool task"),
+                Some("reconcile Run traced")
+            ],
+        "each Run admitted in its trace: {admitted:?}"
+    );
+    let requests: Vec<&ReceivedSpan> = spans
+        .iter()
+        .filter(|span| span.attributes.contains_key("http.route"))
+        .collect();
+    ensure!(
+        requests.iter().all(
+            |span| !span.parent_span_id.is_empty() && span.str("http.request.method").is_some()
+        ),
+        "each request under the span that sent it: {requests:#?}"
+    );
+    // A request may be retried after a 503; each Run's result is accepted once.
+    let results: Vec<&&ReceivedSpan> = requests.iter().filter(|span| span.name == RESULT).collect();
+    let accepted = results
+        .iter()
+        .filter(|span| span.int("http.response.status_code") == Some(200))
+        .count();
+    ensure!(
+        accepted == 3,
+        "each Run's result answered 200: {results:#?}"
+    );
+    let created: Vec<&&ReceivedSpan> = requests
+        .iter()
+        .filter(|span| span.name == "POST /v1/runs/{namespace}/{name}/children")
+        .collect();
+    ensure!(
+        created.len() >= 2
+            && created.iter().all(|span| {
+                by_id.get(span.parent_span_id.as_str()).is_some_and(|task| {
+                    task.name == "execute_tool task" && task.parent_span_id == lead
+                })
+            }),
+        "each child's creation under the lead's task call: {created:#?}"
+    );
     Ok(())
 }
