@@ -41,7 +41,8 @@ pub const OTHER_MODELS: &str = "other";
 /// Most characters of a model's name in [`ModelUsage`] (as `spec.model.name`).
 pub const MAX_MODEL_NAME: usize = 256;
 
-fn is_zero(value: &u64) -> bool {
+/// Whether a count is zero (serde's `skip_serializing_if` for counts shown only when set).
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 

@@ -121,13 +121,13 @@ fn bench_look(c: &mut Criterion) {
         b.iter(|| {
             budgets
                 .iter()
-                .filter_map(|budget| view(budget, &runs, &granted, now))
+                .filter_map(|budget| view(budget, &runs, &granted, now, None))
                 .count()
         })
     });
     let views: Vec<BudgetView> = budgets
         .iter()
-        .filter_map(|budget| view(budget, &runs, &granted, now))
+        .filter_map(|budget| view(budget, &runs, &granted, now, None))
         .collect();
     let candidates: Vec<Candidate<'_>> = (GOING..GOING + QUEUED)
         .map(|i| Candidate {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::condition::Condition;
+use crate::report::is_zero;
 
 /// Most Runs the ledger follows at once (`status.marks`): Runs that have started and whose
 /// final usage is not folded into `used` yet. While it is full, new Runs the Budget selects
@@ -44,6 +45,12 @@ pub struct BudgetStatus {
     #[serde(default)]
     #[schemars(extend("default" = {}))]
     pub remaining: BudgetUsage,
+    /// What going Runs may still spend of the token budgets they were given (`tokens`, and
+    /// `inputTokens`/`outputTokens` alike, since either may be spent; `costMicros` at their
+    /// dearest price): reserved, so no new Run starts on it.
+    #[serde(default)]
+    #[schemars(extend("default" = {}))]
+    pub reserved: BudgetUsage,
     /// `used` of the tightest limit, for `kubectl get` (e.g. `12034 tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
@@ -108,4 +115,37 @@ pub struct RunMark {
     /// The highest cost the Run reported in the Budget's currency, in micros.
     #[serde(default)]
     pub cost_micros: u64,
+    /// The token budget (input plus output, its whole thread) the Run's Pod was given under
+    /// this Budget while it goes; what it has not reported yet is reserved. Zero once it ends.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved_tokens: u64,
+    /// What that token budget may cost at the Run's dearest price, in micros of the Budget's
+    /// currency (zero when the Run is not priced in it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved_cost_micros: u64,
+}
+
+impl RunMark {
+    /// A mark of the Run `uid` with nothing counted yet.
+    pub fn new(uid: &str) -> Self {
+        RunMark {
+            uid: uid.to_owned(),
+            attempt: 0,
+            seq: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_micros: 0,
+            reserved_tokens: 0,
+            reserved_cost_micros: 0,
+        }
+    }
+
+    /// What the Run may still spend of its reservation: (tokens, cost micros).
+    pub fn outstanding(&self) -> (u64, u64) {
+        let reported = self.input_tokens.saturating_add(self.output_tokens);
+        (
+            self.reserved_tokens.saturating_sub(reported),
+            self.reserved_cost_micros.saturating_sub(self.cost_micros),
+        )
+    }
 }

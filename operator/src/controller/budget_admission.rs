@@ -45,7 +45,7 @@ impl BudgetFeed {
         stores
             .iter()
             .flat_map(Store::state)
-            .filter_map(|budget| view(&budget, runs, granted, now))
+            .filter_map(|budget| view(&budget, runs, granted, now, None))
             .collect()
     }
 

@@ -67,13 +67,15 @@ pub fn in_namespace<'a>(
 }
 
 /// `budget`'s ledger brought up to `now` with `runs` (all Runs of the cache; `granted` are
-/// admitted without a Pod in the cache yet), as admission sees it; `None` for a Budget whose
-/// window cannot be read (it holds nothing).
+/// admitted without a Pod in the cache yet), as admission sees it, its reservations without
+/// the Run of uid `except`'s; `None` for a Budget whose window cannot be read (it holds
+/// nothing).
 pub fn view(
     budget: &Budget,
     runs: &[std::sync::Arc<Run>],
     granted: &HashSet<&RunKey>,
     now: Timestamp,
+    except: Option<&str>,
 ) -> Option<BudgetView> {
     let window = Window::of(&budget.spec.window).ok()?;
     let namespace = budget.metadata.namespace.clone()?;
@@ -94,6 +96,7 @@ pub fn view(
         limits: budget.spec.limits.clone(),
         on_exceeded: budget.spec.on_exceeded,
         used: ledger.used,
+        reserved: ledger.reserved(except),
         marks: ledger.marks.len(),
         resets: span.end,
     })
@@ -171,7 +174,7 @@ mod tests {
         let granted_key = RunKey::new("ns", "granted");
         let granted = HashSet::from([&granted_key]);
         let now = Timestamp::from_second(1_000_000).unwrap();
-        let view = view(&budget("EUR"), &runs, &granted, now).unwrap();
+        let view = view(&budget("EUR"), &runs, &granted, now, None).unwrap();
         assert_eq!(view.used.tokens, 500);
         assert_eq!(view.used.cost_micros, 400_000, "the USD Run does not count");
         assert_eq!(view.used.runs, 3, "a, b and the granted one");

@@ -1,11 +1,12 @@
 //! Which waiting Runs a Budget holds back, and how many tokens a starting Run may use.
 //!
-//! A Run is held while any Budget that selects it has a limit reached (`used` at or above
-//! it), counting the Runs admitted ahead of it in the same look against `runs`, or while that
-//! Budget follows as many going Runs as its status can hold. With several such Budgets the
-//! tightest wins: the Run is refused when any of them says `Refuse`, else it waits for the
-//! one that resets last. A Run that starts gets, as its token budget, the least that any
-//! Budget selecting it has left (never more than its own).
+//! A Run is held while any Budget that selects it has a limit reached (`used` plus what going
+//! Runs have reserved at or above it), counting the Runs admitted ahead of it in the same look
+//! against `runs`, or while that Budget follows as many going Runs as its status can hold.
+//! With several such Budgets the tightest wins: the Run is refused when any of them says
+//! `Refuse` and is exceeded, else it waits for the one that resets last. A Run that starts
+//! reserves, as its token budget, its share of what the Budgets selecting it have left
+//! unreserved ([`allowance`]; never more than its own).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -13,7 +14,7 @@ use herd_crds::budget::{BudgetLimits, BudgetUsage, MAX_MARKS, OnExceeded};
 use jiff::Timestamp;
 
 use super::admission::RunKey;
-use super::budget_ledger::{Limit, reached, token_allowance};
+use super::budget_ledger::{Limit, committed, reached, token_allowance};
 
 /// A Budget as admission sees it: its limits and what its ledger says now.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +33,9 @@ pub struct BudgetView {
     pub on_exceeded: OnExceeded,
     /// Used in the current window, as of now.
     pub used: BudgetUsage,
+    /// What going Runs may still spend of their token budgets (see
+    /// [`super::budget_ledger::Ledger::reserved`]).
+    pub reserved: BudgetUsage,
     /// Going Runs its ledger follows.
     pub marks: usize,
     /// When the current window ends.
@@ -109,14 +113,23 @@ pub fn holds(budgets: &[BudgetView], waiting: &[Candidate<'_>]) -> HashMap<RunKe
             used.runs = used.runs.saturating_add(admitted[*i]);
             let full = budget.marks as u64 + admitted[*i] >= MAX_MARKS as u64;
             let limits = reached(&budget.limits, &used);
-            if limits.is_empty() && !full {
+            let reserved = reached(&budget.limits, &committed(&used, &budget.reserved));
+            if reserved.is_empty() && !full {
                 continue;
             }
+            let cause = if let Some(limit) = limits.first() {
+                Why::Reached(*limit)
+            } else if let Some(limit) = reserved.first() {
+                Why::Reserved(*limit)
+            } else {
+                Why::Full
+            };
             let hold = Hold {
                 budget: budget.name.clone(),
-                refuse: budget.on_exceeded == OnExceeded::Refuse,
+                // Only an exceeded Budget refuses: reserved tokens may come back.
+                refuse: budget.on_exceeded == OnExceeded::Refuse && !limits.is_empty(),
                 resets: budget.resets,
-                message: message(budget, &used, &limits, full),
+                message: message(budget, &used, cause),
             };
             why = Some(match why {
                 None => hold,
@@ -147,38 +160,54 @@ fn tighter(a: Hold, b: Hold) -> Hold {
     }
 }
 
-fn message(budget: &BudgetView, used: &BudgetUsage, limits: &[Limit], full: bool) -> String {
-    let what = if let Some(limit) = limits.first() {
-        let cap = limit.of(&budget.limits).unwrap_or_default();
-        format!(
-            "reached its limit of {} (used: {})",
-            limit.amount(cap, &budget.limits),
-            limit.amount(limit.in_usage(used), &budget.limits)
-        )
-    } else if full {
-        format!("follows {MAX_MARKS} going Runs, its most,")
-    } else {
-        "is within its limits".to_owned()
-    };
-    let until = if full && limits.is_empty() {
-        "until one of them ends".to_owned()
-    } else {
-        format!(
-            "until its window resets at {}",
-            budget.resets.strftime("%Y-%m-%dT%H:%M:%SZ")
-        )
-    };
-    match budget.on_exceeded {
-        OnExceeded::Queue => {
+/// Why a Budget holds a Run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Why {
+    /// This limit is reached.
+    Reached(Limit),
+    /// What is left of this limit is reserved by going Runs.
+    Reserved(Limit),
+    /// The ledger follows as many going Runs as it can.
+    Full,
+}
+
+fn message(budget: &BudgetView, used: &BudgetUsage, why: Why) -> String {
+    let resets = format!(
+        "until its window resets at {}",
+        budget.resets.strftime("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (what, until) = match why {
+        Why::Reached(limit) => (
             format!(
-                "Budget {} {what} in this window: the Run waits {until}",
-                budget.name
-            )
-        }
-        OnExceeded::Refuse => format!(
-            "Budget {} {what} in this window: the Run is refused (onExceeded: Refuse); new Runs may start {until}",
+                "reached its limit of {} (used: {}) in this window",
+                limit.amount(limit.of(&budget.limits).unwrap_or_default(), &budget.limits),
+                limit.amount(limit.in_usage(used), &budget.limits)
+            ),
+            resets,
+        ),
+        Why::Reserved(limit) => (
+            format!(
+                "has what is left of its limit of {} reserved by going Runs (used: {}, reserved: {})",
+                limit.amount(limit.of(&budget.limits).unwrap_or_default(), &budget.limits),
+                limit.amount(limit.in_usage(used), &budget.limits),
+                limit.amount(limit.in_usage(&budget.reserved), &budget.limits)
+            ),
+            format!(
+                "until one of them ends or {}",
+                resets.trim_start_matches("until ")
+            ),
+        ),
+        Why::Full => (
+            format!("follows {MAX_MARKS} going Runs, its most, in this window"),
+            "until one of them ends".to_owned(),
+        ),
+    };
+    match (budget.on_exceeded, why) {
+        (OnExceeded::Refuse, Why::Reached(_)) => format!(
+            "Budget {} {what}: the Run is refused (onExceeded: Refuse); new Runs may start {until}",
             budget.name
         ),
+        _ => format!("Budget {} {what}: the Run waits {until}", budget.name),
     }
 }
 
@@ -192,37 +221,72 @@ pub struct TokenPrice<'a> {
     pub dearest_per_million: u64,
 }
 
-/// The token budget a Run starting now gets: its own, narrowed to the least that any Budget
-/// selecting it has left of its token limits, and of its cost limit turned into tokens at the
-/// Run's dearest price (when priced in the Budget's currency); `None` when nothing sets one.
-pub fn effective_token_budget(
-    own: Option<u64>,
+/// A starting Run as its token budget is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Starting<'a> {
+    /// Its own token budget (the snapshot's), if any.
+    pub own: Option<u64>,
+    /// The input plus output tokens it reported so far (a resumed attempt carries them).
+    pub reported: u64,
+    /// Its model's dearest price, when it is priced.
+    pub price: Option<TokenPrice<'a>>,
+    /// Going Runs the Budgets select that have no reservation yet, this one included: what is
+    /// unreserved is shared among them.
+    pub sharing: u64,
+}
+
+/// The token budget a Run starting now gets, and reserves under each Budget that selects it:
+/// its own, narrowed to `reported` plus its share of the least that any of those Budgets has
+/// left unreserved (`budgets` must leave the Run's own reservation out), of its token limits
+/// and of its cost limit turned into tokens at the Run's dearest price (when priced in the
+/// Budget's currency); `None` when nothing sets one. Without a budget of its own a Run takes
+/// an equal share, so Runs admitted together each get some.
+pub fn allowance(
     budgets: &[BudgetView],
     run: &Candidate<'_>,
-    price: Option<TokenPrice<'_>>,
+    starting: &Starting<'_>,
 ) -> Option<u64> {
-    budgets
+    let left = budgets
         .iter()
         .filter(|b| b.selects(&run.key.namespace, run.agent, run.labels))
         .flat_map(|b| {
+            let taken = committed(&b.used, &b.reserved);
             let by_cost = b
                 .limits
                 .cost
                 .as_ref()
-                .zip(price)
+                .zip(starting.price)
                 .and_then(|(limit, price)| {
                     let cap = limit.micros()?;
                     (limit.currency == price.currency && price.dearest_per_million > 0).then(|| {
-                        let left = u128::from(cap.saturating_sub(b.used.cost_micros));
+                        let left = u128::from(cap.saturating_sub(taken.cost_micros));
                         let tokens = left * 1_000_000 / u128::from(price.dearest_per_million);
                         u64::try_from(tokens).unwrap_or(u64::MAX)
                     })
                 });
-            [token_allowance(&b.limits, &b.used), by_cost]
+            [token_allowance(&b.limits, &taken), by_cost]
         })
         .flatten()
-        .chain(own)
-        .min()
+        .min();
+    let share = match (left, starting.own) {
+        (Some(left), Some(own)) => Some(left.min(own.saturating_sub(starting.reported))),
+        (Some(left), None) => Some(left / starting.sharing.max(1)),
+        (None, _) => None,
+    };
+    match (share, starting.own) {
+        (Some(share), _) => Some(starting.reported.saturating_add(share)),
+        (None, own) => own,
+    }
+}
+
+/// What `tokens` may cost at `price` in `currency`, in micros (zero when priced otherwise).
+pub fn reserved_cost(tokens: u64, price: Option<TokenPrice<'_>>, currency: Option<&str>) -> u64 {
+    price
+        .filter(|price| Some(price.currency) == currency)
+        .map_or(0, |price| {
+            let micros = u128::from(tokens) * u128::from(price.dearest_per_million) / 1_000_000;
+            u64::try_from(micros).unwrap_or(u64::MAX)
+        })
 }
 
 #[cfg(test)]
@@ -243,6 +307,7 @@ mod tests {
             limits,
             on_exceeded: OnExceeded::Queue,
             used,
+            reserved: BudgetUsage::default(),
             marks: 0,
             resets: at(resets),
         }
@@ -379,6 +444,98 @@ mod tests {
         );
     }
 
+    /// The token budget of a Run that reported nothing and shares with no other.
+    fn given(
+        own: Option<u64>,
+        budgets: &[BudgetView],
+        run: &Candidate<'_>,
+        price: Option<TokenPrice<'_>>,
+    ) -> Option<u64> {
+        let starting = Starting {
+            own,
+            reported: 0,
+            price,
+            sharing: 1,
+        };
+        allowance(budgets, run, &starting)
+    }
+
+    #[test]
+    fn reserved_tokens_hold_new_runs_until_a_going_run_ends_and_never_refuse() {
+        let runs = Runs::new(1);
+        let mut daily = budget("daily", tokens(1000), used_tokens(600), 86_400);
+        daily.on_exceeded = OnExceeded::Refuse;
+        daily.reserved = BudgetUsage {
+            tokens: 400,
+            input_tokens: 400,
+            output_tokens: 400,
+            ..BudgetUsage::default()
+        };
+        let held = holds(std::slice::from_ref(&daily), &runs.candidates("a"));
+        let hold = &held[&runs.keys[0]];
+        assert!(!hold.refuse, "reserved tokens may come back");
+        assert_eq!(
+            hold.message,
+            "Budget daily has what is left of its limit of 1000 tokens reserved by going Runs (used: 600 tokens, reserved: 400 tokens): the Run waits until one of them ends or its window resets at 1970-01-02T00:00:00Z"
+        );
+        daily.reserved.tokens = 399;
+        daily.reserved.input_tokens = 399;
+        daily.reserved.output_tokens = 399;
+        assert!(holds(&[daily], &runs.candidates("a")).is_empty());
+    }
+
+    #[test]
+    fn a_starting_run_gets_its_share_of_what_is_unreserved_on_top_of_what_it_reported() {
+        let runs = Runs::new(1);
+        let run = &runs.candidates("x")[0];
+        let mut daily = budget("daily", tokens(1000), used_tokens(100), 10);
+        daily.reserved = BudgetUsage {
+            tokens: 300,
+            input_tokens: 300,
+            output_tokens: 300,
+            ..BudgetUsage::default()
+        };
+        let budgets = [daily];
+        let start = |own, reported, sharing| Starting {
+            own,
+            reported,
+            price: None,
+            sharing,
+        };
+        // 600 unreserved, shared by three Runs without a budget of their own.
+        assert_eq!(allowance(&budgets, run, &start(None, 0, 3)), Some(200));
+        // A resumed Run keeps what it reported and gets its share on top.
+        assert_eq!(allowance(&budgets, run, &start(None, 50, 3)), Some(250));
+        // A budget of its own is not divided, only narrowed to what is unreserved.
+        assert_eq!(
+            allowance(&budgets, run, &start(Some(250), 50, 3)),
+            Some(250)
+        );
+        assert_eq!(
+            allowance(&budgets, run, &start(Some(5000), 0, 3)),
+            Some(600)
+        );
+        // Nothing unreserved: the Run may make one call.
+        let mut full = budgets[0].clone();
+        full.reserved.tokens = 900;
+        full.reserved.input_tokens = 900;
+        full.reserved.output_tokens = 900;
+        assert_eq!(allowance(&[full], run, &start(None, 0, 1)), Some(0));
+    }
+
+    #[test]
+    fn a_reservation_costs_its_tokens_at_the_dearest_price_in_the_budgets_currency() {
+        let price = TokenPrice {
+            currency: "EUR",
+            dearest_per_million: 10_000_000,
+        };
+        assert_eq!(reserved_cost(50_000, Some(price), Some("EUR")), 500_000);
+        assert_eq!(reserved_cost(50_000, Some(price), Some("USD")), 0);
+        assert_eq!(reserved_cost(50_000, Some(price), None), 0);
+        assert_eq!(reserved_cost(50_000, None, Some("EUR")), 0);
+        assert_eq!(reserved_cost(u64::MAX, Some(price), Some("EUR")), u64::MAX);
+    }
+
     #[test]
     fn a_starting_run_gets_the_least_left_never_more_than_its_own() {
         let runs = Runs::new(1);
@@ -396,22 +553,16 @@ mod tests {
             ),
             budget("runs-only", run_cap(5), BudgetUsage::default(), 10),
         ];
-        assert_eq!(effective_token_budget(None, &budgets, run, None), Some(300));
-        assert_eq!(
-            effective_token_budget(Some(200), &budgets, run, None),
-            Some(200)
-        );
-        assert_eq!(
-            effective_token_budget(Some(200), &budgets[2..], run, None),
-            Some(200)
-        );
-        assert_eq!(effective_token_budget(None, &budgets[2..], run, None), None);
+        assert_eq!(given(None, &budgets, run, None), Some(300));
+        assert_eq!(given(Some(200), &budgets, run, None), Some(200));
+        assert_eq!(given(Some(200), &budgets[2..], run, None), Some(200));
+        assert_eq!(given(None, &budgets[2..], run, None), None);
         let elsewhere = RunKey::new("other", "r00");
         let other = Candidate {
             key: &elsewhere,
             ..run.clone()
         };
-        assert_eq!(effective_token_budget(None, &budgets, &other, None), None);
+        assert_eq!(given(None, &budgets, &other, None), None);
     }
 
     #[test]
@@ -439,7 +590,7 @@ mod tests {
             dearest_per_million: 10_000_000,
         };
         assert_eq!(
-            effective_token_budget(None, std::slice::from_ref(&euros), run, Some(price)),
+            given(None, std::slice::from_ref(&euros), run, Some(price)),
             Some(50_000)
         );
         let dollars = TokenPrice {
@@ -447,29 +598,31 @@ mod tests {
             ..price
         };
         assert_eq!(
-            effective_token_budget(None, std::slice::from_ref(&euros), run, Some(dollars)),
+            given(None, std::slice::from_ref(&euros), run, Some(dollars)),
             None,
             "priced otherwise: not counted"
         );
-        assert_eq!(effective_token_budget(None, &[euros], run, None), None);
+        assert_eq!(given(None, &[euros], run, None), None);
     }
 
     proptest! {
-        /// With several Budgets and any usage: a Run is held exactly when a Budget that
-        /// selects it has a limit reached (counting the Runs admitted before it), and the
-        /// Runs admitted never take a Budget past its `runs`.
+        /// With several Budgets and any usage and reservations: a Run is held exactly when a
+        /// Budget that selects it has a limit reached, counting what going Runs reserved and
+        /// the Runs admitted before it; it is refused only by a Budget exceeded without the
+        /// reservations; the Runs admitted never take a Budget past its `runs`.
         #[test]
         fn holds_are_justified_and_runs_limits_never_overshoot(
-            specs in prop::collection::vec((prop::option::of(1u64..5), 0u64..6, prop::option::of(1u64..100), 0u64..120, any::<bool>(), 0usize..3), 1..10),
+            specs in prop::collection::vec((prop::option::of(1u64..5), 0u64..6, prop::option::of(1u64..100), 0u64..120, any::<bool>(), 0usize..3, 0u64..60), 1..10),
             n in 0usize..20,
         ) {
             let runs = Runs::new(n);
             let agents = ["a", "b", "c"];
-            let budgets: Vec<BudgetView> = specs.iter().enumerate().map(|(i, (run_cap, run_used, token_cap, token_used, refuse, agent))| {
+            let budgets: Vec<BudgetView> = specs.iter().enumerate().map(|(i, (run_cap, run_used, token_cap, token_used, refuse, agent, reserved))| {
                 let mut b = budget(&format!("b{i}"), BudgetLimits { runs: *run_cap, tokens: *token_cap, ..BudgetLimits::default() },
                     BudgetUsage { runs: *run_used, ..used_tokens(*token_used) }, i as i64);
                 if *agent > 0 { b.agents = vec![agents[*agent].to_owned()]; }
                 if *refuse { b.on_exceeded = OnExceeded::Refuse; }
+                b.reserved = BudgetUsage { tokens: *reserved, input_tokens: *reserved, output_tokens: *reserved, ..BudgetUsage::default() };
                 b
             }).collect();
             let candidates: Vec<Candidate> = runs.candidates("a").into_iter().enumerate().map(|(i, mut c)| { c.agent = agents[i % 3]; c }).collect();
@@ -480,7 +633,7 @@ mod tests {
                 let blocked = covering.iter().any(|i| {
                     let b = &budgets[*i];
                     let runs_reached = b.limits.runs.is_some_and(|cap| b.used.runs + admitted[*i] >= cap);
-                    let tokens_reached = b.limits.tokens.is_some_and(|cap| b.used.tokens >= cap);
+                    let tokens_reached = b.limits.tokens.is_some_and(|cap| b.used.tokens + b.reserved.tokens >= cap);
                     runs_reached || tokens_reached
                 });
                 prop_assert_eq!(blocked, held.contains_key(run.key));
@@ -496,6 +649,39 @@ mod tests {
                     prop_assert!(admitted[i] == 0 || b.used.runs + admitted[i] <= cap);
                 }
             }
+        }
+
+        /// Runs starting one after another, each reserving the token budget it is given
+        /// (some with budgets of their own, some resumed), never reserve more than the limit
+        /// left beyond what they reported: the Budget is overshot by at most what each Run
+        /// spends past its own budget (one model call).
+        #[test]
+        fn reservations_never_promise_more_than_is_left(
+            limit in 1u64..10_000,
+            used in 0u64..12_000,
+            starts in prop::collection::vec((prop::option::of(0u64..5_000), 0u64..500, 1u64..6), 1..12),
+        ) {
+            let runs = Runs::new(starts.len());
+            let mut ledger = crate::decide::budget_ledger::Ledger {
+                used: used_tokens(used),
+                ..Default::default()
+            };
+            let mut promised = 0u64;
+            for (i, (own, reported, sharing)) in starts.iter().enumerate() {
+                let mut view = budget("daily", tokens(limit), ledger.used, 10);
+                view.reserved = ledger.reserved(None);
+                let run = &runs.candidates("x")[i];
+                let starting = Starting { own: *own, reported: *reported, price: None, sharing: *sharing };
+                let given = allowance(std::slice::from_ref(&view), run, &starting).unwrap();
+                prop_assert!(own.is_none_or(|own| given <= own.max(*reported)));
+                prop_assert!(given >= *reported);
+                promised += given - reported;
+                let uid = format!("uid-{i}");
+                prop_assert!(ledger.reserve(&uid, given, 0));
+                // What it reported is counted already, as its mark shows.
+                ledger.marks[i].input_tokens = *reported;
+            }
+            prop_assert!(promised <= limit.saturating_sub(used), "{promised} promised of {limit} with {used} used");
         }
     }
 }

@@ -13,6 +13,12 @@
 //!   Runs the namespace has. A finished Run without a mark counts in full when it ended after
 //!   `settledBefore` and in this window (a Run that started and ended while the operator was
 //!   away), and not at all otherwise.
+//! - A going Run's mark also holds the token budget its Pod was given under the Budget
+//!   ([`Ledger::reserve`], by the run API): what it has not reported yet is reserved, so
+//!   admission starts no Run on it and the next Run's token budget leaves it out. The sum of
+//!   the Runs' budgets stays within the limit, and a Run stops after the call that reaches its
+//!   own: the Budget is overshot by at most one model call per going Run. A Run's reservation
+//!   ends with it.
 //! - Everything lives in the Budget's status, so a restarted operator continues from it.
 
 use std::collections::HashMap;
@@ -159,14 +165,7 @@ impl Ledger {
                         stepped.untracked += 1;
                         continue;
                     }
-                    self.marks.push(RunMark {
-                        uid: run.uid.to_owned(),
-                        attempt: 0,
-                        seq: 0,
-                        input_tokens: 0,
-                        output_tokens: 0,
-                        cost_micros: 0,
-                    });
+                    self.marks.push(RunMark::new(run.uid));
                     seen.push(false);
                     self.used.runs = self.used.runs.saturating_add(1);
                     index.insert(run.uid.to_owned(), self.marks.len() - 1);
@@ -176,6 +175,11 @@ impl Ledger {
             seen[at] = true;
             if let Some(end) = run.finished_at {
                 finished.insert(at, end);
+            }
+            if run.finished_at.is_some() || !run.selected {
+                let mark = &mut self.marks[at];
+                mark.reserved_tokens = 0;
+                mark.reserved_cost_micros = 0;
             }
             if let Some(report) = run.report.filter(|_| run.selected) {
                 self.count(at, report);
@@ -194,6 +198,45 @@ impl Ledger {
             self.settled_before = Some(horizon);
         }
         stepped
+    }
+
+    /// Records that the going Run `uid` was given `tokens` (its whole thread's budget) costing
+    /// at most `cost_micros`: a new mark counts it as a started Run. `false` when the ledger
+    /// follows [`MAX_MARKS`] Runs already and none of them is this one.
+    pub fn reserve(&mut self, uid: &str, tokens: u64, cost_micros: u64) -> bool {
+        let at = match self.marks.iter().position(|mark| mark.uid == uid) {
+            Some(at) => at,
+            None if self.marks.len() >= MAX_MARKS => return false,
+            None => {
+                self.marks.push(RunMark::new(uid));
+                self.used.runs = self.used.runs.saturating_add(1);
+                self.marks.len() - 1
+            }
+        };
+        let mark = &mut self.marks[at];
+        mark.reserved_tokens = tokens;
+        mark.reserved_cost_micros = cost_micros;
+        true
+    }
+
+    /// What going Runs other than `except` (a uid) may still spend of their reservations:
+    /// `tokens`, `inputTokens` and `outputTokens` alike, and `costMicros`.
+    pub fn reserved(&self, except: Option<&str>) -> BudgetUsage {
+        let (tokens, cost_micros) = self
+            .marks
+            .iter()
+            .filter(|mark| Some(mark.uid.as_str()) != except)
+            .map(RunMark::outstanding)
+            .fold((0u64, 0u64), |(tokens, cost), (t, c)| {
+                (tokens.saturating_add(t), cost.saturating_add(c))
+            });
+        BudgetUsage {
+            tokens,
+            input_tokens: tokens,
+            output_tokens: tokens,
+            runs: 0,
+            cost_micros,
+        }
     }
 
     /// Adds what `report` shows beyond the mark at `at`, when it is newer.
@@ -313,6 +356,18 @@ pub fn remaining(limits: &BudgetLimits, used: &BudgetUsage) -> BudgetUsage {
     left
 }
 
+/// `used` plus `reserved`, limit by limit: what admission and new token budgets count as
+/// taken.
+pub fn committed(used: &BudgetUsage, reserved: &BudgetUsage) -> BudgetUsage {
+    BudgetUsage {
+        tokens: used.tokens.saturating_add(reserved.tokens),
+        input_tokens: used.input_tokens.saturating_add(reserved.input_tokens),
+        output_tokens: used.output_tokens.saturating_add(reserved.output_tokens),
+        runs: used.runs.saturating_add(reserved.runs),
+        cost_micros: used.cost_micros.saturating_add(reserved.cost_micros),
+    }
+}
+
 /// The limits reached (used at least the limit), in [`Limit::ALL`]'s order.
 pub fn reached(limits: &BudgetLimits, used: &BudgetUsage) -> Vec<Limit> {
     Limit::ALL
@@ -408,6 +463,46 @@ mod tests {
 
     fn day(n: i64) -> Span {
         span(n * 86_400, (n + 1) * 86_400)
+    }
+
+    #[test]
+    fn a_reservation_counts_what_is_not_reported_yet_and_ends_with_its_run() {
+        let mut ledger = Ledger::default();
+        let now = at(86_400 + 10);
+        assert!(ledger.reserve("a", 500, 900));
+        assert_eq!(ledger.used.runs, 1, "a new mark is a started Run");
+        assert!(ledger.reserve("a", 400, 800), "a second read replaces it");
+        assert_eq!(ledger.used.runs, 1);
+        ledger.step(day(1), [going("a", report(1, 1, 100, 50))], now);
+        assert_eq!(ledger.used.runs, 1, "the step does not count it again");
+        let reserved = ledger.reserved(None);
+        assert_eq!(
+            (
+                reserved.tokens,
+                reserved.input_tokens,
+                reserved.output_tokens
+            ),
+            (250, 250, 250)
+        );
+        assert_eq!(reserved.cost_micros, 800 - 200);
+        assert_eq!(ledger.reserved(Some("a")), BudgetUsage::default());
+        ledger.step(
+            day(1),
+            [ended("a", 86_400 + 20, report(1, 2, 150, 50))],
+            now,
+        );
+        assert_eq!(
+            ledger.reserved(None),
+            BudgetUsage::default(),
+            "released at the end"
+        );
+        assert_eq!(ledger.used.tokens, 200);
+        let mut full = Ledger::default();
+        for i in 0..MAX_MARKS {
+            assert!(full.reserve(&format!("r{i}"), 1, 0));
+        }
+        assert!(!full.reserve("one-more", 1, 0));
+        assert!(full.reserve("r0", 2, 0));
     }
 
     #[test]

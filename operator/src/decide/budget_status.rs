@@ -64,6 +64,7 @@ pub fn next_status<'a>(
     };
     ledger.write_to(&mut status);
     status.remaining = remaining(&spec.limits, &status.used);
+    status.reserved = ledger.reserved(None);
     if let Some((used, limit)) = tightest(&spec.limits, &status.used) {
         status.used_summary = Some(used);
         status.limit_summary = Some(limit);

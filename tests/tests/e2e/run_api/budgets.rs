@@ -33,7 +33,7 @@ const CALL: u64 = 100;
 /// Most calls a simulated Run makes before answering.
 const CALLS: u64 = 4;
 /// Runs created.
-const RUNS: usize = 12;
+const RUNS: usize = 30;
 
 /// One simulated runner: its Run, token, allowance from `config`, and what it reported.
 struct Runner {
@@ -69,10 +69,11 @@ fn reported(run: &Run) -> u64 {
         .map_or(0, |r| r.usage.total_tokens())
 }
 
-/// Runs of `helper` spend a Budget of 1000 tokens (period 100s) three at a time
-/// (`--max-active-per-namespace=3`), each runner honouring the token budget its `config`
-/// gives and stopping after the call that reaches it, as the token-budget middleware does. The
-/// sum reported stays within the limit plus one call per Run going at the crossing; the other
+/// Runs of `helper` spend a Budget of 1000 tokens (period 100s) ten at a time
+/// (`--max-active-per-namespace=10`), each runner honouring the token budget its `config`
+/// gives (its share of what the Budget has left unreserved) and stopping after the call that
+/// reaches it, as the token-budget middleware does. The sum reported stays within the limit
+/// plus one call per Run going at the crossing; the other
 /// Runs wait `Queued` with reason `BudgetExceeded` naming the Budget; after an operator restart
 /// the Budget's `used` equals the sum of the Runs' reported usage; at the window's end a held
 /// Run starts.
@@ -91,7 +92,7 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
     .await?;
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.runs.run_api_url = "https://127.0.0.1:8443".into();
-    config.admission.max_active_per_namespace = 3;
+    config.admission.max_active_per_namespace = 10;
     let mut running = start_leader(config.clone(), operator.clone()).await?;
     create_agent_spec(
         &admin,
