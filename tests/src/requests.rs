@@ -25,6 +25,7 @@ pub fn collection_path(namespace: &str, kind: &str) -> anyhow::Result<String> {
         "Skill" => "skills",
         "Run" => "runs",
         "Schedule" => "schedules",
+        "Budget" => "budgets",
         other => bail!("not a Herd kind: {other}"),
     };
     Ok(format!(

@@ -1,9 +1,10 @@
 //! GitOps: the health checks the chart ships for Argo CD (Lua, `charts/herd/files/argocd/`)
-//! and Flux (CEL, `charts/herd/files/flux/`), run on Agents, Skills, Runs and Schedules taken from the API
+//! and Flux (CEL, `charts/herd/files/flux/`), run on Agents, Skills, Runs, Schedules and Budgets taken from the API
 //! server in each state; `examples/gitops` applied with `kubectl apply -k`; the `argocd-cm`
 //! patch applied with `kubectl patch`.
 
 mod apply;
+mod budget_states;
 mod health;
 mod states;
 
@@ -20,6 +21,10 @@ pub fn tests() -> Vec<E2eTest> {
         E2eTest::shared(
             "gitops::schedule_health_in_each_state",
             schedule_health_in_each_state,
+        ),
+        E2eTest::shared(
+            "gitops::budget_health_in_each_state",
+            budget_health_in_each_state,
         ),
         E2eTest::shared(
             "gitops::example_applies_with_kubectl_kustomize",
@@ -52,4 +57,11 @@ async fn run_health_in_each_state(env: TestEnv) -> anyhow::Result<()> {
 async fn schedule_health_in_each_state(env: TestEnv) -> anyhow::Result<()> {
     let cases = states::schedules(&env).await?;
     health::check("gitops::schedule_health_in_each_state", &cases)
+}
+
+/// Budget: counting is Healthy/Current, a limit reached Suspended/Current, an unknown time
+/// zone Degraded/Failed, a spec not observed yet or no status Progressing.
+async fn budget_health_in_each_state(env: TestEnv) -> anyhow::Result<()> {
+    let cases = budget_states::budgets(&env).await?;
+    health::check("gitops::budget_health_in_each_state", &cases)
 }

@@ -30,15 +30,15 @@ use crate::operator::support::{Rbac, operator_client, start_leader, test_config}
 const WAIT: Duration = Duration::from_secs(60);
 
 /// `(inProgress, failed, current)` for each verdict an object with a status can get.
-const CURRENT: Flux = Flux::Evaluated([false, false, true], Verdict::Current);
-const FAILED: Flux = Flux::Evaluated([false, true, false], Verdict::Failed);
+pub(super) const CURRENT: Flux = Flux::Evaluated([false, false, true], Verdict::Current);
+pub(super) const FAILED: Flux = Flux::Evaluated([false, true, false], Verdict::Failed);
 const IN_PROGRESS: Flux = Flux::Evaluated([true, false, false], Verdict::InProgress);
 
 fn skill_md(name: &str, description: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n")
 }
 
-fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(super) fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
     object
         .pointer("/status/conditions")?
         .as_array()?
@@ -50,7 +50,11 @@ fn has(object: &Value, type_: &str, status: &str, reason: &str) -> bool {
     condition(object, type_).is_some_and(|c| c["status"] == status && c["reason"] == reason)
 }
 
-async fn create(client: &Client, namespace: &str, object: Value) -> anyhow::Result<Value> {
+pub(super) async fn create(
+    client: &Client,
+    namespace: &str,
+    object: Value,
+) -> anyhow::Result<Value> {
     create_strict(client, namespace, &object)
         .await?
         .map_err(anyhow::Error::msg)
@@ -260,7 +264,7 @@ async fn rejected_agent(admin: &Client, ns: &str) -> anyhow::Result<Case> {
     ))
 }
 
-fn now() -> Time {
+pub(super) fn now() -> Time {
     Time(jiff::Timestamp::now())
 }
 
