@@ -62,6 +62,13 @@ pub fn controller(
         synced[0].clone(),
         slim_metadata,
     );
+    let metrics_of = shared.clone();
+    // A deleted Budget's gauges go with it (a reconcile never sees the deletion).
+    let budget_stream = budget_stream.inspect(move |event| {
+        if let Ok(kube::runtime::watcher::Event::Delete(budget)) = event {
+            forget(&metrics_of, budget);
+        }
+    });
     let context = Arc::new(Context {
         shared,
         runs,
@@ -134,6 +141,18 @@ fn record(shared: &Shared, budget: &Budget, status: &herd_crds::budget::BudgetSt
             ),
             None => metrics.remove(&labels),
         }
+    }
+}
+
+/// Drops every gauge series of `budget`.
+fn forget(shared: &Shared, budget: &Budget) {
+    let metrics = shared.metrics.budgets();
+    for limit in Limit::ALL {
+        metrics.remove(&BudgetLabels {
+            namespace: budget.namespace().unwrap_or_default(),
+            budget: budget.name_any(),
+            limit: limit.name(),
+        });
     }
 }
 

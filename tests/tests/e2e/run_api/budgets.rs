@@ -24,7 +24,7 @@ use super::support::{AUDIENCE, send};
 use crate::operator::run_fixtures::{
     WAIT, create_agent_spec, create_run, message, terminate_agent,
 };
-use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
+use crate::operator::support::{Rbac, http_get, operator_client, start_leader, test_config};
 
 /// The Budget's limit.
 const LIMIT: u64 = 1000;
@@ -303,6 +303,18 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+
+    // The gauges follow the Budget, and go when it is deleted.
+    let series =
+        format!(r#"herd_budget_used{{namespace="{namespace}",budget="daily",limit="tokens"}}"#);
+    let (_, metrics) = http_get(&running, "/metrics").await?;
+    ensure!(metrics.contains(&series), "no {series} in:\n{metrics}");
+    budgets.delete("daily", &Default::default()).await?;
+    wait_for("the deleted Budget's gauges to go", WAIT, || async {
+        let (_, metrics) = http_get(&running, "/metrics").await?;
+        Ok((!metrics.contains(&format!(r#"budget="daily""#))).then_some(()))
+    })
+    .await?;
     running.shutdown().await?;
     Ok(())
 }
