@@ -312,7 +312,7 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
     budgets.delete("daily", &Default::default()).await?;
     wait_for("the deleted Budget's gauges to go", WAIT, || async {
         let (_, metrics) = http_get(&running, "/metrics").await?;
-        Ok((!metrics.contains(&format!(r#"budget="daily""#))).then_some(()))
+        Ok((!metrics.contains(r#"budget="daily""#)).then_some(()))
     })
     .await?;
     running.shutdown().await?;
