@@ -1,7 +1,7 @@
 //! The CRDs on a real API server: they apply server-side (the suite's setup), every valid
 //! example is accepted, every `examples/invalid/` file is rejected with the message its comment
 //! names, every transition fixture is rejected on its patch, and answers are appended the way
-//! the README documents.
+//! docs/cluster.md documents.
 
 use std::path::Path;
 
@@ -195,7 +195,7 @@ async fn transition(env: &TestEnv, dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// The README's way of answering: a JSON patch appending to `spec.responses`. A second answer
+/// The way docs/cluster.md answers: a JSON patch appending to `spec.responses`. A second answer
 /// sent as a merge patch replaces the whole list and is refused as append-only.
 async fn answers_are_appended_with_a_json_patch(env: TestEnv) -> anyhow::Result<()> {
     let client = env.client();

@@ -114,7 +114,7 @@ pub async fn example_applies_with_kubectl_kustomize(env: TestEnv) -> anyhow::Res
     )
 }
 
-/// The README's `kubectl patch` of `argocd-cm` with `argocd-cm-patch.yaml` adds the three
+/// charts/herd/README.md's `kubectl patch` of `argocd-cm` with `argocd-cm-patch.yaml` adds the three
 /// scripts verbatim and keeps the settings already there.
 pub async fn argocd_cm_patch_adds_the_health_checks(env: TestEnv) -> anyhow::Result<()> {
     const TEST: &str = "gitops::argocd_cm_patch_adds_the_health_checks";
