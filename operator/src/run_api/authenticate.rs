@@ -97,7 +97,9 @@ pub fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Successful reviews by token hash, each until its expiry.
+/// Successful reviews by token hash, each until its expiry. A map rather than a cache crate
+/// (`moka`): the clock is passed in, so expiry is tested without sleeping, and pruning the
+/// expired entries past `PRUNE_ABOVE` bounds it.
 #[derive(Debug, Default)]
 pub struct ReviewCache {
     reviews: Mutex<HashMap<[u8; 32], (Runner, Instant)>>,
