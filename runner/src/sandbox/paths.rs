@@ -213,12 +213,6 @@ impl SandboxPaths {
         })
     }
 
-    /// Whether `host` (under `root`'s host directory) really leads somewhere under that same
-    /// root once symlinks are followed. Walkers call it for every symlink they meet.
-    pub fn stays_in_root(&self, root: Root, host: &Path) -> bool {
-        self.check_contained(root, host).is_ok()
-    }
-
     fn check_contained(&self, root: Root, host: &Path) -> Result<(), ContainmentError> {
         let real_root = real_path(self.host_root(root)).map_err(ContainmentError::io)?;
         let real = real_path(host).map_err(ContainmentError::io)?;
