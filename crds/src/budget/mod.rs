@@ -175,6 +175,11 @@ impl BudgetSelector {
 }
 
 impl BudgetSpec {
+    /// The currency of its cost limit, when it has one: Runs' costs count only in it.
+    pub fn currency(&self) -> Option<&str> {
+        self.limits.cost.as_ref().map(|c| c.currency.as_str())
+    }
+
     /// Whether the Budget counts (and holds) a Run of Agent `agent` with `labels` in its
     /// namespace.
     pub fn selects(&self, agent: &str, labels: &BTreeMap<String, String>) -> bool {

@@ -106,12 +106,7 @@ async fn reserve(
     price: Option<TokenPrice<'_>>,
 ) -> Result<(), kube::Error> {
     for budget in budgets {
-        let currency = budget
-            .spec
-            .limits
-            .cost
-            .as_ref()
-            .map(|c| c.currency.as_str());
+        let currency = budget.spec.currency();
         let cost = reserved_cost(tokens, price, currency);
         let mut status = budget.status.clone().unwrap_or_default();
         let held = status

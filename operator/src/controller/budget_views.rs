@@ -26,12 +26,7 @@ pub fn run_usage<'a>(budget: &Budget, run: &'a Run, granted: bool) -> Option<Run
             .and_then(|s| s.completion_time.as_ref())
             .map_or(Timestamp::UNIX_EPOCH, |t| t.0)
     });
-    let currency = budget
-        .spec
-        .limits
-        .cost
-        .as_ref()
-        .map(|c| c.currency.as_str());
+    let currency = budget.spec.currency();
     let started = granted
         || report.is_some()
         || status.is_some_and(|s| s.pod_name.is_some() || s.attempt.is_some_and(|a| a > 1));

@@ -50,14 +50,19 @@ pub fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// Records the request into `metrics` once the handler has answered (a long poll counts
-/// when it answers).
-pub async fn record(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
-    let route = request
+/// The route template the router matched for `request`, or [`UNMATCHED`].
+pub fn route_of(request: &Request) -> String {
+    request
         .extensions()
         .get::<MatchedPath>()
         .map_or(UNMATCHED, MatchedPath::as_str)
-        .to_owned();
+        .to_owned()
+}
+
+/// Records the request into `metrics` once the handler has answered (a long poll counts
+/// when it answers).
+pub async fn record(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    let route = route_of(&request);
     let method = method_label(request.method());
     let start = Instant::now();
     let response = next.run(request).await;

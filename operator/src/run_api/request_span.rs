@@ -4,14 +4,14 @@
 //! `traceparent` starts no trace: a long poll of an untraced Run is not worth a trace of its
 //! own.
 
-use axum::extract::{MatchedPath, Request};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _};
 use opentelemetry::{KeyValue, global};
 
 use crate::decide::trace_context::is_traceparent;
-use crate::metrics::run_api_requests::{UNMATCHED, method_label};
+use crate::metrics::run_api_requests::{method_label, route_of};
 use crate::traces::{TRACER_NAME, run_context};
 
 /// Answers `request` under a span in the trace its `traceparent` header names, if any.
@@ -25,11 +25,7 @@ pub async fn trace_request(request: Request, next: Next) -> Response {
     let Some(parent) = parent else {
         return next.run(request).await;
     };
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(UNMATCHED, MatchedPath::as_str)
-        .to_owned();
+    let route = route_of(&request);
     let method = method_label(request.method());
     let tracer = global::tracer(TRACER_NAME);
     let mut span = tracer
