@@ -81,7 +81,7 @@ fn todo_mark(status: TodoStatus) -> &'static str {
     }
 }
 
-/// `Starting: the pod is starting`, `Failed (TimedOut): …`: the phase (a Run whose Pod is
+/// `Starting: pod r-1 is starting`, `Failed (TimedOut): …`: the phase (a Run whose Pod is
 /// pending is `Starting`), the reason when it says more, the message when there is one.
 fn phase_line(view: &View) -> String {
     if view.answered {

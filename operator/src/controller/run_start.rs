@@ -10,7 +10,7 @@ use herd_crds::run::Run;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 
 use super::run_context::{Context, Ids};
 use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
@@ -163,15 +163,8 @@ pub(super) async fn start_pod(
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
     Ok(match create_owned(&pods, &pod, &ids.uid).await? {
-        Created::Done => {
-            ctx.shared.event(
-                run,
-                false,
-                "PodCreated",
-                format!("created pod {}", pod.name_any()),
-            );
-            Started::Created
-        }
+        // The status change to PodPending names the Pod, and its Event says so: no Event here.
+        Created::Done => Started::Created,
         Created::Quota(why) => Started::Blocked(why),
         Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
     })

@@ -226,9 +226,13 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             PodState::NotCreated => {
                 Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
             }
-            PodState::Observed(PodOutcome::Pending) => {
-                Outcome::going(reason::POD_PENDING, "the pod is starting")
-            }
+            PodState::Observed(PodOutcome::Pending) => Outcome::going(
+                reason::POD_PENDING,
+                facts.pod_name.as_deref().map_or_else(
+                    || "the pod is starting".to_owned(),
+                    |pod| format!("pod {pod} is starting"),
+                ),
+            ),
             PodState::Observed(PodOutcome::NotStarting(failure)) => {
                 if start_timed_out(facts) {
                     stop_pod = true;

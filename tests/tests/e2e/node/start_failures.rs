@@ -1,5 +1,5 @@
 //! A Run whose Pod will not start says why in its status as soon as the kubelet or the scheduler
-//! does, not "the pod is starting" until its timeout: a sandbox image that does not exist
+//! does, not PodPending until its timeout: a sandbox image that does not exist
 //! (`ErrImagePull`/`ImagePullBackOff`, the kubelet's message), a `nodeSelector` no node matches
 //! (`Unschedulable`, the scheduler's message); after `--pod-start-timeout` the attempt fails
 //! with that reason.

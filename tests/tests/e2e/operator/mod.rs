@@ -4,6 +4,7 @@
 
 mod admission;
 mod agents;
+mod api_requests;
 mod children;
 mod leader;
 mod prometheus;
@@ -198,6 +199,14 @@ pub fn tests() -> Vec<E2eTest> {
             |env| async move {
                 let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
                 admission::namespace_cap_queues_top_level_runs(operator, admin, ns).await
+            },
+        ),
+        E2eTest::shared(
+            "operator::runs_to_pods_cost_a_bounded_number_of_requests",
+            |env| async move {
+                let (operator, admin, ns) = clients(&env, Rbac::Namespaced).await?;
+                api_requests::runs_to_pods_cost_a_bounded_number_of_requests(operator, admin, ns)
+                    .await
             },
         ),
         E2eTest::shared("operator::suspended_runs_hold_no_slot", |env| async move {

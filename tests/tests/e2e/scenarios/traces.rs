@@ -25,7 +25,7 @@ use otlp::{ReceivedSpan, Receiver};
 const RUN_TIME: Duration = Duration::from_secs(240);
 
 /// How long the last spans take to arrive after the Run ended.
-const EXPORT_TIME: Duration = Duration::from_secs(30);
+const EXPORT_TIME: Duration = Duration::from_secs(60);
 
 /// The name of the operator's span of a runner's result request.
 const RESULT: &str = "POST /v1/runs/{namespace}/{name}/result";
@@ -93,7 +93,7 @@ pub async fn a_fan_out_is_one_trace_from_operator_to_every_model_call(
             "the Run ended otherwise: {}",
             message(&run)
         );
-        let spans = wait_for("every span exported", EXPORT_TIME, || async {
+        let waited = wait_for("every span exported", EXPORT_TIME, || async {
             // The operator's last request span ends after the Run's status is written.
             let _ = provider.force_flush();
             let spans = receiver.spans();
@@ -103,7 +103,11 @@ pub async fn a_fan_out_is_one_trace_from_operator_to_every_model_call(
                     .then_some(spans),
             )
         })
-        .await?;
+        .await;
+        let spans = waited.with_context(|| {
+            let names: Vec<String> = receiver.spans().into_iter().map(|s| s.name).collect();
+            format!("the spans that arrived: {names:?}")
+        })?;
         check_trace(&spans)
     }
     .await;
