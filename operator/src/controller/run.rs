@@ -263,12 +263,13 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     // Every attempt must use exactly what the Run was accepted with; never re-snapshot a live
     // Agent that may have changed since.
     let mut snapshot_lost = false;
-    let (agent_state, snap) = if accepted {
+    let (agent_state, snap, written_now) = if accepted {
         let snap = load_snapshot(&ctx, &ids).await?;
         snapshot_lost = snap.is_none();
-        (AgentState::Ready, snap)
+        (AgentState::Ready, snap, false)
     } else {
-        accept(&ctx, &run, &ids, &mut invalid).await?
+        let taken = accept(&ctx, &run, &ids, &mut invalid).await?;
+        (taken.agent, taken.snapshot, taken.written)
     };
     let limits = limits(&run, snap.as_ref(), &ctx, &ids);
 
@@ -360,7 +361,7 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         && let Some(snap) = &snap
     {
         let time_left = working_time_left(&decision.status, limits.timeout, now);
-        match start_pod(&ctx, &run, &ids, snap, !accepted, attempt, time_left).await? {
+        match start_pod(&ctx, &run, &ids, snap, written_now, attempt, time_left).await? {
             Started::Created => {
                 facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
                 facts.pod_name = Some(this_pod.clone());

@@ -31,18 +31,53 @@ enum Taken {
     Invalid(String),
 }
 
-/// Takes and stores the snapshot when it can; `invalid` says why it never can.
+/// What accepting found: the Agent's state, the snapshot when there is one, and whether this
+/// reconcile wrote it (else it came from the cache, which may lag a deletion).
+pub(super) struct Accepted {
+    /// The Agent's state.
+    pub(super) agent: AgentState,
+    /// The Run's snapshot.
+    pub(super) snapshot: Option<Snapshot>,
+    /// Whether this reconcile wrote it.
+    pub(super) written: bool,
+}
+
+impl Accepted {
+    fn without_snapshot(agent: AgentState) -> Self {
+        Accepted {
+            agent,
+            snapshot: None,
+            written: false,
+        }
+    }
+}
+
+/// Takes and stores the snapshot when it can; `invalid` says why it never can. A snapshot an
+/// earlier reconcile stored (before the Run's status showed it accepted) is used as it is,
+/// never taken again.
 pub(super) async fn accept(
     ctx: &Context,
     run: &Run,
     ids: &Ids<'_>,
     invalid: &mut Option<String>,
-) -> Result<(AgentState, Option<Snapshot>), Error> {
+) -> Result<Accepted, Error> {
     // A command pattern CEL took that the runner's regexes do not (RE2 and Rust's regex differ
     // at the edges) would fail every attempt: the Run fails `InvalidSpec` saying which.
     if let Some(why) = run.spec.approval.as_ref().and_then(|a| a.compile().err()) {
         *invalid = Some(format!("spec.{why}"));
-        return Ok((AgentState::Ready, None));
+        return Ok(Accepted::without_snapshot(AgentState::Ready));
+    }
+    let stored = ctx
+        .config_maps
+        .get(&ObjectRef::new(&snapshot_name(ids.name)).within(ids.namespace))
+        .filter(|cm| owned_by(cm.as_ref(), &ids.uid))
+        .and_then(|cm| read_snapshot(&cm));
+    if let Some(snapshot) = stored {
+        return Ok(Accepted {
+            agent: AgentState::Ready,
+            snapshot: Some(snapshot),
+            written: false,
+        });
     }
     let taken = match &run.spec.parent_ref {
         Some(parent) => delegated(ctx, run, ids, parent).await?,
@@ -50,10 +85,10 @@ pub(super) async fn accept(
     };
     let snap = match taken {
         Taken::Snapshot(snap) => *snap,
-        Taken::Waiting(state) => return Ok((state, None)),
+        Taken::Waiting(state) => return Ok(Accepted::without_snapshot(state)),
         Taken::Invalid(why) => {
             *invalid = Some(why);
-            return Ok((AgentState::Ready, None));
+            return Ok(Accepted::without_snapshot(AgentState::Ready));
         }
     };
     let owner = run
@@ -63,10 +98,14 @@ pub(super) async fn accept(
         .map_err(|e| Error::Config(e.to_string()))?;
     let api: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
     match create_owned(&api, &cm, &ids.uid).await? {
-        Created::Done => Ok((AgentState::Ready, Some(snap))),
+        Created::Done => Ok(Accepted {
+            agent: AgentState::Ready,
+            snapshot: Some(snap),
+            written: true,
+        }),
         Created::Foreign(why) | Created::Quota(why) | Created::Refused(why) => {
             *invalid = Some(why);
-            Ok((AgentState::Ready, None))
+            Ok(Accepted::without_snapshot(AgentState::Ready))
         }
     }
 }

@@ -20,18 +20,21 @@ use super::support::{http_get, start_leader, test_config};
 const RUNS: usize = 100;
 /// Writes per Run, from its creation to its Pod: a snapshot ConfigMap, a NetworkPolicy, the Pod,
 /// its status and one Event when admission answers in the first reconcile (5); a Run of the
-/// burst that waits for admission's next look costs a `Queued` status and, started by a later
-/// reconcile, a second look at its snapshot (7). Issue 34 aims at 3.
-const MAX_WRITES_PER_RUN: f64 = 7.0;
-/// Live reads (`get`) per Run where no cache answers: the snapshot's existence before the
-/// Pod, read only when the snapshot was not written by the same reconcile.
-const MAX_READS_PER_RUN: f64 = 1.0;
-/// Kinds written exactly once per Run, whatever admission's timing.
-const ONCE: [(&str, &str); 3] = [
+/// burst that waits for admission's next look costs one more status write (`Queued`), and a
+/// reconcile from a cache that does not show a just-created object yet retries its creation
+/// (a 409), rarely. Issue 34 aims at 3.
+const MAX_WRITES_PER_RUN: f64 = 6.2;
+/// Live reads (`get`) per Run where no cache answers: only after such a 409.
+const MAX_READS_PER_RUN: f64 = 0.25;
+/// Kinds created once per Run, whatever admission's timing (a 409 retry aside).
+const ONCE: [(&str, &str); 4] = [
+    ("create", "configmaps"),
     ("create", "pods"),
     ("create", "networkpolicies.networking.k8s.io"),
     ("create", "events.events.k8s.io"),
 ];
+/// The share of Runs whose creation of a kind may be retried after a 409.
+const RETRIED: f64 = 0.05;
 
 const WRITE_VERBS: [&str; 4] = ["create", "update", "patch", "delete"];
 
@@ -61,7 +64,7 @@ fn requests(metrics: &str) -> BTreeMap<(String, String), f64> {
 }
 
 /// 100 Runs to their Pods: at most [`MAX_WRITES_PER_RUN`] writes and [`MAX_READS_PER_RUN`]
-/// live reads each, one Pod, one NetworkPolicy and one Event each, printed by verb and
+/// live reads each, one snapshot, Pod, NetworkPolicy and Event each, printed by verb and
 /// resource.
 pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     operator: Client,
@@ -147,7 +150,7 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
             .map(|(_, value)| *value)
             .with_context(|| format!("no {verb} of {resource}:\n{table}"))?;
         ensure!(
-            (count - 1.0).abs() < 1e-9,
+            (1.0..=1.0 + RETRIED).contains(&count),
             "{count:.2} {verb} of {resource} per Run, not 1:\n{table}"
         );
     }
