@@ -22,3 +22,4 @@ pub mod run_start;
 mod run_trace;
 pub mod schedule;
 pub mod skill;
+pub mod superseded;

@@ -3,7 +3,7 @@
 //! Run's end, enforces cancel, timeout and TTL, and applies its part of the status.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use herd_crds::agent::Agent;
@@ -28,6 +28,7 @@ use super::run_objects::{PreparedNamespaces, delete_pod, owned_by, probe_namespa
 use super::run_start::{Started, start_pod};
 use super::run_trace::start_trace;
 use super::skill::SkillWake;
+use super::superseded::Superseded;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::budget_hold::hold_run;
@@ -174,6 +175,7 @@ pub fn controller(
         tls: setup.tls,
         prepared: PreparedNamespaces::default(),
         admission,
+        superseded: Superseded::default(),
         images: runs,
     });
     let waiting = run_store.clone();
@@ -239,6 +241,16 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let Reconcile {
         api, previous, now, ..
     } = &start;
+    let version = run.resource_version();
+    if let Some(left) = ctx
+        .superseded
+        .stale_for(&ids.uid, version.as_deref(), Instant::now())
+    {
+        // The cache still shows a version this controller wrote over: its watch event comes,
+        // and wakes this Run before the grace runs out.
+        shared.succeeded(&key(NAME, run.as_ref()));
+        return Ok(Action::requeue(left));
+    }
     let created = run
         .metadata
         .creation_timestamp
@@ -246,12 +258,16 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         .unwrap_or_else(|| now.clone());
 
     if start_trace(api, &run, &ids, previous).await? {
+        ctx.superseded
+            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
         // As for answers: the annotation's watch event reconciles the new version.
         shared.succeeded(&key(NAME, run.as_ref()));
         return Ok(Action::await_change());
     }
 
     if judge_answers(&ctx, api, &run, &ids, previous).await? {
+        ctx.superseded
+            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
         // The annotation's watch event reconciles the new version; a status write from this
         // one would only conflict.
         shared.succeeded(&key(NAME, run.as_ref()));
@@ -306,6 +322,8 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         set_children(&mut status, previous, &children);
         if status != before {
             apply_status(api, run.as_ref(), &status).await?;
+            ctx.superseded
+                .wrote_over(&ids.uid, version.as_deref(), Instant::now());
         }
         shared.succeeded(&key(NAME, run.as_ref()));
         // Only a TTL is still to come; its children and its Pod wake a finished Run themselves
@@ -400,6 +418,8 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     }
     if changed {
         apply_status(api, run.as_ref(), &decision.status).await?;
+        ctx.superseded
+            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
         record_finish(shared, &run, previous, &decision.status);
         announce(
             shared,

@@ -1,6 +1,7 @@
 //! What the Run controller's parts share: its context (caches, settings, admission), the
 //! caches other controllers and tasks read, the operator-wide setup, and a Run's identity.
 
+use super::superseded::Superseded;
 use std::sync::Arc;
 
 use herd_crds::agent::Agent;
@@ -41,6 +42,8 @@ pub struct Context {
     pub prepared: PreparedNamespaces,
     /// Admission under the caps.
     pub admission: Arc<Admission>,
+    /// The Run versions this controller wrote over: a reconcile of one waits for the newer.
+    pub superseded: Superseded,
 }
 
 /// The caches of a Run controller other tasks read.

@@ -18,20 +18,19 @@ use super::support::{http_get, start_leader, test_config};
 
 /// Runs measured.
 const RUNS: usize = 100;
-/// Writes per Run, from its creation to its Pod: a snapshot ConfigMap, a NetworkPolicy, the Pod,
-/// its status and one Event when admission answers in the first reconcile (5); a Run of the
-/// burst that waits for admission's next look costs one more status write (`Queued`), and a
-/// reconcile from a cache that does not show a just-created object yet retries its creation
-/// (a 409), rarely. Issue 34 aims at 3.
-const MAX_WRITES_PER_RUN: f64 = 6.2;
+/// Writes per Run, from its creation to its Pod, with no cap holding it: a snapshot ConfigMap,
+/// a NetworkPolicy, the Pod, its status and one Event (5); a reconcile from a cache that does
+/// not show a just-created object yet retries its creation (a 409), rarely. Issue 34 aims at 3.
+const MAX_WRITES_PER_RUN: f64 = 5.2;
 /// Live reads (`get`) per Run where no cache answers: only after such a 409.
-const MAX_READS_PER_RUN: f64 = 0.25;
-/// Kinds created once per Run, whatever admission's timing (a 409 retry aside).
-const ONCE: [(&str, &str); 4] = [
+const MAX_READS_PER_RUN: f64 = 0.1;
+/// Writes made once per Run, whatever the caches' timing (a 409 retry aside).
+const ONCE: [(&str, &str); 5] = [
     ("create", "configmaps"),
     ("create", "pods"),
     ("create", "networkpolicies.networking.k8s.io"),
     ("create", "events.events.k8s.io"),
+    ("patch", "runs.herd.dev/status"),
 ];
 /// The share of Runs whose creation of a kind may be retried after a 409.
 const RETRIED: f64 = 0.05;
@@ -64,14 +63,15 @@ fn requests(metrics: &str) -> BTreeMap<(String, String), f64> {
 }
 
 /// 100 Runs to their Pods: at most [`MAX_WRITES_PER_RUN`] writes and [`MAX_READS_PER_RUN`]
-/// live reads each, one snapshot, Pod, NetworkPolicy and Event each, printed by verb and
-/// resource.
+/// live reads each, one snapshot, Pod, NetworkPolicy, Event and status write each, printed by
+/// verb and resource.
 pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     operator: Client,
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
+    // No cap: a Run a cap holds costs a `Queued` status write more, by design.
     config.admission.max_active_per_namespace = 0;
     config.admission.max_active = 0;
     let running = start_leader(config, operator).await?;
@@ -124,11 +124,11 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
         table.push_str(&format!("{verb:<8} {resource:<33} {value:.2}\n"));
     }
     let total = |verbs: &[&str]| -> f64 {
+        // Folded from +0.0: an empty f64 sum is -0.0, which would print as "-0.00".
         per_run
             .iter()
             .filter(|((verb, _), _)| verbs.contains(&verb.as_str()))
-            .map(|(_, value)| value)
-            .sum()
+            .fold(0.0, |sum, (_, value)| sum + value)
     };
     let writes = total(&WRITE_VERBS);
     let reads = total(&["get"]);
