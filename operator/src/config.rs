@@ -112,7 +112,7 @@ pub struct RunPodConfig {
         default_value = "https://herd-operator.herd-system.svc:8443"
     )]
     pub run_api_url: String,
-    /// The run API's port, opened in each Run's NetworkPolicy.
+    /// The run API's port, opened in the Run NetworkPolicies.
     #[arg(long, env = "HERD_RUN_API_PORT", default_value_t = 8443)]
     pub run_api_port: i32,
     /// A CIDR holding the run API, when the operator runs outside the cluster; else Run pods
@@ -127,7 +127,7 @@ pub struct RunPodConfig {
     /// NetworkPolicy.
     #[arg(long, env = "HERD_RUNNER_OTLP_CIDR")]
     pub runner_otlp_cidr: Option<String>,
-    /// The endpoint's port in each Run's NetworkPolicy.
+    /// The endpoint's port in the Run NetworkPolicies.
     #[arg(long, env = "HERD_RUNNER_OTLP_PORT", default_value_t = 4318)]
     pub runner_otlp_port: i32,
     /// DNS names of the run API's serving certificate, comma-separated (the chart passes its

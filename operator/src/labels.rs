@@ -14,8 +14,10 @@ pub const SKILL_DIGEST: &str = "herd.dev/skill-digest";
 pub const MODEL_CREDENTIALS: &str = "herd.dev/model-credentials";
 /// The selector of the operator's Secret (metadata) cache.
 pub const MODEL_CREDENTIALS_SELECTOR: &str = "herd.dev/model-credentials=true";
-/// On a Run's Pod, ConfigMaps and NetworkPolicy: the Run's name.
+/// On a Run's Pod and ConfigMaps: the Run's name.
 pub const RUN: &str = "herd.dev/run";
+/// On a Run's Pod and the NetworkPolicy that opens its egress: the egress set's digest.
+pub const EGRESS_SET: &str = "herd.dev/egress-set";
 /// On a Run's Pod and a memory ConfigMap: the Agent's name.
 pub const AGENT: &str = "herd.dev/agent";
 /// On a Run's Pod: the attempt number.

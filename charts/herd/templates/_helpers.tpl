@@ -19,7 +19,7 @@ valid Service name (63).
 
 {{/*
 Labels of every object. app.kubernetes.io/name is always "herd": the operator finds its own
-pods by it (the run API peer in each Run's NetworkPolicy).
+pods by it (the run API peer in the Run NetworkPolicies).
 */}}
 {{- define "herd.labels" -}}
 app.kubernetes.io/name: herd
@@ -39,7 +39,7 @@ app.kubernetes.io/component: operator
 {{- end -}}
 
 {{/*
-The operator pods' selector: name and component are what each Run's NetworkPolicy selects the
+The operator pods' selector: name and component are what the Run NetworkPolicies select the
 run API by (operator/src/controller/run.rs).
 */}}
 {{- define "herd.selectorLabels" -}}

@@ -24,7 +24,7 @@ use super::run_answers::judge_answers;
 use super::run_changes::RunChanges;
 use super::run_children::{cancel_children, children_of, parent_alive, set_children, wake_parents};
 use super::run_context::{Context, Ids, RunCaches, RunSetup};
-use super::run_objects::{PreparedNamespaces, delete_pod, owned_by, probe_namespace_terminating};
+use super::run_objects::{Ensured, delete_pod, owned_by, probe_namespace_terminating};
 use super::run_start::{Started, start_pod};
 use super::run_trace::start_trace;
 use super::skill::SkillWake;
@@ -35,6 +35,7 @@ use crate::decide::budget_hold::hold_run;
 use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
 use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
+use crate::decide::run_events::succeeded_event;
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
@@ -173,7 +174,7 @@ pub fn controller(
         pod_config,
         network: network_config(&runs, &setup.operator_namespace),
         tls: setup.tls,
-        prepared: PreparedNamespaces::default(),
+        prepared: Ensured::default(),
         admission,
         superseded: Superseded::default(),
         images: runs,
@@ -577,7 +578,8 @@ fn record_finish(shared: &Shared, run: &Run, before: &RunStatus, after: &RunStat
     );
 }
 
-/// An Event and a log line on every change of `Succeeded`'s reason, and on each retry.
+/// An Event and a log line on each retry and each change of `Succeeded` a person needs
+/// ([`succeeded_event`]); a log line on every other change.
 fn announce(
     shared: &Shared,
     run: &Run,
@@ -596,8 +598,9 @@ fn announce(
         return;
     }
     info!(run = %run.name_any(), namespace = ?run.namespace(), reason = %new.reason, "run status changed");
-    let warning = new.status == ConditionStatus::False;
-    shared.event(run, warning, &new.reason, new.message.clone());
+    if let Some(event) = succeeded_event(old, new) {
+        shared.event(run, event.warning, &event.reason, event.message);
+    }
 }
 
 /// Backs off per Run: 1 s doubling to 5 min.

@@ -12,7 +12,7 @@ use kube::runtime::reflector::Store;
 use super::admission::Admission;
 use super::run_api_tls::RunApiTls;
 use super::run_changes::RunChanges;
-use super::run_objects::PreparedNamespaces;
+use super::run_objects::Ensured;
 use crate::config::RunPodConfig;
 use crate::decide::run_network_policy::NetworkConfig;
 use crate::decide::run_pod::PodConfig;
@@ -38,8 +38,8 @@ pub struct Context {
     pub images: RunPodConfig,
     /// The run API's TLS Secret and CA bundle.
     pub tls: Arc<RunApiTls>,
-    /// The namespaces whose per-namespace objects are in place.
-    pub prepared: PreparedNamespaces,
+    /// The per-namespace objects in place: each namespace's, and the egress sets' policies.
+    pub prepared: Ensured,
     /// Admission under the caps.
     pub admission: Arc<Admission>,
     /// The Run versions this controller wrote over: a reconcile of one waits for the newer.

@@ -136,6 +136,21 @@ fn api_namespace<K: Resource>(object: &K) -> String {
     object.meta().namespace.clone().unwrap_or_default()
 }
 
+/// Creates the per-namespace `object` unless an object of its name exists (whoever made it),
+/// as [`Created`]: a refusal is the Run's to report.
+pub async fn create_shared<K>(api: &Api<K>, object: &K) -> Result<Created, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    match create_if_absent(api, object).await {
+        Ok(()) => Ok(Created::Done),
+        Err(Error::Kube(kube::Error::Api(status))) if (400..500).contains(&status.code) => {
+            Ok(refusal(&status))
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// Creates `object` unless an object of its name exists (whoever made it).
 async fn create_if_absent<K>(api: &Api<K>, object: &K) -> Result<(), Error>
 where
@@ -151,18 +166,30 @@ where
     }
 }
 
-/// The namespaces whose `herd-runner` ServiceAccount and default-deny policy this process made
-/// sure of (each is created when absent, never updated, so once per namespace is enough).
+/// The per-namespace objects this process made sure of, by key: each is created when absent
+/// and never updated, so once per process is enough (a namespace's `herd-runner`
+/// ServiceAccount and default-deny policy by its name, an egress set's policy by
+/// `namespace/name`).
 #[derive(Debug, Default)]
-pub struct PreparedNamespaces(Mutex<HashSet<String>>);
+pub struct Ensured(Mutex<HashSet<String>>);
 
-impl PreparedNamespaces {
-    fn contains(&self, namespace: &str) -> bool {
-        self.lock().contains(namespace)
+impl Ensured {
+    /// Whether `key` was made sure of.
+    pub fn contains(&self, key: &str) -> bool {
+        self.lock().contains(key)
     }
 
-    fn insert(&self, namespace: &str) {
-        self.lock().insert(namespace.to_owned());
+    /// Remembers `key` as made sure of.
+    pub fn insert(&self, key: &str) {
+        self.lock().insert(key.to_owned());
+    }
+
+    /// Forgets `namespace` and every object in it: it is prepared anew (deleted, maybe created
+    /// again under the same name, its objects gone with it).
+    fn forget_namespace(&self, namespace: &str) {
+        let inside = format!("{namespace}/");
+        self.lock()
+            .retain(|key| key != namespace && !key.starts_with(&inside));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -178,7 +205,7 @@ impl PreparedNamespaces {
 /// namespace prepared before, only a stale copy of the bundle (as `cached` shows it).
 pub async fn ensure_namespace(
     client: &Client,
-    prepared: &PreparedNamespaces,
+    prepared: &Ensured,
     cached: &Store<ConfigMap>,
     namespace: &str,
     bundle: &str,
@@ -187,7 +214,7 @@ pub async fn ensure_namespace(
     match namespace_work(prepared.contains(namespace), copy.as_deref(), bundle) {
         NamespaceWork::Nothing => return Ok(()),
         NamespaceWork::Copy => return ensure_ca_config_map(client, namespace, bundle).await,
-        NamespaceWork::All => {}
+        NamespaceWork::All => prepared.forget_namespace(namespace),
     }
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let account = ServiceAccount {
@@ -237,6 +264,26 @@ pub async fn delete_pod(client: &Client, namespace: &str, name: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_prepared_anew_forgets_its_objects_only() {
+        let ensured = Ensured::default();
+        for key in [
+            "ns",
+            "ns/herd-egress-1",
+            "ns2",
+            "ns2/herd-egress-1",
+            "ns-b/herd-egress-1",
+        ] {
+            ensured.insert(key);
+        }
+        ensured.forget_namespace("ns");
+        assert!(!ensured.contains("ns"));
+        assert!(!ensured.contains("ns/herd-egress-1"));
+        assert!(ensured.contains("ns2"));
+        assert!(ensured.contains("ns2/herd-egress-1"));
+        assert!(ensured.contains("ns-b/herd-egress-1"));
+    }
 
     fn status(code: u16, message: &str) -> kube::core::Status {
         kube::core::Status::failure(message, "Forbidden").with_code(code)

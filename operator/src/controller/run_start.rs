@@ -1,6 +1,6 @@
 //! Starting an accepted Run's Pod: its inputs and skill versions must exist, admission must let
-//! it, then the per-namespace objects, its NetworkPolicy, its workspace claim and the Pod, each
-//! created, never re-applied.
+//! it, then the per-namespace objects, its egress set's NetworkPolicy (once per namespace and
+//! set), its workspace claim and the Pod, each created, never re-applied.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -10,14 +10,16 @@ use herd_crds::run::Run;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource};
+use kube::{Api, Resource, ResourceExt};
 
 use super::run_context::{Context, Ids};
-use super::run_objects::{Created, create_owned, ensure_namespace, missing_input, owned_by};
+use super::run_objects::{
+    Created, create_owned, create_shared, ensure_namespace, missing_input, owned_by,
+};
 use crate::decide::admission::{ParentCap, RunKey, Waiting};
 use crate::decide::admission_ledger::{Answer, Ready};
 use crate::decide::budget_admission::Hold;
-use crate::decide::run_network_policy::desired_network_policy;
+use crate::decide::run_network_policy::egress_set;
 use crate::decide::run_pod::{PodInputs, custom_versions, desired_pod, skill_mounts};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::snapshot_name;
@@ -47,8 +49,8 @@ pub(super) enum Started {
     SnapshotLost,
 }
 
-/// The inputs' and skill versions' check, admission, the per-namespace objects, the
-/// NetworkPolicy, the workspace claim, then the Pod.
+/// The inputs' and skill versions' check, admission, the per-namespace objects, the egress
+/// set's NetworkPolicy, the workspace claim, then the Pod.
 pub(super) async fn start_pod(
     ctx: &Context,
     run: &Run,
@@ -119,12 +121,15 @@ pub(super) async fn start_pod(
     let owner = run
         .controller_owner_ref(&())
         .ok_or(Error::MissingField("metadata.uid"))?;
-    let policy = desired_network_policy(ids.name, ids.namespace, owner.clone(), snap, &ctx.network);
-    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
-    match create_owned(&policies, &policy, &ids.uid).await? {
-        Created::Done => {}
-        Created::Quota(why) => return Ok(Started::Blocked(why)),
-        Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+    let egress = egress_set(ids.namespace, snap, &ctx.network);
+    let ensured = format!("{}/{}", ids.namespace, egress.policy.name_any());
+    if !ctx.prepared.contains(&ensured) {
+        let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
+        match create_shared(&policies, &egress.policy).await? {
+            Created::Done => ctx.prepared.insert(&ensured),
+            Created::Quota(why) => return Ok(Started::Blocked(why)),
+            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        }
     }
     if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
@@ -158,6 +163,7 @@ pub(super) async fn start_pod(
             time_left,
             answers_given: run.spec.responses.len(),
             traceparent: traceparent_of(run),
+            egress_set: &egress.digest,
         },
         &ctx.pod_config,
     );

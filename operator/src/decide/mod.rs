@@ -21,6 +21,7 @@ pub mod pod_outcome;
 pub mod run_api_tls;
 pub mod run_clocks;
 pub mod run_deadlines;
+pub mod run_events;
 pub mod run_network_policy;
 pub mod run_pod;
 pub mod run_snapshot;

@@ -1,7 +1,13 @@
 //! The NetworkPolicies of Run pods: a namespace default-deny for every pod labelled
-//! `herd.dev/run`, and one policy per Run, built from its snapshot, opening exactly kube-dns,
-//! the run API, the model endpoint, the HTTP MCP servers and `sandbox.egress`. Policies add up, so the per-Run one
-//! only ever widens the default-deny for its own pod.
+//! `herd.dev/run`, and one policy per egress set, built from a Run's snapshot, opening exactly
+//! kube-dns, the run API, the model endpoint, the HTTP MCP servers and `sandbox.egress`.
+//! Policies add up, so an egress-set policy only ever widens the default-deny, and only for the
+//! pods labelled with its set.
+//!
+//! An egress set is named by a digest of its rules: every Run whose snapshot opens the same
+//! peers shares one policy per namespace (most Runs of an Agent do), so a Run costs no
+//! NetworkPolicy write of its own. The policy is a per-namespace object like the default-deny:
+//! unowned, created when first needed, never updated (a different set is another policy).
 
 use std::collections::BTreeMap;
 
@@ -11,9 +17,10 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use sha2::{Digest, Sha256};
 
 use super::run_snapshot::Snapshot;
 use crate::labels;
@@ -23,6 +30,13 @@ pub const DEFAULT_DENY: &str = "herd-runs-default-deny";
 
 /// Label marking the operator's per-namespace objects.
 pub const PER_NAMESPACE: &str = "herd.dev/per-namespace";
+
+/// Prefix of an egress-set policy's name; the set's digest follows.
+pub const EGRESS_SET_PREFIX: &str = "herd-egress-";
+
+/// Hex digits of the rules' SHA-256 that name an egress set: 64 bits, no collision among the
+/// handful of sets a namespace sees.
+const EGRESS_SET_DIGITS: usize = 16;
 
 /// IPv4 ranges `Internet` leaves out: private, shared (CGNAT), link-local, loopback.
 const NOT_INTERNET_V4: [&str; 6] = [
@@ -167,14 +181,56 @@ fn sandbox_egress(snapshot: &Snapshot) -> Vec<NetworkPolicyPeer> {
     }
 }
 
-/// The Run's own policy, named like the Run and owned by it.
-pub fn desired_network_policy(
-    run: &str,
-    namespace: &str,
-    owner: OwnerReference,
-    snapshot: &Snapshot,
-    config: &NetworkConfig,
-) -> NetworkPolicy {
+/// The egress set of a Run: its digest (the Pod's `herd.dev/egress-set` label) and the
+/// namespace's policy that opens it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EgressSet {
+    /// The digest of the rules, the value of the Pod's [`labels::EGRESS_SET`] label.
+    pub digest: String,
+    /// The policy selecting the pods of this set.
+    pub policy: NetworkPolicy,
+}
+
+/// The egress set a Run with `snapshot` needs in `namespace`.
+pub fn egress_set(namespace: &str, snapshot: &Snapshot, config: &NetworkConfig) -> EgressSet {
+    let egress = egress_rules(snapshot, config);
+    let digest = rules_digest(&egress);
+    let name = format!("{EGRESS_SET_PREFIX}{digest}");
+    let metadata = meta(
+        &name,
+        namespace,
+        &[(PER_NAMESPACE, "true"), (labels::EGRESS_SET, &digest)],
+    );
+    let policy = NetworkPolicy {
+        metadata,
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(selector(BTreeMap::from([(
+                labels::EGRESS_SET.to_owned(),
+                digest.clone(),
+            )]))),
+            policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
+            ingress: None,
+            egress: Some(egress),
+        }),
+    };
+    EgressSet { digest, policy }
+}
+
+/// The first [`EGRESS_SET_DIGITS`] hex digits of the SHA-256 of the rules' JSON (the rules are
+/// built in a fixed order, so equal sets give equal digests).
+fn rules_digest(egress: &[NetworkPolicyEgressRule]) -> String {
+    // Plain structs with string keys always serialize.
+    let json = serde_json::to_vec(egress).unwrap_or_default();
+    let hex: String = Sha256::digest(&json)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    hex[..EGRESS_SET_DIGITS].to_owned()
+}
+
+/// What a Run with `snapshot` may reach: kube-dns, the run API, the OTLP endpoint, the model,
+/// the HTTP MCP servers and `sandbox.egress`, in that order.
+fn egress_rules(snapshot: &Snapshot, config: &NetworkConfig) -> Vec<NetworkPolicyEgressRule> {
     let mut egress = vec![to(
         vec![NetworkPolicyPeer {
             namespace_selector: Some(LabelSelector::default()),
@@ -229,26 +285,14 @@ pub fn desired_network_policy(
     if !sandbox.is_empty() {
         egress.push(to(sandbox, None));
     }
-    let mut metadata = meta(run, namespace, &[(labels::RUN, run)]);
-    metadata.owner_references = Some(vec![owner]);
-    NetworkPolicy {
-        metadata,
-        spec: Some(NetworkPolicySpec {
-            pod_selector: Some(selector(BTreeMap::from([(
-                labels::RUN.to_owned(),
-                run.to_owned(),
-            )]))),
-            policy_types: Some(vec!["Ingress".to_owned(), "Egress".to_owned()]),
-            ingress: None,
-            egress: Some(egress),
-        }),
-    }
+    egress
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeSet;
 
     fn snapshot(agent: serde_json::Value) -> Snapshot {
         serde_json::from_value(json!({
@@ -262,17 +306,6 @@ mod tests {
             "depth": 0
         }))
         .unwrap()
-    }
-
-    fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u1".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
     }
 
     fn config() -> NetworkConfig {
@@ -327,15 +360,25 @@ mod tests {
     fn a_scripted_agent_without_web_reaches_only_dns_and_the_run_api() {
         let s = snapshot(json!({"model": {"provider": "scripted", "name": "s"},
                                 "toolGroups": ["bash"]}));
-        let policy = desired_network_policy("r", "ns", owner(), &s, &config());
+        let EgressSet { digest, policy } = egress_set("ns", &s, &config());
         let dns: serde_json::Value = serde_json::from_str(DNS).unwrap();
         assert_eq!(egress(&policy), json!([dns, run_api()]));
-        assert_eq!(policy.metadata.name.as_deref(), Some("r"));
-        assert_eq!(policy.metadata.owner_references, Some(vec![owner()]));
+        assert_eq!(digest.len(), EGRESS_SET_DIGITS);
+        assert!(digest.chars().all(|c| c.is_ascii_hexdigit()), "{digest}");
+        assert_eq!(
+            policy.metadata.name,
+            Some(format!("{EGRESS_SET_PREFIX}{digest}"))
+        );
+        assert_eq!(policy.metadata.owner_references, None, "per namespace");
+        assert_eq!(
+            serde_json::to_value(&policy.metadata.labels).unwrap(),
+            json!({"app.kubernetes.io/managed-by": "herd-operator",
+                   "herd.dev/per-namespace": "true", "herd.dev/egress-set": digest})
+        );
         let spec = policy.spec.unwrap();
         assert_eq!(
             serde_json::to_value(spec.pod_selector).unwrap(),
-            json!({"matchLabels": {"herd.dev/run": "r"}})
+            json!({"matchLabels": {"herd.dev/egress-set": digest}})
         );
         assert_eq!(spec.ingress, None, "no ingress at all");
         assert_eq!(
@@ -345,16 +388,49 @@ mod tests {
     }
 
     #[test]
+    fn runs_that_open_the_same_peers_share_one_set_and_others_get_their_own() {
+        let bash =
+            |model: serde_json::Value| snapshot(json!({"model": model, "toolGroups": ["bash"]}));
+        let digest = |s: &Snapshot, config: &NetworkConfig| egress_set("ns", s, config).digest;
+        let scripted = bash(json!({"provider": "scripted", "name": "s"}));
+        let other_scripted = bash(json!({"provider": "scripted", "name": "t"}));
+        assert_eq!(
+            digest(&scripted, &config()),
+            digest(&other_scripted, &config()),
+            "the same peers: one set"
+        );
+        assert_eq!(
+            egress_set("ns", &scripted, &config()).policy.spec,
+            egress_set("other", &scripted, &config()).policy.spec,
+            "a set is the same in every namespace"
+        );
+        let openai = bash(json!({"provider": "openai", "name": "m"}));
+        let narrowed = bash(json!({"provider": "openai", "name": "m",
+                                   "egressCIDRs": ["10.20.0.0/16"]}));
+        let traced = NetworkConfig {
+            otlp: Some(("10.0.0.9/32".into(), 4318)),
+            ..config()
+        };
+        let digests = BTreeSet::from([
+            digest(&scripted, &config()),
+            digest(&openai, &config()),
+            digest(&narrowed, &config()),
+            digest(&scripted, &traced),
+        ]);
+        assert_eq!(digests.len(), 4, "each other set its own: {digests:?}");
+    }
+
+    #[test]
     fn the_model_gets_its_cidrs_or_the_internet() {
         let s = snapshot(json!({"model": {"provider": "openai", "name": "m",
                                           "egressCIDRs": ["10.20.0.0/16"]},
                                 "toolGroups": ["bash"]}));
-        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        let e = egress(&egress_set("ns", &s, &config()).policy);
         assert_eq!(e[2], json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}));
         assert_eq!(e.as_array().unwrap().len(), 3);
         let s = snapshot(json!({"model": {"provider": "anthropic", "name": "m"},
                                 "toolGroups": []}));
-        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        let e = egress(&egress_set("ns", &s, &config()).policy);
         assert_eq!(e[2], internet_rule());
     }
 
@@ -384,13 +460,7 @@ mod tests {
             ),
         ];
         for (agent, sandbox) in cases {
-            let e = egress(&desired_network_policy(
-                "r",
-                "ns",
-                owner(),
-                &snapshot(agent.clone()),
-                &config(),
-            ));
+            let e = egress(&egress_set("ns", &snapshot(agent.clone()), &config()).policy);
             assert_eq!(e.get(2).cloned(), sandbox, "{agent}");
         }
     }
@@ -405,7 +475,7 @@ mod tests {
                 {"name": "time", "command": ["python3", "-m", "mcp_server_time"]},
                 {"name": "public", "url": "https://mcp.example.com/mcp"},
                 {"name": "closed", "url": "http://x/mcp", "egressCIDRs": []}]}}));
-        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        let e = egress(&egress_set("ns", &s, &config()).policy);
         assert_eq!(
             e.as_array().unwrap().len(),
             4,
@@ -427,13 +497,13 @@ mod tests {
             otlp: Some(("10.0.0.9/32".into(), 4318)),
             ..config()
         };
-        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &traced));
+        let e = egress(&egress_set("ns", &s, &traced).policy);
         assert_eq!(
             e[2],
             json!({"ports": [{"port": 4318, "protocol": "TCP"}],
                    "to": [{"ipBlock": {"cidr": "10.0.0.9/32"}}]})
         );
-        let plain = egress(&desired_network_policy("r", "ns", owner(), &s, &config()));
+        let plain = egress(&egress_set("ns", &s, &config()).policy);
         assert_eq!(
             e.as_array().unwrap().len(),
             plain.as_array().unwrap().len() + 1
@@ -448,7 +518,7 @@ mod tests {
             run_api: RunApiPeer::Cidr("203.0.113.7/32".into()),
             ..config()
         };
-        let e = egress(&desired_network_policy("r", "ns", owner(), &s, &outside));
+        let e = egress(&egress_set("ns", &s, &outside).policy);
         assert_eq!(
             e[1],
             json!({"ports": [{"port": 8443, "protocol": "TCP"}],

@@ -124,6 +124,9 @@ pub struct PodInputs<'a> {
     pub answers_given: usize,
     /// The Run's trace (its `herd.dev/traceparent` annotation), continued by the runner.
     pub traceparent: Option<&'a str>,
+    /// The digest of the Run's egress set: the namespace's policy of that set opens the Pod's
+    /// egress.
+    pub egress_set: &'a str,
 }
 
 /// The Pod's `activeDeadlineSeconds`, a backstop for when the operator is away (it enforces
@@ -465,6 +468,7 @@ pub fn desired_pod(inputs: &PodInputs<'_>, config: &PodConfig) -> Pod {
                 (labels::RUN.to_owned(), inputs.run.to_owned()),
                 (labels::AGENT.to_owned(), snapshot.agent_name.clone()),
                 (labels::ATTEMPT.to_owned(), inputs.attempt.to_string()),
+                (labels::EGRESS_SET.to_owned(), inputs.egress_set.to_owned()),
             ])),
             annotations: Some(BTreeMap::from([(
                 SAFE_TO_EVICT.to_owned(),
@@ -613,6 +617,7 @@ mod tests {
                 time_left: Duration::from_secs(1000),
                 answers_given: 30,
                 traceparent: None,
+                egress_set: "0123456789abcdef",
             },
             &config(),
         );
@@ -636,6 +641,7 @@ mod tests {
                 time_left: Duration::from_secs(1000),
                 answers_given: 30,
                 traceparent: Some(TRACEPARENT),
+                egress_set: "0123456789abcdef",
             },
             &PodConfig {
                 otlp_endpoint: Some("http://collector:4318".into()),
@@ -813,7 +819,8 @@ mod tests {
         assert_eq!(
             p["metadata"]["labels"],
             json!({"app.kubernetes.io/managed-by": "herd-operator", "herd.dev/run": "r",
-                   "herd.dev/agent": "helper", "herd.dev/attempt": "2"})
+                   "herd.dev/agent": "helper", "herd.dev/attempt": "2",
+                   "herd.dev/egress-set": "0123456789abcdef"})
         );
         assert_eq!(
             p["metadata"]["annotations"],

@@ -119,6 +119,7 @@ mod tests {
                 time_left: Duration::from_secs(600),
                 answers_given: 0,
                 traceparent: None,
+                egress_set: "0123456789abcdef",
             },
             &PodConfig {
                 run_api_url: "https://herd-operator.herd-system.svc:8443".into(),

@@ -21,9 +21,9 @@ use super::run_fixtures::{
 use super::support::{http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
-/// A Run becomes exactly its snapshot, NetworkPolicy and Pod, admitted under `restricted`; the
-/// key reaches `agent` only, by `secretKeyRef`; the per-namespace ServiceAccount and
-/// default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
+/// A Run becomes exactly its snapshot and Pod, admitted under `restricted`, its egress opened by
+/// its egress set's NetworkPolicy; the key reaches `agent` only, by `secretKeyRef`; the
+/// per-namespace ServiceAccount and default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
 pub async fn run_becomes_snapshot_policy_and_pod(
     operator: Client,
     admin: Client,
@@ -70,22 +70,29 @@ pub async fn run_becomes_snapshot_policy_and_pod(
     ensure!(parsed["agent"]["soul"] == "Be brief.", "{parsed}");
     ensure!(parsed["run"]["timeoutSeconds"] == 1800, "{parsed}");
 
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pod = serde_json::to_value(pods.get("hello-1").await?)?;
+    let set = pod["metadata"]["labels"]["herd.dev/egress-set"]
+        .as_str()
+        .context("no egress-set label on the Pod")?;
     let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
-    let policy = serde_json::to_value(policies.get("hello").await?)?;
+    let policy = serde_json::to_value(policies.get(&format!("herd-egress-{set}")).await?)?;
     ensure!(
-        policy["spec"]["podSelector"] == json!({"matchLabels": {"herd.dev/run": "hello"}}),
+        policy["spec"]["podSelector"] == json!({"matchLabels": {"herd.dev/egress-set": set}}),
         "{policy}"
     );
     ensure!(
         policy["spec"]["egress"][2] == json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}),
         "the model's CIDR: {policy}"
     );
+    ensure!(
+        policy["metadata"]["labels"]["herd.dev/per-namespace"] == "true",
+        "{policy}"
+    );
     policies.get("herd-runs-default-deny").await?;
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
     accounts.get("herd-runner").await?;
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let pod = serde_json::to_value(pods.get("hello-1").await?)?;
     let agent = container(&pod, "containers", "agent")?;
     let key = agent["env"]
         .as_array()
