@@ -3,8 +3,12 @@
 //! own control plane). The operator runs in a process of its own ([`operator_process`]) as the
 //! ServiceAccount of `charts/herd/files/rbac/`.
 //!
-//! 1. Burst: 1,000 Runs created at once (100 requests in flight) with `--max-active=0` and
-//!    `--max-active-per-namespace=0`: the time until 1,000 Pods exist. Target ≤ 10 s.
+//! 1. Burst, against the API server's own speed, in alternating pairs (`HERD_BENCH_ROUNDS`,
+//!    default 3): 1,000 bare Pods of a Run Pod's size created by a client at 100 in flight,
+//!    then 1,000 Runs created the same way with `--max-active=0` and
+//!    `--max-active-per-namespace=0` until their 1,000 Pods exist. The ratio of the medians'
+//!    pairs is the figure (target ≤ 2.0), with the operator's writes and live reads per Run
+//!    (target ≤ 3 and 0); written to `target/bench/operator_scale.json`.
 //! 2. Memory: the operator's resident memory once its caches hold 10,000 realistic finished
 //!    Runs (2 KiB task, 4 KiB result, 10 todos, status from both field managers), target
 //!    ≤ 64 MiB; then again with each Run's snapshot ConfigMap; and with none, for reference.
@@ -31,6 +35,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use herd_e2e::operator_requests::{WRITE_VERBS, per_unit, request_counts, table, total};
 use operator_process::{Operator, ready_agent};
 
 const BURST: usize = 1_000;
@@ -107,10 +112,202 @@ fn run(name: &str, task: &str) -> anyhow::Result<Run> {
     }))?)
 }
 
-/// 1,000 Runs at once; the time until their 1,000 Pods exist.
+/// Alternating pairs (bare Pods, then Runs) measured; `HERD_BENCH_ROUNDS` sets another count.
+const ROUNDS: usize = 3;
+const ROUNDS_ENV: &str = "HERD_BENCH_ROUNDS";
+
+/// One pair of the burst: 1,000 bare Pods, then 1,000 Runs to their Pods.
+#[derive(Debug, serde::Serialize)]
+struct Round {
+    /// Seconds until 1,000 bare Pods exist.
+    bare_pods_seconds: f64,
+    /// Seconds until 1,000 Runs have their Pods.
+    runs_seconds: f64,
+    /// `runs_seconds / bare_pods_seconds`.
+    ratio: f64,
+    /// API writes per Run, from the operator's own count.
+    writes_per_run: f64,
+    /// Live reads (`get`) per Run.
+    reads_per_run: f64,
+}
+
+/// The burst against its yardstick: in alternating pairs, (a) 1,000 Pods of a Run Pod's size
+/// created by a client at 100 in flight, the API server's own speed, and (b) 1,000 Runs
+/// created the same way until the operator made their 1,000 Pods. Prints each pair, the
+/// medians and the ratio b/a (target <= 2.0), and writes them to
+/// `target/bench/operator_scale.json`.
 async fn burst(cluster: &Cluster) -> anyhow::Result<()> {
+    let rounds = match std::env::var(ROUNDS_ENV) {
+        Ok(text) => text.parse().context(ROUNDS_ENV)?,
+        Err(_) => ROUNDS,
+    };
     let admin = cluster.client();
-    let namespace = create_namespace(&admin, "bench::burst", PodSecurity::Unset).await?;
+    let template = run_pod_template(cluster).await?;
+    let mut measured = Vec::new();
+    for round in 1..=rounds {
+        let bare_pods_seconds = bare_pods(&admin, &template, round).await?;
+        let (runs_seconds, writes_per_run, reads_per_run) = runs_to_pods(cluster, round).await?;
+        let pair = Round {
+            bare_pods_seconds,
+            runs_seconds,
+            ratio: runs_seconds / bare_pods_seconds,
+            writes_per_run,
+            reads_per_run,
+        };
+        println!(
+            "burst round {round}: {BURST} bare Pods {:.2} s, {BURST} Runs -> Pods {:.2} s, ratio {:.2}, {:.2} writes and {:.2} live reads per Run",
+            pair.bare_pods_seconds,
+            pair.runs_seconds,
+            pair.ratio,
+            pair.writes_per_run,
+            pair.reads_per_run
+        );
+        measured.push(pair);
+    }
+    let median_of = |value: fn(&Round) -> f64| median(measured.iter().map(value).collect());
+    let summary = json!({
+        "bench": "operator_scale burst",
+        "runs": BURST,
+        "in_flight": IN_FLIGHT,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "date": jiff::Timestamp::now().to_string(),
+        "rounds": measured,
+        "median": {
+            "bare_pods_seconds": median_of(|r| r.bare_pods_seconds),
+            "runs_seconds": median_of(|r| r.runs_seconds),
+            "ratio": median_of(|r| r.ratio),
+            "writes_per_run": median_of(|r| r.writes_per_run),
+            "reads_per_run": median_of(|r| r.reads_per_run),
+        },
+    });
+    let median = &summary["median"];
+    println!(
+        "burst: ratio {:.2} (median of {rounds} pairs; target <= 2.0): {BURST} Runs -> Pods {:.2} s against {BURST} bare Pods {:.2} s; {:.2} writes and {:.2} live reads per Run (target <= 3, 0)",
+        median["ratio"].as_f64().unwrap_or_default(),
+        median["runs_seconds"].as_f64().unwrap_or_default(),
+        median["bare_pods_seconds"].as_f64().unwrap_or_default(),
+        median["writes_per_run"].as_f64().unwrap_or_default(),
+        median["reads_per_run"].as_f64().unwrap_or_default(),
+    );
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&out)?;
+    let file = out.join("operator_scale.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&summary)?)?;
+    println!("burst: written to {}", file.display());
+    Ok(())
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// A Run Pod as the operator makes it, from one warm-up Run, without its name, owner and
+/// status: the bare Pods are of the same size.
+async fn run_pod_template(cluster: &Cluster) -> anyhow::Result<Value> {
+    let admin = cluster.client();
+    let namespace = create_namespace(&admin, "bench::warm-up", PodSecurity::Unset).await?;
+    let operator = Operator::start(cluster, &namespace, &[]).await?;
+    ready_agent(&admin, &namespace).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    runs.create(&PostParams::default(), &run("warm-up", "Say hello.")?)
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pod = loop {
+        if let Some(pod) = pods.get_opt("warm-up-1").await? {
+            break pod;
+        }
+        if Instant::now() > deadline {
+            bail!("the warm-up Run has no Pod after 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(operator);
+    let mut template = serde_json::to_value(&pod)?;
+    template["metadata"] = json!({"labels": template["metadata"]["labels"].clone()});
+    template
+        .as_object_mut()
+        .context("a Pod is an object")?
+        .remove("status");
+    Ok(template)
+}
+
+/// Seconds until `BURST` Pods like `template` exist in a new namespace, created at
+/// `IN_FLIGHT`, seen by a watch as the Runs' Pods are.
+async fn bare_pods(admin: &Client, template: &Value, round: usize) -> anyhow::Result<f64> {
+    let namespace = create_namespace(
+        admin,
+        &format!("bench::bare-pods-{round}"),
+        PodSecurity::Unset,
+    )
+    .await?;
+    // The Pods run as the Run Pods' ServiceAccount, which admission wants to exist.
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(admin.clone(), &namespace);
+    let account = template["spec"]["serviceAccountName"]
+        .as_str()
+        .context("a Run Pod names its ServiceAccount")?;
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": account}}))?,
+        )
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let mut seen = pods_seen(pods.clone());
+    let start = Instant::now();
+    futures::stream::iter(0..BURST)
+        .map(|i| {
+            let pods = pods.clone();
+            let mut pod = template.clone();
+            pod["metadata"]["name"] = json!(format!("bare-{i:04}-1"));
+            async move {
+                let pod: Pod = serde_json::from_value(pod)?;
+                pods.create(&PostParams::default(), &pod).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    tokio::time::timeout(Duration::from_secs(300), seen.wait_for(|n| *n >= BURST))
+        .await
+        .context("1,000 bare Pods within 300 s")??;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// How many Pods of `pods` a watch has seen so far.
+fn pods_seen(pods: Api<Pod>) -> tokio::sync::watch::Receiver<usize> {
+    let (count_tx, count_rx) = tokio::sync::watch::channel(0usize);
+    tokio::spawn(async move {
+        let mut seen = std::collections::HashSet::new();
+        let mut events = watcher(pods, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(pod)) = events.next().await {
+            seen.insert(pod.name_any());
+            count_tx.send_replace(seen.len());
+            if count_tx.is_closed() {
+                break;
+            }
+        }
+    });
+    count_rx
+}
+
+/// 1,000 Runs at once in a new namespace with a new operator and no cap: the seconds until
+/// their 1,000 Pods exist, and the operator's writes and live reads per Run.
+async fn runs_to_pods(cluster: &Cluster, round: usize) -> anyhow::Result<(f64, f64, f64)> {
+    let admin = cluster.client();
+    let namespace =
+        create_namespace(&admin, &format!("bench::burst-{round}"), PodSecurity::Unset).await?;
     let operator = Operator::start(
         cluster,
         &namespace,
@@ -121,21 +318,10 @@ async fn burst(cluster: &Cluster) -> anyhow::Result<()> {
     )
     .await?;
     ready_agent(&admin, &namespace).await?;
+    let before = request_counts(&operator.metrics().await?);
 
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0usize);
-    let watch = tokio::spawn(async move {
-        let mut seen = std::collections::HashSet::new();
-        let mut events = watcher(pods, watcher::Config::default())
-            .default_backoff()
-            .applied_objects()
-            .boxed();
-        while let Some(Ok(pod)) = events.next().await {
-            seen.insert(pod.name_any());
-            count_tx.send_replace(seen.len());
-        }
-    });
-
+    let mut seen = pods_seen(pods);
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     let start = Instant::now();
     futures::stream::iter(0..BURST)
@@ -150,23 +336,23 @@ async fn burst(cluster: &Cluster) -> anyhow::Result<()> {
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<Vec<()>>()
         .await?;
-    let created = start.elapsed();
-    tokio::time::timeout(Duration::from_secs(300), count_rx.wait_for(|n| *n >= BURST))
+    tokio::time::timeout(Duration::from_secs(300), seen.wait_for(|n| *n >= BURST))
         .await
         .context("1,000 Pods within 300 s")??;
-    let all = start.elapsed();
-    watch.abort();
+    let elapsed = start.elapsed().as_secs_f64();
+    operator.settle().await?;
     let metrics = operator.metrics().await?;
+    let per_run = per_unit(&before, &request_counts(&metrics), BURST);
     let errors = metrics
         .lines()
         .find(|l| l.starts_with(r#"herd_reconcile_errors_total{controller="run"}"#))
         .unwrap_or("no run errors");
-    println!(
-        "burst: {BURST} Runs created in {:.2} s; {BURST} Pods after {:.2} s (target <= 10 s); {errors}",
-        created.as_secs_f64(),
-        all.as_secs_f64()
-    );
-    Ok(())
+    println!("burst round {round}: {errors}\n{}", table(&per_run));
+    Ok((
+        elapsed,
+        total(&per_run, &WRITE_VERBS),
+        total(&per_run, &["get"]),
+    ))
 }
 
 /// A realistic finished Run's status, in its two parts: the run API's report and the

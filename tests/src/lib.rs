@@ -9,7 +9,8 @@
 //! - [`requests`]: creates and patches as `kubectl` makes them, refusals kept as values.
 //! - [`wait`]: waits with a deadline of at most a minute; [`dump`]: what a failure prints.
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
-//! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC.
+//! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC;
+//!   [`operator_requests`]: what an operator asked of the API server, from its metrics.
 //! - [`argo_cd`], [`flux`], [`lua_literal`]: the GitOps health checks the chart ships, run as
 //!   Argo CD (Lua) and Flux (CEL) run them; [`external_tools`]: `lua5.1`, `kubectl`, `helm`,
 //!   `prometheus`; [`promql`]: the metric names of a query.
@@ -38,6 +39,7 @@ pub mod lua_literal;
 pub mod namespace;
 pub mod node;
 pub mod operator_rbac;
+pub mod operator_requests;
 pub mod pki;
 pub mod process;
 pub mod promql;

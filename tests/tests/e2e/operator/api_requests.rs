@@ -4,10 +4,10 @@
 //! costs are printed by kind and held under a ceiling. Timings stay in the bench
 //! (`cargo bench -p herd-e2e --bench operator_scale`).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
+use herd_e2e::operator_requests::{WRITE_VERBS, per_unit, request_counts, table, total};
 use herd_e2e::wait::wait_for;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
@@ -40,33 +40,6 @@ const NEVER: [(&str, &str); 2] = [
 /// The share of Runs whose creation of a kind may be retried after a 409.
 const RETRIED: f64 = 0.05;
 
-const WRITE_VERBS: [&str; 4] = ["create", "update", "patch", "delete"];
-
-/// `herd_kube_requests_total` by (verb, resource), from the operator's `/metrics` text.
-fn requests(metrics: &str) -> BTreeMap<(String, String), f64> {
-    let mut counts = BTreeMap::new();
-    for line in metrics.lines() {
-        let Some(rest) = line.strip_prefix("herd_kube_requests_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.split_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
-                .map(|v| v.trim_end_matches('"').to_owned())
-                .unwrap_or_default()
-        };
-        let value: f64 = value.trim().parse().unwrap_or(0.0);
-        *counts
-            .entry((label("verb"), label("resource")))
-            .or_insert(0.0) += value;
-    }
-    counts
-}
-
 /// 100 Runs to their Pods: at most [`MAX_WRITES_PER_RUN`] writes and [`MAX_READS_PER_RUN`]
 /// live reads each, one snapshot, Pod and status write each, no NetworkPolicy and no Event,
 /// printed by verb and resource.
@@ -97,7 +70,7 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (_, text) = http_get(&running, "/metrics").await?;
-    let before = requests(&text);
+    let before = request_counts(&text);
     for i in 0..RUNS {
         create_run(&admin, &namespace, &format!("r{i:03}")).await?;
     }
@@ -108,35 +81,13 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     // Let the reconciles the Pods' creation caused end.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (_, text) = http_get(&running, "/metrics").await?;
-    let after = requests(&text);
+    let after = request_counts(&text);
     running.shutdown().await?;
 
-    let per_run: BTreeMap<&(String, String), f64> = after
-        .iter()
-        .map(|(key, value)| {
-            (
-                key,
-                (value - before.get(key).copied().unwrap_or(0.0)) / RUNS as f64,
-            )
-        })
-        // Watches and lists are the caches'; the Lease is the leader's, not the Runs'.
-        .filter(|(key, value)| {
-            *value > 0.0 && key.0 != "watch" && key.0 != "list" && !key.1.starts_with("leases.")
-        })
-        .collect();
-    let mut table = String::from("verb     resource                          per Run\n");
-    for ((verb, resource), value) in &per_run {
-        table.push_str(&format!("{verb:<8} {resource:<33} {value:.2}\n"));
-    }
-    let total = |verbs: &[&str]| -> f64 {
-        // Folded from +0.0: an empty f64 sum is -0.0, which would print as "-0.00".
-        per_run
-            .iter()
-            .filter(|((verb, _), _)| verbs.contains(&verb.as_str()))
-            .fold(0.0, |sum, (_, value)| sum + value)
-    };
-    let writes = total(&WRITE_VERBS);
-    let reads = total(&["get"]);
+    let per_run = per_unit(&before, &after, RUNS);
+    let table = table(&per_run);
+    let writes = total(&per_run, &WRITE_VERBS);
+    let reads = total(&per_run, &["get"]);
     println!(
         "API requests per Run, from creation to Pod ({RUNS} Runs):\n{table}writes {writes:.2}, live reads {reads:.2}"
     );
@@ -150,9 +101,8 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     );
     let count_of = |verb: &str, resource: &str| {
         per_run
-            .iter()
-            .find(|((v, r), _)| v == verb && r == resource)
-            .map(|(_, value)| *value)
+            .get(&(verb.to_owned(), resource.to_owned()))
+            .copied()
     };
     for (verb, resource) in NEVER {
         ensure!(
