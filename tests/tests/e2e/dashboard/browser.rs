@@ -14,6 +14,8 @@ use tokio::process::{Child, Command};
 
 /// How long chromedriver may take to listen.
 const DRIVER_START: Duration = Duration::from_secs(30);
+/// How long an element may keep being replaced under a click or typing.
+const ACT_TIME: Duration = Duration::from_secs(10);
 
 /// A browser session and the driver serving it (killed when dropped).
 pub struct Browser {
@@ -89,6 +91,38 @@ impl Browser {
             Ok(text) => Ok(text),
             Err(error) => Err(error.context(format!("the page said:\n{}", self.text().await?))),
         }
+    }
+
+    /// Clicks the element `css` finds. The page swaps a region's HTML as the Run changes, so an
+    /// element found may be replaced before the click lands: it is then found again.
+    pub async fn click(&self, css: &str) -> anyhow::Result<()> {
+        wait_for(&format!("a click on {css}"), ACT_TIME, || async {
+            let element = self.client.find(Locator::Css(css)).await?;
+            match element.click().await {
+                Ok(_) => Ok(Some(())),
+                Err(error) if error.is_stale_element_reference() => Ok(None),
+                Err(error) => Err(error.into()),
+            }
+        })
+        .await
+    }
+
+    /// Types `text` into the field `css` finds, from empty; found again when replaced meanwhile
+    /// (as for [`Browser::click`]).
+    pub async fn type_into(&self, css: &str, text: &str) -> anyhow::Result<()> {
+        wait_for(&format!("typing into {css}"), ACT_TIME, || async {
+            let field = self.client.find(Locator::Css(css)).await?;
+            let typed = async {
+                field.clear().await?;
+                field.send_keys(text).await
+            };
+            match typed.await {
+                Ok(()) => Ok(Some(())),
+                Err(error) if error.is_stale_element_reference() => Ok(None),
+                Err(error) => Err(error.into()),
+            }
+        })
+        .await
     }
 
     /// Writes a PNG of the window as `name.png` in the screenshots' folder; its path.

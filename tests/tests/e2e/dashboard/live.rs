@@ -143,12 +143,7 @@ pub async fn the_form_answers_and_the_button_cancels(env: TestEnv) -> anyhow::Re
     scenario.create_run("shed", "Paint the shed.").await?;
     browser.client.goto(&page("shed")).await?;
     browser.until_text(QUESTION, LIVE_TIME).await?;
-    browser
-        .client
-        .find(Locator::Css("form.cancel button"))
-        .await?
-        .click()
-        .await?;
+    browser.click("form.cancel button").await?;
     browser.until_text("Cancel requested", LIVE_TIME).await?;
     let cancelled = scenario
         .until("shed", "be cancelled", LIVE_TIME, |run| {

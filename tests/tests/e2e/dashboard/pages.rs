@@ -328,15 +328,8 @@ pub async fn pages_need_the_token_and_show_refusals_as_the_api_server_said(
 
 /// Types `text` into the question's form and sends it.
 pub async fn answer_with(browser: &Browser, text: &str) -> anyhow::Result<()> {
-    let field = browser.client.find(Locator::Id("answer-text")).await?;
-    field.send_keys(text).await?;
+    browser.type_into("#answer-text", text).await?;
     browser
-        .client
-        .find(Locator::Css(
-            "form[action$='/answer'] > button[type=submit]",
-        ))
-        .await?
-        .click()
-        .await?;
-    Ok(())
+        .click("form[action$='/answer'] > button[type=submit]")
+        .await
 }
