@@ -169,11 +169,21 @@ where
 /// The per-namespace objects this process made sure of, by key: each is created when absent
 /// and never updated, so once per process is enough (a namespace's `herd-runner`
 /// ServiceAccount and default-deny policy by its name, an egress set's policy by
-/// `namespace/name`).
+/// `namespace/name`). Making them is one reconcile at a time: the first Runs of a burst would
+/// otherwise all create them (and be refused with a 409 each).
 #[derive(Debug, Default)]
-pub struct Ensured(Mutex<HashSet<String>>);
+pub struct Ensured {
+    done: Mutex<HashSet<String>>,
+    making: tokio::sync::Mutex<()>,
+}
 
 impl Ensured {
+    /// Waits until no other reconcile is making per-namespace objects; they may be made until
+    /// the guard drops.
+    pub async fn making(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.making.lock().await
+    }
+
     /// Whether `key` was made sure of.
     pub fn contains(&self, key: &str) -> bool {
         self.lock().contains(key)
@@ -193,7 +203,7 @@ impl Ensured {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0
+        self.done
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -214,8 +224,15 @@ pub async fn ensure_namespace(
     match namespace_work(prepared.contains(namespace), copy.as_deref(), bundle) {
         NamespaceWork::Nothing => return Ok(()),
         NamespaceWork::Copy => return ensure_ca_config_map(client, namespace, bundle).await,
-        NamespaceWork::All => prepared.forget_namespace(namespace),
+        NamespaceWork::All => {}
     }
+    let was_prepared = prepared.contains(namespace);
+    let _one_at_a_time = prepared.making().await;
+    if !was_prepared && prepared.contains(namespace) {
+        // Another reconcile prepared it while this one waited.
+        return Ok(());
+    }
+    prepared.forget_namespace(namespace);
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let account = ServiceAccount {
         metadata: ObjectMeta {

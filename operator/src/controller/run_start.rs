@@ -124,11 +124,14 @@ pub(super) async fn start_pod(
     let egress = egress_set(ids.namespace, snap, &ctx.network);
     let ensured = format!("{}/{}", ids.namespace, egress.policy.name_any());
     if !ctx.prepared.contains(&ensured) {
-        let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
-        match create_shared(&policies, &egress.policy).await? {
-            Created::Done => ctx.prepared.insert(&ensured),
-            Created::Quota(why) => return Ok(Started::Blocked(why)),
-            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        let _one_at_a_time = ctx.prepared.making().await;
+        if !ctx.prepared.contains(&ensured) {
+            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
+            match create_shared(&policies, &egress.policy).await? {
+                Created::Done => ctx.prepared.insert(&ensured),
+                Created::Quota(why) => return Ok(Started::Blocked(why)),
+                Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+            }
         }
     }
     if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
