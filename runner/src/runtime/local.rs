@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt as _;
+use herd_sandbox::TOOL_GRACE;
 
 use herd_crds::agent::MemoryScope;
 use herd_crds::approval::ApprovalRequest;
@@ -32,7 +33,6 @@ use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
 use crate::memory::file::MemoryFile;
 use crate::plan::{EnvFacts, PlanError, RunPlan};
-use crate::sandbox::process_groups::TOOL_GRACE;
 use crate::thread::{Message, ThreadState};
 
 /// A local run could not start or failed outside the agent (bad files, unreadable folder).
