@@ -50,7 +50,8 @@ impl SandboxHost {
         })
     }
 
-    /// Sets how long one `bash` command may run before it is killed.
+    /// Sets how long one `bash` command may run before it is killed (the tests shorten it).
+    #[cfg(test)]
     pub(crate) fn with_bash_timeout(mut self, timeout: Duration) -> Self {
         self.bash_timeout = timeout;
         self

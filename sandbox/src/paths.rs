@@ -49,7 +49,7 @@ impl SandboxRoots {
 
 /// One of the three virtual roots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Root {
+pub(crate) enum Root {
     UserData,
     SkillsPublic,
     SkillsCustom,
@@ -57,10 +57,10 @@ pub enum Root {
 
 impl Root {
     /// Every root, in a fixed order.
-    pub const ALL: [Root; 3] = [Root::UserData, Root::SkillsPublic, Root::SkillsCustom];
+    pub(crate) const ALL: [Root; 3] = [Root::UserData, Root::SkillsPublic, Root::SkillsCustom];
 
     /// The virtual path of the root itself.
-    pub fn virtual_prefix(self) -> &'static str {
+    pub(crate) fn virtual_prefix(self) -> &'static str {
         match self {
             Root::UserData => USER_DATA,
             Root::SkillsPublic => SKILLS_PUBLIC,
@@ -69,7 +69,7 @@ impl Root {
     }
 
     /// Whether the model may change files under it.
-    pub fn writable(self) -> bool {
+    pub(crate) fn writable(self) -> bool {
         matches!(self, Root::UserData)
     }
 
@@ -84,14 +84,14 @@ impl Root {
 
 /// What the caller is about to do with a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     Read,
     Write,
 }
 
 /// A path that passed every check.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedPath {
+pub(crate) struct ResolvedPath {
     pub root: Root,
     /// Normalized virtual path, e.g. `/mnt/user-data/workspace/notes.md`.
     pub virtual_path: String,
@@ -123,10 +123,9 @@ pub enum PathError {
 
 /// The virtual roots bound to host directories.
 #[derive(Clone, Debug)]
-pub struct SandboxPaths {
+pub(crate) struct SandboxPaths {
     /// Lexical host roots, absolute, in `Root::ALL` order.
     hosts: [PathBuf; 3],
-    identity: bool,
     /// Host roots (lexical and symlink-resolved) to virtual ones, for tool output.
     host_to_virtual: PrefixRewriter,
     /// Virtual roots to host ones, for local `bash` commands.
@@ -135,16 +134,12 @@ pub struct SandboxPaths {
 
 impl SandboxPaths {
     /// Binds the roots; relative host directories are taken from the current directory.
-    pub fn new(roots: &SandboxRoots) -> io::Result<Self> {
+    pub(crate) fn new(roots: &SandboxRoots) -> io::Result<Self> {
         let hosts = [
             std::path::absolute(&roots.user_data)?,
             std::path::absolute(&roots.skills_public)?,
             std::path::absolute(&roots.skills_custom)?,
         ];
-        let identity = Root::ALL
-            .iter()
-            .zip(&hosts)
-            .all(|(root, host)| host.as_path() == Path::new(root.virtual_prefix()));
         let mut outward = Vec::new();
         let mut inward = Vec::new();
         for (root, host) in Root::ALL.iter().zip(&hosts) {
@@ -156,36 +151,40 @@ impl SandboxPaths {
         }
         Ok(SandboxPaths {
             hosts,
-            identity,
             host_to_virtual: PrefixRewriter::new(outward).map_err(io::Error::other)?,
             virtual_to_host: PrefixRewriter::new(inward).map_err(io::Error::other)?,
         })
     }
 
     /// `text` with host root paths replaced by virtual ones (tool output, error messages).
-    pub fn mask(&self, text: &str) -> String {
+    pub(crate) fn mask(&self, text: &str) -> String {
         self.host_to_virtual.rewrite(text)
     }
 
     /// A `bash` command with virtual root paths replaced by host ones; the identity in a pod.
-    pub fn unmask_command(&self, command: &str) -> String {
+    pub(crate) fn unmask_command(&self, command: &str) -> String {
         self.virtual_to_host.rewrite(command)
     }
 
-    /// Whether host and virtual paths coincide (a pod with `HERD_ROOT=/mnt`).
-    pub fn is_identity(&self) -> bool {
-        self.identity
+    /// Whether host and virtual paths coincide (a pod with `HERD_ROOT=/mnt`); the tests check
+    /// the mapping with it.
+    #[cfg(test)]
+    pub(crate) fn is_identity(&self) -> bool {
+        Root::ALL
+            .iter()
+            .zip(&self.hosts)
+            .all(|(root, host)| host.as_path() == Path::new(root.virtual_prefix()))
     }
 
     /// The lexical host directory behind `root`.
-    pub fn host_root(&self, root: Root) -> &Path {
+    pub(crate) fn host_root(&self, root: Root) -> &Path {
         &self.hosts[root_index(root)]
     }
 
     /// Resolves a model-given path (absolute virtual, or relative to the workspace) for
     /// `access`, refusing `..`, paths outside the roots, writes under skills and symlinks that
     /// leave their root.
-    pub fn resolve(&self, input: &str, access: Access) -> Result<ResolvedPath, PathError> {
+    pub(crate) fn resolve(&self, input: &str, access: Access) -> Result<ResolvedPath, PathError> {
         let (root, rest) = normalize(input)?;
         let mut virtual_path = root.virtual_prefix().to_owned();
         let mut host = self.host_root(root).to_path_buf();
@@ -223,8 +222,10 @@ impl SandboxPaths {
         }
     }
 
-    /// The virtual path of a host path under one of the roots (lexically), if any.
-    pub fn to_virtual(&self, host: &Path) -> Option<String> {
+    /// The virtual path of a host path under one of the roots (lexically), if any: the tests'
+    /// inverse of `resolve`.
+    #[cfg(test)]
+    pub(crate) fn to_virtual(&self, host: &Path) -> Option<String> {
         let mut best: Option<(usize, Root)> = None;
         for root in Root::ALL {
             let root_host = self.host_root(root);

@@ -65,7 +65,7 @@ struct Entry {
 
 /// The tails of the programs this sandbox started. Cheap to clone.
 #[derive(Clone, Debug, Default)]
-pub struct StderrTails {
+pub(crate) struct StderrTails {
     inner: Arc<Mutex<Registry>>,
 }
 
@@ -77,13 +77,13 @@ struct Registry {
 
 /// Feeds one program's tail; the stream counts as ended when this is dropped.
 #[derive(Debug)]
-pub struct TailWriter {
+pub(crate) struct TailWriter {
     entry: Arc<Entry>,
 }
 
 impl TailWriter {
     /// Adds a line the program wrote.
-    pub fn push(&self, line: &str) {
+    pub(crate) fn push(&self, line: &str) {
         self.entry
             .tail
             .lock()
@@ -100,7 +100,7 @@ impl Drop for TailWriter {
 
 impl StderrTails {
     /// A new tail: its handle, and the writer that fills it.
-    pub fn register(&self) -> (u64, TailWriter) {
+    pub(crate) fn register(&self) -> (u64, TailWriter) {
         let (ended, _) = watch::channel(false);
         let entry = Arc::new(Entry {
             tail: Mutex::new(Tail::default()),
@@ -118,7 +118,7 @@ impl StderrTails {
 
     /// The tail of `handle`, once its stream ended or `wait` passed (a program that exits
     /// may still have lines in its pipe); nothing for a handle unknown or forgotten.
-    pub async fn lines(&self, handle: u64, wait: Duration) -> Vec<String> {
+    pub(crate) async fn lines(&self, handle: u64, wait: Duration) -> Vec<String> {
         let entry = {
             let registry = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             registry

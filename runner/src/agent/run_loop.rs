@@ -501,7 +501,7 @@ impl Agent {
                     .await
             }
         };
-        span.finish(&output);
+        span.finish(output.status, &output.content);
         // A held call has not finished: `ApprovalAsked` says what it waits for.
         if output.effect.approval.is_some() {
             return (call, output);

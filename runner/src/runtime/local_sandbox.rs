@@ -10,7 +10,7 @@ use herd_sandbox::{
     Unavailable, View,
 };
 
-use super::local::LocalError;
+use super::local_error::LocalError;
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer};
 use crate::skills::{Skill, SkillCatalog};
