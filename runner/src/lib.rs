@@ -22,6 +22,4 @@ pub mod thread;
 pub mod tools;
 
 #[cfg(test)]
-mod import_cycles;
-#[cfg(test)]
 pub(crate) mod testing;
