@@ -10,7 +10,7 @@ use kube::ResourceExt;
 
 use crate::outcome::pending_question;
 use crate::tree::age;
-use crate::view::{phase_name, view};
+use crate::view::{phase_name, tokens_text, view};
 
 /// Most characters of a title in the table; longer ones end in `…`.
 const TITLE_WIDTH: usize = 40;
@@ -150,17 +150,6 @@ pub fn status_text(run: &Run) -> String {
     text.to_owned()
 }
 
-/// Tokens as a person reads them: `-` for none, `850`, `1.2k`, `35k`, `1.4M`.
-pub fn tokens_text(tokens: u64) -> String {
-    match tokens {
-        0 => "-".to_owned(),
-        1..1_000 => tokens.to_string(),
-        1_000..10_000 => format!("{:.1}k", tokens as f64 / 1_000.0),
-        10_000..1_000_000 => format!("{}k", tokens / 1_000),
-        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
-    }
-}
-
 /// From `status.startTime` to `status.completionTime` (to `now` while it goes on); `-` before
 /// it started.
 pub fn duration_text(run: &Run, now: Timestamp) -> String {
@@ -246,12 +235,6 @@ mod tests {
         assert_eq!(cost_text(Some(&cost(12_500_000))), "12.50 USD");
         assert_eq!(cost_text(Some(&cost(0))), "0.00 USD");
         assert_eq!(cost_text(None), "-");
-    }
-
-    #[test]
-    fn tokens_read_short() {
-        let shown: Vec<String> = [0, 850, 1_234, 35_600, 1_400_000].map(tokens_text).to_vec();
-        assert_eq!(shown, ["-", "850", "1.2k", "35k", "1.4M"]);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{ContainerState, Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
-use crate::columns::{cost_text, duration_text, status_text, tokens_text};
+use crate::columns::{cost_text, duration_text, status_text};
 use crate::connect::Cluster;
 use crate::error::CliError;
 use crate::io::Io;
@@ -21,7 +21,7 @@ use crate::outcome::{EXIT_ANSWERED, Outcome, outcome};
 use crate::runs::get_run;
 use crate::table::render as table;
 use crate::tree::age;
-use crate::view::{phase_name, usage_line, view};
+use crate::view::{phase_name, tokens_text, usage_line, view};
 
 /// Most Events shown, the latest.
 const EVENTS: usize = 10;

@@ -8,7 +8,6 @@ use herd_crds::report::{Todo, TodoStatus, Usage};
 use herd_crds::run::{ChildRef, Run, RunPhase, phase_of};
 use herd_crds::terminal_text::one_line;
 
-use crate::columns::tokens_text;
 use crate::outcome::pending_question;
 
 /// The parts of a Run's status that `--follow` shows.
@@ -210,6 +209,17 @@ pub fn status_line(name: &str, view: &View) -> String {
     parts.join(" · ")
 }
 
+/// Tokens as a person reads them: `-` for none, `850`, `1.2k`, `35k`, `1.4M`.
+pub fn tokens_text(tokens: u64) -> String {
+    match tokens {
+        0 => "-".to_owned(),
+        1..1_000 => tokens.to_string(),
+        1_000..10_000 => format!("{:.1}k", tokens as f64 / 1_000.0),
+        10_000..1_000_000 => format!("{}k", tokens / 1_000),
+        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use herd_crds::condition::ConditionStatus;
@@ -238,6 +248,12 @@ mod tests {
             None,
             None,
         ))
+    }
+
+    #[test]
+    fn tokens_read_short() {
+        let shown: Vec<String> = [0, 850, 1_234, 35_600, 1_400_000].map(tokens_text).to_vec();
+        assert_eq!(shown, ["-", "850", "1.2k", "35k", "1.4M"]);
     }
 
     #[test]

@@ -120,10 +120,9 @@ fn loop_only_time(
     use herd_runner::control::local::{LocalControlPlane, Questions};
     use herd_runner::model::scripted::ScriptedModel;
     use herd_runner::runtime::workdir::Workdir;
-    use herd_runner::sandbox::SandboxHost;
-    use herd_runner::sandbox::in_process::InProcessExecutor;
     use herd_runner::thread::ThreadState;
     use herd_runner::tools::sandbox_tools::sandbox_tools;
+    use herd_sandbox::{InProcessExecutor, SandboxHost};
 
     let workdir = Workdir::prepare(&dir.join(format!("loop-{calls}"))).expect("work folder");
     let sandbox = SandboxHost::new(&workdir.roots).expect("sandbox");

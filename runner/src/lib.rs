@@ -1,13 +1,12 @@
-//! Herd's runner: the lead agent loop, its middleware chain, models, tools and sandbox.
+//! Herd's runner: the lead agent loop, its middleware chain, models and tools.
 //!
 //! `herd-runner run` runs an agent on a laptop; `herd-runner pod` and `herd-runner sandbox`
-//! are the two containers of a Run's pod. The agent code is the same everywhere: the
-//! `ControlPlane` and `ToolExecutor` traits are the seams.
+//! are the two containers of a Run's pod (the sandbox itself is `herd_sandbox`). The agent
+//! code is the same everywhere: the `ControlPlane` and `ToolExecutor` traits are the seams.
 
 pub mod agent;
 pub mod cli;
 pub mod control;
-pub(crate) mod convert;
 pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod middleware;
@@ -16,14 +15,11 @@ pub mod plan;
 pub mod pod;
 pub(crate) mod prompt;
 pub mod runtime;
-pub mod sandbox;
 pub(crate) mod skills;
 pub mod telemetry;
 pub(crate) mod text;
 pub mod thread;
 pub mod tools;
 
-#[cfg(test)]
-mod import_cycles;
 #[cfg(test)]
 pub(crate) mod testing;

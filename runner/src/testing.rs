@@ -1,5 +1,5 @@
-//! Test doubles shared by the unit tests: a queued model, a recording control plane and an
-//! executor that answers from a closure.
+//! Test doubles shared by the unit tests: a queued model, a recording control plane, tools
+//! with fixed answers and a recording observer (the executor's is `herd_sandbox::testing`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,14 +11,14 @@ use herd_crds::wire::{
     ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
     ResultReport,
 };
+use herd_sandbox::SandboxResponse;
+use herd_sandbox::testing::FakeExecutor;
 
 use crate::agent::{
     Agent, AgentEvent, Limits, Middleware, NoObserver, Observer, RunEnv, ToolRegistry,
 };
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
-use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::{AssistantMessage, ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
@@ -192,16 +192,6 @@ impl ControlPlane for RecordingControl {
     }
 }
 
-/// An executor answering every request the same way.
-pub struct StaticExecutor(pub SandboxResponse);
-
-#[async_trait]
-impl ToolExecutor for StaticExecutor {
-    async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-        Ok(self.0.clone())
-    }
-}
-
 /// A tool that always answers the same and counts its calls.
 pub struct FixedTool {
     pub name: String,
@@ -314,16 +304,6 @@ impl RecordingObserver {
     }
 }
 
-/// An executor that cannot reach its sandbox: every request fails with this reason.
-pub struct DownExecutor(pub &'static str);
-
-#[async_trait]
-impl ToolExecutor for DownExecutor {
-    async fn execute(&self, _request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-        Err(ExecutorError(self.0.to_owned()))
-    }
-}
-
 /// An agent over `model` with `tools` and `chain`, plus an environment around `control`.
 pub fn agent(
     model: Arc<dyn ChatModel>,
@@ -344,7 +324,7 @@ pub fn agent(
         telemetry: crate::telemetry::Telemetry::default(),
     };
     let env = RunEnv {
-        executor: Arc::new(StaticExecutor(SandboxResponse::FileInfo {
+        executor: Arc::new(FakeExecutor::answering(SandboxResponse::FileInfo {
             exists: true,
             size: 1,
             sha256: None,

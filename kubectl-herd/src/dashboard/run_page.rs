@@ -16,14 +16,12 @@ use serde::Serialize;
 use crate::approve::pending_approvals;
 use crate::budgets::holding;
 use crate::cancel::{Cancel, cancel_decision};
-use crate::columns::{
-    any_priced, cells_with_cost, cost_text, header_with_cost, status_text, tokens_text,
-};
+use crate::columns::{any_priced, cells_with_cost, cost_text, header_with_cost, status_text};
 use crate::dashboard::runs_page::{Row, created, phase, run_href};
 use crate::logs::log_pod;
 use crate::outcome::pending_question;
 use crate::tree::tree;
-use crate::view::{phase_name, view};
+use crate::view::{phase_name, tokens_text, view};
 
 /// What the Run page shows from the Run and its family.
 #[derive(Serialize, Clone, Debug, PartialEq)]

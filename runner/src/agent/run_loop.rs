@@ -6,14 +6,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, StopReason};
+use herd_sandbox::ToolExecutor;
+use herd_sandbox::text::truncate_chars;
 use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
 use crate::control::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call};
-use crate::sandbox::executor::ToolExecutor;
 use crate::telemetry::Telemetry;
-use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
 use crate::tools::{ToolContext, ToolOutput};
 
@@ -501,7 +501,7 @@ impl Agent {
                     .await
             }
         };
-        span.finish(&output);
+        span.finish(output.status, &output.content);
         // A held call has not finished: `ApprovalAsked` says what it waits for.
         if output.effect.approval.is_some() {
             return (call, output);

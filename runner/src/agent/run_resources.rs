@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use herd_sandbox::ToolExecutor;
+
 use super::Observer;
 use crate::model::ChatModel;
-use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
 
 /// The model client, the sandbox, the skills found in it, and who watches the run. The lead

@@ -35,6 +35,7 @@ use herd_crds::approval::ApprovalDecision;
 use herd_crds::report::StopReason;
 use herd_crds::terminal_text::{for_terminal, json_line};
 use herd_crds::wire::Answer;
+use herd_sandbox::{Listener, SocketOptions, UnixSocketExecutor};
 use opentelemetry::context::FutureExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -44,8 +45,6 @@ use self::prompter::TerminalPrompter;
 use crate::runtime::interrupt::{Interrupt, StopSignal};
 use crate::runtime::local::{LocalRequest, LocalResult, run_local};
 use crate::runtime::local_plan::Overrides;
-use crate::sandbox::process_groups::TOOL_GRACE;
-use crate::sandbox::{SandboxHost, SandboxRoots, SocketOptions, UnixSocketExecutor};
 use crate::telemetry;
 
 /// The run failed.
@@ -64,9 +63,9 @@ pub fn process_main() -> ExitCode {
     // A confined sandbox child unshares namespaces, which the kernel allows only while the
     // process has a single thread: before the tokio runtime starts its workers.
     #[cfg(target_os = "linux")]
-    let layers = match crate::sandbox::confine::enter_if_requested() {
-        crate::sandbox::confine::Entry::Continue(layers) => layers,
-        crate::sandbox::confine::Entry::Exit(code) => return code,
+    let layers = match herd_sandbox::enter_if_requested() {
+        herd_sandbox::Entry::Continue(layers) => layers,
+        herd_sandbox::Entry::Exit(code) => return code,
     };
     #[cfg(not(target_os = "linux"))]
     let layers = Vec::new();
@@ -75,9 +74,9 @@ pub fn process_main() -> ExitCode {
     // single thread too: Landlock binds the calling thread and what it starts later.
     let command = match cli.command {
         Command::Sandbox(args) if !args.ready && !args.listen_stdin => {
-            match crate::sandbox::socket::bind_listener(&args.socket) {
+            match herd_sandbox::bind_listener(&args.socket) {
                 Ok(listener) => Started::PodSandbox {
-                    layers: restrict_pod_sandbox(&args),
+                    layers: herd_sandbox::restrict_pod_sandbox(&args.root),
                     args,
                     listener,
                 },
@@ -114,23 +113,6 @@ enum Started {
         command: Command,
         layers: Vec<herd_crds::report::SandboxLayer>,
     },
-}
-
-/// Landlock over a Pod's sandbox: writes only to the workspace and the temp folder.
-#[cfg(target_os = "linux")]
-fn restrict_pod_sandbox(args: &SandboxArgs) -> Vec<herd_crds::report::SandboxLayer> {
-    let user_data = SandboxRoots::under(&args.root).user_data;
-    // A rule needs the folder to exist; the sandbox creates its subfolders on `Prepare`.
-    if let Err(error) = std::fs::create_dir_all(&user_data) {
-        eprintln!("warning: cannot create {}: {error}", user_data.display());
-    }
-    crate::sandbox::confine::restrict_pod_sandbox(vec![user_data, std::env::temp_dir()])
-}
-
-/// Elsewhere there is no Landlock.
-#[cfg(not(target_os = "linux"))]
-fn restrict_pod_sandbox(_args: &SandboxArgs) -> Vec<herd_crds::report::SandboxLayer> {
-    Vec::new()
 }
 
 /// Runs the command line.
@@ -244,43 +226,21 @@ async fn sandbox(
         };
         eprintln!("sandbox: {}", for_terminal(&report.summary()));
     }
-    let roots = SandboxRoots::under(&args.root);
-    let sandbox = match SandboxHost::new(&roots) {
-        Ok(sandbox) => sandbox
-            .with_inputs(args.root.join("inputs"))
-            .with_layers(layers),
-        Err(error) => {
-            eprintln!(
-                "error: cannot open the sandbox under {}: {error}",
-                args.root.display()
-            );
-            return ExitCode::from(EXIT_FAILED);
-        }
-    };
-    let groups = sandbox.process_groups().clone();
-    let serving = async {
-        match listener {
-            Some(listener) => crate::sandbox::socket::serve_listener(listener, sandbox).await,
-            None if args.listen_stdin => crate::sandbox::socket::serve_stdin(sandbox).await,
-            None => crate::sandbox::socket::serve(&args.socket, sandbox).await,
-        }
+    let listener = match listener {
+        Some(listener) => Listener::Bound(listener),
+        None if args.listen_stdin => Listener::Stdin,
+        None => Listener::Path(args.socket.clone()),
     };
     // As a container's PID 1 a signal without a handler is ignored: without this, every Pod
     // would wait its whole grace period for the sidecar. Being stopped is how every Run's
     // sandbox ends (the kubelet stops a native sidecar once the agent has exited), so it is
     // a clean ending, exit code 0: a non-zero code would read as a container error on every
     // Run. The commands still running get SIGTERM and a moment, then SIGKILL, well within
-    // the Pod's grace period. The server is only dropped after that, which SIGKILLs what is
-    // left of its requests at once.
-    tokio::pin!(serving);
-    let served = tokio::select! {
-        served = &mut serving => served,
-        _ = next_stop_signal() => {
-            groups.terminate(TOOL_GRACE).await;
-            return ExitCode::SUCCESS;
-        }
+    // the Pod's grace period.
+    let stopped = async {
+        next_stop_signal().await;
     };
-    match served {
+    match herd_sandbox::serve(&args.root, listener, layers, stopped).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");

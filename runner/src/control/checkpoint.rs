@@ -14,9 +14,8 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use herd_crds::approval::ApprovalRequest;
 use herd_crds::report::Clarification;
+use herd_sandbox::SavedFile;
 use serde::{Deserialize, Serialize};
-
-use crate::sandbox::saved_files::SavedFile;
 
 use crate::thread::{Message, MessageKind, ThreadState};
 

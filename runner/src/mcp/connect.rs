@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use herd_sandbox::{StdioCommand, ToolExecutor};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -12,8 +13,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use crate::plan::mcp::HeaderValue as PlannedHeader;
 use crate::plan::{McpServerPlan, McpTransport};
-use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::stdio::StdioCommand;
 
 /// A connected server; dropping it closes the session (and stops a stdio program).
 pub type McpClient = RunningService<RoleClient, ClientConfig>;

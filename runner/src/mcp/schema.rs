@@ -2,10 +2,10 @@
 //! passed through, within size caps (a server can describe a tool at any length, and every
 //! schema is resent with every request).
 
+use herd_sandbox::text::truncate_chars;
 use serde_json::{Value, json};
 
 use crate::model::ToolSchema;
-use crate::text::truncate_chars;
 
 /// Longest description passed on, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
+use herd_sandbox::ToolExecutor;
 
 use super::connect::{McpClient, connect};
 use super::names::qualified;
 use super::schema::capped;
 use super::tool::McpTool;
 use crate::plan::{McpPlan, McpServerPlan, McpTransport};
-use crate::sandbox::executor::ToolExecutor;
 use crate::tools::Tool;
 
 /// With `deferred` absent, deferral starts above this many tools (DeerFlow's threshold).

@@ -349,12 +349,14 @@ fn build_chain(
 
 #[cfg(test)]
 mod tests {
+    use herd_sandbox::SandboxResponse;
+    use herd_sandbox::testing::FakeExecutor;
+
     use super::*;
     use crate::agent::NoObserver;
     use crate::control::SubagentCaps;
     use crate::plan::{SubagentSettings, test_plan};
-    use crate::sandbox::protocol::SandboxResponse;
-    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor, calls};
+    use crate::testing::{QueuedModel, RecordingControl, calls};
     use crate::thread::{Message, ThreadState};
 
     fn plan(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> RunPlan {
@@ -378,7 +380,9 @@ mod tests {
             Arc::new(plan),
             RunResources {
                 model: QueuedModel::new(vec![]),
-                executor: Arc::new(StaticExecutor(SandboxResponse::Done { path: None })),
+                executor: Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+                    path: None,
+                })),
                 skills: Vec::new(),
                 observer: Arc::new(NoObserver),
             },

@@ -11,10 +11,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use herd_sandbox::text::truncate_chars;
 
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::text::truncate_chars;
 use crate::thread::{
     AssistantMessage, Message, MessageKind, MessageMeta, ThreadState, ToolMessage, ToolStatus,
 };

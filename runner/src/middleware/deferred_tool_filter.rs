@@ -73,14 +73,13 @@ impl Middleware for DeferredToolFilter {
 mod tests {
     use std::sync::Arc;
 
+    use herd_sandbox::SandboxResponse;
+    use herd_sandbox::testing::FakeExecutor;
     use serde_json::json;
 
     use super::*;
     use crate::middleware::support::test_support::{call, run_call};
-    use crate::sandbox::protocol::SandboxResponse;
-    use crate::testing::{
-        self, FixedTool, QueuedModel, RecordingControl, StaticExecutor, calls, text,
-    };
+    use crate::testing::{self, FixedTool, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{Message, ToolStatus};
     use crate::tools::Tool;
 
@@ -124,7 +123,9 @@ mod tests {
         promoted.promoted_tools.insert("time__now".into());
         let filter: Arc<dyn Middleware> =
             Arc::new(DeferredToolFilter::new(["time__now".to_owned()]));
-        let executor = Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+        let executor = Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+            path: None,
+        }));
         let output = run_call(
             filter,
             tools(),

@@ -14,12 +14,13 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use herd_sandbox::text::{head_tail, truncate_chars};
 
 use super::support::active_skills::skill_file_ref;
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::parse_skill_md;
-use crate::text::{escape_tags, head_tail, truncate_chars};
+use crate::text::escape_tags;
 use crate::thread::state::{Delegation, DelegationStatus, SkillContext};
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolMessage, ToolStatus};
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
+use herd_sandbox::text::head_tail;
 
 use super::support::clock::Clock;
 use super::support::side_call::SideCall;
@@ -23,7 +24,7 @@ use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose, record_call};
-use crate::text::{escape_tags, head_tail};
+use crate::text::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Longest summary of compacted messages put into the memory call.

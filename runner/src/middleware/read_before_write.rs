@@ -14,10 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use herd_sandbox::{FileInfo, SandboxClient, WORKSPACE};
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::sandbox::client::{FileInfo, SandboxClient};
-use crate::sandbox::paths::WORKSPACE;
 use crate::thread::{Message, ThreadState, ToolStatus};
 use crate::tools::ToolOutput;
 
@@ -192,14 +191,12 @@ impl Middleware for ReadBeforeWrite {
 mod tests {
     use std::sync::Arc;
 
+    use herd_sandbox::testing::FakeExecutor;
+    use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse};
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{
-        FnExecutor, SandboxTool, call, local_sandbox, run_call,
-    };
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
+    use crate::middleware::support::test_support::{SandboxTool, call, local_sandbox, run_call};
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::AssistantMessage;
     use crate::tools::Tool;
@@ -348,14 +345,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_gate_opens_when_the_sandbox_cannot_inspect_the_file() {
-        let executor = FnExecutor::new(|request| match request {
+        let executor = Arc::new(FakeExecutor::new(|request| match request {
             SandboxRequest::FileInfo { .. } => Err(ExecutorError("socket closed".into())),
             _ => Ok(SandboxResponse::ToolResult {
                 content: "OK".into(),
                 is_error: false,
                 meta: serde_json::Map::new(),
             }),
-        });
+        }));
         let output = run_call(
             Arc::new(ReadBeforeWrite::new()),
             vec![Arc::new(SandboxTool("write_file"))],
@@ -374,13 +371,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_read_leaves_no_mark() {
-        let executor = FnExecutor::new(|_| {
+        let executor = Arc::new(FakeExecutor::new(|_| {
             Ok(SandboxResponse::ToolResult {
                 content: "Error: binary".into(),
                 is_error: true,
                 meta: [("sha256".to_string(), json!("abc"))].into_iter().collect(),
             })
-        });
+        }));
         let output = run_call(
             Arc::new(ReadBeforeWrite::new()),
             vec![Arc::new(SandboxTool("read_file"))],

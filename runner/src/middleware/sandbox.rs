@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
+use herd_sandbox::{SandboxClient, ToolExecutor};
 
 use crate::agent::{Flow, Middleware};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
 use crate::thread::{AssistantMessage, FinishReason, Message, MessageKind, ThreadState};
 
 /// The stop reason of a run whose sandbox does not answer (the Run fails `PodFailed`).
@@ -63,15 +62,18 @@ impl Middleware for SandboxMiddleware {
 
 #[cfg(test)]
 mod tests {
+    use herd_sandbox::SandboxResponse;
+    use herd_sandbox::testing::FakeExecutor;
+
     use super::*;
-    use crate::sandbox::protocol::SandboxResponse;
-    use crate::testing::{self, DownExecutor, QueuedModel, RecordingControl, StaticExecutor, text};
+    use crate::testing::{self, QueuedModel, RecordingControl, text};
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
-        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Done {
-            path: None,
-        })));
+        let middleware =
+            SandboxMiddleware::new(Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+                path: None,
+            })));
         let mut state = ThreadState::new("hi");
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
         assert_eq!(state.messages.len(), 1);
@@ -83,9 +85,9 @@ mod tests {
         let (agent, env) = testing::agent(
             model.clone(),
             vec![],
-            vec![Arc::new(SandboxMiddleware::new(Arc::new(DownExecutor(
-                "connection refused",
-            ))))],
+            vec![Arc::new(SandboxMiddleware::new(Arc::new(
+                FakeExecutor::down("connection refused"),
+            )))],
             Arc::new(RecordingControl::default()),
         );
         let mut state = ThreadState::new("hi");
@@ -101,9 +103,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusing_sandbox_ends_the_run_too() {
-        let middleware = SandboxMiddleware::new(Arc::new(StaticExecutor(SandboxResponse::Error {
-            message: "read-only file system".into(),
-        })));
+        let middleware =
+            SandboxMiddleware::new(Arc::new(FakeExecutor::answering(SandboxResponse::Error {
+                message: "read-only file system".into(),
+            })));
         let mut state = ThreadState::new("hi");
         assert_eq!(
             middleware.before_agent(&mut state).await,
@@ -115,8 +118,8 @@ mod tests {
     #[tokio::test]
     async fn a_run_whose_sandbox_speaks_another_version_stops_as_sandbox_unavailable()
     -> anyhow::Result<()> {
-        use crate::sandbox::protocol::{PROTOCOL_VERSION, RUNNER_VERSION};
-        use crate::sandbox::socket::fake::{ConnectEachTime, fake_sandbox, hello};
+        use herd_sandbox::testing::{ConnectEachTime, fake_sandbox, hello};
+        use herd_sandbox::{PROTOCOL_VERSION, RUNNER_VERSION};
 
         let dir = tempfile::tempdir()?;
         let socket = dir.path().join("custom-image.sock");

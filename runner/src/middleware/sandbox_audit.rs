@@ -17,11 +17,11 @@ mod commands;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use herd_sandbox::text::truncate_chars;
 use regex::Regex;
 
 use self::commands::{DOWNLOADERS, Simple, Text, basename, simple_commands};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::text::truncate_chars;
 use crate::tools::ToolOutput;
 
 /// Longer commands are refused: no legitimate command needs this much, an encoded payload

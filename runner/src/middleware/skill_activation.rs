@@ -11,14 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use base64::Engine;
+use herd_sandbox::{SandboxClient, ToolExecutor};
 use sha2::{Digest, Sha256};
 
 use super::input_sanitization::last_genuine_user_index;
 use super::support::active_skills::ActiveSkills;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
 use crate::skills::{Skill, SkillCategory};
 use crate::text::escape_attribute;
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
@@ -190,12 +189,13 @@ impl Middleware for SkillActivation {
 
 #[cfg(test)]
 mod tests {
+    use herd_sandbox::testing::FakeExecutor;
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::FnExecutor;
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::SandboxResponse;
+    use herd_sandbox::ExecutorError;
+    use herd_sandbox::SandboxResponse;
+
     use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 
@@ -210,13 +210,13 @@ mod tests {
         }
     }
 
-    fn serving(content: &'static str) -> Arc<FnExecutor> {
-        FnExecutor::new(move |_| {
+    fn serving(content: &'static str) -> Arc<FakeExecutor> {
+        Arc::new(FakeExecutor::new(move |_| {
             Ok(SandboxResponse::File {
                 data_base64: base64::engine::general_purpose::STANDARD.encode(content),
                 size: content.len() as u64,
             })
-        })
+        }))
     }
 
     #[tokio::test]
@@ -309,7 +309,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_skill_that_cannot_be_read_ends_the_turn_with_an_explanation() {
-        let executor = FnExecutor::new(|_| Err(ExecutorError("socket closed".into())));
+        let executor = Arc::new(FakeExecutor::new(|_| {
+            Err(ExecutorError("socket closed".into()))
+        }));
         let middleware = SkillActivation::new(
             vec![skill("research", SkillCategory::Public)],
             executor,

@@ -129,15 +129,16 @@ impl Middleware for SkillToolPolicy {
 #[cfg(test)]
 mod tests {
     use base64::Engine;
+    use herd_sandbox::SandboxResponse;
+    use herd_sandbox::testing::FakeExecutor;
     use serde_json::json;
 
     use super::*;
     use crate::middleware::skill_activation::SkillActivation;
     use crate::middleware::support::active_skills::SKILL_READ_KEY;
-    use crate::middleware::support::test_support::{FixedTool, FnExecutor, call, run_call};
-    use crate::sandbox::protocol::SandboxResponse;
+    use crate::middleware::support::test_support::{FixedTool, call, run_call};
     use crate::skills::SkillCategory;
-    use crate::testing::{self, QueuedModel, RecordingControl, StaticExecutor, calls, text};
+    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::state::SkillContext;
     use crate::thread::{Message, ToolCall, ToolStatus};
     use crate::tools::Tool;
@@ -249,7 +250,9 @@ mod tests {
         let mut state = ThreadState::new("t");
         loaded(&mut state, "scripts");
         let tool = Arc::new(FixedTool::ok("write_file", "written"));
-        let executor = Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+        let executor = Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+            path: None,
+        }));
         let output = run_call(
             Arc::new(SkillToolPolicy::new(
                 catalog(),
@@ -285,12 +288,12 @@ mod tests {
     #[tokio::test]
     async fn a_slash_activated_skill_limits_schemas_and_calls_for_the_run() {
         let active = Arc::new(ActiveSkills::new());
-        let executor = FnExecutor::new(|_| {
+        let executor = Arc::new(FakeExecutor::new(|_| {
             Ok(SandboxResponse::File {
                 data_base64: base64::engine::general_purpose::STANDARD.encode("Run scripts."),
                 size: 12,
             })
-        });
+        }));
         let chain: Vec<Arc<dyn Middleware>> = vec![
             Arc::new(SkillActivation::new(catalog(), executor, active.clone())),
             Arc::new(SkillToolPolicy::new(catalog(), active)),

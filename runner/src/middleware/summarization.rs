@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
+use herd_sandbox::text::{head_tail, truncate_chars};
 
 use super::dynamic_context::is_reminder;
 use super::support::side_call::SideCall;
@@ -34,7 +35,7 @@ use crate::control::checkpoint::ThreadCompactor;
 use crate::model::{CallContext, ChatModel, Purpose, record_call};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
-use crate::text::{escape_tags, head_tail, truncate_chars};
+use crate::text::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).

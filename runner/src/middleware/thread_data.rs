@@ -7,11 +7,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use herd_sandbox::{SandboxClient, ToolExecutor};
 
 use super::support::clock::Clock;
 use crate::agent::{Flow, Middleware};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
 use crate::thread::{Message, ThreadState};
 
 /// `meta.extra` key: the Run attempt that first saw the message.
@@ -80,11 +79,11 @@ fn tag_last_user_message(state: &mut ThreadState, attempt: u32, now: &jiff::Zone
 mod tests {
     use std::sync::Mutex;
 
+    use herd_sandbox::testing::FakeExecutor;
+    use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse};
+
     use super::*;
     use crate::middleware::support::clock::fixed;
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-    use crate::testing::DownExecutor;
     use crate::thread::MessageKind;
 
     #[derive(Default)]
@@ -124,7 +123,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_sandbox_is_left_to_the_sandbox_middleware() {
         let middleware = ThreadData::new(
-            Arc::new(DownExecutor("socket closed")),
+            Arc::new(FakeExecutor::down("socket closed")),
             1,
             fixed("2026-03-01T09:00:00+00:00[UTC]"),
         );

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
+use herd_sandbox::text::{take_chars, truncate_chars};
 
 use super::support::side_call::SideCall;
 use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::model::{CallContext, ChatModel, Purpose, record_call};
-use crate::text::{take_chars, truncate_chars};
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Most words asked of the title model (DeerFlow's `max_words`).

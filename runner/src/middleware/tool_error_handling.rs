@@ -8,10 +8,10 @@
 //! loaded (SkillToolPolicy, DurableContext).
 
 use async_trait::async_trait;
+use herd_sandbox::text::truncate_chars;
 
 use super::support::active_skills::{SKILL_READ_KEY, skill_file_ref};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::text::truncate_chars;
 use crate::thread::ToolStatus;
 use crate::tools::ToolOutput;
 

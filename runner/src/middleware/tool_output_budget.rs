@@ -3,10 +3,10 @@
 //! When saving fails, very large results are cut to a head and a tail instead.
 
 use async_trait::async_trait;
+use herd_sandbox::SandboxClient;
+use herd_sandbox::text::{last_chars, omission_marker, take_chars};
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::sandbox::client::SandboxClient;
-use crate::text::{last_chars, omission_marker, take_chars};
 use crate::tools::ToolOutput;
 
 /// Results longer than this (in characters) are externalized (DeerFlow's
@@ -133,14 +133,12 @@ impl Middleware for ToolOutputBudget {
 mod tests {
     use std::sync::Arc;
 
+    use herd_sandbox::testing::FakeExecutor;
+    use herd_sandbox::{ExecutorError, SandboxResponse};
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{
-        FixedTool, FnExecutor, call, local_sandbox, run_call,
-    };
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::SandboxResponse;
+    use crate::middleware::support::test_support::{FixedTool, call, local_sandbox, run_call};
     use crate::thread::ThreadState;
 
     fn big(lines: usize) -> String {
@@ -178,7 +176,9 @@ mod tests {
 
     #[tokio::test]
     async fn short_results_and_read_file_pass_unchanged() {
-        let executor = FnExecutor::new(|_| Ok(SandboxResponse::Done { path: None }));
+        let executor = Arc::new(FakeExecutor::new(|_| {
+            Ok(SandboxResponse::Done { path: None })
+        }));
         let short = "y".repeat(EXTERNALIZE_MIN_CHARS);
         let output = run_call(
             Arc::new(ToolOutputBudget::new()),
@@ -204,7 +204,9 @@ mod tests {
 
     #[tokio::test]
     async fn when_saving_fails_very_long_results_are_cut_to_head_and_tail() {
-        let failing = FnExecutor::new(|_| Err(ExecutorError("socket closed".into())));
+        let failing = Arc::new(FakeExecutor::new(|_| {
+            Err(ExecutorError("socket closed".into()))
+        }));
         let content: String = (0..40_000)
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
@@ -232,11 +234,11 @@ mod tests {
 
     #[tokio::test]
     async fn when_saving_fails_moderately_long_results_are_kept_whole() {
-        let refusing = FnExecutor::new(|_| {
+        let refusing = Arc::new(FakeExecutor::new(|_| {
             Ok(SandboxResponse::Error {
                 message: "Error: disk full".into(),
             })
-        });
+        }));
         let content = "z".repeat(20_000);
         let output = run_call(
             Arc::new(ToolOutputBudget::new()),

@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine;
+use herd_sandbox::text::truncate_chars;
+use herd_sandbox::{
+    Conversions, MAX_SIDECAR_BYTES, Outcome, SIDECAR, SandboxClient, ToolExecutor, UploadedFile,
+};
 
 use crate::agent::{Flow, Middleware};
-use crate::convert::uploads::{Conversions, MAX_SIDECAR_BYTES, Outcome, SIDECAR};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
-use crate::text::{escape_tags, truncate_chars};
-use crate::thread::state::UploadedFile;
+use crate::text::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Most files listed (DeerFlow's limit); the rest are found with `ls`.
@@ -291,9 +291,9 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Mutex;
 
+    use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse};
+
     use super::*;
-    use crate::sandbox::executor::ExecutorError;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 
     /// A sandbox holding `files` (name → content) in `uploads/`.
     #[derive(Default)]

@@ -2,6 +2,7 @@
 //! over a streamed answer's events, and the deadline over a whole call.
 
 use async_trait::async_trait;
+use herd_sandbox::text::take_chars;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 
@@ -9,7 +10,6 @@ use super::error::{ModelError, ModelErrorKind};
 use super::http::{build_client, post_json, server_label, with_deadline};
 use super::sse::EventReader;
 use super::{ChatModel, DeltaSink, HttpModelConfig, ModelRequest};
-use crate::text::take_chars;
 use crate::thread::AssistantMessage;
 
 /// Characters of a malformed event quoted in the error.

@@ -3,9 +3,9 @@
 //! Both HTTP clients share this: the retry policy decides on the kind, so the mapping from
 //! status codes and error bodies to kinds must be the same for every provider.
 
-use crate::text::truncate_chars;
 use std::time::Duration;
 
+use herd_sandbox::text::truncate_chars;
 use reqwest::header::HeaderMap;
 
 use super::error::{ModelError, ModelErrorKind};

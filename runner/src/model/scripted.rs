@@ -60,6 +60,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
+use herd_sandbox::text::truncate_chars;
 use regex::Regex;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -67,7 +68,6 @@ use serde_json::{Map, Value};
 
 use super::error::{ModelError, ModelErrorKind};
 use super::{AgentRole, CallContext, ChatModel, DeltaSink, ModelRequest, Purpose, StreamDelta};
-use crate::text::truncate_chars;
 use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall};
 
 /// How much of the last message a no-match error quotes.

@@ -30,6 +30,7 @@ use std::time::Duration;
 use futures::future::{BoxFuture, Shared};
 use herd_crds::report::{Clarification, StopReason};
 use herd_crds::wire::{ResultReport, RunConfig};
+use herd_sandbox::{InputCopy, SandboxClient, ToolExecutor, UnixSocketExecutor};
 use tokio::time::Instant;
 
 use self::env::{DEFAULT_TERMINATION_LOG, PodEnv};
@@ -47,10 +48,7 @@ use crate::runtime::agents::RunAgents;
 use crate::runtime::lead_run::run_lead_until;
 use crate::runtime::local_sandbox::discover_skills;
 use crate::runtime::pod_plan::pod_plan;
-use crate::sandbox::UnixSocketExecutor;
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::inputs::InputCopy;
+use crate::telemetry::TracedExecutor;
 use crate::thread::ThreadState;
 
 /// The result is posted.
@@ -288,9 +286,10 @@ async fn open_sandbox(
     env: &PodEnv,
     inputs: Vec<InputCopy>,
 ) -> Result<Arc<dyn ToolExecutor>, RunOutcome> {
-    let executor = UnixSocketExecutor::connect(&env.sandbox_socket)
+    let socket = UnixSocketExecutor::connect(&env.sandbox_socket)
         .await
         .map_err(|error| failed(StopReason::SandboxUnavailable, error.to_string()))?;
+    let executor = TracedExecutor::new(Arc::new(socket));
     executor.install_inputs(inputs).await.map_err(|error| {
         failed(
             StopReason::SandboxUnavailable,

@@ -5,11 +5,10 @@
 
 use herd_crds::report::StopReason;
 use herd_crds::wire::{PresentedFile, ResultReport};
+use herd_sandbox::text::take_chars;
+use herd_sandbox::{SandboxClient, ToolExecutor};
 
 use crate::agent::{AgentEvent, Observer, RunOutcome};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::ToolExecutor;
-use crate::text::take_chars;
 use crate::thread::ThreadState;
 
 /// The run API's limit on a result body.
@@ -168,9 +167,9 @@ mod tests {
     use std::sync::Arc;
 
     use base64::Engine as _;
+    use herd_sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 
     use super::*;
-    use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
     use crate::testing::RecordingObserver;
 
     fn sandbox(dir: &std::path::Path, files: &[(&str, Vec<u8>)]) -> InProcessExecutor {

@@ -7,10 +7,9 @@
 //! lost. A suspended Run resumes here too, once its answer is in `spec.responses`.
 
 use herd_crds::wire::RunConfig;
+use herd_sandbox::{OUTPUTS, SavedFile, UPLOADS, WORKSPACE};
 
 use crate::control::checkpoint::{Checkpoint, CheckpointStop};
-use crate::sandbox::paths::{OUTPUTS, UPLOADS, WORKSPACE};
-use crate::sandbox::saved_files::SavedFile;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Where a resumed attempt starts.

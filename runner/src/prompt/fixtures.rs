@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use herd_sandbox::SkillFile;
+
 use super::context::{PromptContext, SubagentPrompt};
-use crate::sandbox::protocol::SkillFile;
 use crate::skills::{Skill, SkillCatalog};
 
 /// The built-in skills from `skills/public/`, as the sandbox would list them.

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use herd_sandbox::ToolExecutor;
+
 use crate::agent::{Agent, AgentEvent, Limits, Observer, RunResources, ToolRegistry};
 use crate::control::checkpoint::ThreadCompactor;
 use crate::control::deadline::Deadline;
@@ -21,7 +23,6 @@ use crate::prompt::{
     PromptContext, PromptError, SubagentPrompt, SubagentPromptContext, render_subagent_prompt,
     render_system_prompt,
 };
-use crate::sandbox::executor::ToolExecutor;
 use crate::skills::Skill;
 use crate::telemetry::Telemetry;
 use crate::tools::ask_clarification::AskClarification;
@@ -386,12 +387,14 @@ impl RunAgents {
 mod tests {
     use std::time::Duration;
 
+    use herd_sandbox::testing::FakeExecutor;
+    use herd_sandbox::{SandboxResponse, SkillFile};
+
     use super::*;
     use crate::agent::NoObserver;
     use crate::plan::{SubagentSettings, test_plan};
-    use crate::sandbox::protocol::{SandboxResponse, SkillFile};
     use crate::skills::SkillCatalog;
-    use crate::testing::{QueuedModel, RecordingControl, StaticExecutor};
+    use crate::testing::{QueuedModel, RecordingControl};
 
     fn public_skills() -> Vec<Skill> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/public");
@@ -424,7 +427,9 @@ mod tests {
         plan.plan_mode = plan_mode;
         change(&mut plan);
         let executor: Arc<dyn ToolExecutor> =
-            Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+            Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+                path: None,
+            }));
         RunAgents::with_clients(
             Arc::new(plan),
             RunResources {

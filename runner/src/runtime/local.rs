@@ -8,22 +8,23 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt as _;
-
 use herd_crds::agent::MemoryScope;
 use herd_crds::approval::ApprovalRequest;
 use herd_crds::report::{Clarification, StopReason, Usage};
 use herd_crds::wire::{Answer, ResultReport};
+use herd_sandbox::TOOL_GRACE;
 
-use super::agents::{AgentsError, RunAgents};
+use super::agents::RunAgents;
 use super::in_process_subagents::InProcessSubagents;
 use super::interrupt::{Interrupt, StopSignal};
 use super::lead_run::run_lead_until;
+use super::local_error::LocalError;
 use super::local_plan::{Overrides, local_plan};
 use super::local_sandbox::{SandboxMode, discover_skills, open_sandbox};
-use super::manifests::{LocalManifests, ManifestsError};
+use super::manifests::LocalManifests;
 use super::run_ending::RunEnding;
 use super::run_list::PID_FILE;
-use super::run_record::{RecordError, RunRecord};
+use super::run_record::RunRecord;
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer, RunEnv, RunOutcome};
 use crate::control::ControlPlane;
@@ -31,38 +32,8 @@ use crate::control::checkpoint::{CHECKPOINT_FILE, Checkpoint, CheckpointStop, In
 use crate::control::deadline::Deadline;
 use crate::control::local::{LocalControlPlane, Prompter, Questions};
 use crate::memory::file::MemoryFile;
-use crate::plan::{EnvFacts, PlanError, RunPlan};
-use crate::sandbox::process_groups::TOOL_GRACE;
+use crate::plan::{EnvFacts, RunPlan};
 use crate::thread::{Message, ThreadState};
-
-/// A local run could not start or failed outside the agent (bad files, unreadable folder).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LocalError(pub String);
-
-impl From<ManifestsError> for LocalError {
-    fn from(error: ManifestsError) -> Self {
-        LocalError(error.0)
-    }
-}
-
-impl From<PlanError> for LocalError {
-    fn from(error: PlanError) -> Self {
-        LocalError(error.0)
-    }
-}
-
-impl From<RecordError> for LocalError {
-    fn from(error: RecordError) -> Self {
-        LocalError(error.0)
-    }
-}
-
-impl From<AgentsError> for LocalError {
-    fn from(error: AgentsError) -> Self {
-        LocalError(error.to_string())
-    }
-}
 
 /// What `herd-runner run` was asked to do.
 #[derive(Clone, Default)]

@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::local::LocalError;
+use herd_sandbox::{
+    ConfinedSandbox, InProcessExecutor, ProcessGroups, SandboxClient, SandboxHost, ToolExecutor,
+    Unavailable, View,
+};
+
+use super::local_error::LocalError;
 use super::workdir::Workdir;
 use crate::agent::{AgentEvent, Observer};
-use crate::sandbox::SandboxHost;
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::confined::{ConfinedSandbox, Unavailable, View};
-use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::in_process::InProcessExecutor;
-use crate::sandbox::process_groups::ProcessGroups;
 use crate::skills::{Skill, SkillCatalog};
+use crate::telemetry::TracedExecutor;
 
 /// Where the tools of a local run execute.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -191,7 +191,8 @@ pub(crate) async fn open_sandbox(
             };
             match started {
                 Ok(confined) => {
-                    let executor = confined.executor();
+                    let executor: Arc<dyn ToolExecutor> =
+                        Arc::new(TracedExecutor::new(confined.executor()));
                     observer.on_event(AgentEvent::Sandbox {
                         mode: match view {
                             View::Namespaces => "confined",
@@ -268,8 +269,9 @@ pub(crate) async fn discover_skills(
 
 #[cfg(test)]
 mod tests {
+    use herd_sandbox::{SandboxRequest, SandboxResponse};
+
     use super::*;
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
     use crate::testing::RecordingObserver;
 
     fn available(namespaces: bool, landlock: bool) -> Available {

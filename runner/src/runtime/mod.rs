@@ -7,6 +7,7 @@ pub(crate) mod in_process_subagents;
 pub mod interrupt;
 pub(crate) mod lead_run;
 pub mod local;
+pub mod local_error;
 pub mod local_plan;
 pub(crate) mod local_sandbox;
 pub(crate) mod manifests;

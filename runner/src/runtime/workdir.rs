@@ -6,9 +6,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use herd_crds::skill::Skill;
+use herd_sandbox::SandboxRoots;
 use include_dir::{Dir, include_dir};
-
-use crate::sandbox::SandboxRoots;
 
 /// The built-in skills, compiled into the binary so a lone `herd-runner` has them.
 static PUBLIC_SKILLS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../skills/public");
@@ -106,7 +105,7 @@ impl Workdir {
             fs::write(dir.join(file), bytes)?;
             names.push(name.clone());
         }
-        crate::convert::uploads::convert_uploads(&dir, &names);
+        herd_sandbox::convert_uploads(&dir, &names);
         Ok(())
     }
 }
@@ -131,10 +130,10 @@ mod tests {
     /// or why there is none.
     #[tokio::test]
     async fn converted_and_refused_uploads_are_listed_with_their_outcome() {
+        use herd_sandbox::{InProcessExecutor, SandboxHost};
+
         use crate::agent::Middleware as _;
         use crate::middleware::uploads::Uploads;
-        use crate::sandbox::SandboxHost;
-        use crate::sandbox::in_process::InProcessExecutor;
         use crate::thread::ThreadState;
 
         let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::sandbox::protocol::SkillFile;
+use herd_sandbox::SkillFile;
 
 use super::{RequiredSecret, parse_skill_md};
 

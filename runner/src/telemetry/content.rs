@@ -1,8 +1,7 @@
 //! Prompt, answer and tool text on spans: only when the Agent opts in, always truncated.
 
+use herd_sandbox::text::truncate_chars;
 use serde::Serialize;
-
-use crate::text::truncate_chars;
 
 /// Most characters of one content attribute: enough to read a turn, small enough that a long
 /// thread does not make every export megabytes.

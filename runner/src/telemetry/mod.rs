@@ -1,6 +1,7 @@
 //! OpenTelemetry traces of a run, following the GenAI semantic conventions: one
 //! `invoke_agent {agent}` span per agent, one `chat {model}` span per model call, one
-//! `execute_tool {tool}` span per tool call, and the chain's decisions as span events. Spans go
+//! `execute_tool {tool}` span per tool call, one `sandbox {op}` span per round trip to the
+//! sandbox ([`TracedExecutor`]), and the chain's decisions as span events. Spans go
 //! to an OTLP/HTTP endpoint when the standard `OTEL_*` variables name one (see [`export`]); the
 //! trace continues the one in `TRACEPARENT` (see [`propagation`]).
 
@@ -10,10 +11,10 @@ mod export_failures;
 pub mod names;
 pub mod propagation;
 mod spans;
+mod traced_executor;
 
-pub use spans::{
-    AgentSpan, ModelCallSpan, SandboxSpan, ToolCallSpan, record_decision, sandbox_round_trip,
-};
+pub use spans::{AgentSpan, ModelCallSpan, ToolCallSpan, record_decision};
+pub use traced_executor::TracedExecutor;
 
 use std::sync::Arc;
 

@@ -13,7 +13,6 @@ use super::content::{truncated, truncated_json};
 use super::{Telemetry, names};
 use crate::model::{AgentRole, CallContext, ModelError, ModelRequest, Purpose};
 use crate::thread::{AssistantMessage, FinishReason, ToolCall, ToolStatus};
-use crate::tools::ToolOutput;
 
 /// An agent's `invoke_agent` span; its context is the parent of the agent's model and tool
 /// call spans.
@@ -225,19 +224,16 @@ impl ToolCallSpan {
         self.cx.clone()
     }
 
-    /// Ends the span with the tool's outcome.
-    pub fn finish(self, output: &ToolOutput) {
+    /// Ends the span with the tool's outcome: its status and what it answered.
+    pub fn finish(self, status: ToolStatus, content: &str) {
         let span = self.cx.span();
-        let ok = output.status == ToolStatus::Success;
+        let ok = status == ToolStatus::Success;
         span.set_attribute(KeyValue::new(
             names::TOOL_OUTCOME,
             if ok { "success" } else { "error" },
         ));
         if self.capture_content {
-            span.set_attribute(KeyValue::new(
-                names::TOOL_CALL_RESULT,
-                truncated(&output.content),
-            ));
+            span.set_attribute(KeyValue::new(names::TOOL_CALL_RESULT, truncated(content)));
         }
         if !ok {
             span.set_attribute(KeyValue::new(names::ERROR_TYPE, "tool_error"));

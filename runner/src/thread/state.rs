@@ -5,19 +5,10 @@ use std::collections::BTreeMap;
 use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{StopReason, Todo, Usage, UsageTotals};
 use herd_crds::wire::ChildStatus;
+use herd_sandbox::UploadedFile;
 use serde::{Deserialize, Serialize};
 
 use super::message::Message;
-
-/// A file placed in `uploads/` for the run (Run `inputs`, or `--input` locally).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct UploadedFile {
-    /// File name inside `uploads/`.
-    pub filename: String,
-    /// Virtual path, `/mnt/user-data/uploads/<filename>`.
-    pub path: String,
-    pub size: u64,
-}
 
 /// An image the model looked at with `view_image`: metadata only, never the bytes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

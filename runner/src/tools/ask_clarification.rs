@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, ClarificationType};
+use herd_sandbox::text::truncate_chars;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::text::truncate_chars;
 
 /// Most options offered with one question (DeerFlow's form limit).
 pub const MAX_OPTIONS: usize = 24;

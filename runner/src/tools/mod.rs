@@ -17,14 +17,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, Todo, UsageTotals};
+use herd_sandbox::{SandboxError, ToolExecutor, ToolReply};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::control::{Budget, ControlPlane};
 use crate::model::ToolSchema;
-use crate::sandbox::client::SandboxError;
-use crate::sandbox::executor::ToolExecutor;
-use crate::sandbox::tools::ToolReply;
 use crate::thread::state::{Delegation, ViewedImage};
 use crate::thread::{ImagePart, ToolStatus};
 pub use herd_crds::agent::ToolGroup;

@@ -1,12 +1,12 @@
 //! `present_files`: hands files in `outputs/` to the user as the run's deliverables.
 
 use async_trait::async_trait;
+use herd_sandbox::SandboxClient;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::sandbox::client::SandboxClient;
 
 /// Where deliverables live.
 pub const OUTPUTS: &str = "/mnt/user-data/outputs/";

@@ -6,17 +6,17 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use herd_sandbox::tool_names as names;
+use herd_sandbox::{
+    BashArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, SandboxClient, StrReplaceArgs,
+    WriteFileArgs,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::sandbox::args::{
-    BashArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, StrReplaceArgs, WriteFileArgs,
-};
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::tools as names;
 
 /// The seven sandbox tools, in the order their schemas are sent.
 pub fn sandbox_tools() -> Vec<Arc<dyn Tool>> {
@@ -109,12 +109,13 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
 mod tests {
     use std::sync::Mutex;
 
+    use herd_sandbox::{
+        ExecutorError, InProcessExecutor, SandboxHost, SandboxRequest, SandboxResponse,
+        SandboxRoots, ToolExecutor,
+    };
     use serde_json::json;
 
     use super::*;
-    use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-    use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-    use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
     use crate::thread::ToolStatus;
     use crate::tools::web::test_context::context;
 

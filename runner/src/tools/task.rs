@@ -3,12 +3,12 @@
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
 use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
+use herd_sandbox::text::head_tail;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::text::head_tail;
 use crate::thread::state::{Delegation, DelegationStatus};
 
 /// The built-in subagent types.

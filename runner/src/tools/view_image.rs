@@ -1,12 +1,12 @@
 //! `view_image`: shows an image file to a vision model (only offered when it supports vision).
 
 use async_trait::async_trait;
+use herd_sandbox::{FileContent, SandboxClient};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
 use crate::model::ToolSchema;
-use crate::sandbox::client::{FileContent, SandboxClient};
 use crate::thread::ImagePart;
 use crate::thread::state::ViewedImage;
 

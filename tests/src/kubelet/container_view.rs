@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use herd_runner::sandbox::confine::{Bind, ContainerRoot, Symlink, Tmpfs};
+use herd_sandbox::{Bind, ContainerRoot, Symlink, Tmpfs};
 use k8s_openapi::api::core::v1::Container;
 
 /// Host paths every container sees read-only at the same place (the "image"). `/proc` is

@@ -5,9 +5,8 @@
 //! refused for that file alone.
 
 use herd_crds::report::Artifact;
+use herd_sandbox::{OUTPUTS, below_outputs};
 use percent_encoding::percent_decode_str;
-
-use crate::sandbox::paths::{OUTPUTS, below_outputs};
 
 /// Most bytes of one child's files copied into its parent's sandbox.
 pub const MAX_CHILD_FILES_BYTES: u64 = 10 * 1024 * 1024;
@@ -30,7 +29,7 @@ pub fn child_folder(name: &str) -> Result<&str, String> {
     } else {
         Err(format!(
             "the child Run's name {:?} is not an object name, so not a folder",
-            crate::text::truncate_chars(name, 80)
+            herd_sandbox::text::truncate_chars(name, 80)
         ))
     }
 }

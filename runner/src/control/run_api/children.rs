@@ -5,13 +5,13 @@
 
 use herd_crds::report::Artifact;
 use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
+use herd_sandbox::SandboxClient;
 use tokio::time::Instant;
 
 use super::RunApiControlPlane;
 use super::child_files::{FileBudget, Placed, Planned, child_folder, destination, files_note};
 use super::client::{LONGEST_WAIT, route_segment};
 use crate::control::{Budget, ControlError};
-use crate::sandbox::client::SandboxClient;
 
 impl RunApiControlPlane {
     /// Starts the child of `request` with the claims of `parent` and waits for its end; its

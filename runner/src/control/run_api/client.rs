@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use herd_crds::wire::{ApiError, FILE_PATH_HEADER};
+use herd_sandbox::text::truncate_chars;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
@@ -17,7 +18,6 @@ use tokio::time::Instant;
 use super::retry::{Backoff, Try, retrying};
 use crate::control::ControlError;
 use crate::model::http::error_chain;
-use crate::text::truncate_chars;
 
 /// Longest one attempt may take (the result is durable before its answer: two writes).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);

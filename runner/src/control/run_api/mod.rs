@@ -25,6 +25,7 @@ use herd_crds::wire::{
     Answer, ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, MemoryUpdate,
     ProgressReport, ResultReport,
 };
+use herd_sandbox::ToolExecutor;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -36,7 +37,6 @@ use super::asked::{Asked, verdict_of};
 use super::checkpoint::ThreadCompactor;
 use super::deadline::Deadline;
 use super::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
-use crate::sandbox::executor::ToolExecutor;
 use crate::thread::ThreadState;
 
 /// The run API as the control plane of one attempt of a Run.

@@ -15,13 +15,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::sandbox::client::SandboxClient;
-
 use base64::Engine as _;
 use herd_crds::report::StopReason;
 use herd_crds::wire::{
     Answer, AnswerPoll, ApprovalAsk, CheckpointReport, ClarificationRequest, ProgressReport,
 };
+use herd_sandbox::SandboxClient;
 use tokio::time::Instant;
 
 use super::RunApiControlPlane;

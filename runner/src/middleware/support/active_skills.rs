@@ -4,7 +4,8 @@
 
 use std::sync::Mutex;
 
-use crate::sandbox::paths::{SKILLS_CUSTOM, SKILLS_PUBLIC};
+use herd_sandbox::{SKILLS_CUSTOM, SKILLS_PUBLIC};
+
 use crate::skills::Skill;
 use crate::thread::{Message, ThreadState, ToolStatus};
 

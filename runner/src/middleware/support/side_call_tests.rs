@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use herd_crds::report::StopReason;
+use herd_sandbox::SandboxResponse;
+use herd_sandbox::testing::FakeExecutor;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::method;
@@ -21,10 +23,7 @@ use crate::middleware::summarization::SUMMARY_SYSTEM_PROMPT;
 use crate::model::resolve::{ModelSpec, Provider, build_model};
 use crate::model::{AgentRole, CallContext, ChatModel, ModelErrorKind};
 use crate::plan::{RunPlan, test_plan};
-use crate::sandbox::protocol::SandboxResponse;
-use crate::testing::{
-    self, QueuedModel, RecordingControl, RecordingObserver, StaticExecutor, text,
-};
+use crate::testing::{self, QueuedModel, RecordingControl, RecordingObserver, text};
 use crate::thread::{Message, MessageKind, ThreadState};
 
 const LEAD: ChainRole = ChainRole {
@@ -124,7 +123,9 @@ fn side_chain(
         Arc::new(plan),
         RunResources {
             model: side_model,
-            executor: Arc::new(StaticExecutor(SandboxResponse::Done { path: None })),
+            executor: Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+                path: None,
+            })),
             skills: Vec::new(),
             observer,
         },

@@ -2,19 +2,19 @@
 //! the sandbox, a real sandbox in a temporary directory, and a way to push one tool call
 //! through one middleware.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use herd_sandbox::testing::FakeExecutor;
+use herd_sandbox::{
+    InProcessExecutor, SandboxClient, SandboxHost, SandboxResponse, SandboxRoots, ToolExecutor,
+};
 
 use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
 use crate::control::Budget;
 use crate::model::ToolSchema;
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
-use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 pub use crate::testing::FixedTool;
-use crate::testing::{RecordingControl, StaticExecutor};
+use crate::testing::RecordingControl;
 use crate::thread::{ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 
@@ -38,41 +38,6 @@ impl Tool for SandboxTool {
     }
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         ToolOutput::from_sandbox(self.0, ctx.executor.run_tool(self.0, arguments).await)
-    }
-}
-
-/// How a [`FnExecutor`] answers.
-type Answer = Box<dyn Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError> + Send + Sync>;
-
-/// Answers from a closure and records every request.
-pub struct FnExecutor {
-    pub answer: Answer,
-    pub requests: Mutex<Vec<SandboxRequest>>,
-}
-
-impl FnExecutor {
-    pub fn new(
-        answer: impl Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorError>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Arc<Self> {
-        Arc::new(FnExecutor {
-            answer: Box::new(answer),
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub fn requests(&self) -> Vec<SandboxRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl ToolExecutor for FnExecutor {
-    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-        self.requests.lock().unwrap().push(request.clone());
-        (self.answer)(&request)
     }
 }
 
@@ -134,7 +99,9 @@ pub async fn run_tool(
     arguments: serde_json::Value,
 ) -> ToolOutput {
     let state = ThreadState::new("t");
-    let executor = Arc::new(StaticExecutor(SandboxResponse::Done { path: None }));
+    let executor = Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+        path: None,
+    }));
     run_call(
         middleware,
         vec![tool],

@@ -8,10 +8,9 @@ use herd_crds::report::Clarification;
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
 };
+use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse, ToolExecutor};
 
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
-use crate::sandbox::executor::{ExecutorError, ToolExecutor};
-use crate::sandbox::protocol::{SandboxRequest, SandboxResponse};
 use crate::thread::ThreadState;
 use crate::tools::ToolContext;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
-use herd_runner::sandbox::confine::join_container;
+use herd_sandbox::join_container;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 

@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
-use herd_runner::sandbox::confine::init_container;
+use herd_sandbox::init_container;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Signal, set_parent_process_death_signal};
 

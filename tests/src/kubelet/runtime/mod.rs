@@ -1,5 +1,5 @@
 //! The container runtime: each container is a process tree of this binary's own making (see
-//! `herd_runner::sandbox::confine::ContainerRoot`): the kubelet starts an *entry*
+//! `herd_sandbox::ContainerRoot`): the kubelet starts an *entry*
 //! ([`entry`]), which builds the namespaces and the root and starts the *init* ([`init`]),
 //! which becomes the command. Probes run through an *exec* ([`exec`]). The three are this
 //! binary again, chosen by a first argument no person types.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use herd_runner::sandbox::confine::ContainerRoot;
+use herd_sandbox::ContainerRoot;
 use serde::{Deserialize, Serialize};
 
 /// One start of one container.

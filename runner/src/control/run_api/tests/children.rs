@@ -5,11 +5,10 @@
 
 use anyhow::Context as _;
 use herd_crds::wire::{ChildRequest, ChildStatus};
+use herd_sandbox::{InProcessExecutor, SandboxClient, SandboxHost, SandboxRoots};
 
 use super::super::test_server::{Canned, Reply, canned};
 use super::*;
-use crate::sandbox::client::SandboxClient;
-use crate::sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 
 const CHILD: &str = "market-map-1a2b3c4d";
 const MIB: usize = 1024 * 1024;

@@ -455,10 +455,9 @@ struct Layered;
 impl ToolExecutor for Layered {
     async fn execute(
         &self,
-        _request: crate::sandbox::protocol::SandboxRequest,
-    ) -> Result<crate::sandbox::protocol::SandboxResponse, crate::sandbox::executor::ExecutorError>
-    {
-        Err(crate::sandbox::executor::ExecutorError("not here".into()))
+        _request: herd_sandbox::SandboxRequest,
+    ) -> Result<herd_sandbox::SandboxResponse, herd_sandbox::ExecutorError> {
+        Err(herd_sandbox::ExecutorError("not here".into()))
     }
 
     fn sandbox_layers(&self) -> Vec<herd_crds::report::SandboxLayer> {

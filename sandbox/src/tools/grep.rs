@@ -1,0 +1,242 @@
+//! `grep`: lines matching a regex (or literal text) in a file or under a directory, as
+//! `path:line: text`, case-insensitive unless asked, at most 100 by default and 500 at all.
+//! Binary files are skipped.
+
+use std::path::Path;
+
+use globset::{Glob, GlobMatcher};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+
+use super::ToolReply;
+use crate::args::GrepArgs;
+use crate::io_error::io_error;
+use crate::paths::{Access, SandboxPaths};
+use crate::text::{take_chars, truncate_end};
+use crate::walk::walk;
+
+/// Matches when the model does not say.
+pub(crate) const DEFAULT_MAX_RESULTS: usize = 100;
+/// Matches at most.
+pub(crate) const MAX_RESULTS: usize = 500;
+/// One matching line is cut to this many characters (minified files have huge lines).
+const MAX_LINE_CHARS: usize = 300;
+/// The whole output, like `ls`.
+const MAX_CHARS: usize = 20_000;
+
+/// Searches `args.path` for `args.pattern`.
+pub(crate) fn run(paths: &SandboxPaths, args: &GrepArgs) -> ToolReply {
+    let resolved = match paths.resolve(&args.path, Access::Read) {
+        Ok(resolved) => resolved,
+        Err(refused) => return ToolReply::error(format!("Error: {refused}")),
+    };
+    let virtual_path = &resolved.virtual_path;
+    let is_dir = match std::fs::metadata(&resolved.host) {
+        Ok(metadata) => metadata.is_dir(),
+        Err(failure) => return ToolReply::error(io_error(virtual_path, &failure)),
+    };
+    if args.pattern.is_empty() {
+        return ToolReply::error("Error: the pattern is empty");
+    }
+    let matcher = match RegexMatcherBuilder::new()
+        .case_insensitive(!args.case_sensitive)
+        .fixed_strings(args.literal)
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+    {
+        Ok(matcher) => matcher,
+        Err(error) => {
+            return ToolReply::error(format!(
+                "Error: invalid regex: {error}. Set literal=true to search for the text as is."
+            ));
+        }
+    };
+    let filter = match args
+        .glob
+        .as_deref()
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+    {
+        None => None,
+        Some(glob) => match Glob::new(glob) {
+            Ok(compiled) => Some((compiled.compile_matcher(), glob.contains('/'))),
+            Err(error) => {
+                return ToolReply::error(format!("Error: invalid glob '{glob}': {error}"));
+            }
+        },
+    };
+    let max = args
+        .max_results
+        .unwrap_or(DEFAULT_MAX_RESULTS)
+        .clamp(1, MAX_RESULTS);
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let mut lines: Vec<String> = Vec::new();
+    let mut stopped = false;
+
+    let files: Vec<(std::path::PathBuf, String)> = if is_dir {
+        walk(&resolved.host, paths.host_root(resolved.root), None)
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+            .filter_map(|entry| {
+                let relative = entry
+                    .path()
+                    .strip_prefix(&resolved.host)
+                    .ok()?
+                    .to_path_buf();
+                if !passes(filter.as_ref(), &relative) {
+                    return None;
+                }
+                let shown = format!("{virtual_path}/{}", relative.to_string_lossy());
+                Some((entry.into_path(), shown))
+            })
+            .collect()
+    } else {
+        vec![(resolved.host.clone(), virtual_path.clone())]
+    };
+    for (host, shown) in files {
+        // Unreadable files are skipped, as grep -s would.
+        let _ = searcher.search_path(
+            &matcher,
+            &host,
+            Lossy(|line_number, line| {
+                if lines.len() >= max {
+                    stopped = true;
+                    return Ok(false);
+                }
+                let text = line.trim_end_matches(['\n', '\r']);
+                let cut = take_chars(text, MAX_LINE_CHARS);
+                let ellipsis = if cut.len() < text.len() { "…" } else { "" };
+                lines.push(format!("{shown}:{line_number}: {cut}{ellipsis}"));
+                Ok(true)
+            }),
+        );
+        if stopped {
+            break;
+        }
+    }
+    if lines.is_empty() {
+        return ToolReply::ok(format!(
+            "No matches for '{}' in {virtual_path}",
+            args.pattern
+        ));
+    }
+    let mut out = lines.join("\n");
+    if stopped {
+        out.push_str(&format!(
+            "\n[stopped at {max} matches; narrow the pattern, path or glob]"
+        ));
+    }
+    let note = format!("[... truncated at {MAX_CHARS} characters; narrow the search]");
+    ToolReply::ok(truncate_end(out, MAX_CHARS, &note))
+}
+
+/// Whether a file passes the `glob` filter: a glob with a `/` matches the path relative to
+/// the searched directory, one without matches the file name anywhere (like `rg -g`).
+fn passes(filter: Option<&(GlobMatcher, bool)>, relative: &Path) -> bool {
+    match filter {
+        None => true,
+        Some((matcher, true)) => matcher.is_match(relative),
+        Some((matcher, false)) => relative
+            .file_name()
+            .is_some_and(|name| matcher.is_match(Path::new(name))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::SandboxRoots;
+
+    fn setup() -> std::io::Result<(tempfile::TempDir, SandboxPaths)> {
+        let dir = tempfile::tempdir()?;
+        let roots = SandboxRoots::under(dir.path());
+        let ws = roots.user_data.join("workspace");
+        std::fs::create_dir_all(ws.join("src"))?;
+        std::fs::write(ws.join("notes.md"), "TODO: write tests\nnothing\n")?;
+        std::fs::write(ws.join("src/lib.rs"), "fn a() {}\n// todo(x): more\n")?;
+        std::fs::write(ws.join("src/blob.bin"), b"todo\0\0\0")?;
+        let paths = SandboxPaths::new(&roots)?;
+        Ok((dir, paths))
+    }
+
+    fn args(pattern: &str) -> GrepArgs {
+        GrepArgs {
+            description: String::new(),
+            pattern: pattern.into(),
+            path: "/mnt/user-data/workspace".into(),
+            glob: None,
+            literal: false,
+            case_sensitive: false,
+            max_results: None,
+        }
+    }
+
+    #[test]
+    fn finds_lines_case_insensitively_and_skips_binaries() -> std::io::Result<()> {
+        let (_dir, paths) = setup()?;
+        assert_eq!(
+            run(&paths, &args("todo")).content,
+            "/mnt/user-data/workspace/notes.md:1: TODO: write tests\n\
+             /mnt/user-data/workspace/src/lib.rs:2: // todo(x): more"
+        );
+        let exact = GrepArgs {
+            case_sensitive: true,
+            ..args("TODO")
+        };
+        assert_eq!(
+            run(&paths, &exact).content,
+            "/mnt/user-data/workspace/notes.md:1: TODO: write tests"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn literal_glob_single_file_and_limits() -> std::io::Result<()> {
+        let (_dir, paths) = setup()?;
+        let invalid = run(&paths, &args("todo("));
+        assert!(invalid.is_error);
+        assert!(invalid.content.contains("literal=true"));
+        let literal = GrepArgs {
+            literal: true,
+            ..args("todo(")
+        };
+        assert_eq!(
+            run(&paths, &literal).content,
+            "/mnt/user-data/workspace/src/lib.rs:2: // todo(x): more"
+        );
+        let globbed = GrepArgs {
+            glob: Some("*.md".into()),
+            ..args("todo")
+        };
+        assert_eq!(
+            run(&paths, &globbed).content,
+            "/mnt/user-data/workspace/notes.md:1: TODO: write tests"
+        );
+        let one_file = GrepArgs {
+            path: "src/lib.rs".into(),
+            ..args("fn")
+        };
+        assert_eq!(
+            run(&paths, &one_file).content,
+            "/mnt/user-data/workspace/src/lib.rs:1: fn a() {}"
+        );
+        let capped = GrepArgs {
+            max_results: Some(1),
+            ..args("todo")
+        };
+        assert!(
+            run(&paths, &capped)
+                .content
+                .ends_with("[stopped at 1 matches; narrow the pattern, path or glob]")
+        );
+        assert_eq!(
+            run(&paths, &args("zzz")).content,
+            "No matches for 'zzz' in /mnt/user-data/workspace"
+        );
+        Ok(())
+    }
+}
