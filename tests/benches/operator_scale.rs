@@ -260,16 +260,31 @@ async fn bare_pods(admin: &Client, template: &Value, round: usize) -> anyhow::Re
         )
         .await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let mut seen = pods_seen(pods.clone());
+    let seen = pods_seen(pods.clone());
+    burst_until_pods(&pods, seen, |i| {
+        let mut pod = template.clone();
+        pod["metadata"]["name"] = json!(format!("bare-{i:04}-1"));
+        Ok(serde_json::from_value(pod)?)
+    })
+    .await
+}
+
+/// Creates `BURST` objects `make` gives at `IN_FLIGHT`, timed from the first until `seen`
+/// counts `BURST` Pods: the seconds.
+async fn burst_until_pods<K>(
+    api: &Api<K>,
+    mut seen: tokio::sync::watch::Receiver<usize>,
+    make: impl Fn(usize) -> anyhow::Result<K>,
+) -> anyhow::Result<f64>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
     let start = Instant::now();
     futures::stream::iter(0..BURST)
         .map(|i| {
-            let pods = pods.clone();
-            let mut pod = template.clone();
-            pod["metadata"]["name"] = json!(format!("bare-{i:04}-1"));
+            let object = make(i);
             async move {
-                let pod: Pod = serde_json::from_value(pod)?;
-                pods.create(&PostParams::default(), &pod).await?;
+                api.create(&PostParams::default(), &object?).await?;
                 anyhow::Ok(())
             }
         })
@@ -278,7 +293,7 @@ async fn bare_pods(admin: &Client, template: &Value, round: usize) -> anyhow::Re
         .await?;
     tokio::time::timeout(Duration::from_secs(300), seen.wait_for(|n| *n >= BURST))
         .await
-        .context("1,000 bare Pods within 300 s")??;
+        .context("1,000 Pods within 300 s")??;
     Ok(start.elapsed().as_secs_f64())
 }
 
@@ -320,26 +335,10 @@ async fn runs_to_pods(cluster: &Cluster, round: usize) -> anyhow::Result<(f64, f
     ready_agent(&admin, &namespace).await?;
     let before = request_counts(&operator.metrics().await?);
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let mut seen = pods_seen(pods);
+    let seen = pods_seen(Api::namespaced(admin.clone(), &namespace));
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let start = Instant::now();
-    futures::stream::iter(0..BURST)
-        .map(|i| {
-            let runs = runs.clone();
-            async move {
-                let run = run(&format!("burst-{i:04}"), "Say hello.")?;
-                runs.create(&PostParams::default(), &run).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .try_collect::<Vec<()>>()
-        .await?;
-    tokio::time::timeout(Duration::from_secs(300), seen.wait_for(|n| *n >= BURST))
-        .await
-        .context("1,000 Pods within 300 s")??;
-    let elapsed = start.elapsed().as_secs_f64();
+    let elapsed =
+        burst_until_pods(&runs, seen, |i| run(&format!("burst-{i:04}"), "Say hello.")).await?;
     operator.settle().await?;
     let metrics = operator.metrics().await?;
     let per_run = per_unit(&before, &request_counts(&metrics), BURST);
