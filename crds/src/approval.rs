@@ -439,9 +439,10 @@ pub fn tool_matches(pattern: &str, tool: &str) -> bool {
         Some(rest) => match rest.split_once('/') {
             Some((server, name)) => {
                 glob(&format!("{server}{MCP_SEPARATOR}{name}"), tool)
-                    // A server name has no `_`: the first `__` splits server from tool.
+                    // A server name has no `_`: the first `__` splits server from tool, and
+                    // neither is ever empty.
                     && tool.split_once(MCP_SEPARATOR).is_some_and(|(s, t)| {
-                        glob(server, s) && glob(name, t)
+                        !s.is_empty() && !t.is_empty() && glob(server, s) && glob(name, t)
                     })
             }
             None => false,
@@ -668,7 +669,10 @@ mod tests {
             prop_assert!(is_tool_pattern(&pattern));
             prop_assert!(tool_matches(&pattern, &own));
             prop_assert_eq!(tool_matches(&pattern, &foreign), same);
+            // A built-in tool's name has no `__` (that is how an MCP tool's is made).
+            prop_assume!(!tool.contains(MCP_SEPARATOR));
             prop_assert!(!tool_matches(&pattern, &tool));
+            prop_assert!(!tool_matches(&pattern, &format!("{server}__")), "no empty tool");
         }
 
         #[test]
