@@ -152,7 +152,10 @@ fn chat_spans_carry_the_servers_usage(server: &Server, provider: Provider) -> Re
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
     )?;
-    if output.code != Some(0) {
+    // The small model at temperature 0 may still run past the 12-token cap (the system prompt
+    // carries today's date, so its words change by the day): a run the limit stopped (exit 4)
+    // made its calls all the same, and the calls are what this test is about.
+    if !matches!(output.code, Some(0 | 4)) {
         return Err(format!(
             "herd-runner failed ({:?})\nstdout:\n{}\nstderr:\n{}",
             output.code, output.stdout, output.stderr
