@@ -24,6 +24,7 @@ pub mod formats;
 pub mod generate;
 pub mod manifest;
 pub mod memory;
+pub mod micros;
 pub mod pricing;
 pub mod reason;
 pub mod refs;

@@ -9,45 +9,11 @@
 //! is absent). The result saturates at `u64::MAX` micros rather than overflow.
 
 use crate::agent::ModelPricing;
+use crate::micros::parse_micros;
 use crate::report::{Cost, UsageTotals};
 
-/// Micros in one unit of a currency.
-pub const MICROS_PER_UNIT: u64 = 1_000_000;
 /// Tokens a price is quoted for.
 const TOKENS_PER_PRICE: u128 = 1_000_000;
-/// Most integer digits of a price or amount.
-const MAX_INTEGER_DIGITS: usize = 9;
-/// Most decimals of a price or amount (a micro).
-const MAX_DECIMALS: usize = 6;
-
-/// A decimal amount (`"2.5"`, `"0.000150"`, `"12"`) in micros; `None` when it is not one: no
-/// sign, no exponent, at most nine integer digits and six decimals (the CRD's pattern).
-pub fn parse_micros(text: &str) -> Option<u64> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty()
-        || whole.len() > MAX_INTEGER_DIGITS
-        || !digits(whole)
-        || fraction.len() > MAX_DECIMALS
-        || !digits(fraction)
-        || (text.contains('.') && fraction.is_empty())
-    {
-        return None;
-    }
-    let whole: u64 = whole.parse().ok()?;
-    let padded = format!("{fraction:0<6}");
-    let fraction: u64 = padded.parse().ok()?;
-    whole.checked_mul(MICROS_PER_UNIT)?.checked_add(fraction)
-}
-
-/// Micros as a decimal with six places: `4210` → `0.004210`.
-pub fn format_micros(micros: u64) -> String {
-    format!(
-        "{}.{:06}",
-        micros / MICROS_PER_UNIT,
-        micros % MICROS_PER_UNIT
-    )
-}
 
 /// Whether `pricing` holds only prices and a currency code its schema allows (the run API and
 /// `herd-runner run` check it; the API server's pattern already did for Agents).
@@ -91,6 +57,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::micros::format_micros;
 
     fn pricing(input: &str, output: &str, cached: Option<&str>) -> ModelPricing {
         ModelPricing {
@@ -108,29 +75,6 @@ mod tests {
             output_tokens: output,
             ..UsageTotals::default()
         }
-    }
-
-    #[test]
-    fn decimals_parse_to_micros_and_back() {
-        assert_eq!(parse_micros("2.50"), Some(2_500_000));
-        assert_eq!(parse_micros("0.000150"), Some(150));
-        assert_eq!(parse_micros("12"), Some(12_000_000));
-        assert_eq!(parse_micros("999999999.999999"), Some(999_999_999_999_999));
-        for bad in [
-            "",
-            ".5",
-            "5.",
-            "-1",
-            "1e3",
-            "1.0000001",
-            "1234567890",
-            "1,5",
-            " 1",
-        ] {
-            assert_eq!(parse_micros(bad), None, "{bad:?}");
-        }
-        assert_eq!(format_micros(4210), "0.004210");
-        assert_eq!(format_micros(12_500_000), "12.500000");
     }
 
     #[test]
@@ -194,11 +138,6 @@ mod tests {
             let base = cost(&usage(input, cached, output), &pricing);
             let grown = cost(&usage(input, cached, output.saturating_add(more)), &pricing);
             prop_assert!(grown.micros >= base.micros);
-        }
-
-        #[test]
-        fn amounts_read_back_as_written(micros in 0u64..1_000_000_000_000_000) {
-            prop_assert_eq!(parse_micros(&format_micros(micros)), Some(micros));
         }
 
         #[test]

@@ -141,7 +141,7 @@ pub struct Cost {
 impl Cost {
     /// The amount as a decimal, six places: `0.004210`.
     pub fn amount(&self) -> String {
-        crate::pricing::format_micros(self.micros)
+        crate::micros::format_micros(self.micros)
     }
 
     /// The sum of two amounts of the same currency; another currency's is left out.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::AgentSpec;
 use crate::report::{Artifact, Clarification, SandboxReport, StopReason, Todo, Usage};
-use crate::run::RunSpec;
+use crate::run::{Response, RunSpec};
 
 /// Most bytes of a `result` or `clarification` body (413 past it).
 pub const MAX_LARGE_BODY: usize = 2 * 1024 * 1024;
@@ -232,6 +232,18 @@ pub struct Answer {
     /// Why, with a decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl From<&Response> for Answer {
+    /// A Run's `spec.responses[]` entry as the run API hands it to the runner.
+    fn from(response: &Response) -> Self {
+        Answer {
+            id: response.id.clone(),
+            answer: response.answer.clone().unwrap_or_default(),
+            decision: response.decision,
+            reason: response.reason.clone(),
+        }
+    }
 }
 
 impl Answer {

@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser};
-use herd_crds::agent::Provider;
+use herd_crds::agent::{ModelSpec, Provider};
+use herd_crds::refs::SecretKeyRef;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 
 use crate::decide::admission::Caps;
@@ -264,9 +265,29 @@ pub struct DefaultModelConfig {
 }
 
 impl DefaultModelConfig {
-    /// Whether a default model is configured at all.
-    pub fn is_set(&self) -> bool {
-        self.name.as_deref().is_some_and(|n| !n.is_empty())
+    /// The default model as an Agent's `spec.model`, when both its provider and its name are
+    /// set (an empty name is no name).
+    pub fn model(&self) -> Option<ModelSpec> {
+        Some(ModelSpec {
+            provider: self.provider?,
+            name: self.name.clone().filter(|name| !name.is_empty())?,
+            base_url: self.base_url.clone(),
+            api_key_secret_ref: self.api_key_secret.clone().map(|name| SecretKeyRef {
+                name,
+                key: self.api_key_secret_key.clone(),
+            }),
+            temperature: None,
+            max_tokens: None,
+            context_window: None,
+            supports_vision: None,
+            supports_thinking: None,
+            reasoning_effort: None,
+            request_timeout: None,
+            max_retries: None,
+            egress_cidrs: None,
+            script_from: None,
+            pricing: None,
+        })
     }
 }
 
@@ -341,7 +362,7 @@ mod tests {
         assert_eq!(secure.metrics_addr.to_string(), "127.0.0.1:0");
         assert_eq!(config.lease.seconds(), Ok((15, 5)));
         assert_eq!(config.log_format, LogFormat::Json);
-        assert!(!config.default_model.is_set());
+        assert_eq!(config.default_model.model(), None);
         assert_eq!(
             config.runs.runner_resources.limits.unwrap()["memory"].0,
             "1Gi"
@@ -421,7 +442,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.watch_namespaces, ["a", "b"]);
         assert_eq!(config.default_model.provider, Some(Provider::Openai));
-        assert!(config.default_model.is_set());
+        assert!(config.default_model.model().is_some());
         assert_eq!(config.lease.seconds(), Ok((3, 1)));
         assert!(parse(&["--default-model-provider=bedrock"]).is_err());
     }

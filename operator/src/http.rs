@@ -1,7 +1,7 @@
 //! The operator's HTTP endpoints: `/healthz` (the process serves), `/readyz` (its caches have
 //! synced and the run API serves, whether or not it leads) and `/metrics` (Prometheus text
 //! format), unless `--metrics-secure` serves it over HTTPS to authorized readers instead
-//! ([`crate::metrics::secure`]).
+//! ([`crate::secure_metrics`]).
 
 use std::sync::{Arc, OnceLock};
 

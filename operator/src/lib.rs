@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod operator;
 pub mod run_api;
 pub mod scope;
+pub mod secure_metrics;
 pub mod shared;
 pub mod slim;
 pub mod traces;

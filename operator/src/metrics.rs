@@ -9,7 +9,6 @@ pub mod budget;
 pub mod kube_client;
 pub mod process;
 pub mod run_api_requests;
-pub mod secure;
 pub mod usage;
 pub mod usage_ledger;
 

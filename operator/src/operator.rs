@@ -128,7 +128,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         Recorder::new(client.clone(), reporter),
         metrics.clone(),
         leader_rx.clone(),
-        config.default_model.clone(),
+        config.default_model.model(),
     ));
 
     let mut tasks = JoinSet::new();
@@ -234,7 +234,7 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         stopped(shutdown_rx.clone()),
     ));
     if let Some(listener) = metrics_listener {
-        tasks.spawn(crate::metrics::secure::serve(
+        tasks.spawn(crate::secure_metrics::serve(
             listener,
             client.clone(),
             config.lease.namespace.clone(),

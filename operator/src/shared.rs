@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use herd_crds::agent::ResolvedSkill;
+use herd_crds::agent::{ModelSpec, ResolvedSkill};
 use kube::Client;
 use kube::Resource;
 use kube::runtime::controller::Action;
@@ -13,7 +13,6 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use crate::config::DefaultModelConfig;
 use crate::decide::backoff;
 use crate::error::Error;
 use crate::metrics::Metrics;
@@ -35,8 +34,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// True while this replica holds the Lease.
     pub leader: watch::Receiver<bool>,
-    /// The model of Agents without `spec.model`.
-    pub default_model: DefaultModelConfig,
+    /// The model of Agents without `spec.model`, when the operator has one.
+    pub default_model: Option<ModelSpec>,
     /// The built-in skills and their digests.
     pub builtin_skills: Vec<ResolvedSkill>,
     failures: Mutex<HashMap<String, u32>>,
@@ -49,7 +48,7 @@ impl Shared {
         recorder: Recorder,
         metrics: Arc<Metrics>,
         leader: watch::Receiver<bool>,
-        default_model: DefaultModelConfig,
+        default_model: Option<ModelSpec>,
     ) -> Self {
         Shared {
             client,

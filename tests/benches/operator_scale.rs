@@ -477,7 +477,7 @@ fn snapshot_text() -> anyhow::Result<String> {
             skills: &skills,
             soul: None,
             script: None,
-            default_model: &Default::default(),
+            default_model: None,
             runner_image: "ghcr.io/herd-dev/herd-runner:latest",
             sandbox_image: "ghcr.io/herd-dev/herd-sandbox:latest",
         },

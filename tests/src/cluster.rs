@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
+use kube::config::AuthInfo;
 
 use crate::control_plane::ControlPlane;
+use crate::kubeconfig::{client_from_kubeconfig, config_from_kubeconfig};
 
 /// Names an existing cluster's kubeconfig; the suite then starts no control plane.
 pub const EXISTING_CLUSTER_ENV: &str = "HERD_E2E_KUBECONFIG";
@@ -104,22 +104,6 @@ impl Cluster {
     pub fn control_plane(&self) -> Option<&ControlPlane> {
         self.control_plane.as_ref()
     }
-}
-
-/// A client for the current context of `kubeconfig`.
-pub async fn client_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Client> {
-    Ok(Client::try_from(config_from_kubeconfig(kubeconfig).await?)?)
-}
-
-/// The client configuration of the current context of `kubeconfig`.
-pub async fn config_from_kubeconfig(kubeconfig: &Path) -> anyhow::Result<Config> {
-    // kube's TLS needs exactly one process-wide rustls provider; a second install is harmless.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let file = Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-        .await
-        .with_context(|| format!("loading {}", kubeconfig.display()))
 }
 
 #[cfg(test)]

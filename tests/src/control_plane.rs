@@ -152,7 +152,7 @@ impl ControlPlane {
                 ("--proxy-client-key-file", path(&pki.front_proxy_client_key)),
             ]),
         )?;
-        let client = crate::cluster::client_from_kubeconfig(&kubeconfig).await?;
+        let client = crate::kubeconfig::client_from_kubeconfig(&kubeconfig).await?;
         wait_ready(&client, &mut etcd, &mut apiserver).await?;
         let controller_manager = Server::start(
             "kube-controller-manager",

@@ -31,6 +31,7 @@ pub mod external_tools;
 pub mod fixtures;
 pub mod flux;
 pub mod harness;
+pub mod kubeconfig;
 #[cfg(target_os = "linux")]
 pub mod kubelet;
 #[cfg(target_os = "linux")]

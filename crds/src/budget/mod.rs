@@ -117,7 +117,7 @@ impl CostLimit {
     /// The amount in micros (millionths of the currency's unit); `None` when it does not
     /// parse (the schema's pattern forbids that).
     pub fn micros(&self) -> Option<u64> {
-        crate::pricing::parse_micros(&self.amount)
+        crate::micros::parse_micros(&self.amount)
     }
 }
 

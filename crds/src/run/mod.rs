@@ -242,14 +242,4 @@ impl Response {
             reason: reason.map(str::to_owned),
         }
     }
-
-    /// The response as the run API hands it to the runner.
-    pub fn to_wire(&self) -> crate::wire::Answer {
-        crate::wire::Answer {
-            id: self.id.clone(),
-            answer: self.answer.clone().unwrap_or_default(),
-            decision: self.decision,
-            reason: self.reason.clone(),
-        }
-    }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use herd_crds::agent::{Agent, AgentStatus};
+use herd_crds::agent::{Agent, AgentStatus, ModelSpec};
 use herd_crds::condition::{ConditionStatus, find_condition};
 use herd_crds::reason::condition_type;
 use herd_crds::skill::Skill;
@@ -93,7 +93,7 @@ pub fn controller(
             agents_using_skill(&by_skill, &skill)
         })
         .watches_stream(secret_stream, move |secret: PartialObjectMeta<Secret>| {
-            agents_using_secret(&by_secret, &secret, &default_model)
+            agents_using_secret(&by_secret, &secret, default_model.as_ref())
         })
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .reconcile_all_on(leader_gained)
@@ -128,7 +128,7 @@ fn agents_using_skill(agents: &Store<Agent>, skill: &Skill) -> Vec<ObjectRef<Age
 fn agents_using_secret(
     agents: &Store<Agent>,
     secret: &PartialObjectMeta<Secret>,
-    default_model: &crate::config::DefaultModelConfig,
+    default_model: Option<&ModelSpec>,
 ) -> Vec<ObjectRef<Agent>> {
     let name = secret.name_any();
     let namespace = secret.namespace();
@@ -182,7 +182,7 @@ async fn find(ctx: &Context, agent: &Agent, namespace: &str) -> Result<AgentFind
         &shared.builtin_skills,
     );
     let mut secrets = Vec::new();
-    for reference in agent_refs::secret_refs(&agent.spec, &shared.default_model) {
+    for reference in agent_refs::secret_refs(&agent.spec, shared.default_model.as_ref()) {
         let state = secret_state(ctx, namespace, &reference).await?;
         secrets.push(SecretFinding {
             field: reference.field,
@@ -215,7 +215,7 @@ async fn find(ctx: &Context, agent: &Agent, namespace: &str) -> Result<AgentFind
         });
     }
     Ok(AgentFindings {
-        spec_error: agent_refs::spec_error(&agent.spec, &shared.default_model),
+        spec_error: agent_refs::spec_error(&agent.spec, shared.default_model.as_ref()),
         skills,
         secrets,
         config_maps,

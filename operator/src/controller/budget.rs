@@ -159,7 +159,7 @@ fn forget(shared: &Shared, budget: &Budget) {
 /// A count as a gauge shows it: cost in units of its currency, the rest as they are.
 fn gauge_value(limit: Limit, value: u64) -> f64 {
     match limit {
-        Limit::Cost => value as f64 / herd_crds::pricing::MICROS_PER_UNIT as f64,
+        Limit::Cost => value as f64 / herd_crds::micros::MICROS_PER_UNIT as f64,
         _ => value as f64,
     }
 }

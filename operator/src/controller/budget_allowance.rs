@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use herd_crds::budget::Budget;
-use herd_crds::pricing::parse_micros;
+use herd_crds::micros::parse_micros;
 use herd_crds::run::{Run, phase_of};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::reflector::Store;

@@ -16,9 +16,10 @@ use kube::{Api, Client, Resource, ResourceExt};
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::child_run::{Refusal, children_status, desired_child, reserve};
+use crate::decide::run_clocks::elapsed;
 use crate::decide::run_clocks::working_time_left;
 use crate::decide::run_snapshot::read_snapshot;
-use crate::decide::run_status::{elapsed, snapshot_name};
+use crate::decide::run_status::snapshot_name;
 use crate::decide::trace_context::set_traceparent;
 use crate::error::Error;
 

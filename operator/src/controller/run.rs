@@ -33,14 +33,14 @@ use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::decide::budget_hold::hold_run;
 use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
-use crate::decide::run_clocks::working_time_left;
+use crate::decide::run_clocks::{elapsed, working_time_left};
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_events::succeeded_event;
 use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, elapsed, is_terminal,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, is_terminal,
     next_status, start_deadline,
 };
 use crate::error::Error;

@@ -14,10 +14,11 @@ use kube::{Api, Resource, ResourceExt};
 use super::run_context::{Context, Ids};
 use super::run_objects::{Created, controller_uid, create_owned, owned_by};
 use crate::decide::child_run::child_snapshot;
+use crate::decide::run_clocks::elapsed;
 use crate::decide::run_snapshot::{
     Snapshot, SnapshotSources, read_snapshot, snapshot, snapshot_config_map,
 };
-use crate::decide::run_status::{AgentState, elapsed, snapshot_name};
+use crate::decide::run_status::{AgentState, snapshot_name};
 use crate::decide::runner_resources::sandbox_resources;
 use crate::error::Error;
 
@@ -157,7 +158,7 @@ async fn from_agent(ctx: &Context, run: &Run, ids: &Ids<'_>) -> Result<Taken, Er
             skills: &status.resolved_skills,
             soul,
             script,
-            default_model: &ctx.shared.default_model,
+            default_model: ctx.shared.default_model.as_ref(),
             runner_image: &ctx.images.runner_image,
             sandbox_image: &ctx.images.sandbox_image,
         },

@@ -18,8 +18,8 @@ use crate::decide::answers::{
     ANSWER_IGNORED, JUDGED_ANNOTATION, judge, judged_answers, new_answers,
 };
 use crate::decide::approval_events::decision_events;
+use crate::decide::asked_questions::{asked_questions, checkpoint_name};
 use crate::error::Error;
-use crate::run_api::checkpoint::{asked_questions, checkpoint_name};
 use crate::shared::FIELD_MANAGER;
 
 /// Judges the Run's new answers; records them under the version read (a reconcile from a

@@ -1,8 +1,6 @@
 //! What an Agent refers to (Secrets, ConfigMap keys) and whether its spec can be used at all.
 
-use herd_crds::agent::{AgentSpec, Provider};
-
-use crate::config::DefaultModelConfig;
+use herd_crds::agent::{AgentSpec, ModelSpec, Provider};
 
 /// A Secret an Agent needs: where the reference is written, and the Secret's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,20 +25,22 @@ pub struct ConfigMapKey {
 /// Why the spec cannot be used, beyond what the API server's schema checks: the CEL rules
 /// (for objects that reached the cluster before a rule existed), a missing model when the
 /// operator has no default, and a scripted model without its script.
-pub fn spec_error(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Option<String> {
+pub fn spec_error(spec: &AgentSpec, default_model: Option<&ModelSpec>) -> Option<String> {
     let mut errors = Vec::new();
     if let Err(e) = spec.validate() {
         errors.push(e.to_string());
     }
     match &spec.model {
-        None if !default_model.is_set() => errors.push(
-            "spec.model is absent and the operator has no default model (--default-model-name)"
+        None if default_model.is_none() => errors.push(
+            "spec.model is absent and the operator has no default model \
+             (--default-model-provider and --default-model-name)"
                 .to_owned(),
         ),
-        None if default_model.provider == Some(Provider::Scripted) => errors.push(
-            "the operator's default model is scripted, which needs spec.model.scriptFrom"
-                .to_owned(),
-        ),
+        None if default_model.is_some_and(|model| model.provider == Provider::Scripted) => errors
+            .push(
+                "the operator's default model is scripted, which needs spec.model.scriptFrom"
+                    .to_owned(),
+            ),
         Some(model) if model.provider == Provider::Scripted && model.script_from.is_none() => {
             errors.push("spec.model.scriptFrom is required with provider scripted".to_owned());
         }
@@ -52,7 +52,7 @@ pub fn spec_error(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Optio
 /// Every Secret the Agent's pods would need: the model's key (the operator's default model's,
 /// looked up in the Agent's namespace, when `spec.model` is absent), the web search key and
 /// the MCP servers' headers.
-pub fn secret_refs(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Vec<SecretRef> {
+pub fn secret_refs(spec: &AgentSpec, default_model: Option<&ModelSpec>) -> Vec<SecretRef> {
     let mut refs = Vec::new();
     match &spec.model {
         Some(model) => {
@@ -65,10 +65,9 @@ pub fn secret_refs(spec: &AgentSpec, default_model: &DefaultModelConfig) -> Vec<
         }
         None => {
             if let Some(name) = default_model
-                .api_key_secret
-                .as_deref()
+                .and_then(|model| model.api_key_secret_ref.as_ref())
+                .map(|secret| secret.name.as_str())
                 .filter(|n| !n.is_empty())
-                && default_model.is_set()
             {
                 refs.push(SecretRef {
                     field: "the operator's default model".into(),
@@ -128,41 +127,45 @@ mod tests {
         serde_json::from_value(yaml).unwrap()
     }
 
-    fn default_model(name: Option<&str>, secret: Option<&str>) -> DefaultModelConfig {
-        DefaultModelConfig {
-            provider: Some(Provider::Openai),
-            name: name.map(Into::into),
-            base_url: None,
-            api_key_secret: secret.map(Into::into),
-            api_key_secret_key: "api-key".into(),
-        }
+    /// The operator's default model when it has a name: OpenAI, with `secret` as its key.
+    fn default_model(name: Option<&str>, secret: Option<&str>) -> Option<ModelSpec> {
+        let mut model: ModelSpec =
+            serde_json::from_value(serde_json::json!({"provider": "openai", "name": name?}))
+                .unwrap();
+        model.api_key_secret_ref = secret.map(|name| herd_crds::refs::SecretKeyRef {
+            name: name.into(),
+            key: "api-key".into(),
+        });
+        Some(model)
     }
 
     #[test]
     fn a_model_is_required_somewhere() {
         let bare = spec(serde_json::json!({}));
-        let error = spec_error(&bare, &default_model(None, None)).unwrap();
+        let error = spec_error(&bare, default_model(None, None).as_ref()).unwrap();
         assert!(error.contains("--default-model-name"), "{error}");
-        assert_eq!(spec_error(&bare, &default_model(Some("m"), None)), None);
+        assert_eq!(
+            spec_error(&bare, default_model(Some("m"), None).as_ref()),
+            None
+        );
         let own = spec(serde_json::json!({"model": {"provider": "openai", "name": "m"}}));
-        assert_eq!(spec_error(&own, &default_model(None, None)), None);
+        assert_eq!(spec_error(&own, default_model(None, None).as_ref()), None);
     }
 
     #[test]
     fn scripted_needs_a_script() {
         let scripted = spec(serde_json::json!({"model": {"provider": "scripted", "name": "s"}}));
-        assert!(spec_error(&scripted, &DefaultModelConfig::default()).is_some());
+        assert!(spec_error(&scripted, None).is_some());
         let with_script = spec(
             serde_json::json!({"model": {"provider": "scripted", "name": "s",
             "scriptFrom": {"configMapKeyRef": {"name": "script", "key": "s.yaml"}}}}),
         );
-        assert_eq!(
-            spec_error(&with_script, &DefaultModelConfig::default()),
-            None
-        );
+        assert_eq!(spec_error(&with_script, None), None);
         let mut scripted_default = default_model(Some("s"), None);
-        scripted_default.provider = Some(Provider::Scripted);
-        assert!(spec_error(&spec(serde_json::json!({})), &scripted_default).is_some());
+        if let Some(model) = &mut scripted_default {
+            model.provider = Provider::Scripted;
+        }
+        assert!(spec_error(&spec(serde_json::json!({})), scripted_default.as_ref()).is_some());
     }
 
     #[test]
@@ -171,7 +174,7 @@ mod tests {
             serde_json::json!({"model": {"provider": "openai", "name": "m"},
             "soul": "x", "soulFrom": {"configMapKeyRef": {"name": "a", "key": "b"}}}),
         );
-        assert!(spec_error(&both, &DefaultModelConfig::default()).is_some());
+        assert!(spec_error(&both, None).is_some());
     }
 
     #[test]
@@ -180,11 +183,14 @@ mod tests {
             "model": {"provider": "openai", "name": "m", "apiKeySecretRef": {"name": "k", "key": "v"}},
             "tools": {"webSearch": {"provider": "tavily", "apiKeySecretRef": {"name": "t", "key": "v"}}}
         }));
-        let refs = secret_refs(&own, &default_model(Some("d"), Some("default-key")));
+        let refs = secret_refs(&own, default_model(Some("d"), Some("default-key")).as_ref());
         let names: Vec<_> = refs.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["k", "t"], "an own model ignores the default's key");
         let bare = spec(serde_json::json!({}));
-        let refs = secret_refs(&bare, &default_model(Some("d"), Some("default-key")));
+        let refs = secret_refs(
+            &bare,
+            default_model(Some("d"), Some("default-key")).as_ref(),
+        );
         assert_eq!(
             refs,
             vec![SecretRef {
@@ -192,8 +198,8 @@ mod tests {
                 name: "default-key".into()
             }]
         );
-        assert!(secret_refs(&bare, &default_model(Some("d"), None)).is_empty());
-        assert!(secret_refs(&bare, &default_model(None, Some("k"))).is_empty());
+        assert!(secret_refs(&bare, default_model(Some("d"), None).as_ref()).is_empty());
+        assert!(secret_refs(&bare, default_model(None, Some("k")).as_ref()).is_empty());
     }
 
     #[test]
@@ -206,7 +212,7 @@ mod tests {
                     {"name": "Authorization", "secretKeyRef": {"name": "docs-token", "key": "t"}},
                     {"name": "X-Team", "secretKeyRef": {"name": "team", "key": "id"}}]}]}
         }));
-        let refs = secret_refs(&agent, &DefaultModelConfig::default());
+        let refs = secret_refs(&agent, None);
         assert_eq!(
             refs,
             vec![

@@ -306,7 +306,7 @@ impl Limit {
             Limit::Runs => format!("{value} runs"),
             Limit::Cost => format!(
                 "{} {}",
-                herd_crds::pricing::format_micros(value),
+                herd_crds::micros::format_micros(value),
                 limits.cost.as_ref().map_or("", |c| c.currency.as_str())
             ),
         }

@@ -6,6 +6,7 @@ pub mod agent_refs;
 pub mod agent_status;
 pub mod answers;
 pub mod approval_events;
+pub mod asked_questions;
 pub mod awaited;
 pub mod backoff;
 pub mod budget_admission;

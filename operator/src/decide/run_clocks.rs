@@ -8,8 +8,6 @@ use std::time::Duration;
 use herd_crds::run::RunStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::run_status::elapsed;
-
 /// Where the clocks of a Run stand after a reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Clocks {
@@ -77,6 +75,12 @@ pub fn next_clocks(previous: &RunStatus, waiting: Option<&Time>, now: &Time) -> 
     }
 }
 
+/// Time from `since` to `now`, zero when `now` is earlier.
+pub fn elapsed(since: &Time, now: &Time) -> Duration {
+    let span = now.0.duration_since(since.0);
+    Duration::try_from(span).unwrap_or(Duration::ZERO)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +90,12 @@ mod tests {
     }
 
     const TIMEOUT: Duration = Duration::from_secs(1000);
+
+    #[test]
+    fn elapsed_never_goes_negative() {
+        assert_eq!(elapsed(&at(10), &at(5)), Duration::ZERO);
+        assert_eq!(elapsed(&at(5), &at(10)), Duration::from_secs(5));
+    }
 
     fn started(second: i64) -> RunStatus {
         RunStatus {

@@ -10,8 +10,7 @@ use herd_crds::reason::condition_type;
 use herd_crds::run::RunStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::run_clocks::until_timeout;
-use super::run_status::elapsed;
+use super::run_clocks::{elapsed, until_timeout};
 
 /// Longest wait between two reconciles of one Run.
 pub const MAX_REQUEUE: Duration = Duration::from_secs(600);

@@ -8,14 +8,12 @@ use std::time::Duration;
 
 use herd_crds::agent::{AgentSpec, ModelSpec, ResolvedSkill};
 use herd_crds::duration::parse_duration;
-use herd_crds::refs::SecretKeyRef;
 use herd_crds::run::RunSpec;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::{Deserialize, Serialize};
 
 use super::run_status::snapshot_name;
-use crate::config::DefaultModelConfig;
 use crate::labels;
 
 /// The key of the snapshot's JSON in its ConfigMap.
@@ -113,8 +111,8 @@ pub struct SnapshotSources<'a> {
     pub soul: Option<String>,
     /// The text `model.scriptFrom` points at, when it is set.
     pub script: Option<String>,
-    /// The operator's default model.
-    pub default_model: &'a DefaultModelConfig,
+    /// The operator's default model, when it has one.
+    pub default_model: Option<&'a ModelSpec>,
     /// The `agent` container's image.
     pub runner_image: &'a str,
     /// The default `sandbox` image (an Agent's `sandbox.image` wins).
@@ -151,7 +149,10 @@ pub fn snapshot(
     }
     let mut model = match spec.model.take() {
         Some(model) => model,
-        None => default_model(sources.default_model).ok_or(SnapshotError::NoModel)?,
+        None => sources
+            .default_model
+            .cloned()
+            .ok_or(SnapshotError::NoModel)?,
     };
     let script = if model.script_from.take().is_some() {
         Some(
@@ -214,29 +215,6 @@ pub fn snapshot(
     })
 }
 
-fn default_model(config: &DefaultModelConfig) -> Option<ModelSpec> {
-    Some(ModelSpec {
-        provider: config.provider?,
-        name: config.name.clone()?,
-        base_url: config.base_url.clone(),
-        api_key_secret_ref: config.api_key_secret.clone().map(|name| SecretKeyRef {
-            name,
-            key: config.api_key_secret_key.clone(),
-        }),
-        temperature: None,
-        max_tokens: None,
-        context_window: None,
-        supports_vision: None,
-        supports_thinking: None,
-        reasoning_effort: None,
-        request_timeout: None,
-        max_retries: None,
-        egress_cidrs: None,
-        script_from: None,
-        pricing: None,
-    })
-}
-
 /// The immutable ConfigMap `<run>-snapshot`, owned by the Run.
 pub fn snapshot_config_map(
     run: &str,
@@ -288,17 +266,15 @@ mod tests {
         serde_json::from_value(base).unwrap()
     }
 
-    fn default_model() -> DefaultModelConfig {
-        DefaultModelConfig {
-            provider: Some(Provider::Openai),
-            name: Some("qwen".into()),
-            base_url: Some("http://llm:8080/v1".into()),
-            api_key_secret: Some("llm-key".into()),
-            api_key_secret_key: "api-key".into(),
-        }
+    fn default_model() -> ModelSpec {
+        serde_json::from_value(json!({
+            "provider": "openai", "name": "qwen", "baseUrl": "http://llm:8080/v1",
+            "apiKeySecretRef": {"name": "llm-key", "key": "api-key"}
+        }))
+        .unwrap()
     }
 
-    fn sources(config: &DefaultModelConfig) -> SnapshotSources<'_> {
+    fn sources(config: Option<&ModelSpec>) -> SnapshotSources<'_> {
         SnapshotSources {
             agent_name: "a",
             skills: &[],
@@ -313,13 +289,13 @@ mod tests {
     #[test]
     fn defaults_and_the_default_model_are_applied() {
         let config = default_model();
-        let s = snapshot(&run(json!({})), &agent(json!({})), sources(&config)).unwrap();
+        let s = snapshot(&run(json!({})), &agent(json!({})), sources(Some(&config))).unwrap();
         let model = s.agent.model.clone().unwrap();
         assert_eq!(model.name, "qwen");
         assert_eq!(model.provider, Provider::Openai);
         assert_eq!(
             model.api_key_secret_ref,
-            Some(SecretKeyRef {
+            Some(herd_crds::refs::SecretKeyRef {
                 name: "llm-key".into(),
                 key: "api-key".into()
             }),
@@ -333,9 +309,8 @@ mod tests {
         assert_eq!(s.runner_image, "runner:1");
         assert_eq!(s.sandbox_image, "sandbox:1");
         assert_eq!(s.depth, 0);
-        let none = DefaultModelConfig::default();
         assert_eq!(
-            snapshot(&run(json!({})), &agent(json!({})), sources(&none)),
+            snapshot(&run(json!({})), &agent(json!({})), sources(None)),
             Err(SnapshotError::NoModel)
         );
     }
@@ -354,7 +329,7 @@ mod tests {
                            "inputTimeout": "2h", "thinking": false,
                            "ttlSecondsAfterFinished": 5}),
         );
-        let s = snapshot(&r, &a, sources(&config)).unwrap();
+        let s = snapshot(&r, &a, sources(Some(&config))).unwrap();
         let model = s.agent.model.clone().unwrap();
         assert_eq!(
             (model.name.as_str(), model.temperature, model.max_tokens),
@@ -377,7 +352,7 @@ mod tests {
             "model": {"provider": "scripted", "name": "s",
                       "scriptFrom": {"configMapKeyRef": {"name": "scripts", "key": "s.yaml"}}}
         }));
-        let mut found = sources(&config);
+        let mut found = sources(Some(&config));
         found.soul = Some("be brief".into());
         found.script = Some("rules: []".into());
         let s = snapshot(&run(json!({})), &a, found).unwrap();
@@ -386,7 +361,7 @@ mod tests {
         assert_eq!(s.script.as_deref(), Some("rules: []"));
         assert_eq!(s.agent.model.unwrap().script_from, None);
         assert_eq!(
-            snapshot(&run(json!({})), &a, sources(&config)),
+            snapshot(&run(json!({})), &a, sources(Some(&config))),
             Err(SnapshotError::MissingText("spec.soulFrom"))
         );
     }
@@ -394,7 +369,7 @@ mod tests {
     #[test]
     fn the_config_map_is_immutable_owned_and_reads_back() {
         let config = default_model();
-        let mut found = sources(&config);
+        let mut found = sources(Some(&config));
         let skills = [ResolvedSkill {
             name: "web".into(),
             digest: "abcdef0123".into(),

@@ -7,7 +7,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, PoisonError};
 
-use herd_crds::pricing::MICROS_PER_UNIT;
+use herd_crds::micros::MICROS_PER_UNIT;
 use herd_crds::report::Usage;
 use herd_crds::wire::CallStats;
 use prometheus_client::encoding::EncodeLabelSet;

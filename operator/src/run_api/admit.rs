@@ -5,16 +5,21 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::body::Body;
 use axum::http::HeaderMap;
 use herd_crds::run::Run;
+use herd_crds::wire::{
+    ApprovalAsk, ChildRequest, ClarificationRequest, MemoryUpdate, ProgressBody, ResultReport,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
+use serde::de::DeserializeOwned;
 
 use super::RunApi;
 use super::authenticate::authenticate;
 use super::authorize::{RunPath, authorize, same_namespace};
-use super::body::check_declared_length;
+use super::body::{check_declared_length, parse, read_limited};
 use super::failure::Failure;
 use super::rate_limit::retry_after_seconds;
 use crate::controller::run_context::RunCaches;
@@ -128,5 +133,85 @@ impl RunApi {
             .map_err(|e| Failure::kube("reading the Run", &e))?
             .map(Arc::new)
             .ok_or_else(|| Failure::not_found(format!("Run {path} is gone")))
+    }
+}
+
+/// Refuses what the live Run shows: another Run of the same name, or a later attempt.
+pub fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
+    if live.uid().as_deref() != Some(admitted.uid.as_str()) {
+        return Err(Failure::not_found(format!(
+            "Run {} is gone (recreated under its name)",
+            admitted.path
+        )));
+    }
+    let current = live.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
+    if current > admitted.attempt {
+        return Err(Failure::stale_attempt(admitted.attempt, current));
+    }
+    Ok(())
+}
+
+/// A runner's body that names the attempt it is of.
+pub trait OfAttempt {
+    /// The attempt the body says it is of.
+    fn attempt(&self) -> u32;
+}
+
+impl OfAttempt for ProgressBody {
+    fn attempt(&self) -> u32 {
+        self.report.attempt
+    }
+}
+
+impl OfAttempt for ResultReport {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ChildRequest {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ClarificationRequest {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for ApprovalAsk {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl OfAttempt for MemoryUpdate {
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl RunApi {
+    /// Admits a request with a body of at most `limit` bytes, then reads the body, which must
+    /// be of the attempt the Pod serves.
+    pub async fn admit_with_body<T: DeserializeOwned + OfAttempt>(
+        &self,
+        path: (String, String),
+        headers: &HeaderMap,
+        body: Body,
+        limit: usize,
+    ) -> Result<(Admitted, T), Failure> {
+        let admitted = self.admit(RunPath::from(path), headers, limit).await?;
+        let parsed: T = parse(&read_limited(body, limit).await?)?;
+        let attempt = parsed.attempt();
+        if attempt != admitted.attempt {
+            return Err(Failure::bad_request(format!(
+                "the body is of attempt {attempt}, but this Pod serves attempt {}",
+                admitted.attempt
+            )));
+        }
+        Ok((admitted, parsed))
     }
 }

@@ -21,9 +21,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::authorize::RunPath;
 use super::failure::Failure;
 use super::long_poll::{WaitQuery, long_poll};
-use super::routes::run_path;
 use super::run_config::seconds_left;
 
 /// What a look at the cached Run found.
@@ -52,7 +52,7 @@ pub fn look(
         return Err(Failure::stale_attempt(attempt, current));
     }
     if let Some(given) = run.spec.responses.iter().find(|r| r.id == id) {
-        return Ok(Some(Looked::Answered(given.to_wire())));
+        return Ok(Some(Looked::Answered(Answer::from(given))));
     }
     Ok(status
         .is_some_and(|s| s.completion_time.is_some())
@@ -68,7 +68,7 @@ pub async fn answer(
 ) -> Result<Response, Failure> {
     let wait = WaitQuery::from_query(query.as_deref())?;
     let admitted = api
-        .admit(run_path((namespace, name)), &headers, MAX_BODY)
+        .admit(RunPath::from((namespace, name)), &headers, MAX_BODY)
         .await?;
     let snapshot = api.snapshot(&admitted).await?;
     let watched = ObjectRef::new(&admitted.path.name).within(&admitted.path.namespace);

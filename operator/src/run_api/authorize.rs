@@ -23,6 +23,13 @@ pub struct RunPath {
     pub name: String,
 }
 
+impl From<(String, String)> for RunPath {
+    /// The path's `{namespace}/{name}`, as the router extracts it.
+    fn from((namespace, name): (String, String)) -> Self {
+        RunPath { namespace, name }
+    }
+}
+
 impl std::fmt::Display for RunPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)

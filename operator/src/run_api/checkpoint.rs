@@ -20,6 +20,9 @@ use kube::api::{Api, PostParams};
 
 use super::failure::Failure;
 use crate::controller::run_objects::owned_by;
+use crate::decide::asked_questions::{
+    QUESTIONS_ANNOTATION, asked_questions, checkpoint_name, with_question,
+};
 use crate::labels;
 
 /// Most bytes of gzip a checkpoint may be (~900 KiB: the ConfigMap stays under the API
@@ -27,19 +30,10 @@ use crate::labels;
 pub const MAX_CHECKPOINT_BYTES: usize = 900 * 1024;
 /// The `binaryData` key of the checkpoint.
 pub const CHECKPOINT_KEY: &str = "checkpoint.json.gz";
-/// The annotation listing the ids of the questions the Run asked.
-pub const QUESTIONS_ANNOTATION: &str = "herd.dev/questions";
-/// Most question ids kept in [`QUESTIONS_ANNOTATION`] (a Run takes at most 32 answers).
-pub const MAX_QUESTIONS: usize = 64;
 /// The first bytes of every gzip stream.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Writes tried before giving up on a checkpoint that keeps changing.
 const TRIES: u32 = 8;
-
-/// The name of a Run's checkpoint ConfigMap.
-pub fn checkpoint_name(run: &str) -> String {
-    format!("{run}-checkpoint")
-}
 
 /// The gzip bytes of a `checkpointGzipBase64`, refused unless base64 of a gzip stream.
 pub fn decode_checkpoint(base64: &str) -> Result<Vec<u8>, Failure> {
@@ -63,25 +57,6 @@ pub fn too_large(run: &str, size: usize) -> Option<String> {
             checkpoint_name(run)
         )
     })
-}
-
-/// The question ids a checkpoint ConfigMap lists (none when it lists none or not readably).
-pub fn asked_questions(config_map: &ObjectMeta) -> Vec<String> {
-    config_map
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(QUESTIONS_ANNOTATION))
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default()
-}
-
-/// `asked` with `id` last, the oldest dropped past [`MAX_QUESTIONS`].
-pub fn with_question(mut asked: Vec<String>, id: &str) -> Vec<String> {
-    asked.retain(|a| a != id);
-    asked.push(id.to_owned());
-    let excess = asked.len().saturating_sub(MAX_QUESTIONS);
-    asked.drain(..excess);
-    asked
 }
 
 /// The checkpoint ConfigMap of `run` holding `gzip`, listing `asked`.
@@ -246,30 +221,6 @@ mod tests {
             !labels.contains_key(labels::MANAGED_BY),
             "kept out of the caches"
         );
-    }
-
-    #[test]
-    fn unreadable_lists_are_empty() {
-        let mut meta = ObjectMeta::default();
-        assert!(asked_questions(&meta).is_empty());
-        meta.annotations = Some(BTreeMap::from([(
-            QUESTIONS_ANNOTATION.to_owned(),
-            "q-1,q-2".to_owned(),
-        )]));
-        assert!(asked_questions(&meta).is_empty());
-    }
-
-    #[test]
-    fn each_question_is_listed_once_and_the_list_is_bounded() {
-        let asked = with_question(vec!["a".into(), "b".into()], "a");
-        assert_eq!(asked, vec!["b", "a"], "asked again: last");
-        let many = (0..MAX_QUESTIONS).fold(Vec::new(), |asked, n| {
-            with_question(asked, &format!("q-{n}"))
-        });
-        let more = with_question(many, "last");
-        assert_eq!(more.len(), MAX_QUESTIONS);
-        assert_eq!(more.first().map(String::as_str), Some("q-1"));
-        assert_eq!(more.last().map(String::as_str), Some("last"));
     }
 
     proptest! {

@@ -21,11 +21,11 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::authorize::RunPath;
 use super::child_outcome::{child_outcome, deleted, going};
 use super::failure::Failure;
 use super::long_poll::{WaitQuery, long_poll};
 use super::result_config_map::{presented_file, result_name};
-use super::routes::run_path;
 use crate::controller::create_child::{ChildError, create_child};
 use crate::controller::run_objects::owned_by;
 use crate::decide::child_run::{Refusal, child_name};
@@ -77,7 +77,7 @@ pub async fn child_outcome_of(
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     let admitted = api
-        .admit(run_path((namespace, name)), &headers, MAX_BODY)
+        .admit(RunPath::from((namespace, name)), &headers, MAX_BODY)
         .await?;
     let wait = WaitQuery::from_query(query.as_deref())?;
     let child = api.child(&admitted, &call).await?;
@@ -102,7 +102,7 @@ pub async fn child_file(
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     let admitted = api
-        .admit(run_path((namespace, name)), &headers, MAX_BODY)
+        .admit(RunPath::from((namespace, name)), &headers, MAX_BODY)
         .await?;
     let child = api.child(&admitted, &call).await?;
     let name = child.name_any();

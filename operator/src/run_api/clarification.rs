@@ -17,6 +17,7 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::admit::check_live;
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
 use super::progress::RunKey;
@@ -24,7 +25,6 @@ use super::report::{
     AfterClarification, Awaiting, Checkpointed, after_clarification, truncate_chars,
 };
 use super::report_writer::{Written, write_report};
-use super::routes::check_live;
 
 /// Most characters of a question's id (`spec.responses[].id` quotes it).
 pub const MAX_QUESTION_ID: usize = 64;

@@ -16,9 +16,9 @@ use kube::{Api, Resource};
 use tracing::info;
 
 use super::RunApi;
+use super::admit::{OfAttempt, check_live};
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
-use super::routes::{OfAttempt, check_live};
 
 impl OfAttempt for CheckpointReport {
     fn attempt(&self) -> u32 {

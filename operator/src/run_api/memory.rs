@@ -21,9 +21,9 @@ use tracing::info;
 
 use super::RunApi;
 use super::admit::Admitted;
+use super::authorize::RunPath;
 use super::failure::Failure;
 use super::memory_config_map::{MemoryOwner, memory_config_map, read_document};
-use super::routes::run_path;
 use crate::labels;
 
 /// Compare-and-swap rounds before giving up (each conflict means another update succeeded).
@@ -80,7 +80,7 @@ pub async fn read_memory(
     Path(path): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
+    let admitted = api.admit(RunPath::from(path), &headers, MAX_BODY).await?;
     let (owner, _) = api.memory_owner(&admitted).await?;
     let name = owner.config_map_name();
     let config_maps: Api<ConfigMap> = Api::namespaced(api.client.clone(), &admitted.path.namespace);

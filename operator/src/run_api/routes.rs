@@ -13,23 +13,18 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use herd_crds::report::StopReason;
 use herd_crds::run::Run;
-use herd_crds::wire::{
-    ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY, MemoryUpdate, ProgressBody,
-    ResultAccepted, ResultReport,
-};
+use herd_crds::wire::{MAX_BODY, MAX_LARGE_BODY, ProgressBody, ResultAccepted, ResultReport};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
+use kube::{Api, Resource};
 use tracing::info;
 
 use super::RunApi;
-use super::admit::Admitted;
+use super::admit::{Admitted, check_live};
 use super::answers::answer;
 use super::approval::approval;
 use super::authorize::RunPath;
-use super::body::{parse, read_limited};
 use super::checkpoint::read_checkpoint;
 use super::children::{child_file, child_outcome_of, start_child};
 use super::clarification::clarification;
@@ -87,96 +82,12 @@ async fn no_route(method: Method, uri: Uri) -> Failure {
     Failure::not_found(format!("the run API has no route {method} {}", uri.path()))
 }
 
-pub(super) fn run_path((namespace, name): (String, String)) -> RunPath {
-    RunPath { namespace, name }
-}
-
-/// Refuses what the live Run shows: another Run of the same name, or a later attempt.
-pub(super) fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
-    if live.uid().as_deref() != Some(admitted.uid.as_str()) {
-        return Err(Failure::not_found(format!(
-            "Run {} is gone (recreated under its name)",
-            admitted.path
-        )));
-    }
-    let current = live.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
-    if current > admitted.attempt {
-        return Err(Failure::stale_attempt(admitted.attempt, current));
-    }
-    Ok(())
-}
-
-/// A runner's body that names the attempt it is of.
-pub(super) trait OfAttempt {
-    /// The attempt the body says it is of.
-    fn attempt(&self) -> u32;
-}
-
-impl OfAttempt for ProgressBody {
-    fn attempt(&self) -> u32 {
-        self.report.attempt
-    }
-}
-
-impl OfAttempt for ResultReport {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
-
-impl OfAttempt for ChildRequest {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
-
-impl OfAttempt for ClarificationRequest {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
-
-impl OfAttempt for herd_crds::wire::ApprovalAsk {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
-
-impl OfAttempt for MemoryUpdate {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
-
-impl RunApi {
-    /// Admits a request with a body of at most `limit` bytes, then reads the body, which must
-    /// be of the attempt the Pod serves.
-    pub(super) async fn admit_with_body<T: DeserializeOwned + OfAttempt>(
-        &self,
-        path: (String, String),
-        headers: &HeaderMap,
-        body: Body,
-        limit: usize,
-    ) -> Result<(Admitted, T), Failure> {
-        let admitted = self.admit(run_path(path), headers, limit).await?;
-        let parsed: T = parse(&read_limited(body, limit).await?)?;
-        let attempt = parsed.attempt();
-        if attempt != admitted.attempt {
-            return Err(Failure::bad_request(format!(
-                "the body is of attempt {attempt}, but this Pod serves attempt {}",
-                admitted.attempt
-            )));
-        }
-        Ok((admitted, parsed))
-    }
-}
-
 async fn config(
     State(api): State<Arc<RunApi>>,
     Path(path): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
-    let admitted = api.admit(run_path(path), &headers, MAX_BODY).await?;
+    let admitted = api.admit(RunPath::from(path), &headers, MAX_BODY).await?;
     let runs: Api<Run> = Api::namespaced(api.client.clone(), &admitted.path.namespace);
     let live = runs
         .get_opt(&admitted.path.name)

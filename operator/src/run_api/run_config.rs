@@ -54,7 +54,7 @@ pub fn run_config(
         responses: spec
             .responses
             .iter()
-            .map(herd_crds::run::Response::to_wire)
+            .map(herd_crds::wire::Answer::from)
             .collect(),
     }
 }
@@ -68,7 +68,6 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::config::DefaultModelConfig;
     use crate::decide::run_snapshot::{SnapshotSources, snapshot};
 
     fn at(seconds: i64) -> Time {
@@ -134,7 +133,6 @@ mod tests {
                     .find(|cm| cm.metadata.name.as_deref() == Some(key.name.as_str()))
                     .and_then(|cm| cm.data.as_ref()?.get(&key.key).cloned())
             });
-        let default_model = DefaultModelConfig::default();
         let snap = snapshot(
             &spec,
             &agent.spec,
@@ -143,7 +141,7 @@ mod tests {
                 skills: &[],
                 soul: None,
                 script,
-                default_model: &default_model,
+                default_model: None,
                 runner_image: "runner:1",
                 sandbox_image: "sandbox:1",
             },

@@ -197,7 +197,7 @@ fn timeout(agent: &AgentSpec, run: Option<&RunSpec>) -> Result<Duration, PlanErr
 pub(crate) fn answers(run: &RunSpec) -> Vec<Answer> {
     run.responses
         .iter()
-        .map(herd_crds::run::Response::to_wire)
+        .map(herd_crds::wire::Answer::from)
         .collect()
 }
 

@@ -130,7 +130,7 @@ fn kubelet_main(args: Args) -> ExitCode {
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
-    let config = crate::cluster::config_from_kubeconfig(&args.kubeconfig).await?;
+    let config = crate::kubeconfig::config_from_kubeconfig(&args.kubeconfig).await?;
     let api = service_env::ApiServer::from_url(&config.cluster_url).map_err(anyhow::Error::msg)?;
     let client = kube::Client::try_from(config)?;
     let state = args.state_dir.unwrap_or_else(|| {

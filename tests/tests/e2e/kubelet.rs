@@ -344,7 +344,7 @@ async fn in_cluster_client_finds_its_files(env: &TestEnv, pods: &Api<Pod>) -> an
         "in-cluster: {client_state:?}"
     );
     let report = report(client_state.message.as_deref());
-    let config = herd_e2e::cluster::config_from_kubeconfig(env.cluster().kubeconfig()).await?;
+    let config = herd_e2e::kubeconfig::config_from_kubeconfig(env.cluster().kubeconfig()).await?;
     let api = herd_e2e::kubelet::service_env::ApiServer::from_url(&config.cluster_url)
         .map_err(anyhow::Error::msg)?;
     let address = format!("{}:{}", api.host, api.port);

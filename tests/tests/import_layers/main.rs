@@ -54,25 +54,17 @@ const CRATES: [Rules; 5] = [
             &["agent"],
             &["approval", "skill"],
             &["validation", "formats"],
-            &["duration", "condition", "reason", "refs", "skill_md"],
+            &[
+                "duration",
+                "condition",
+                "micros",
+                "reason",
+                "refs",
+                "skill_md",
+            ],
             &["rules", "terminal_text"],
         ],
-        known: &[
-            Known {
-                from: "report",
-                to: "pricing",
-                why: "`Cost::amount` formats with `pricing::format_micros`, which the operator \
-                      (decide/budget_ledger.rs) imports from `pricing`: moving it below \
-                      `report` changes an operator file",
-            },
-            Known {
-                from: "run",
-                to: "wire",
-                why: "`Response::to_wire` builds a `wire::Answer`, and the operator \
-                      (run_api/answers.rs) calls it: making it a `wire` constructor changes an \
-                      operator file",
-            },
-        ],
+        known: &[],
     },
     Rules {
         dir: "kubectl-herd",
@@ -107,7 +99,7 @@ const CRATES: [Rules; 5] = [
         // cluster or the API); labels, scopes and errors at the bottom.
         layers: &[
             &["operator", "cli"],
-            &["http", "leader"],
+            &["http", "leader", "secure_metrics"],
             &["run_api"],
             &["controller"],
             &["apply", "certificates", "crd_version", "slim", "traces"],
@@ -117,70 +109,7 @@ const CRATES: [Rules; 5] = [
             &["decide"],
             &["labels", "scope", "error"],
         ],
-        known: &[
-            // Named in issue 35.
-            Known {
-                from: "run_api::routes",
-                to: "run_api::answers",
-                why: "the routes name their handlers, and the handlers take `run_path` and \
-                      `check_live` from the routes: those two belong below both",
-            },
-            Known {
-                from: "run_api::answers",
-                to: "run_api::routes",
-                why: "see run_api::routes",
-            },
-            Known {
-                from: "run_api::children",
-                to: "run_api::routes",
-                why: "see run_api::routes",
-            },
-            Known {
-                from: "run_api::clarification",
-                to: "run_api::routes",
-                why: "see run_api::routes",
-            },
-            Known {
-                from: "run_api::interruption",
-                to: "run_api::routes",
-                why: "see run_api::routes",
-            },
-            Known {
-                from: "run_api::memory",
-                to: "run_api::routes",
-                why: "see run_api::routes",
-            },
-            Known {
-                from: "controller::run_answers",
-                to: "run_api::checkpoint",
-                why: "a controller reads the checkpoint through the run API's module: the \
-                      checkpoint's store belongs below both",
-            },
-            Known {
-                from: "decide::agent_refs",
-                to: "config",
-                why: "a decision reads the operator's configuration: it should take the values \
-                      it needs as arguments",
-            },
-            Known {
-                from: "decide::run_snapshot",
-                to: "config",
-                why: "as decide::agent_refs",
-            },
-            // Found by this test, not yet in issue 35.
-            Known {
-                from: "metrics::secure",
-                to: "run_api",
-                why: "the metrics endpoint serves through the run API's TLS listener, \
-                      certificate, connections and token check: those belong below both",
-            },
-            Known {
-                from: "decide::run_clocks",
-                to: "decide::run_status",
-                why: "the run clocks and the run status read each other's helpers: the shared \
-                      ones belong in a module below both",
-            },
-        ],
+        known: &[],
     },
     Rules {
         dir: "runner",

@@ -24,7 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
 use tracing::{error, info};
 
-use super::Metrics;
+use crate::metrics::Metrics;
 use crate::run_api::authenticate::{REVIEW_TTL, bearer_token, token_hash};
 use crate::run_api::certificate::{ServingCertificate, follow_secret, server_config};
 use crate::run_api::connections;
