@@ -4,8 +4,8 @@
 //! or `debug`, and no string methods), and the returned table read as `{status, message}`. A
 //! status outside Argo CD's six is `Unknown`, as Argo CD makes it.
 //!
-//! Also what the chart ships: the scripts in `charts/herd/files/argocd/` and the values snippet
-//! for the argo-cd chart that embeds them.
+//! Also what the chart ships: the scripts in `charts/herd/files/argocd/` (each resource's is
+//! `prologue.lua` followed by its own file) and the snippets for `argocd-cm` that embed them.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,13 +58,21 @@ pub fn scripts_dir() -> PathBuf {
     repo_root().join("charts/herd/files/argocd")
 }
 
-/// The shipped health script of `kind`.
+/// The part every health script starts with (the helpers they share).
+pub const PROLOGUE: &str = "prologue.lua";
+
+/// The shipped health script of `kind` as Argo CD receives it: [`PROLOGUE`], then the kind's
+/// own file.
 pub fn script(kind: &str) -> anyhow::Result<String> {
     let (_, file) = SCRIPTS
         .iter()
         .find(|(k, _)| *k == kind)
         .with_context(|| format!("no health script for {kind}"))?;
-    let path = scripts_dir().join(file);
+    Ok(read_script_file(PROLOGUE)? + &read_script_file(file)?)
+}
+
+fn read_script_file(name: &str) -> anyhow::Result<String> {
+    let path = scripts_dir().join(name);
     std::fs::read_to_string(&path).with_context(|| path.display().to_string())
 }
 
@@ -195,7 +203,7 @@ mod tests {
                 assert_eq!(
                     embedded[&config_map_key(kind)].as_str(),
                     Some(script(kind).unwrap().as_str()),
-                    "{pointer} of {snippet} differs from {file}: copy the file in"
+                    "{pointer} of {snippet} is not {PROLOGUE} + {file}: run scripts/argocd-snippets"
                 );
             }
         }
@@ -208,7 +216,7 @@ mod tests {
         assert_eq!(
             blocks,
             [script("Run").unwrap()],
-            "the lua block of charts/herd/README.md differs from run.lua: copy the file in"
+            "the lua block of charts/herd/README.md is not {PROLOGUE} + run.lua: copy them in"
         );
     }
 

@@ -1,27 +1,9 @@
 -- Argo CD health of a herd.dev Run (argocd-cm key
--- resource.customizations.health.herd.dev_Run). Argo CD runs it in gopher-lua (Lua 5.1)
--- without the string library, so it uses only the base library.
+-- resource.customizations.health.herd.dev_Run), after prologue.lua.
 --
 -- The Succeeded condition decides, as it does for the Run's phase: Unknown while the Run goes
 -- (Queued, PodPending, Running, WaitingForInput), then True or False. No generation check: a
 -- finished Run keeps its outcome whatever is written to its spec later.
-local function find(conditions, type_)
-  for _, condition in ipairs(conditions) do
-    if condition.type == type_ then
-      return condition
-    end
-  end
-  return nil
-end
-
--- The condition's message, or its reason when the message is empty.
-local function describe(condition)
-  if condition.message ~= nil and condition.message ~= "" then
-    return condition.message
-  end
-  return condition.reason
-end
-
 local conditions = {}
 if obj.status ~= nil and obj.status.conditions ~= nil then
   conditions = obj.status.conditions

@@ -1,49 +1,6 @@
 -- Argo CD health of a herd.dev Schedule (argocd-cm key
--- resource.customizations.health.herd.dev_Schedule). Argo CD runs it in gopher-lua (Lua 5.1)
--- without the string library, so it uses only the base library and the `..` operator.
-local function find(conditions, type_)
-  for _, condition in ipairs(conditions) do
-    if condition.type == type_ then
-      return condition
-    end
-  end
-  return nil
-end
-
--- The condition's message, or its reason when the message is empty.
-local function describe(condition)
-  if condition.message ~= nil and condition.message ~= "" then
-    return condition.message
-  end
-  return condition.reason
-end
-
-local status = obj.status
-if status == nil or status.observedGeneration == nil then
-  return { status = "Progressing", message = "waiting for the operator to observe the Schedule" }
-end
--- Conditions older than the spec say nothing about it: the operator has not caught up yet.
-if status.observedGeneration ~= obj.metadata.generation then
-  return {
-    status = "Progressing",
-    message = "waiting for the operator to observe generation " .. obj.metadata.generation,
-  }
-end
-local conditions = status.conditions or {}
-local accepted = find(conditions, "Accepted")
-if accepted ~= nil and accepted.status == "False" then
-  return { status = "Degraded", message = describe(accepted) }
-end
-local ready = find(conditions, "Ready")
--- `suspend: true` is a choice, not a fault: no Run is created until it is lifted.
-if ready ~= nil and ready.status == "True" and ready.reason == "Suspended" then
-  return { status = "Suspended", message = describe(ready) }
-end
-if ready ~= nil and ready.status == "True" then
-  return { status = "Healthy", message = describe(ready) }
-end
--- A Run the API server refused (its message is carried).
-if ready ~= nil and ready.status == "False" then
-  return { status = "Degraded", message = describe(ready) }
-end
-return { status = "Progressing", message = "waiting for the Ready condition" }
+-- resource.customizations.health.herd.dev_Schedule), after prologue.lua. `suspend: true` is a
+-- choice, not a fault: no Run is created until it is lifted (Suspended). Ready=False carries
+-- the message of a Run the API server refused.
+return observed_health("waiting for the operator to observe the Schedule", { "Accepted" },
+  suspended_when_ready("True", "Suspended"))
