@@ -6,7 +6,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::shared::FIELD_MANAGER;
+use crate::controller_state::FIELD_MANAGER;
 
 /// Applies `status` to the status subresource of `object`. Every field the controller owns is
 /// sent, so fields it no longer sets (a `Stalled` condition that cleared) are removed.

@@ -16,7 +16,7 @@ const CA_NAME: &str = "herd-run-api-ca";
 
 /// A certificate and its private key, both PEM.
 #[derive(Clone, Debug)]
-pub struct Issued {
+pub struct CertificatePem {
     /// The certificate.
     pub cert: String,
     /// Its PKCS#8 private key.
@@ -45,13 +45,13 @@ fn ca_params() -> CertificateParams {
 }
 
 /// A new self-signed CA valid for `validity`.
-pub fn new_ca(validity: Validity) -> Result<Issued, Error> {
+pub fn new_ca(validity: Validity) -> Result<CertificatePem, Error> {
     let key = KeyPair::generate().map_err(tls)?;
     let mut params = ca_params();
     params.not_before = offset(validity.not_before)?;
     params.not_after = offset(validity.not_after)?;
     let cert = params.self_signed(&key).map_err(tls)?;
-    Ok(Issued {
+    Ok(CertificatePem {
         cert: cert.pem(),
         key: key.serialize_pem(),
     })
@@ -59,7 +59,11 @@ pub fn new_ca(validity: Validity) -> Result<Issued, Error> {
 
 /// A serving certificate for `names` (IP addresses become IP SANs), valid for `validity`,
 /// signed by the CA whose key is `ca_key`.
-pub fn new_leaf(ca_key: &str, names: &[String], validity: Validity) -> Result<Issued, Error> {
+pub fn new_leaf(
+    ca_key: &str,
+    names: &[String],
+    validity: Validity,
+) -> Result<CertificatePem, Error> {
     let issuer = Issuer::new(ca_params(), KeyPair::from_pem(ca_key).map_err(tls)?);
     let key = KeyPair::generate().map_err(tls)?;
     let mut params = CertificateParams::new(names.to_vec()).map_err(tls)?;
@@ -73,7 +77,7 @@ pub fn new_leaf(ca_key: &str, names: &[String], validity: Validity) -> Result<Is
     params.not_before = offset(validity.not_before)?;
     params.not_after = offset(validity.not_after)?;
     let cert = params.signed_by(&key, &issuer).map_err(tls)?;
-    Ok(Issued {
+    Ok(CertificatePem {
         cert: cert.pem(),
         key: key.serialize_pem(),
     })

@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::{Api, ResourceExt};
 use tracing::warn;
 
-use crate::shared::Shared;
+use crate::controller_state::Shared;
 
 /// The command that updates the CRDs.
 pub const UPGRADE_COMMAND: &str = "kubectl apply --server-side -f charts/herd/crds/";

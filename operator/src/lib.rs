@@ -13,6 +13,7 @@ pub mod certificates;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod controller_state;
 pub mod crd_version;
 pub mod decide;
 pub mod error;
@@ -24,7 +25,6 @@ pub mod operator;
 pub mod run_api;
 pub mod scope;
 pub mod secure_metrics;
-pub mod shared;
 pub mod slim;
 pub mod traces;
 

@@ -17,6 +17,7 @@ use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::run_context::RunSetup;
 use crate::controller::skill::SkillWake;
 use crate::controller::{agent, budget, run, schedule, skill};
+use crate::controller_state::Shared;
 use crate::decide::run_api_tls::leaf_names;
 use crate::error::Error;
 use crate::http::Readiness;
@@ -26,7 +27,6 @@ use crate::metrics::Metrics;
 use crate::metrics::kube_client::instrument;
 use crate::run_api::{self, RunApi};
 use crate::scope::{Scope, Synced};
-use crate::shared::Shared;
 
 /// The name the operator reports Events under.
 pub const REPORTER: &str = "herd-operator";

@@ -3,7 +3,7 @@
 //! proxy` or `argo server --auth-mode client`).
 //!
 //! - [`guard`]: only the loopback address and port, only with the token printed at start.
-//! - [`shared`]: one watch per kind, shared by every open page; pages go live through
+//! - [`watches`]: one watch per kind, shared by every open page; pages go live through
 //!   server-sent events that carry their re-rendered regions ([`server`]).
 //! - Pages are server-rendered ([`templates`]) from what `kubectl herd` itself computes: the
 //!   columns and tree of `get` ([`runs_page`]), `describe`'s parts, `answer`'s patch and
@@ -16,8 +16,8 @@ pub mod markdown;
 pub mod run_page;
 pub mod runs_page;
 pub mod server;
-pub mod shared;
 pub mod templates;
+pub mod watches;
 
 use std::process::Stdio;
 

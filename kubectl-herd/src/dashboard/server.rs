@@ -40,8 +40,8 @@ use crate::dashboard::markdown;
 use crate::dashboard::run_page::{Extras, FileRow, ResultView, event_rows, run_page};
 use crate::dashboard::runs_page::{RunsQuery, runs_page};
 use crate::dashboard::said;
-use crate::dashboard::shared::Shared;
 use crate::dashboard::templates::{CSS, Frame, JS, environment, render};
+use crate::dashboard::watches::SharedWatch;
 use crate::error::CliError;
 use crate::logs::log_pod;
 use crate::result::{answered, presented_files, read_answer};
@@ -74,11 +74,11 @@ struct App {
     all_namespaces: bool,
     guard: Guard,
     templates: Environment<'static>,
-    runs: Shared<Run>,
-    agents: OnceCell<Shared<Agent>>,
-    skills: OnceCell<Shared<Skill>>,
-    schedules: OnceCell<Shared<Schedule>>,
-    budgets: OnceCell<Shared<Budget>>,
+    runs: SharedWatch<Run>,
+    agents: OnceCell<SharedWatch<Agent>>,
+    skills: OnceCell<SharedWatch<Skill>>,
+    schedules: OnceCell<SharedWatch<Schedule>>,
+    budgets: OnceCell<SharedWatch<Budget>>,
 }
 
 type AppState = State<Arc<App>>;
@@ -100,7 +100,7 @@ pub async fn start(cluster: Cluster, all_namespaces: bool, port: u16) -> Result<
         .map_err(|e| CliError::new(format!("the dashboard's templates are broken: {e}")))?;
     let guard = Guard::new(port);
     let url = guard.first_url();
-    let runs = Shared::start(scoped(&cluster, all_namespaces));
+    let runs = SharedWatch::start(scoped(&cluster, all_namespaces));
     let app = Arc::new(App {
         cluster,
         all_namespaces,
@@ -263,27 +263,35 @@ impl App {
         })
     }
 
-    async fn agents(&self) -> &Shared<Agent> {
+    async fn agents(&self) -> &SharedWatch<Agent> {
         self.agents
-            .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
+            .get_or_init(|| async {
+                SharedWatch::start(scoped(&self.cluster, self.all_namespaces))
+            })
             .await
     }
 
-    async fn skills(&self) -> &Shared<Skill> {
+    async fn skills(&self) -> &SharedWatch<Skill> {
         self.skills
-            .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
+            .get_or_init(|| async {
+                SharedWatch::start(scoped(&self.cluster, self.all_namespaces))
+            })
             .await
     }
 
-    async fn budgets(&self) -> &Shared<Budget> {
+    async fn budgets(&self) -> &SharedWatch<Budget> {
         self.budgets
-            .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
+            .get_or_init(|| async {
+                SharedWatch::start(scoped(&self.cluster, self.all_namespaces))
+            })
             .await
     }
 
-    async fn schedules(&self) -> &Shared<Schedule> {
+    async fn schedules(&self) -> &SharedWatch<Schedule> {
         self.schedules
-            .get_or_init(|| async { Shared::start(scoped(&self.cluster, self.all_namespaces)) })
+            .get_or_init(|| async {
+                SharedWatch::start(scoped(&self.cluster, self.all_namespaces))
+            })
             .await
     }
 

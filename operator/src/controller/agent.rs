@@ -18,6 +18,7 @@ use tracing::{debug, info};
 
 use super::prologue::begin;
 use crate::apply::apply_status;
+use crate::controller_state::{Shared, key};
 use crate::decide::agent_refs::{self, SecretRef};
 use crate::decide::agent_status::{
     AgentFindings, ConfigMapFinding, ConfigMapState, SecretFinding, SecretState, next_status,
@@ -27,7 +28,6 @@ use crate::decide::skill_refs::{SkillView, resolve};
 use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
-use crate::shared::{Shared, key};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.

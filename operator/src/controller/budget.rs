@@ -18,12 +18,12 @@ use tracing::{debug, info};
 use super::budget_views::{in_namespace, run_usage};
 use super::prologue::begin;
 use crate::apply::apply_status;
+use crate::controller_state::{Shared, key};
 use crate::decide::budget_ledger::Limit;
 use crate::decide::budget_status::next_status;
 use crate::error::Error;
 use crate::metrics::budget::BudgetLabels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
-use crate::shared::{Shared, key};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.

@@ -18,11 +18,11 @@ use kube::{Api, Client, ResourceExt};
 use tracing::warn;
 
 use super::budget_views::view;
+use crate::controller_state::FIELD_MANAGER;
 use crate::decide::admission::RunKey;
 use crate::decide::budget_admission::{Candidate, Starting, TokenPrice, allowance, reserved_cost};
 use crate::decide::budget_ledger::Ledger;
 use crate::decide::run_snapshot::Snapshot;
-use crate::shared::FIELD_MANAGER;
 
 /// How often a reservation is tried again after another writer changed a Budget first.
 const ROUNDS: usize = 8;

@@ -16,10 +16,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::apply::apply_status;
+use crate::controller_state::Shared;
 use crate::decide::conditions::begin_reconcile;
 use crate::error::Error;
 use crate::metrics::Measure;
-use crate::shared::Shared;
 
 /// A reconcile under way on the leader.
 pub struct Reconcile<'a, K: HasStatus> {

@@ -31,6 +31,7 @@ use super::skill::SkillWake;
 use super::superseded::Superseded;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
+use crate::controller_state::{Shared, key};
 use crate::decide::budget_hold::hold_run;
 use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
 use crate::decide::run_clocks::{elapsed, working_time_left};
@@ -47,7 +48,6 @@ use crate::error::Error;
 use crate::labels;
 use crate::metrics::{AgentLabels, OutcomeLabels};
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
-use crate::shared::{Shared, key};
 use crate::slim::{slim_metadata, slim_pod, slim_run};
 
 /// The controller's name in metrics and logs.

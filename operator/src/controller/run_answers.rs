@@ -14,13 +14,13 @@ use tracing::{info, warn};
 
 use super::run_context::{Context, Ids};
 use super::run_objects::owned_by;
+use crate::controller_state::FIELD_MANAGER;
 use crate::decide::answers::{
     ANSWER_IGNORED, JUDGED_ANNOTATION, judge, judged_answers, new_answers,
 };
 use crate::decide::approval_events::decision_events;
 use crate::decide::asked_questions::{asked_questions, checkpoint_name};
 use crate::error::Error;
-use crate::shared::FIELD_MANAGER;
 
 /// Judges the Run's new answers; records them under the version read (a reconcile from a
 /// stale cache gets a conflict rather than judging twice), then warns about the ignored ones

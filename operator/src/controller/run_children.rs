@@ -16,9 +16,9 @@ use tracing::info;
 
 use super::run_context::{Context, Ids};
 use super::run_objects::{controller_uid, owned_by};
+use crate::controller_state::FIELD_MANAGER;
 use crate::decide::child_run::children_status;
 use crate::error::Error;
-use crate::shared::FIELD_MANAGER;
 
 /// The Run's children the cache shows (Runs it owns that name it as parent). Only a Run that
 /// reserved children has any: `create_child` reserves before it creates.

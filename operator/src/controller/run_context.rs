@@ -14,9 +14,9 @@ use super::run_api_tls::RunApiTls;
 use super::run_changes::RunChanges;
 use super::run_objects::Ensured;
 use crate::config::RunPodConfig;
+use crate::controller_state::Shared;
 use crate::decide::run_network_policy::NetworkConfig;
 use crate::decide::run_pod::PodConfig;
-use crate::shared::Shared;
 
 /// What the Run controller reads.
 pub struct Context {

@@ -7,8 +7,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::run_context::Ids;
+use crate::controller_state::FIELD_MANAGER;
 use crate::error::Error;
-use crate::shared::FIELD_MANAGER;
 use crate::traces::start_run_trace;
 
 /// Writes the trace annotation on a new top-level Run without one, when the operator records

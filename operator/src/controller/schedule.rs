@@ -22,11 +22,11 @@ use tracing::{debug, info};
 use super::prologue::begin;
 use super::run_objects::{namespace_terminating, owned_by};
 use crate::apply::apply_status;
+use crate::controller_state::{FIELD_MANAGER, Shared, key};
 use crate::decide::schedule_plan::{Outcome, ScheduleFacts, ScheduleRun, plan, refused};
 use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
-use crate::shared::{FIELD_MANAGER, Shared, key};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.

@@ -24,6 +24,7 @@ use super::prologue::begin;
 use super::run_context::RunCaches;
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
+use crate::controller_state::{Shared, key};
 use crate::decide::run_snapshot::{Snapshot, read_snapshot};
 use crate::decide::run_status::snapshot_name;
 use crate::decide::skill_status::{Rendered, SkillVersion, evaluate, next_status};
@@ -32,7 +33,6 @@ use crate::decide::skill_version_gc::{unused_versions, versions_in_use};
 use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
-use crate::shared::{Shared, key};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.

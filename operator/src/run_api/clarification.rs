@@ -20,7 +20,7 @@ use super::admit::Admitted;
 use super::admit::check_live;
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
-use super::progress::RunKey;
+use super::progress::RunInstance;
 use super::report::{
     AfterClarification, Awaiting, Checkpointed, after_clarification, truncate_chars,
 };
@@ -101,7 +101,7 @@ pub(super) async fn store_awaiting(
             live.seq
         )));
     }
-    let key = RunKey {
+    let key = RunInstance {
         path: admitted.path.clone(),
         uid: admitted.uid.clone(),
     };

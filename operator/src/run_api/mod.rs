@@ -48,7 +48,7 @@ use self::authorize::Attempts;
 use self::certificate::{ServingCertificate, follow_secret, server_config};
 use self::failure::Failure;
 use self::listener::TlsListener;
-use self::progress::{Coalescer, RunKey, WRITE_INTERVAL, WriteOutcome, WriteProgress};
+use self::progress::{Coalescer, RunInstance, WRITE_INTERVAL, WriteOutcome, WriteProgress};
 use self::rate_limit::RateLimiter;
 use self::report::after_progress;
 use self::report_writer::write_report;
@@ -85,7 +85,7 @@ impl RunApi {
 
 /// Writes a coalesced progress report over the live report (dropped when stale).
 fn progress_writer(client: Client) -> WriteProgress {
-    Arc::new(move |key: RunKey, report: ProgressBody| {
+    Arc::new(move |key: RunInstance, report: ProgressBody| {
         let client = client.clone();
         Box::pin(async move {
             let written = write_report(&client, &key.path.namespace, &key.path.name, |live| {

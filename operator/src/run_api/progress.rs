@@ -14,7 +14,7 @@ use super::authorize::RunPath;
 
 /// Whose progress: the Run in the path, by UID (a Run recreated under its name is another).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RunKey {
+pub struct RunInstance {
     /// The Run's namespace and name.
     pub path: RunPath,
     /// The Run's UID.
@@ -37,7 +37,7 @@ pub enum WriteOutcome {
 
 /// Writes one progress report of a Run.
 pub type WriteProgress =
-    Arc<dyn Fn(RunKey, ProgressBody) -> BoxFuture<'static, WriteOutcome> + Send + Sync>;
+    Arc<dyn Fn(RunInstance, ProgressBody) -> BoxFuture<'static, WriteOutcome> + Send + Sync>;
 
 /// One Run's writer: the newest report taken and the one waiting to be written.
 struct Slot {
@@ -48,7 +48,7 @@ struct Slot {
     retries: u32,
 }
 
-type Slots = Arc<Mutex<HashMap<RunKey, Slot>>>;
+type Slots = Arc<Mutex<HashMap<RunInstance, Slot>>>;
 
 /// The progress writers of every Run.
 pub struct Coalescer {
@@ -57,7 +57,7 @@ pub struct Coalescer {
     write: WriteProgress,
 }
 
-fn lock(slots: &Slots) -> std::sync::MutexGuard<'_, HashMap<RunKey, Slot>> {
+fn lock(slots: &Slots) -> std::sync::MutexGuard<'_, HashMap<RunInstance, Slot>> {
     slots
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -74,7 +74,7 @@ impl Coalescer {
     }
 
     /// Takes a progress report of `run`: false when it is older than one already taken.
-    pub fn offer(&self, run: RunKey, report: ProgressBody) -> bool {
+    pub fn offer(&self, run: RunInstance, report: ProgressBody) -> bool {
         let order = (report.report.attempt, report.report.seq);
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get_mut(&run) {
@@ -108,12 +108,12 @@ impl Coalescer {
 
     /// The newest report of `run` taken within the last interval: waiting, being written or
     /// just written.
-    pub fn latest(&self, run: &RunKey) -> Option<ProgressBody> {
+    pub fn latest(&self, run: &RunInstance) -> Option<ProgressBody> {
         lock(&self.slots).get(run).map(|slot| slot.latest.clone())
     }
 
     /// Drops what waits for `run` (its result supersedes it).
-    pub fn forget(&self, run: &RunKey) {
+    pub fn forget(&self, run: &RunInstance) {
         if let Some(slot) = lock(&self.slots).get_mut(run) {
             slot.pending = None;
         }
@@ -124,7 +124,7 @@ async fn write_loop(
     slots: Slots,
     write: WriteProgress,
     interval: Duration,
-    run: RunKey,
+    run: RunInstance,
     first: ProgressBody,
 ) {
     let mut next = Some(first);
@@ -171,8 +171,8 @@ mod tests {
         (write, log)
     }
 
-    fn run() -> RunKey {
-        RunKey {
+    fn run() -> RunInstance {
+        RunInstance {
             path: RunPath {
                 namespace: "ns".into(),
                 name: "r".into(),

@@ -31,7 +31,7 @@ use super::clarification::clarification;
 use super::failure::Failure;
 use super::interruption::interruption;
 use super::memory::{read_memory, update_memory};
-use super::progress::RunKey;
+use super::progress::RunInstance;
 use super::report::{AfterResult, Stored, after_result};
 use super::report_writer::{Written, write_report};
 use super::request_span::trace_request;
@@ -168,7 +168,7 @@ async fn progress(
         &report.report.usage,
         &report.report.calls,
     );
-    let key = RunKey {
+    let key = RunInstance {
         path: admitted.path,
         uid: admitted.uid,
     };
@@ -221,7 +221,7 @@ async fn result(
         ));
     }
     let files = decode_files(&report.files)?;
-    api.progress.forget(&RunKey {
+    api.progress.forget(&RunInstance {
         path: admitted.path.clone(),
         uid: admitted.uid.clone(),
     });

@@ -103,7 +103,7 @@ const CRATES: [Rules; 6] = [
             &["run_api"],
             &["controller"],
             &["apply", "certificates", "crd_version", "slim", "traces"],
-            &["shared"],
+            &["controller_state"],
             &["metrics"],
             &["config", "builtin_skills"],
             &["decide"],

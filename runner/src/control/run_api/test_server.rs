@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Response, StatusCode, Uri};
-use herd_operator::certificates::{Issued, new_ca, new_leaf};
+use herd_operator::certificates::{CertificatePem, new_ca, new_leaf};
 use herd_operator::decide::run_api_tls::Validity;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
@@ -125,7 +125,7 @@ impl Drop for TestRunApi {
 }
 
 /// A CA of the operator's kind, valid for a day.
-pub fn test_ca() -> Issued {
+pub fn test_ca() -> CertificatePem {
     new_ca(validity()).unwrap()
 }
 
@@ -237,7 +237,7 @@ pub fn canned(canned: Canned) -> Responder {
     })
 }
 
-fn acceptor(leaf: &Issued) -> TlsAcceptor {
+fn acceptor(leaf: &CertificatePem) -> TlsAcceptor {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let certs = CertificateDer::pem_slice_iter(leaf.cert.as_bytes())

@@ -20,26 +20,26 @@ const FIRST_LIST: Duration = Duration::from_secs(20);
 
 /// The objects of one kind, kept up to date, and the last refusal of the API server.
 #[derive(Clone)]
-pub struct Shared<K: Resource<DynamicType = ()> + 'static> {
+pub struct SharedWatch<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
     changes: watch::Receiver<u64>,
     refusal: Arc<Mutex<Option<String>>>,
 }
 
-impl<K: Resource<DynamicType = ()>> std::fmt::Debug for Shared<K> {
+impl<K: Resource<DynamicType = ()>> std::fmt::Debug for SharedWatch<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("SharedWatch")
             .field("kind", &K::kind(&()))
             .finish_non_exhaustive()
     }
 }
 
-impl<K> Shared<K>
+impl<K> SharedWatch<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// Starts watching `api` in a task of its own, for as long as the process lives.
-    pub fn start(api: Api<K>) -> Shared<K> {
+    pub fn start(api: Api<K>) -> SharedWatch<K> {
         let (store, writer) = reflector::store();
         let (tell, changes) = watch::channel(0u64);
         let refusal = Arc::new(Mutex::new(None));
@@ -56,7 +56,7 @@ where
                 tell.send_modify(|n| *n = n.wrapping_add(1));
             }
         });
-        Shared {
+        SharedWatch {
             store,
             changes,
             refusal,
