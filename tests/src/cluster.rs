@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use kube::Client;
 use kube::config::AuthInfo;
 
-use crate::control_plane::ControlPlane;
+use crate::control_plane::KubeControlPlane;
 use crate::kubeconfig::{client_from_kubeconfig, config_from_kubeconfig};
 
 /// Names an existing cluster's kubeconfig; the suite then starts no control plane.
@@ -45,7 +45,7 @@ impl Source {
 pub struct Cluster {
     client: Client,
     kubeconfig: PathBuf,
-    control_plane: Option<ControlPlane>,
+    control_plane: Option<KubeControlPlane>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -67,7 +67,7 @@ impl Cluster {
                 control_plane: None,
             }),
             Source::Assets(assets) => {
-                let control_plane = ControlPlane::start(assets).await?;
+                let control_plane = KubeControlPlane::start(assets).await?;
                 let kubeconfig = control_plane.kubeconfig().to_path_buf();
                 Ok(Cluster {
                     client: client_from_kubeconfig(&kubeconfig).await?,
@@ -101,7 +101,7 @@ impl Cluster {
 
     /// The control plane this process started (with its CA, keys and logs); `None` on an
     /// existing cluster.
-    pub fn control_plane(&self) -> Option<&ControlPlane> {
+    pub fn control_plane(&self) -> Option<&KubeControlPlane> {
         self.control_plane.as_ref()
     }
 }

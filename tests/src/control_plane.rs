@@ -24,7 +24,7 @@ const ADMISSION_PLUGINS: &str = "NamespaceLifecycle,LimitRanger,ServiceAccount,P
 const CONTROLLERS: &str = "*,-node-ipam-controller,-node-lifecycle-controller,-taint-eviction-controller,-persistentvolume-attach-detach-controller,-ttl-controller,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller";
 
 /// A running control plane; dropping it stops every process and removes its files.
-pub struct ControlPlane {
+pub struct KubeControlPlane {
     // Field order is drop order: servers stop before their folder is removed.
     controller_manager: Server,
     apiserver: Server,
@@ -35,19 +35,19 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
 }
 
-impl std::fmt::Debug for ControlPlane {
+impl std::fmt::Debug for KubeControlPlane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControlPlane")
+        f.debug_struct("KubeControlPlane")
             .field("server_url", &self.server_url)
             .field("dir", &self.dir.path())
             .finish_non_exhaustive()
     }
 }
 
-impl ControlPlane {
+impl KubeControlPlane {
     /// Starts the three servers from the binaries in `assets` and waits until the API server
     /// is ready.
-    pub async fn start(assets: &Path) -> anyhow::Result<ControlPlane> {
+    pub async fn start(assets: &Path) -> anyhow::Result<KubeControlPlane> {
         for binary in ["etcd", "kube-apiserver", "kube-controller-manager"] {
             if !assets.join(binary).is_file() {
                 bail!("{} has no {binary}", assets.display());
@@ -177,7 +177,7 @@ impl ControlPlane {
                 ("--controllers", CONTROLLERS.into()),
             ]),
         )?;
-        Ok(ControlPlane {
+        Ok(KubeControlPlane {
             controller_manager,
             apiserver,
             etcd,
