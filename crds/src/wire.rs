@@ -234,6 +234,23 @@ pub struct Answer {
     pub reason: Option<String>,
 }
 
+/// The exit code of a runner that could not post its result before its deadline and wrote a
+/// [`FallbackReport`] to its termination log instead.
+pub const FALLBACK_EXIT_CODE: u8 = 75;
+
+/// What such a runner writes to its termination log (the kubelet keeps 4,096 bytes of it): the
+/// operator reads it from the `agent` container's terminated state and ends the Run as the
+/// stop reason says.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FallbackReport {
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
+    /// The answer, or for a failure what failed.
+    #[serde(default)]
+    pub text: String,
+}
+
 impl From<&Response> for Answer {
     /// A Run's `spec.responses[]` entry as the run API hands it to the runner.
     fn from(response: &Response) -> Self {

@@ -41,8 +41,8 @@ use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, is_terminal,
-    next_status, start_deadline,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, controller_part,
+    is_terminal, next_status, start_deadline,
 };
 use crate::error::Error;
 use crate::labels;
@@ -466,14 +466,6 @@ async fn terminal_report(
         .await?
         .and_then(|run| run.status)
         .and_then(|status| status.report))
-}
-
-/// The part of a status the controller writes: all but `report`.
-fn controller_part(status: &RunStatus) -> RunStatus {
-    RunStatus {
-        report: None,
-        ..status.clone()
-    }
 }
 
 /// Whether the Run ended by the operator's decision (cancel, a deadline, an invalid spec, a

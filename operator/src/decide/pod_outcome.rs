@@ -9,10 +9,6 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 /// The name of the container whose exit ends the Pod.
 pub const AGENT_CONTAINER: &str = "agent";
 
-/// The exit code of a runner that could not post its result and wrote a fallback report to its
-/// termination log instead.
-pub const FALLBACK_EXIT_CODE: i32 = 75;
-
 /// Exit codes of a process ended by SIGTERM (the runner's own 143) or SIGKILL.
 const STOPPED_BY_SIGNAL: [i32; 2] = [143, 137];
 

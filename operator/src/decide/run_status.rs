@@ -9,12 +9,12 @@ use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::report::StopReason;
 use herd_crds::run::{RunPhase, RunReport, RunStatus, phase_of};
+use herd_crds::wire::{FALLBACK_EXIT_CODE, FallbackReport};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde::Deserialize;
 
 use super::awaited::awaited;
 use super::conditions::merge;
-use super::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE, PodOutcome, StartFailure};
+use super::pod_outcome::{AgentExit, PodOutcome, StartFailure};
 use super::run_clocks::{elapsed, next_clocks, working_time};
 
 /// How long a Run waits for its Agent when no timeout is known yet.
@@ -99,16 +99,6 @@ pub struct RunDecision {
     /// The operator gave up on the attempt's Pod (it did not start in time): delete it, else
     /// it would keep pulling or waiting for a node.
     pub stop_pod: bool,
-}
-
-/// The runner's fallback report: what it writes to its termination log when it cannot post its
-/// result before its deadline, before exiting 75.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct FallbackReport {
-    stop_reason: StopReason,
-    #[serde(default)]
-    text: String,
 }
 
 /// `Succeeded` at the end: status, reason and message.
@@ -428,8 +418,8 @@ pub fn snapshot_name(run: &str) -> String {
     format!("{run}-snapshot")
 }
 
-/// The status without `report`, which the controller never sends.
-fn controller_part(status: &RunStatus) -> RunStatus {
+/// The part of a status the controller writes: all but `report`, which the runner sends.
+pub fn controller_part(status: &RunStatus) -> RunStatus {
     RunStatus {
         report: None,
         ..status.clone()
@@ -514,7 +504,7 @@ fn exited(exit: &AgentExit) -> Outcome {
     if exit.oom_killed {
         return Outcome::failed(reason::OOM_KILLED, "the agent container ran out of memory");
     }
-    if exit.exit_code == FALLBACK_EXIT_CODE
+    if exit.exit_code == i32::from(FALLBACK_EXIT_CODE)
         && let Ok(fallback) = serde_json::from_str::<FallbackReport>(&exit.message)
     {
         return stopped(fallback.stop_reason, Some(&fallback.text));

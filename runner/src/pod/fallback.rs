@@ -5,28 +5,22 @@
 //! report stays within 4,000.
 
 use herd_crds::report::StopReason;
-use serde::Serialize;
+pub use herd_crds::wire::FALLBACK_EXIT_CODE;
+use herd_crds::wire::FallbackReport;
 
-/// The exit code of a runner that wrote a fallback report (the operator's
-/// `FALLBACK_EXIT_CODE`).
-pub const FALLBACK_EXIT_CODE: u8 = 75;
 /// The most bytes a fallback report takes.
 pub const MAX_REPORT_BYTES: usize = 4000;
-
-/// What the termination log holds, in the keys the operator parses.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FallbackReport<'a> {
-    stop_reason: StopReason,
-    text: &'a str,
-}
 
 /// The report for a run that ended with `stop_reason` and `text` (the answer, or for a
 /// failure what failed), `text` cut at a character boundary so the JSON fits
 /// [`MAX_REPORT_BYTES`].
 pub fn fallback_report(stop_reason: StopReason, text: &str) -> String {
     let json = |text: &str| {
-        serde_json::to_string(&FallbackReport { stop_reason, text }).unwrap_or_default()
+        serde_json::to_string(&FallbackReport {
+            stop_reason,
+            text: text.to_owned(),
+        })
+        .unwrap_or_default()
     };
     let whole = json(text);
     if whole.len() <= MAX_REPORT_BYTES {
@@ -54,15 +48,10 @@ fn escaped_len(c: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use herd_operator::decide::pod_outcome::{AgentExit, FALLBACK_EXIT_CODE as OPERATORS};
+    use herd_operator::decide::pod_outcome::AgentExit;
     use proptest::prelude::*;
 
     use super::*;
-
-    #[test]
-    fn the_exit_code_is_the_one_the_operator_reads() {
-        assert_eq!(i32::from(FALLBACK_EXIT_CODE), OPERATORS);
-    }
 
     #[test]
     fn a_short_answer_is_written_whole_in_the_operators_keys() {
