@@ -12,6 +12,7 @@ use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunPhase, RunReport, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -32,8 +33,9 @@ use super::superseded::Superseded;
 use crate::apply::apply_status;
 use crate::config::RunPodConfig;
 use crate::controller_state::{Shared, key};
+use crate::decide::budget_admission::Hold;
 use crate::decide::budget_hold::hold_run;
-use crate::decide::pod_outcome::{is_start_failure, pod_outcome};
+use crate::decide::pod_outcome::{PodOutcome, is_start_failure, pod_outcome};
 use crate::decide::run_clocks::{elapsed, working_time_left};
 use crate::decide::run_deadlines::{Limits, next_requeue, ttl_expired};
 use crate::decide::run_events::succeeded_event;
@@ -41,8 +43,8 @@ use crate::decide::run_network_policy::{NetworkConfig, RunApiPeer};
 use crate::decide::run_pod::{PodConfig, pod_name};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::{
-    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunFacts, caused_by_loss, controller_part,
-    is_terminal, next_status, start_deadline,
+    AgentState, DEFAULT_ACCEPT_TIMEOUT, PodState, RunDecision, RunFacts, caused_by_loss,
+    controller_part, is_terminal, next_status, start_deadline,
 };
 use crate::error::Error;
 use crate::labels;
@@ -229,6 +231,10 @@ pub async fn reconcile(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error
     }
 }
 
+/// One reconcile of a Run, in three steps: read (the snapshot, the Pod, the report), decide
+/// ([`next_status`], pure), apply (the Pod the decision lacks, then the status, the Pod's
+/// deletion and the Events). Before them, writes that bring a new version of the Run (its trace
+/// context, the judged answers) are made alone; a finished Run only keeps its children and TTL.
 async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shared = &ctx.shared;
     let Some(start) = begin(shared, NAME, run.as_ref())? else {
@@ -239,203 +245,65 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         namespace: start.namespace,
         uid: run.uid().ok_or(Error::MissingField("metadata.uid"))?,
     };
+    if let Some(action) = write_before_deciding(&ctx, &start, &run, &ids).await? {
+        return Ok(action);
+    }
     let Reconcile {
         api, previous, now, ..
     } = &start;
-    let version = run.resource_version();
-    if let Some(left) = ctx
-        .superseded
-        .stale_for(&ids.uid, version.as_deref(), Instant::now())
-    {
-        // The cache still shows a version this controller wrote over: its watch event comes,
-        // and wakes this Run before the grace runs out.
-        shared.succeeded(&key(NAME, run.as_ref()));
-        return Ok(Action::requeue(left));
-    }
-    let created = run
-        .metadata
-        .creation_timestamp
-        .clone()
-        .unwrap_or_else(|| now.clone());
 
-    if start_trace(api, &run, &ids, previous).await? {
-        ctx.superseded
-            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
-        // As for answers: the annotation's watch event reconciles the new version.
-        shared.succeeded(&key(NAME, run.as_ref()));
-        return Ok(Action::await_change());
-    }
-
-    if judge_answers(&ctx, api, &run, &ids, previous).await? {
-        ctx.superseded
-            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
-        // The annotation's watch event reconciles the new version; a status write from this
-        // one would only conflict.
-        shared.succeeded(&key(NAME, run.as_ref()));
-        return Ok(Action::await_change());
-    }
-
-    let accepted = previous.start_time.is_some();
-    let mut invalid = None;
-    // Every attempt must use exactly what the Run was accepted with; never re-snapshot a live
-    // Agent that may have changed since.
-    let mut snapshot_lost = false;
-    let (agent_state, snap, written_now) = if accepted {
-        let snap = load_snapshot(&ctx, &ids).await?;
-        snapshot_lost = snap.is_none();
-        (AgentState::Ready, snap, false)
-    } else {
-        let taken = accept(&ctx, &run, &ids, &mut invalid).await?;
-        (taken.agent, taken.snapshot, taken.written)
-    };
-    let limits = limits(&run, snap.as_ref(), &ctx, &ids);
-
-    let children = children_of(&ctx, &ids, previous);
+    // Read.
+    let read = read_run(&ctx, &run, &ids, previous, now).await?;
     if phase_of(&previous.conditions).is_finished() {
-        if ttl_expired(previous, limits.ttl_after_finished, now) && !parent_alive(&ctx, &run) {
-            info!(
-                run = ids.name,
-                namespace = ids.namespace,
-                "TTL passed: deleting the Run"
-            );
-            match api.delete(ids.name, &Default::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(error) => return Err(error.into()),
-            }
-            return Ok(Action::await_change());
-        }
-        if operator_stopped(previous) {
-            // Level-based: a Pod that reached the cache only after the Run was ended (its
-            // event reconciles the Run again) is stopped too.
-            let this_pod = pod_name(ids.name, previous.attempt.unwrap_or(1));
-            let cached = ctx
-                .pods
-                .get(&ObjectRef::new(&this_pod).within(ids.namespace));
-            if cached.is_some_and(|pod| owned_by(pod.as_ref(), &ids.uid)) {
-                delete_pod(&shared.client, ids.namespace, &this_pod).await?;
-            }
-        }
-        // Any end of a parent ends its children; its status keeps following them.
-        cancel_children(&shared.client, ids.namespace, &children).await?;
-        let before = controller_part(previous);
-        let mut status = before.clone();
-        set_children(&mut status, previous, &children);
-        if status != before {
-            apply_status(api, run.as_ref(), &status).await?;
-            ctx.superseded
-                .wrote_over(&ids.uid, version.as_deref(), Instant::now());
-        }
-        shared.succeeded(&key(NAME, run.as_ref()));
-        // Only a TTL is still to come; its children and its Pod wake a finished Run themselves
-        // (thousands of finished Runs hold no timers).
-        return Ok(match limits.ttl_after_finished {
-            Some(_) => Action::requeue(next_requeue(previous, &created, limits, now)),
-            None => Action::await_change(),
-        });
+        return keep_finished(&ctx, &start, &run, &ids, read).await;
     }
+    let observed = read_attempt(&ctx, api, &ids, previous).await?;
+    let mut facts = facts(&ctx, &run, previous, &read, &observed, now);
 
-    let attempt = previous.attempt.unwrap_or(1);
-    let this_pod = pod_name(ids.name, attempt);
-    let named = previous.pod_name.as_deref() == Some(this_pod.as_str());
-    let pod = current_pod(&ctx, &ids, &this_pod, named).await?;
-    let pod_state = match &pod {
-        Some(pod) => PodState::Observed(pod_outcome(pod)),
-        None if named => PodState::Gone,
-        None => PodState::NotCreated,
-    };
-    let report = terminal_report(api, ids.name, previous, attempt).await?;
-    let mut facts = RunFacts {
-        name: ids.name,
-        generation: run.metadata.generation,
-        created: created.clone(),
-        agent_name: &run.spec.agent_ref.name,
-        cancel: run.spec.cancel,
-        agent: agent_state,
-        timeout: limits.timeout,
-        input_timeout: limits.input_timeout,
-        retries: snap.as_ref().map_or(0, |s| s.run.retries),
-        report: report.as_ref().or(previous.report.as_ref()),
-        answered: run.spec.responses.iter().map(|r| r.id.clone()).collect(),
-        pod: pod_state,
-        pod_name: pod.as_ref().map(|_| this_pod.clone()),
-        blocked: None,
-        invalid,
-        snapshot_lost,
-        pod_created: pod
-            .as_ref()
-            .and_then(|pod| pod.metadata.creation_timestamp.clone()),
-        pod_start_timeout: ctx.images.pod_start_timeout,
-        now: now.clone(),
-    };
+    // Decide.
     let mut decision = next_status(previous, &facts);
+
+    // Apply: the Pod the decision lacks, whose outcome (created, queued, refused...) is decided
+    // again; then the status.
     let mut back_off = false;
-    let mut over_budget = None;
-    // Not for a new attempt (retried or resumed: its Pod is created on the next reconcile,
-    // under its own name) nor for a suspended Run, which holds no Pod until answered.
-    if decision.status.completion_time.is_none()
-        && decision.status.attempt.unwrap_or(1) == attempt
-        && decision.status.phase != Some(RunPhase::Suspended)
-        && facts.pod == PodState::NotCreated
-        && let Some(snap) = &snap
+    if lacks_pod(&decision, &facts, observed.attempt)
+        && let Some(snap) = &read.snapshot
     {
-        let time_left = working_time_left(&decision.status, limits.timeout, now);
-        match start_pod(&ctx, &run, &ids, snap, written_now, attempt, time_left).await? {
-            Started::Created => {
-                facts.pod = PodState::Observed(crate::decide::pod_outcome::PodOutcome::Pending);
-                facts.pod_name = Some(this_pod.clone());
-            }
-            Started::Blocked(why) => {
-                facts.blocked = Some(why);
-                back_off = true;
-            }
-            Started::Queued(why) => facts.blocked = Some(why),
-            Started::OverBudget(hold) => {
-                facts.blocked = Some(hold.message.clone());
-                over_budget = Some(hold);
-            }
-            Started::Refused(why) => facts.invalid = Some(why),
-            Started::SnapshotLost => facts.snapshot_lost = true,
-        }
+        let time_left = working_time_left(&decision.status, read.limits.timeout, now);
+        let started = start_pod(
+            &ctx,
+            &run,
+            &ids,
+            snap,
+            read.written_now,
+            observed.attempt,
+            time_left,
+        )
+        .await?;
+        let (blocked, over_budget) = note_start(&mut facts, started, &observed.pod_name);
+        back_off = blocked;
         decision = next_status(previous, &facts);
         if let Some(hold) = &over_budget {
             hold_run(&mut decision.status, hold, run.metadata.generation, now);
         }
     }
-    set_children(&mut decision.status, previous, &children);
-    let changed = decision.status != controller_part(previous);
-    // A namespace being deleted takes the Run's Pod, snapshot and Agent before the Run: such a
-    // loss is checked before it is taken for the Run's failure or written as its status.
-    if changed
-        && caused_by_loss(&facts)
-        && probe_namespace_terminating(&shared.client, ids.namespace).await?
-    {
-        return Err(Error::NamespaceTerminating(ids.namespace.to_owned()));
-    }
-    if (decision.stop_pod || operator_stopped(&decision.status))
-        && let Some(pod) = &pod
-    {
-        delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
-    }
-    if changed {
-        apply_status(api, run.as_ref(), &decision.status).await?;
-        ctx.superseded
-            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
-        record_finish(shared, &run, previous, &decision.status);
-        announce(
-            shared,
-            &run,
-            previous,
-            &decision.status,
-            decision.retried.as_deref(),
-        );
-    }
+    set_children(&mut decision.status, previous, &read.children);
+    apply_decision(
+        &ctx,
+        &start,
+        &run,
+        &ids,
+        &facts,
+        &decision,
+        observed.pod.as_ref(),
+    )
+    .await?;
     if back_off {
         // A quota or a missing input: nothing is watched that would wake us, so back off.
         return Ok(shared.failed(NAME, key(NAME, run.as_ref())));
     }
     shared.succeeded(&key(NAME, run.as_ref()));
-    let mut wait = next_requeue(&decision.status, &created, limits, now);
+    let mut wait = next_requeue(&decision.status, &read.created, read.limits, now);
     if !decision.stop_pod
         && decision.status.completion_time.is_none()
         && let Some(start_deadline) = start_deadline(&facts)
@@ -444,6 +312,292 @@ async fn decide_run(run: Arc<Run>, ctx: Arc<Context>) -> Result<Action, Error> {
         wait = wait.min(start_deadline);
     }
     Ok(Action::requeue(wait.max(Duration::from_secs(1))))
+}
+
+/// Notes in `facts` what starting the Pod came to; returns whether the reconcile backs off (a
+/// quota or a missing input: nothing watched would wake it) and the Budget's hold, if any.
+fn note_start(facts: &mut RunFacts<'_>, started: Started, this_pod: &str) -> (bool, Option<Hold>) {
+    match started {
+        Started::Created => {
+            facts.pod = PodState::Observed(PodOutcome::Pending);
+            facts.pod_name = Some(this_pod.to_owned());
+        }
+        Started::Blocked(why) => {
+            facts.blocked = Some(why);
+            return (true, None);
+        }
+        Started::Queued(why) => facts.blocked = Some(why),
+        Started::OverBudget(hold) => {
+            facts.blocked = Some(hold.message.clone());
+            return (false, Some(hold));
+        }
+        Started::Refused(why) => facts.invalid = Some(why),
+        Started::SnapshotLost => facts.snapshot_lost = true,
+    }
+    (false, None)
+}
+
+/// What a reconcile read of the Run before looking at its Pod.
+struct RunRead {
+    /// Whether the Agent is ready (always, once the Run was accepted).
+    agent: AgentState,
+    /// What the Run was accepted with; `None` before, or when it was lost.
+    snapshot: Option<Snapshot>,
+    /// Whether the snapshot was written by this reconcile.
+    written_now: bool,
+    /// Why the Run cannot be accepted, if it cannot.
+    invalid: Option<String>,
+    /// Whether an accepted Run's snapshot is gone.
+    snapshot_lost: bool,
+    /// The limits in force.
+    limits: Limits,
+    /// The Run's children.
+    children: Vec<Arc<Run>>,
+    /// When the Run was created.
+    created: Time,
+}
+
+/// What a reconcile read of the current attempt.
+struct AttemptRead {
+    /// The attempt, from 1.
+    attempt: u32,
+    /// Its Pod's name.
+    pod_name: String,
+    /// Whether the status names that Pod (it was created).
+    named: bool,
+    /// The Pod, when it exists and is the Run's.
+    pod: Option<Pod>,
+    /// The attempt's report, read live when it ends the attempt.
+    report: Option<RunReport>,
+}
+
+/// Reads the current attempt's Pod and, when it ended the attempt, its report.
+async fn read_attempt(
+    ctx: &Context,
+    api: &Api<Run>,
+    ids: &Ids<'_>,
+    previous: &RunStatus,
+) -> Result<AttemptRead, Error> {
+    let attempt = previous.attempt.unwrap_or(1);
+    let pod_name = pod_name(ids.name, attempt);
+    let named = previous.pod_name.as_deref() == Some(pod_name.as_str());
+    Ok(AttemptRead {
+        pod: current_pod(ctx, ids, &pod_name, named).await?,
+        report: terminal_report(api, ids.name, previous, attempt).await?,
+        attempt,
+        pod_name,
+        named,
+    })
+}
+
+/// The facts the decision is taken on, from what was read.
+fn facts<'a>(
+    ctx: &Context,
+    run: &'a Run,
+    previous: &'a RunStatus,
+    read: &RunRead,
+    observed: &'a AttemptRead,
+    now: &Time,
+) -> RunFacts<'a> {
+    let pod = observed.pod.as_ref();
+    RunFacts {
+        name: run.metadata.name.as_deref().unwrap_or_default(),
+        generation: run.metadata.generation,
+        created: read.created.clone(),
+        agent_name: &run.spec.agent_ref.name,
+        cancel: run.spec.cancel,
+        agent: read.agent.clone(),
+        timeout: read.limits.timeout,
+        input_timeout: read.limits.input_timeout,
+        retries: read.snapshot.as_ref().map_or(0, |s| s.run.retries),
+        report: observed.report.as_ref().or(previous.report.as_ref()),
+        answered: run.spec.responses.iter().map(|r| r.id.clone()).collect(),
+        pod: match pod {
+            Some(pod) => PodState::Observed(pod_outcome(pod)),
+            None if observed.named => PodState::Gone,
+            None => PodState::NotCreated,
+        },
+        pod_name: pod.map(|_| observed.pod_name.clone()),
+        blocked: None,
+        invalid: read.invalid.clone(),
+        snapshot_lost: read.snapshot_lost,
+        pod_created: pod.and_then(|pod| pod.metadata.creation_timestamp.clone()),
+        pod_start_timeout: ctx.images.pod_start_timeout,
+        now: now.clone(),
+    }
+}
+
+/// Writes that must come before any decision, each alone: `Some` ends the reconcile. A cached
+/// version this controller already wrote over waits for its successor; a missing trace context
+/// or newly judged answers are written, and their watch event brings the next version (a
+/// status write from this one would only conflict).
+async fn write_before_deciding(
+    ctx: &Context,
+    start: &Reconcile<'_, Run>,
+    run: &Arc<Run>,
+    ids: &Ids<'_>,
+) -> Result<Option<Action>, Error> {
+    let version = run.resource_version();
+    let done = || ctx.shared.succeeded(&key(NAME, run.as_ref()));
+    if let Some(left) = ctx
+        .superseded
+        .stale_for(&ids.uid, version.as_deref(), Instant::now())
+    {
+        done();
+        return Ok(Some(Action::requeue(left)));
+    }
+    if start_trace(&start.api, run, ids, &start.previous).await?
+        || judge_answers(ctx, &start.api, run, ids, &start.previous).await?
+    {
+        ctx.superseded
+            .wrote_over(&ids.uid, version.as_deref(), Instant::now());
+        done();
+        return Ok(Some(Action::await_change()));
+    }
+    Ok(None)
+}
+
+/// Reads what every Run's decision needs: the snapshot (taken now when the Run is not accepted
+/// yet: every attempt must use exactly what the Run was accepted with, never a live Agent that
+/// may have changed since), the limits and the children.
+async fn read_run(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    previous: &RunStatus,
+    now: &Time,
+) -> Result<RunRead, Error> {
+    let mut invalid = None;
+    let (agent, snapshot, written_now, snapshot_lost) = if previous.start_time.is_some() {
+        let snapshot = load_snapshot(ctx, ids).await?;
+        let lost = snapshot.is_none();
+        (AgentState::Ready, snapshot, false, lost)
+    } else {
+        let taken = accept(ctx, run, ids, &mut invalid).await?;
+        (taken.agent, taken.snapshot, taken.written, false)
+    };
+    Ok(RunRead {
+        limits: limits(run, snapshot.as_ref(), ctx, ids),
+        children: children_of(ctx, ids, previous),
+        created: run
+            .metadata
+            .creation_timestamp
+            .clone()
+            .unwrap_or_else(|| now.clone()),
+        agent,
+        snapshot,
+        written_now,
+        invalid,
+        snapshot_lost,
+    })
+}
+
+/// Whether the decision leaves the current attempt without the Pod it needs: not for a new
+/// attempt (retried or resumed: its Pod is created on the next reconcile, under its own name),
+/// nor a finished or suspended Run, which holds no Pod until answered.
+fn lacks_pod(decision: &RunDecision, facts: &RunFacts<'_>, attempt: u32) -> bool {
+    decision.status.completion_time.is_none()
+        && decision.status.attempt.unwrap_or(1) == attempt
+        && decision.status.phase != Some(RunPhase::Suspended)
+        && facts.pod == PodState::NotCreated
+}
+
+/// Applies a going Run's decision: a namespace being deleted is told apart from a failure of
+/// the Run first (it takes the Run's Pod, snapshot and Agent before the Run); then the Pod the
+/// decision stops is deleted, and a changed status written, counted and announced.
+async fn apply_decision(
+    ctx: &Context,
+    start: &Reconcile<'_, Run>,
+    run: &Run,
+    ids: &Ids<'_>,
+    facts: &RunFacts<'_>,
+    decision: &RunDecision,
+    pod: Option<&Pod>,
+) -> Result<(), Error> {
+    let shared = &ctx.shared;
+    let Reconcile { api, previous, .. } = start;
+    let changed = decision.status != controller_part(previous);
+    if changed
+        && caused_by_loss(facts)
+        && probe_namespace_terminating(&shared.client, ids.namespace).await?
+    {
+        return Err(Error::NamespaceTerminating(ids.namespace.to_owned()));
+    }
+    if (decision.stop_pod || operator_stopped(&decision.status))
+        && let Some(pod) = pod
+    {
+        delete_pod(&shared.client, ids.namespace, &pod.name_any()).await?;
+    }
+    if changed {
+        apply_status(api, run, &decision.status).await?;
+        ctx.superseded
+            .wrote_over(&ids.uid, run.resource_version().as_deref(), Instant::now());
+        record_finish(shared, run, previous, &decision.status);
+        announce(
+            shared,
+            run,
+            previous,
+            &decision.status,
+            decision.retried.as_deref(),
+        );
+    }
+    Ok(())
+}
+
+/// A finished Run: deleted once its TTL passed (unless its parent still runs); else the Pod
+/// the operator stopped is deleted when it shows up, its children are ended, and its status
+/// keeps following them. Only a TTL is still to come: its children and its Pod wake a finished
+/// Run themselves (thousands of finished Runs hold no timers).
+async fn keep_finished(
+    ctx: &Context,
+    start: &Reconcile<'_, Run>,
+    run: &Run,
+    ids: &Ids<'_>,
+    read: RunRead,
+) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    let Reconcile {
+        api, previous, now, ..
+    } = start;
+    if ttl_expired(previous, read.limits.ttl_after_finished, now) && !parent_alive(ctx, run) {
+        info!(
+            run = ids.name,
+            namespace = ids.namespace,
+            "TTL passed: deleting the Run"
+        );
+        match api.delete(ids.name, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+        return Ok(Action::await_change());
+    }
+    if operator_stopped(previous) {
+        // Level-based: a Pod that reached the cache only after the Run was ended (its event
+        // reconciles the Run again) is stopped too.
+        let this_pod = pod_name(ids.name, previous.attempt.unwrap_or(1));
+        let cached = ctx
+            .pods
+            .get(&ObjectRef::new(&this_pod).within(ids.namespace));
+        if cached.is_some_and(|pod| owned_by(pod.as_ref(), &ids.uid)) {
+            delete_pod(&shared.client, ids.namespace, &this_pod).await?;
+        }
+    }
+    // Any end of a parent ends its children; its status keeps following them.
+    cancel_children(&shared.client, ids.namespace, &read.children).await?;
+    let before = controller_part(previous);
+    let mut status = before.clone();
+    set_children(&mut status, previous, &read.children);
+    if status != before {
+        apply_status(api, run, &status).await?;
+        ctx.superseded
+            .wrote_over(&ids.uid, run.resource_version().as_deref(), Instant::now());
+    }
+    shared.succeeded(&key(NAME, run));
+    Ok(match read.limits.ttl_after_finished {
+        Some(_) => Action::requeue(next_requeue(previous, &read.created, read.limits, now)),
+        None => Action::await_change(),
+    })
 }
 
 /// The current attempt's report read live when it ends the attempt: the cache keeps no result,
