@@ -12,7 +12,7 @@ use herd_crds::run::{RunPhase, RunReport, RunStatus, phase_of};
 use herd_crds::wire::{FALLBACK_EXIT_CODE, FallbackReport};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::awaited::awaited;
+use super::awaited::{Awaited, awaited};
 use super::conditions::merge;
 use super::pod_outcome::{AgentExit, PodOutcome, StartFailure};
 use super::run_clocks::{elapsed, next_clocks, working_time};
@@ -126,10 +126,11 @@ impl Outcome {
     }
 }
 
-/// The controller's part of the status after a reconcile.
+/// The controller's part of the status after a reconcile: a finished Run keeps its status;
+/// else what the attempt shows ([`AttemptView`]) decides the outcome ([`outcome`]), from which
+/// the conditions, clocks and attempt counters follow ([`status_after`]).
 pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
-    let previous_conditions = previous.conditions.as_slice();
-    if let Some(done) = find_condition(previous_conditions, condition_type::SUCCEEDED)
+    if let Some(done) = find_condition(&previous.conditions, condition_type::SUCCEEDED)
         && done.status != ConditionStatus::Unknown
     {
         let mut status = controller_part(previous);
@@ -140,168 +141,249 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
             stop_pod: false,
         };
     }
-    let accepted = previous.start_time.is_some() || facts.agent == AgentState::Ready;
-    let start_time = previous
-        .start_time
-        .clone()
-        .or_else(|| accepted.then(|| facts.now.clone()));
-    let attempt = previous.attempt.unwrap_or(1);
-    let current_report = facts.report.filter(|r| r.attempt == attempt);
-    // The question, or the tool calls held for approval: both wait for `spec.responses`.
-    let question = current_report.and_then(awaited);
-    let question = question.as_ref();
-    let resumptions = previous.resumptions.unwrap_or(0);
-    // Resumed attempts are no retries: the retry budget grows by them.
-    let retries = facts.retries.saturating_add(resumptions);
-    let suspended = phase_of(previous_conditions) == RunPhase::Suspended;
-    let asked_since = find_condition(previous_conditions, condition_type::INPUT_REQUIRED)
-        .filter(|c| c.status == ConditionStatus::True && question.is_some())
-        .map(|c| c.last_transition_time.clone());
+    let view = AttemptView::of(previous, facts);
+    let step = outcome(previous, facts, &view);
+    status_after(previous, facts, &view, step)
+}
 
-    let mut retried = None;
-    let mut resumed = false;
-    let mut stop_pod = false;
-    let mut next_attempt = attempt;
-    let outcome = if !accepted {
-        not_accepted(facts)
-    } else if let Some(stop) = current_report
+/// What the previous status and the facts show of the current attempt.
+struct AttemptView<'a> {
+    /// Whether the Run is (or is now) accepted.
+    accepted: bool,
+    /// When it was accepted.
+    start_time: Option<Time>,
+    /// The current attempt, from 1.
+    attempt: u32,
+    /// The current attempt's report.
+    report: Option<&'a RunReport>,
+    /// The question, or the tool calls held for approval: both wait for `spec.responses`.
+    question: Option<Awaited>,
+    /// Attempts that resumed from a checkpoint.
+    resumptions: u32,
+    /// Retries allowed: resumed attempts are no retries, so the budget grows by them.
+    retries: u32,
+    /// Whether the Run is suspended (no Pod until answered).
+    suspended: bool,
+    /// Since when the open question waits.
+    asked_since: Option<Time>,
+}
+
+impl<'a> AttemptView<'a> {
+    fn of(previous: &RunStatus, facts: &RunFacts<'a>) -> Self {
+        let accepted = previous.start_time.is_some() || facts.agent == AgentState::Ready;
+        let attempt = previous.attempt.unwrap_or(1);
+        let report = facts.report.filter(|r| r.attempt == attempt);
+        let question = report.and_then(awaited);
+        let resumptions = previous.resumptions.unwrap_or(0);
+        let asked_since = find_condition(&previous.conditions, condition_type::INPUT_REQUIRED)
+            .filter(|c| c.status == ConditionStatus::True && question.is_some())
+            .map(|c| c.last_transition_time.clone());
+        AttemptView {
+            accepted,
+            start_time: previous
+                .start_time
+                .clone()
+                .or_else(|| accepted.then(|| facts.now.clone())),
+            attempt,
+            report,
+            question,
+            resumptions,
+            retries: facts.retries.saturating_add(resumptions),
+            suspended: phase_of(&previous.conditions) == RunPhase::Suspended,
+            asked_since,
+        }
+    }
+}
+
+/// An outcome and what it does to the attempt.
+struct Step {
+    /// `Succeeded` after this reconcile.
+    outcome: Outcome,
+    /// Why a new attempt starts, when one does after a failure.
+    retried: Option<String>,
+    /// Whether a new attempt resumes from the checkpoint with the answer.
+    resumed: bool,
+    /// Whether the current Pod is deleted (one stuck starting).
+    stop_pod: bool,
+}
+
+impl From<Outcome> for Step {
+    fn from(outcome: Outcome) -> Self {
+        Step {
+            outcome,
+            retried: None,
+            resumed: false,
+            stop_pod: false,
+        }
+    }
+}
+
+/// The outcome, first match wins: not accepted, the runner's terminal report, a lost snapshot,
+/// an invalid spec, cancel, the timeout, the input timeout, a suspended Run's answer, and last
+/// what the Pod shows.
+fn outcome(previous: &RunStatus, facts: &RunFacts<'_>, view: &AttemptView<'_>) -> Step {
+    if !view.accepted {
+        return not_accepted(facts).into();
+    }
+    if let Some(stop) = view
+        .report
         .and_then(|r| r.stop_reason)
         .filter(|s| is_terminal(*s))
     {
-        stopped(
-            stop,
-            current_report
-                .and_then(|r| r.result.as_ref())
-                .map(|r| r.text.as_str()),
-        )
-    } else if facts.snapshot_lost {
-        Outcome::failed(
+        let text = view
+            .report
+            .and_then(|r| r.result.as_ref())
+            .map(|r| r.text.as_str());
+        return stopped(stop, text).into();
+    }
+    if facts.snapshot_lost {
+        return Outcome::failed(
             reason::SNAPSHOT_LOST,
             format!(
                 "snapshot ConfigMap {} was deleted while the Run was active",
                 snapshot_name(facts.name)
             ),
         )
-    } else if let Some(why) = &facts.invalid {
-        Outcome::failed(reason::INVALID_SPEC, why.clone())
-    } else if facts.cancel {
-        Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel")
-    } else if start_time.is_some() && working_time(previous, &facts.now) >= facts.timeout {
-        Outcome::failed(
+        .into();
+    }
+    if let Some(why) = &facts.invalid {
+        return Outcome::failed(reason::INVALID_SPEC, why.clone()).into();
+    }
+    if facts.cancel {
+        return Outcome::failed(reason::CANCELLED, "cancelled by spec.cancel").into();
+    }
+    if view.start_time.is_some() && working_time(previous, &facts.now) >= facts.timeout {
+        return Outcome::failed(
             reason::TIMED_OUT,
             format!("the timeout of {} passed", human(facts.timeout)),
         )
-    } else if asked_since
+        .into();
+    }
+    if view
+        .asked_since
         .as_ref()
         .is_some_and(|asked| passed(asked, facts.input_timeout, &facts.now))
     {
-        input_timed_out(facts.input_timeout)
-    } else if suspended {
+        return input_timed_out(facts.input_timeout).into();
+    }
+    if view.suspended {
         // No Pod runs: whatever is left of the suspended attempt's Pod does not matter.
-        match question.filter(|q| !q.answered_in(&facts.answered)) {
-            Some(q) => Outcome::going(reason::SUSPENDED, suspended_message(&q.question)),
-            None => {
-                resumed = true;
-                Outcome::going(
+        return match view
+            .question
+            .as_ref()
+            .filter(|q| !q.answered_in(&facts.answered))
+        {
+            Some(q) => Outcome::going(reason::SUSPENDED, suspended_message(&q.question)).into(),
+            None => Step {
+                resumed: true,
+                ..Outcome::going(
                     reason::QUEUED,
                     format!(
                         "attempt {} resumes from the checkpoint with the answer",
-                        attempt + 1
+                        view.attempt + 1
                     ),
+                )
+                .into()
+            },
+        };
+    }
+    pod_step(facts, view)
+}
+
+/// The outcome of a going attempt from what its Pod shows.
+fn pod_step(facts: &RunFacts<'_>, view: &AttemptView<'_>) -> Step {
+    let (attempt, retries) = (view.attempt, view.retries);
+    let question = view.question.as_ref();
+    let mut retried = None;
+    let mut stop_pod = false;
+    let outcome = match &facts.pod {
+        PodState::NotCreated => {
+            Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
+        }
+        PodState::Observed(PodOutcome::Pending) => Outcome::going(
+            reason::POD_PENDING,
+            facts.pod_name.as_deref().map_or_else(
+                || "the pod is starting".to_owned(),
+                |pod| format!("pod {pod} is starting"),
+            ),
+        ),
+        PodState::Observed(PodOutcome::NotStarting(failure)) => {
+            if start_timed_out(facts) {
+                stop_pod = true;
+                start_failed(attempt, retries, facts, failure, &mut retried)
+            } else {
+                Outcome::going(failure.reason, failure.message.clone())
+            }
+        }
+        PodState::Observed(PodOutcome::Running) => match question {
+            Some(q) => Outcome::going(q.reason, q.question.clone()),
+            None => Outcome::going(reason::RUNNING, "the agent is working"),
+        },
+        PodState::Observed(PodOutcome::AgentExited(exit)) => match question {
+            // The runner suspended: its checkpoint is posted, it ended without a result.
+            // Its Pod, ended, holds nothing and is kept like an earlier attempt's: deleting
+            // it would race a reconcile that has not seen the suspension yet.
+            Some(q) if exit.exit_code == 0 => {
+                Outcome::going(reason::SUSPENDED, suspended_message(&q.question))
+            }
+            _ => exited(exit),
+        },
+        PodState::Observed(PodOutcome::DeadlineExceeded) => {
+            if view.asked_since.is_some() {
+                input_timed_out(facts.input_timeout)
+            } else {
+                Outcome::failed(
+                    reason::TIMED_OUT,
+                    "the pod reached its activeDeadlineSeconds",
                 )
             }
         }
-    } else {
-        match &facts.pod {
-            PodState::NotCreated => {
-                Outcome::going(reason::QUEUED, facts.blocked.clone().unwrap_or_default())
-            }
-            PodState::Observed(PodOutcome::Pending) => Outcome::going(
-                reason::POD_PENDING,
-                facts.pod_name.as_deref().map_or_else(
-                    || "the pod is starting".to_owned(),
-                    |pod| format!("pod {pod} is starting"),
-                ),
-            ),
-            PodState::Observed(PodOutcome::NotStarting(failure)) => {
-                if start_timed_out(facts) {
-                    stop_pod = true;
-                    start_failed(attempt, retries, facts, failure, &mut retried)
-                } else {
-                    Outcome::going(failure.reason, failure.message.clone())
-                }
-            }
-            PodState::Observed(PodOutcome::Running) => match question {
-                Some(q) => Outcome::going(q.reason, q.question.clone()),
-                None => Outcome::going(reason::RUNNING, "the agent is working"),
-            },
-            PodState::Observed(PodOutcome::AgentExited(exit)) => match question {
-                // The runner suspended: its checkpoint is posted, it ended without a result.
-                // Its Pod, ended, holds nothing and is kept like an earlier attempt's: deleting
-                // it would race a reconcile that has not seen the suspension yet.
-                Some(q) if exit.exit_code == 0 => {
-                    Outcome::going(reason::SUSPENDED, suspended_message(&q.question))
-                }
-                _ => exited(exit),
-            },
-            PodState::Observed(PodOutcome::DeadlineExceeded) => {
-                if asked_since.is_some() {
-                    input_timed_out(facts.input_timeout)
-                } else {
-                    Outcome::failed(
-                        reason::TIMED_OUT,
-                        "the pod reached its activeDeadlineSeconds",
-                    )
-                }
-            }
-            PodState::Observed(PodOutcome::Evicted(cause)) => {
-                infrastructure(attempt, retries, reason::EVICTED, cause, &mut retried)
-            }
-            PodState::Observed(PodOutcome::Infrastructure(cause)) => {
-                infrastructure(attempt, retries, reason::POD_FAILED, cause, &mut retried)
-            }
-            PodState::Observed(PodOutcome::Deleted) | PodState::Gone => infrastructure(
-                attempt,
-                retries,
-                reason::POD_FAILED,
-                "the pod was deleted",
-                &mut retried,
-            ),
+        PodState::Observed(PodOutcome::Evicted(cause)) => {
+            infrastructure(attempt, retries, reason::EVICTED, cause, &mut retried)
         }
-    };
-    if retried.is_some() || resumed {
-        next_attempt = attempt + 1;
-    }
-
-    let finished = outcome.status != ConditionStatus::Unknown;
-    let open_question = !finished && retried.is_none() && !resumed && question.is_some();
-    let input_required = match (open_question, question) {
-        (true, Some(q)) => Condition::new(
-            condition_type::INPUT_REQUIRED,
-            ConditionStatus::True,
-            q.reason,
-            q.question.clone(),
-            facts.generation,
-            facts.now.clone(),
+        PodState::Observed(PodOutcome::Infrastructure(cause)) => {
+            infrastructure(attempt, retries, reason::POD_FAILED, cause, &mut retried)
+        }
+        PodState::Observed(PodOutcome::Deleted) | PodState::Gone => infrastructure(
+            attempt,
+            retries,
+            reason::POD_FAILED,
+            "the pod was deleted",
+            &mut retried,
         ),
-        _ => {
-            let was_open = find_condition(previous_conditions, condition_type::INPUT_REQUIRED)
-                .is_some_and(|c| c.status == ConditionStatus::True);
-            let why = if was_open && !finished {
-                reason::ANSWERED
-            } else {
-                reason::NO_QUESTION
-            };
-            Condition::new(
-                condition_type::INPUT_REQUIRED,
-                ConditionStatus::False,
-                why,
-                "",
-                facts.generation,
-                facts.now.clone(),
-            )
-        }
     };
+    Step {
+        outcome,
+        retried,
+        resumed: false,
+        stop_pod,
+    }
+}
+
+/// The status an outcome leads to: `Succeeded` and `InputRequired`, the clocks, the attempt
+/// (the next one after a retry or a resumption) and the Pod it holds.
+fn status_after(
+    previous: &RunStatus,
+    facts: &RunFacts<'_>,
+    view: &AttemptView<'_>,
+    step: Step,
+) -> RunDecision {
+    let Step {
+        outcome,
+        retried,
+        resumed,
+        stop_pod,
+    } = step;
+    let next_attempt = if retried.is_some() || resumed {
+        view.attempt + 1
+    } else {
+        view.attempt
+    };
+    let finished = outcome.status != ConditionStatus::Unknown;
+    let open_question = (!finished && retried.is_none() && !resumed)
+        .then_some(view.question.as_ref())
+        .flatten();
+    let input_required = input_required(previous, facts, open_question, finished);
     let succeeded = Condition::new(
         condition_type::SUCCEEDED,
         outcome.status,
@@ -310,7 +392,7 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         facts.generation,
         facts.now.clone(),
     );
-    let conditions = merge(previous_conditions, vec![succeeded, input_required]);
+    let conditions = merge(&previous.conditions, vec![succeeded, input_required]);
     let waiting = find_condition(&conditions, condition_type::INPUT_REQUIRED)
         .filter(|c| c.status == ConditionStatus::True)
         .map(|c| c.last_transition_time.clone());
@@ -326,25 +408,60 @@ pub fn next_status(previous: &RunStatus, facts: &RunFacts<'_>) -> RunDecision {
         } else {
             facts.pod_name.clone().or_else(|| previous.pod_name.clone())
         },
-        attempt: accepted.then_some(next_attempt),
+        attempt: view.accepted.then_some(next_attempt),
         resumptions: if resumed {
-            Some(resumptions + 1)
+            Some(view.resumptions + 1)
         } else {
             previous.resumptions
         },
         waited_seconds: clocks.waited_seconds,
         waiting_since: clocks.waiting_since,
         completion_time: finished.then(|| facts.now.clone()),
-        start_time,
+        start_time: view.start_time.clone(),
         children: previous.children.clone(),
         child_counts: previous.child_counts,
-        snapshot: accepted.then(|| snapshot_name(facts.name)),
+        snapshot: view.accepted.then(|| snapshot_name(facts.name)),
     };
     RunDecision {
         status,
         retried,
         stop_pod,
     }
+}
+
+/// `InputRequired`: true with the open question; else false, `Answered` when a question was
+/// open and the Run goes on, `NoQuestion` otherwise.
+fn input_required(
+    previous: &RunStatus,
+    facts: &RunFacts<'_>,
+    open_question: Option<&Awaited>,
+    finished: bool,
+) -> Condition {
+    if let Some(q) = open_question {
+        return Condition::new(
+            condition_type::INPUT_REQUIRED,
+            ConditionStatus::True,
+            q.reason,
+            q.question.clone(),
+            facts.generation,
+            facts.now.clone(),
+        );
+    }
+    let was_open = find_condition(&previous.conditions, condition_type::INPUT_REQUIRED)
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    let why = if was_open && !finished {
+        reason::ANSWERED
+    } else {
+        reason::NO_QUESTION
+    };
+    Condition::new(
+        condition_type::INPUT_REQUIRED,
+        ConditionStatus::False,
+        why,
+        "",
+        facts.generation,
+        facts.now.clone(),
+    )
 }
 
 /// What a suspended Run's `Succeeded` says.
