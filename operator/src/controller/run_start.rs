@@ -20,7 +20,7 @@ use crate::decide::admission::{ParentCap, RunKey, Waiting};
 use crate::decide::admission_ledger::{Answer, Ready};
 use crate::decide::budget_admission::Hold;
 use crate::decide::run_network_policy::egress_set;
-use crate::decide::run_pod::{PodInputs, custom_versions, desired_pod, skill_mounts};
+use crate::decide::run_pod::{PodInputs, SkillMount, custom_versions, desired_pod, skill_mounts};
 use crate::decide::run_snapshot::Snapshot;
 use crate::decide::run_status::snapshot_name;
 use crate::decide::run_workspace::desired_workspace_claim;
@@ -50,7 +50,8 @@ pub(super) enum Started {
 }
 
 /// The inputs' and skill versions' check, admission, the per-namespace objects, the egress
-/// set's NetworkPolicy, the workspace claim, then the Pod.
+/// set's NetworkPolicy, the workspace claim, then the Pod; the first that does not go through
+/// is what the start came to.
 pub(super) async fn start_pod(
     ctx: &Context,
     run: &Run,
@@ -61,53 +62,16 @@ pub(super) async fn start_pod(
     time_left: Duration,
 ) -> Result<Started, Error> {
     let client = &ctx.shared.client;
-    let key = RunKey::new(ids.namespace, ids.name);
-    let inputs = run
-        .spec
-        .inputs
-        .iter()
-        .map(|i| i.config_map_ref.name.clone());
-    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
-    let missing = match missing_input(client, ids.namespace, inputs).await? {
-        Some(why) => Err(why),
-        None => {
-            let found = version_keys(ctx, ids.namespace, versions()).await?;
-            skill_mounts(versions(), &found)
-        }
-    };
-    let skills = match missing {
+    let skills = match inputs_and_skills(ctx, run, ids, snap).await? {
         Ok(skills) => skills,
         Err(why) => {
-            ctx.admission.withdraw(&key);
+            ctx.admission
+                .withdraw(&RunKey::new(ids.namespace, ids.name));
             return Ok(Started::Blocked(why));
         }
     };
-    let ready = Ready {
-        run: Waiting {
-            key,
-            created: run
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map_or_else(jiff::Timestamp::now, |t| t.0),
-            parent: snap.delegation.as_ref().map(|d| ParentCap {
-                key: RunKey::new(ids.namespace, &d.parent),
-                max_concurrent: d.max_concurrent,
-            }),
-        },
-        uid: ids.uid.clone(),
-        attempt,
-    };
-    let asked = SystemTime::now();
-    let answer = ctx.admission.ask(ready).await;
-    if let Some(traceparent) = traceparent_of(run) {
-        record_admission(traceparent, admission_span(ids, asked, &answer));
-    }
-    match answer {
-        Answer::Admitted => {}
-        Answer::Waiting(full) => return Ok(Started::Queued(full.to_string())),
-        Answer::Undecided => return Ok(Started::Queued(UNDECIDED.to_owned())),
-        Answer::Held(hold) => return Ok(Started::OverBudget(hold)),
+    if let Some(not_admitted) = admit(ctx, run, ids, snap, attempt).await {
+        return Ok(not_admitted);
     }
     let bundle = ctx.tls.bundle().await?;
     ensure_namespace(
@@ -122,36 +86,16 @@ pub(super) async fn start_pod(
         .controller_owner_ref(&())
         .ok_or(Error::MissingField("metadata.uid"))?;
     let egress = egress_set(ids.namespace, snap, &ctx.network);
-    let ensured = format!("{}/{}", ids.namespace, egress.policy.name_any());
-    if !ctx.prepared.contains(&ensured) {
-        let _one_at_a_time = ctx.prepared.making().await;
-        if !ctx.prepared.contains(&ensured) {
-            let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), ids.namespace);
-            match create_shared(&policies, &egress.policy).await? {
-                Created::Done => ctx.prepared.insert(&ensured),
-                Created::Quota(why) => return Ok(Started::Blocked(why)),
-                Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
-            }
-        }
+    if let Some(refused) = ensure_egress_policy(ctx, ids.namespace, &egress.policy).await? {
+        return Ok(refused);
     }
     if let Some(claim) = desired_workspace_claim(ids.name, ids.namespace, owner.clone(), snap) {
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ids.namespace);
-        match create_owned(&claims, &claim, &ids.uid).await? {
-            Created::Done => {}
-            Created::Quota(why) => return Ok(Started::Blocked(why)),
-            Created::Foreign(why) | Created::Refused(why) => return Ok(Started::Refused(why)),
+        if let Some(refused) = refusal(create_owned(&claims, &claim, &ids.uid).await?) {
+            return Ok(refused);
         }
     }
-    // A snapshot from the cache may have been deleted since (the cache may not show it yet):
-    // never start a Pod for a Run whose snapshot is gone. One written by this reconcile is there.
-    let snapshots: Api<ConfigMap> = Api::namespaced(client.clone(), ids.namespace);
-    let name = snapshot_name(ids.name);
-    if !written_now
-        && !snapshots
-            .get_metadata_opt(&name)
-            .await?
-            .is_some_and(|cm| owned_by(&cm, &ids.uid))
-    {
+    if !written_now && !snapshot_exists(ctx, ids).await? {
         return Ok(Started::SnapshotLost);
     }
     let pod = desired_pod(
@@ -171,12 +115,110 @@ pub(super) async fn start_pod(
         &ctx.pod_config,
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), ids.namespace);
-    Ok(match create_owned(&pods, &pod, &ids.uid).await? {
-        // The status change to PodPending names the Pod, and its Event says so: no Event here.
-        Created::Done => Started::Created,
-        Created::Quota(why) => Started::Blocked(why),
-        Created::Foreign(why) | Created::Refused(why) => Started::Refused(why),
-    })
+    // The status change to PodPending names the Pod, and its Event says so: no Event here.
+    Ok(refusal(create_owned(&pods, &pod, &ids.uid).await?).unwrap_or(Started::Created))
+}
+
+/// The skills to mount, or why the Run cannot start yet: an input ConfigMap or a skill
+/// version's ConfigMap is missing.
+async fn inputs_and_skills(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    snap: &Snapshot,
+) -> Result<Result<Vec<SkillMount>, String>, Error> {
+    let inputs = run
+        .spec
+        .inputs
+        .iter()
+        .map(|i| i.config_map_ref.name.clone());
+    if let Some(why) = missing_input(&ctx.shared.client, ids.namespace, inputs).await? {
+        return Ok(Err(why));
+    }
+    let versions = || custom_versions(&snap.skills, &ctx.shared.builtin_skills);
+    let found = version_keys(ctx, ids.namespace, versions()).await?;
+    Ok(skill_mounts(versions(), &found))
+}
+
+/// Asks admission for a slot (traced on the Run's trace); `None` once admitted, else what the
+/// start came to: queued behind a cap, undecided, or held by a Budget.
+async fn admit(
+    ctx: &Context,
+    run: &Run,
+    ids: &Ids<'_>,
+    snap: &Snapshot,
+    attempt: u32,
+) -> Option<Started> {
+    let ready = Ready {
+        run: Waiting {
+            key: RunKey::new(ids.namespace, ids.name),
+            created: run
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or_else(jiff::Timestamp::now, |t| t.0),
+            parent: snap.delegation.as_ref().map(|d| ParentCap {
+                key: RunKey::new(ids.namespace, &d.parent),
+                max_concurrent: d.max_concurrent,
+            }),
+        },
+        uid: ids.uid.clone(),
+        attempt,
+    };
+    let asked = SystemTime::now();
+    let answer = ctx.admission.ask(ready).await;
+    if let Some(traceparent) = traceparent_of(run) {
+        record_admission(traceparent, admission_span(ids, asked, &answer));
+    }
+    match answer {
+        Answer::Admitted => None,
+        Answer::Waiting(full) => Some(Started::Queued(full.to_string())),
+        Answer::Undecided => Some(Started::Queued(UNDECIDED.to_owned())),
+        Answer::Held(hold) => Some(Started::OverBudget(hold)),
+    }
+}
+
+/// Creates the egress set's NetworkPolicy once per namespace and set (one reconcile at a
+/// time makes it); `Some` when the API server refused it.
+async fn ensure_egress_policy(
+    ctx: &Context,
+    namespace: &str,
+    policy: &NetworkPolicy,
+) -> Result<Option<Started>, Error> {
+    let ensured = format!("{namespace}/{}", policy.name_any());
+    if ctx.prepared.contains(&ensured) {
+        return Ok(None);
+    }
+    let _one_at_a_time = ctx.prepared.making().await;
+    if ctx.prepared.contains(&ensured) {
+        return Ok(None);
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(ctx.shared.client.clone(), namespace);
+    let created = create_shared(&policies, policy).await?;
+    if matches!(created, Created::Done) {
+        ctx.prepared.insert(&ensured);
+    }
+    Ok(refusal(created))
+}
+
+/// Whether the Run's snapshot still exists: one from the cache may have been deleted since
+/// (the cache may not show it yet), and no Pod starts for a Run whose snapshot is gone.
+async fn snapshot_exists(ctx: &Context, ids: &Ids<'_>) -> Result<bool, Error> {
+    let snapshots: Api<ConfigMap> = Api::namespaced(ctx.shared.client.clone(), ids.namespace);
+    Ok(snapshots
+        .get_metadata_opt(&snapshot_name(ids.name))
+        .await?
+        .is_some_and(|cm| owned_by(&cm, &ids.uid)))
+}
+
+/// What a refused creation comes to: a quota blocks the start (retried with backoff), any
+/// other refusal fails the Run; `None` when the object was created or is the Run's.
+fn refusal(created: Created) -> Option<Started> {
+    match created {
+        Created::Done => None,
+        Created::Quota(why) => Some(Started::Blocked(why)),
+        Created::Foreign(why) | Created::Refused(why) => Some(Started::Refused(why)),
+    }
 }
 
 /// How the Run's trace shows admission's `answer` (an undecided ask shows as waiting).
