@@ -196,6 +196,35 @@ impl Ledger {
             .iter()
             .map(|p| (&p.run, p.owner_uid.as_str(), p.attempt))
             .collect();
+        self.forget_settled(&seen, &pod_of, now);
+        let active = self.active(runs, pods, &seen);
+        let counted: HashSet<&RunKey> = active.iter().map(|a| &a.key).collect();
+        let waiting = self
+            .ready
+            .values()
+            .map(|r| &r.run)
+            .filter(|r| !counted.contains(&r.key) && !self.held.contains_key(&r.key));
+        // Decided on borrowed Runs; only what changes is copied, then applied.
+        let decided: Vec<(RunKey, Verdict)> = admit(&active, waiting, caps)
+            .into_iter()
+            .filter(|(key, verdict)| match verdict {
+                Verdict::Admitted => true,
+                Verdict::Waiting(full) => self.told.get(*key) != Some(full),
+            })
+            .map(|(key, verdict)| (key.clone(), verdict))
+            .collect();
+        self.record(&decided, now);
+        decided
+    }
+
+    /// Drops grants whose Pod the caches now show (or whose Run is gone, recreated, on a later
+    /// attempt, or finished), and ready Runs that are no longer waiting for a Pod.
+    fn forget_settled(
+        &mut self,
+        seen: &HashMap<&RunKey, &RunSeen>,
+        pod_of: &HashSet<(&RunKey, &str, u32)>,
+        now: Timestamp,
+    ) {
         self.grants.retain(|key, grant| {
             let Some(run) = seen.get(key).filter(|r| r.uid == grant.uid) else {
                 return false;
@@ -217,9 +246,16 @@ impl Ledger {
             })
         });
         self.told.retain(|key, _| self.ready.contains_key(key));
+    }
 
-        // Active: a running Pod (even of a finished Run: its Pod still works), an unfinished Run
-        // whose status names its Pod, a grant; each Run once.
+    /// The Runs that hold a slot: a running Pod (even of a finished Run: its Pod still works),
+    /// an unfinished Run whose status names its Pod, a grant; each Run once.
+    fn active(
+        &self,
+        runs: &[RunSeen],
+        pods: &[PodSeen],
+        seen: &HashMap<&RunKey, &RunSeen>,
+    ) -> Vec<Active> {
         let mut active: Vec<Active> = Vec::new();
         let mut counted: HashSet<&RunKey> = HashSet::new();
         for pod in pods.iter().filter(|p| p.running) {
@@ -250,21 +286,12 @@ impl Ledger {
                 });
             }
         }
-        let waiting = self
-            .ready
-            .values()
-            .map(|r| &r.run)
-            .filter(|r| !counted.contains(&r.key) && !self.held.contains_key(&r.key));
-        // Decided on borrowed Runs; only what changes is copied, then applied.
-        let decided: Vec<(RunKey, Verdict)> = admit(&active, waiting, caps)
-            .into_iter()
-            .filter(|(key, verdict)| match verdict {
-                Verdict::Admitted => true,
-                Verdict::Waiting(full) => self.told.get(*key) != Some(full),
-            })
-            .map(|(key, verdict)| (key.clone(), verdict))
-            .collect();
-        for (key, verdict) in &decided {
+        active
+    }
+
+    /// Turns an admitted Run into a grant, and remembers what a waiting one was told.
+    fn record(&mut self, decided: &[(RunKey, Verdict)], now: Timestamp) {
+        for (key, verdict) in decided {
             match verdict {
                 Verdict::Admitted => {
                     self.told.remove(key);
@@ -285,7 +312,6 @@ impl Ledger {
                 }
             }
         }
-        decided
     }
 }
 
