@@ -97,6 +97,8 @@ pub struct Metrics {
 }
 
 impl Default for Metrics {
+    /// Every metric registered with its help text. Long because it is the one list of what
+    /// `/metrics` serves, in the order it serves it.
     fn default() -> Self {
         let mut root = Registry::default();
         root.register_collector(Box::new(process::ProcessCollector));

@@ -99,7 +99,9 @@ async fn bind(flag: &str, addr: SocketAddr) -> Result<tokio::net::TcpListener, E
         .map_err(|error| Error::Config(format!("cannot listen on {addr} ({flag}): {error}")))
 }
 
-/// Binds the HTTP listener and starts everything in one task.
+/// Binds the HTTP listener and starts everything in one task. Long because it is the
+/// operator's wiring, read top to bottom: each listener, cache, controller and server is
+/// started in the order the next one needs it.
 pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     config.lease.seconds().map_err(Error::Config)?;
     let listener = bind("--http-addr", config.http_addr).await?;

@@ -26,6 +26,8 @@ impl AgentSpec {
         validate_spec(|c| self.check(c))
     }
 
+    /// The rules of the spec's own fields. Long because it is a flat list of rules, each with
+    /// its field and message: splitting it would only scatter the list.
     fn check(&self, c: &mut Checker) {
         if let Some(approval) = &self.approval {
             approval.check(c, "spec.approval");
@@ -130,6 +132,7 @@ impl AgentSpec {
 }
 
 impl SandboxSpec {
+    /// The rules of `spec.sandbox`. Long because it is a flat list of rules, one per field.
     fn check(&self, c: &mut Checker) {
         if let Some(image) = &self.image {
             c.quoted(
@@ -214,6 +217,7 @@ impl SandboxSpec {
 }
 
 impl McpSpec {
+    /// The rules of `spec.mcp`. Long because it is a flat list of rules, one per field.
     fn check(&self, c: &mut Checker) {
         c.max_items(
             "spec.mcp.servers",

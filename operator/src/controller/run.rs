@@ -82,7 +82,8 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
 }
 
 /// Builds the controller for `scope` and registers its caches with admission; the returned
-/// stream runs it until `shutdown` resolves.
+/// stream runs it until `shutdown` resolves. Long because every watch that wakes a Run is set
+/// up here, each with why it wakes it.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
