@@ -23,7 +23,9 @@ use super::prologue::begin;
 use super::run_objects::{namespace_terminating, owned_by};
 use crate::apply::apply_status;
 use crate::controller_state::{FIELD_MANAGER, Shared, key};
-use crate::decide::schedule_plan::{Outcome, ScheduleFacts, ScheduleRun, plan, refused};
+use crate::decide::schedule_plan::{
+    Outcome, ScheduleFacts, SchedulePlan, ScheduleRun, plan, refused,
+};
 use crate::error::Error;
 use crate::labels;
 use crate::scope::{Scope, Synced, cached_watch, watch_config};
@@ -122,59 +124,19 @@ pub async fn reconcile(schedule: Arc<Schedule>, ctx: Arc<Context>) -> Result<Act
         now,
     };
     let plan = plan(&facts);
+
     let run_api: Api<Run> = Api::namespaced(shared.client.clone(), start.namespace);
-    for name in &plan.cancel {
-        cancel(&run_api, name).await?;
-        shared.event(
-            schedule.as_ref(),
-            false,
-            reason::RUN_REPLACED,
-            format!("cancelled Run {name} for a new slot (concurrencyPolicy Replace)"),
-        );
-    }
-    for name in &plan.delete {
-        delete(&run_api, name).await?;
-    }
+    retire(shared, &run_api, &schedule, &plan).await?;
     if let Some(slot) = plan.forbidden {
         debug!(schedule = %start.name, %slot, "slot waits: a Run goes and the policy is Forbid");
     }
     let mut status = plan.status.clone();
     if let Some((slot, name)) = &plan.create {
-        let created = create(&run_api, &schedule, *slot, name).await?;
+        let created = create_slot_run(shared, &run_api, &schedule, &plan, *slot, name).await?;
         match &created {
-            Created::Yes => {
-                info!(schedule = %start.name, run = %name, %slot, "created the slot's Run");
-                shared.event(
-                    schedule.as_ref(),
-                    false,
-                    reason::RUN_CREATED,
-                    format!("created Run {name} for the slot at {slot}"),
-                );
-                if let Some(missed) = plan.too_many_missed {
-                    shared.event(
-                        schedule.as_ref(),
-                        true,
-                        reason::TOO_MANY_MISSED,
-                        format!(
-                            "more than {} slots were missed ({missed} counted); only the latest, {slot}, was run",
-                            crate::decide::schedule_plan::TOO_MANY_MISSED
-                        ),
-                    );
-                }
-            }
-            Created::Existed => {
-                debug!(schedule = %start.name, run = %name, "the slot's Run exists")
-            }
-            Created::Refused(message) => {
-                status = refused(&facts, &plan, message);
-                shared.event(
-                    schedule.as_ref(),
-                    true,
-                    reason::RUN_REJECTED,
-                    format!("the Run {name} was refused: {message}"),
-                );
-            }
+            Created::Refused(message) => status = refused(&facts, &plan, message),
             Created::NamespaceTerminating => return Ok(Action::await_change()),
+            Created::Yes | Created::Existed => {}
         }
         if plan.suspend_after_create && !matches!(created, Created::Refused(_)) {
             suspend(&start.api, start.name).await?;
@@ -188,6 +150,75 @@ pub async fn reconcile(schedule: Arc<Schedule>, ctx: Arc<Context>) -> Result<Act
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Cancels the Runs the plan replaces (each with an Event) and deletes those past history.
+async fn retire(
+    shared: &Shared,
+    run_api: &Api<Run>,
+    schedule: &Schedule,
+    plan: &SchedulePlan,
+) -> Result<(), Error> {
+    for name in &plan.cancel {
+        cancel(run_api, name).await?;
+        shared.event(
+            schedule,
+            false,
+            reason::RUN_REPLACED,
+            format!("cancelled Run {name} for a new slot (concurrencyPolicy Replace)"),
+        );
+    }
+    for name in &plan.delete {
+        delete(run_api, name).await?;
+    }
+    Ok(())
+}
+
+/// Creates the Run of the slot at `slot`, and says so in Events: created (and whether slots
+/// were missed), or refused.
+async fn create_slot_run(
+    shared: &Shared,
+    run_api: &Api<Run>,
+    schedule: &Arc<Schedule>,
+    plan: &SchedulePlan,
+    slot: Timestamp,
+    name: &str,
+) -> Result<Created, Error> {
+    let created = create(run_api, schedule, slot, name).await?;
+    let schedule_name = schedule.name_any();
+    match &created {
+        Created::Yes => {
+            info!(schedule = %schedule_name, run = %name, %slot, "created the slot's Run");
+            shared.event(
+                schedule.as_ref(),
+                false,
+                reason::RUN_CREATED,
+                format!("created Run {name} for the slot at {slot}"),
+            );
+            if let Some(missed) = plan.too_many_missed {
+                shared.event(
+                    schedule.as_ref(),
+                    true,
+                    reason::TOO_MANY_MISSED,
+                    format!(
+                        "more than {} slots were missed ({missed} counted); only the latest, {slot}, was run",
+                        crate::decide::schedule_plan::TOO_MANY_MISSED
+                    ),
+                );
+            }
+        }
+        Created::Existed => {
+            debug!(schedule = %schedule_name, run = %name, "the slot's Run exists")
+        }
+        Created::Refused(message) => shared.event(
+            schedule.as_ref(),
+            true,
+            reason::RUN_REJECTED,
+            format!("the Run {name} was refused: {message}"),
+        ),
+        Created::NamespaceTerminating => {}
+    }
+    Ok(created)
 }
 
 /// A Run as the decision sees it.
