@@ -9,8 +9,8 @@ use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::reason::{budget as reason, condition_type};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::budget_ledger::{Ledger, RunUsage, reached, remaining, tightest};
-use super::budget_window::{Window, WindowError};
+use super::budget_ledger::{Ledger, RunUsage, Stepped, reached, remaining, tightest};
+use super::budget_window::{Span, Window, WindowError};
 use super::conditions::{merge, stalled};
 
 /// How often a Budget is counted while nothing else wakes it: the ledger folds what its Runs
@@ -69,45 +69,8 @@ pub fn next_status<'a>(
         status.used_summary = Some(used);
         status.limit_summary = Some(limit);
     }
-    let limits = reached(&spec.limits, &status.used);
     let resets = span.end.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let exceeded = if limits.is_empty() {
-        Condition::new(
-            condition_type::EXCEEDED,
-            ConditionStatus::False,
-            reason::WITHIN_LIMITS,
-            "",
-            generation,
-            now.clone(),
-        )
-    } else {
-        let names: Vec<String> = limits
-            .iter()
-            .map(|limit| {
-                format!(
-                    "{} {} of {}",
-                    limit.name(),
-                    limit.amount(limit.in_usage(&status.used), &spec.limits),
-                    limit.amount(limit.of(&spec.limits).unwrap_or_default(), &spec.limits)
-                )
-            })
-            .collect();
-        Condition::new(
-            condition_type::EXCEEDED,
-            ConditionStatus::True,
-            reason::LIMIT_REACHED,
-            format!(
-                "{} used; new Runs {} until the window resets at {resets}",
-                names.join(", "),
-                match spec.on_exceeded {
-                    herd_crds::budget::OnExceeded::Queue => "wait",
-                    herd_crds::budget::OnExceeded::Refuse => "are refused",
-                }
-            ),
-            generation,
-            now.clone(),
-        )
-    };
+    let exceeded = exceeded(spec, &status.used, &resets, generation, now);
     let ready = Condition::new(
         condition_type::READY,
         ConditionStatus::True,
@@ -119,6 +82,73 @@ pub fn next_status<'a>(
         generation,
         now.clone(),
     );
+    let events = events(previous, &exceeded, &stepped, &span, &before);
+    status.conditions = merge(&previous.conditions, vec![ready, exceeded]);
+    let until_reset = Duration::try_from(span.end.duration_since(now.0)).unwrap_or_default();
+    BudgetDecision {
+        status,
+        events,
+        requeue: until_reset.min(REFRESH).max(Duration::from_millis(100)),
+    }
+}
+
+/// `Exceeded`: true, naming each limit reached and what happens to new Runs until `resets`;
+/// else false.
+fn exceeded(
+    spec: &BudgetSpec,
+    used: &BudgetUsage,
+    resets: &str,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    let limits = reached(&spec.limits, used);
+    if limits.is_empty() {
+        return Condition::new(
+            condition_type::EXCEEDED,
+            ConditionStatus::False,
+            reason::WITHIN_LIMITS,
+            "",
+            generation,
+            now.clone(),
+        );
+    }
+    let names: Vec<String> = limits
+        .iter()
+        .map(|limit| {
+            format!(
+                "{} {} of {}",
+                limit.name(),
+                limit.amount(limit.in_usage(used), &spec.limits),
+                limit.amount(limit.of(&spec.limits).unwrap_or_default(), &spec.limits)
+            )
+        })
+        .collect();
+    Condition::new(
+        condition_type::EXCEEDED,
+        ConditionStatus::True,
+        reason::LIMIT_REACHED,
+        format!(
+            "{} used; new Runs {} until the window resets at {resets}",
+            names.join(", "),
+            match spec.on_exceeded {
+                herd_crds::budget::OnExceeded::Queue => "wait",
+                herd_crds::budget::OnExceeded::Refuse => "are refused",
+            }
+        ),
+        generation,
+        now.clone(),
+    )
+}
+
+/// The Events of a count: a new window (with what the last one used), a limit newly reached
+/// (or reached again in a new window), Runs the ledger could not follow.
+fn events(
+    previous: &BudgetStatus,
+    exceeded: &Condition,
+    stepped: &Stepped,
+    span: &Span,
+    before: &BudgetUsage,
+) -> Vec<BudgetEvent> {
     let mut events = Vec::new();
     if stepped.reset {
         events.push(BudgetEvent {
@@ -127,7 +157,7 @@ pub fn next_status<'a>(
             note: format!(
                 "a new window started at {}; the last one used {}",
                 span.start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                describe(&before)
+                describe(before)
             ),
         });
     }
@@ -151,13 +181,7 @@ pub fn next_status<'a>(
             ),
         });
     }
-    status.conditions = merge(&previous.conditions, vec![ready, exceeded]);
-    let until_reset = Duration::try_from(span.end.duration_since(now.0)).unwrap_or_default();
-    BudgetDecision {
-        status,
-        events,
-        requeue: until_reset.min(REFRESH).max(Duration::from_millis(100)),
-    }
+    events
 }
 
 fn describe(used: &BudgetUsage) -> String {
