@@ -98,46 +98,17 @@ pub struct SchedulePlan {
     pub requeue: Option<Duration>,
 }
 
-/// Decides the reconcile of a Schedule.
+/// Decides the reconcile of a Schedule: what its Runs show (counted), then, when its spec is
+/// valid and it is neither finished nor suspended, the slot that is due, if one is.
 pub fn plan(facts: &ScheduleFacts) -> SchedulePlan {
     let spec = facts.spec;
-    let delete = over_history(facts.runs, spec);
     let going: Vec<&ScheduleRun> = facts
         .runs
         .iter()
         .filter(|run| run.outcome == Outcome::Going)
         .collect();
-    let last_successful = latest(
-        facts.previous.last_successful_time.as_ref().map(|t| t.0),
-        facts
-            .runs
-            .iter()
-            .filter(|run| run.outcome == Outcome::Succeeded)
-            .map(|run| run.finished_or_created)
-            .max(),
-    );
-    let last_scheduled = latest(
-        facts.previous.last_schedule_time.as_ref().map(|t| t.0),
-        facts.runs.iter().filter_map(|run| run.slot).max(),
-    );
-    let mut plan = SchedulePlan {
-        create: None,
-        cancel: Vec::new(),
-        delete,
-        forbidden: None,
-        too_many_missed: None,
-        suspend_after_create: false,
-        status: ScheduleStatus {
-            observed_generation: facts.generation,
-            conditions: Vec::new(),
-            last_schedule_time: last_scheduled.map(Time),
-            last_successful_time: last_successful.map(Time),
-            next_schedule_time: None,
-            active: active_list(going.iter().map(|run| run.name.clone())),
-            active_count: Some(count(going.len())),
-        },
-        requeue: None,
-    };
+    let mut plan = counted(facts, &going);
+    let last_scheduled = plan.status.last_schedule_time.as_ref().map(|t| t.0);
     let timetable = match Timetable::of(spec) {
         Ok(timetable) => timetable,
         Err(error) => {
@@ -176,27 +147,7 @@ pub fn plan(facts: &ScheduleFacts) -> SchedulePlan {
         if missed > TOO_MANY_MISSED {
             plan.too_many_missed = Some(missed);
         }
-        match spec.concurrency_policy {
-            ConcurrencyPolicy::Forbid if !going.is_empty() => plan.forbidden = Some(slot),
-            policy => {
-                if policy == ConcurrencyPolicy::Replace {
-                    plan.cancel = going
-                        .iter()
-                        .filter(|run| !run.cancelled)
-                        .map(|run| run.name.clone())
-                        .collect();
-                }
-                let name = run_name(facts.name, slot);
-                plan.status.last_schedule_time = Some(Time(slot));
-                if !going.iter().any(|run| run.name == name) {
-                    let names = going.iter().map(|run| run.name.clone());
-                    plan.status.active = active_list(names.chain([name.clone()]));
-                    plan.status.active_count = Some(count(going.len() + 1));
-                }
-                plan.suspend_after_create = timetable.is_one_shot();
-                plan.create = Some((slot, name));
-            }
-        }
+        take_slot(&mut plan, facts, &timetable, &going, slot);
     } else if let Some(kept) = kept_rejection(facts) {
         ready = kept;
     }
@@ -206,6 +157,74 @@ pub fn plan(facts: &ScheduleFacts) -> SchedulePlan {
         accepted(facts, ready.0, &ready.1)
     };
     plan
+}
+
+/// The plan before any slot is looked at: delete what is past history, and the status
+/// counts what the Runs show (the going ones, the last slot, the last success).
+fn counted(facts: &ScheduleFacts, going: &[&ScheduleRun]) -> SchedulePlan {
+    let last_successful = latest(
+        facts.previous.last_successful_time.as_ref().map(|t| t.0),
+        facts
+            .runs
+            .iter()
+            .filter(|run| run.outcome == Outcome::Succeeded)
+            .map(|run| run.finished_or_created)
+            .max(),
+    );
+    let last_scheduled = latest(
+        facts.previous.last_schedule_time.as_ref().map(|t| t.0),
+        facts.runs.iter().filter_map(|run| run.slot).max(),
+    );
+    SchedulePlan {
+        create: None,
+        cancel: Vec::new(),
+        delete: over_history(facts.runs, facts.spec),
+        forbidden: None,
+        too_many_missed: None,
+        suspend_after_create: false,
+        status: ScheduleStatus {
+            observed_generation: facts.generation,
+            conditions: Vec::new(),
+            last_schedule_time: last_scheduled.map(Time),
+            last_successful_time: last_successful.map(Time),
+            next_schedule_time: None,
+            active: active_list(going.iter().map(|run| run.name.clone())),
+            active_count: Some(count(going.len())),
+        },
+        requeue: None,
+    }
+}
+
+/// The due `slot` under the concurrency policy: Forbid waits while a Run goes; Replace cancels
+/// the going Runs; either way but Forbid's wait, the slot's Run is created and counted active.
+fn take_slot(
+    plan: &mut SchedulePlan,
+    facts: &ScheduleFacts,
+    timetable: &Timetable,
+    going: &[&ScheduleRun],
+    slot: Timestamp,
+) {
+    let policy = facts.spec.concurrency_policy;
+    if policy == ConcurrencyPolicy::Forbid && !going.is_empty() {
+        plan.forbidden = Some(slot);
+        return;
+    }
+    if policy == ConcurrencyPolicy::Replace {
+        plan.cancel = going
+            .iter()
+            .filter(|run| !run.cancelled)
+            .map(|run| run.name.clone())
+            .collect();
+    }
+    let name = run_name(facts.name, slot);
+    plan.status.last_schedule_time = Some(Time(slot));
+    if !going.iter().any(|run| run.name == name) {
+        let names = going.iter().map(|run| run.name.clone());
+        plan.status.active = active_list(names.chain([name.clone()]));
+        plan.status.active_count = Some(count(going.len() + 1));
+    }
+    plan.suspend_after_create = timetable.is_one_shot();
+    plan.create = Some((slot, name));
 }
 
 /// The status after the API server refused the planned Run: its slot is used up, the Run is
