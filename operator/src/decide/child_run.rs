@@ -111,6 +111,62 @@ pub fn desired_child(
     request: &ChildRequest,
     time_left: Duration,
 ) -> Result<Run, Refusal> {
+    let seconds = admissible(snapshot, request, time_left)?;
+    let run = &snapshot.run;
+    let model_calls = request
+        .model_calls_left
+        .map_or(run.max_model_calls, |claim| claim.min(run.max_model_calls));
+    let tokens = narrower(request.tokens_left, run.token_budget);
+    let mut annotations = BTreeMap::from([(MAX_MODEL_CALLS.to_owned(), model_calls.to_string())]);
+    if let Some(tokens) = tokens {
+        annotations.insert(TOKEN_BUDGET.to_owned(), tokens.to_string());
+    }
+    let parent_name = parent.metadata.name.clone().unwrap_or_default();
+    Ok(Run {
+        metadata: ObjectMeta {
+            name: Some(child_name(&parent_name, &owner.uid, &request.tool_call_id)),
+            namespace: parent.metadata.namespace.clone(),
+            labels: parent.metadata.labels.clone(),
+            annotations: Some(annotations),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: RunSpec {
+            agent_ref: AgentRef {
+                name: parent.spec.agent_ref.name.clone(),
+            },
+            task: request.prompt.clone(),
+            inputs: Vec::new(),
+            model: None,
+            plan_mode: None,
+            thinking: None,
+            timeout: Some(format!("{seconds}s")),
+            input_timeout: None,
+            // The parent's approval rules hold for its delegated work too (the Agent's come
+            // with the snapshot): a child never runs what its parent would have to ask about.
+            approval: parent.spec.approval.clone(),
+            parent_ref: Some(ParentRef {
+                name: parent_name,
+                tool_call_id: request.tool_call_id.clone(),
+            }),
+            subagent_type: Some(request.subagent_type.clone()),
+            responses: Vec::new(),
+            cancel: false,
+            ttl_seconds_after_finished: None,
+        },
+        status: None,
+    })
+}
+
+/// Whether the parent may delegate `request` (depth, subagents enabled, a known subagent
+/// type, a prompt and call id of allowed sizes) and the child's timeout in seconds: the least
+/// of the parent's time left, the subagent timeout, [`MAX_TIMEOUT`] and what the runner says
+/// is left, refused when nothing is.
+fn admissible(
+    snapshot: &Snapshot,
+    request: &ChildRequest,
+    time_left: Duration,
+) -> Result<u64, Refusal> {
     let subagents = &snapshot.agent.subagents;
     if snapshot.depth >= subagents.max_depth {
         return Err(Refusal::TooDeep {
@@ -150,50 +206,7 @@ pub fn desired_child(
     if seconds == 0 {
         return Err(Refusal::NoTimeLeft);
     }
-    let run = &snapshot.run;
-    let model_calls = request
-        .model_calls_left
-        .map_or(run.max_model_calls, |claim| claim.min(run.max_model_calls));
-    let tokens = narrower(request.tokens_left, run.token_budget);
-    let mut annotations = BTreeMap::from([(MAX_MODEL_CALLS.to_owned(), model_calls.to_string())]);
-    if let Some(tokens) = tokens {
-        annotations.insert(TOKEN_BUDGET.to_owned(), tokens.to_string());
-    }
-    let parent_name = parent.metadata.name.clone().unwrap_or_default();
-    Ok(Run {
-        metadata: ObjectMeta {
-            name: Some(child_name(&parent_name, &owner.uid, call)),
-            namespace: parent.metadata.namespace.clone(),
-            labels: parent.metadata.labels.clone(),
-            annotations: Some(annotations),
-            owner_references: Some(vec![owner]),
-            ..ObjectMeta::default()
-        },
-        spec: RunSpec {
-            agent_ref: AgentRef {
-                name: parent.spec.agent_ref.name.clone(),
-            },
-            task: request.prompt.clone(),
-            inputs: Vec::new(),
-            model: None,
-            plan_mode: None,
-            thinking: None,
-            timeout: Some(format!("{seconds}s")),
-            input_timeout: None,
-            // The parent's approval rules hold for its delegated work too (the Agent's come
-            // with the snapshot): a child never runs what its parent would have to ask about.
-            approval: parent.spec.approval.clone(),
-            parent_ref: Some(ParentRef {
-                name: parent_name,
-                tool_call_id: call.clone(),
-            }),
-            subagent_type: Some(request.subagent_type.clone()),
-            responses: Vec::new(),
-            cancel: false,
-            ttl_seconds_after_finished: None,
-        },
-        status: None,
-    })
+    Ok(seconds)
 }
 
 /// The smaller of two optional budgets (`None`: unlimited).
