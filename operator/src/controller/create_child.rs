@@ -16,9 +16,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use super::run_objects::owned_by;
 use crate::apply::apply_status;
 use crate::decide::child_run::{Refusal, children_status, desired_child, reserve};
-use crate::decide::run_clocks::elapsed;
-use crate::decide::run_clocks::working_time_left;
-use crate::decide::run_snapshot::read_snapshot;
+use crate::decide::run_clocks::{elapsed, working_time_left};
+use crate::decide::run_snapshot::{Snapshot, read_snapshot};
 use crate::decide::run_status::snapshot_name;
 use crate::decide::trace_context::set_traceparent;
 use crate::error::Error;
@@ -95,27 +94,7 @@ pub async fn create_child(
             .get_opt(&name)
             .await?
             .ok_or_else(|| ChildError::ParentGone(format!("the parent Run {name} is gone")))?;
-        let uid = live.uid().unwrap_or_default();
-        if parent.uid().is_some_and(|u| u != uid) {
-            return Err(ChildError::ParentGone(format!(
-                "the parent Run {name} was replaced"
-            )));
-        }
-        let status = live.status.clone().unwrap_or_default();
-        let phase = phase_of(&status.conditions);
-        if phase.is_finished() {
-            return Err(ChildError::ParentEnded(format!(
-                "the parent Run {name} has ended ({phase:?}): it starts no more children"
-            )));
-        }
-        let attempt = status.attempt.unwrap_or(1);
-        if request.attempt < attempt {
-            return Err(ChildError::StaleAttempt {
-                parent: name,
-                asked: request.attempt,
-                current: attempt,
-            });
-        }
+        let (uid, status) = check_parent(parent, &live, request)?;
         let snapshot = snapshots
             .get_opt(&snapshot_name(&name))
             .await?
@@ -125,20 +104,7 @@ pub async fn create_child(
             .ok_or_else(|| {
                 ChildError::NoSnapshot(format!("the parent Run {name} has no snapshot"))
             })?;
-        let now = Time(jiff::Timestamp::now());
-        // `startTime` lands with the status written after the first Pod is created, so a fast
-        // runner can ask before it does; the Run's creation is never later than its start, so
-        // the time counted from it is never too generous.
-        let start = status
-            .start_time
-            .as_ref()
-            .or(live.metadata.creation_timestamp.as_ref());
-        let time_left = match (&status.start_time, start) {
-            // The parent's working time: its waits for a person do not count.
-            (Some(_), _) => working_time_left(&status, snapshot.run.timeout(), &now),
-            (None, Some(start)) => snapshot.run.timeout().saturating_sub(elapsed(start, &now)),
-            (None, None) => Duration::ZERO,
-        };
+        let time_left = parent_time_left(&live, &status, &snapshot, &Time(jiff::Timestamp::now()));
         let owner = live
             .controller_owner_ref(&())
             .ok_or(Error::MissingField("metadata.uid"))?;
@@ -169,6 +135,51 @@ pub async fn create_child(
     Err(ChildError::Retry(format!(
         "the parent Run {name} kept changing; try again"
     )))
+}
+
+/// The live parent's UID and status, when it may start a child: the same Run as the one the
+/// request was admitted for, not finished, and on the request's attempt or an earlier one.
+fn check_parent(
+    parent: &Run,
+    live: &Run,
+    request: &ChildRequest,
+) -> Result<(String, RunStatus), ChildError> {
+    let name = live.name_any();
+    let uid = live.uid().unwrap_or_default();
+    if parent.uid().is_some_and(|u| u != uid) {
+        return Err(ChildError::ParentGone(format!(
+            "the parent Run {name} was replaced"
+        )));
+    }
+    let status = live.status.clone().unwrap_or_default();
+    let phase = phase_of(&status.conditions);
+    if phase.is_finished() {
+        return Err(ChildError::ParentEnded(format!(
+            "the parent Run {name} has ended ({phase:?}): it starts no more children"
+        )));
+    }
+    let attempt = status.attempt.unwrap_or(1);
+    if request.attempt < attempt {
+        return Err(ChildError::StaleAttempt {
+            parent: name,
+            asked: request.attempt,
+            current: attempt,
+        });
+    }
+    Ok((uid, status))
+}
+
+/// The parent's working time left under its snapshot's timeout (its waits for a person do
+/// not count). `startTime` lands with the status written after the first Pod is created, so a
+/// fast runner can ask before it does; the Run's creation is never later than its start, so
+/// the time counted from it is never too generous.
+fn parent_time_left(live: &Run, status: &RunStatus, snapshot: &Snapshot, now: &Time) -> Duration {
+    let timeout = snapshot.run.timeout();
+    match (&status.start_time, &live.metadata.creation_timestamp) {
+        (Some(_), _) => working_time_left(status, timeout, now),
+        (None, Some(created)) => timeout.saturating_sub(elapsed(created, now)),
+        (None, None) => Duration::ZERO,
+    }
 }
 
 /// Creates the reserved child (`true`); one that exists counts (`false`) only when it is this
