@@ -24,6 +24,7 @@ pub mod run_clocks;
 pub mod run_deadlines;
 pub mod run_events;
 pub mod run_network_policy;
+pub mod run_owned;
 pub mod run_pod;
 pub mod run_snapshot;
 pub mod run_status;

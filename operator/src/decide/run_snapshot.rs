@@ -10,11 +10,11 @@ use herd_crds::agent::{AgentSpec, ModelSpec, ResolvedSkill};
 use herd_crds::duration::parse_duration;
 use herd_crds::run::RunSpec;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
 use super::run_status::snapshot_name;
-use crate::labels;
+use crate::decide::run_owned::{Cached, run_owned};
 
 /// The key of the snapshot's JSON in its ConfigMap.
 pub const SNAPSHOT_KEY: &str = "snapshot.json";
@@ -223,16 +223,7 @@ pub fn snapshot_config_map(
     snapshot: &Snapshot,
 ) -> Result<ConfigMap, serde_json::Error> {
     Ok(ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(snapshot_name(run)),
-            namespace: Some(namespace.to_owned()),
-            labels: Some(BTreeMap::from([
-                (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
-                (labels::RUN.to_owned(), run.to_owned()),
-            ])),
-            owner_references: Some(vec![owner]),
-            ..ObjectMeta::default()
-        },
+        metadata: run_owned(snapshot_name(run), run, namespace, owner, Cached::Yes),
         data: Some(BTreeMap::from([(
             SNAPSHOT_KEY.to_owned(),
             serde_json::to_string(snapshot)?,
@@ -251,6 +242,7 @@ pub fn read_snapshot(config_map: &ConfigMap) -> Option<Snapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels;
     use herd_crds::agent::Provider;
     use serde_json::json;
 

@@ -8,10 +8,10 @@ use herd_crds::agent::AccessMode;
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::run_snapshot::Snapshot;
-use crate::labels;
+use crate::decide::run_owned::{Cached, run_owned};
 
 /// The name of a Run's own workspace claim.
 pub fn workspace_claim_name(run: &str) -> String {
@@ -65,16 +65,13 @@ pub fn desired_workspace_claim(
         AccessMode::ReadWriteOncePod => "ReadWriteOncePod",
     };
     Some(PersistentVolumeClaim {
-        metadata: ObjectMeta {
-            name: Some(workspace_claim_name(run)),
-            namespace: Some(namespace.to_owned()),
-            labels: Some(BTreeMap::from([
-                (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
-                (labels::RUN.to_owned(), run.to_owned()),
-            ])),
-            owner_references: Some(vec![owner]),
-            ..ObjectMeta::default()
-        },
+        metadata: run_owned(
+            workspace_claim_name(run),
+            run,
+            namespace,
+            owner,
+            Cached::Yes,
+        ),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec![mode.to_owned()]),
             storage_class_name: claim.storage_class_name.clone(),

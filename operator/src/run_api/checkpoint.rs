@@ -23,7 +23,7 @@ use crate::controller::run_objects::owned_by;
 use crate::decide::asked_questions::{
     QUESTIONS_ANNOTATION, asked_questions, checkpoint_name, with_question,
 };
-use crate::labels;
+use crate::decide::run_owned::{Cached, run_owned};
 
 /// Most bytes of gzip a checkpoint may be (~900 KiB: the ConfigMap stays under the API
 /// server's 1 MiB).
@@ -71,12 +71,8 @@ pub fn checkpoint_config_map(
     let listing = serde_json::to_string(asked).unwrap_or_else(|_| "[]".to_owned());
     ConfigMap {
         metadata: ObjectMeta {
-            name: Some(checkpoint_name(run)),
-            namespace: Some(namespace.to_owned()),
-            labels: Some(BTreeMap::from([(labels::RUN.to_owned(), run.to_owned())])),
             annotations: Some(BTreeMap::from([(QUESTIONS_ANNOTATION.to_owned(), listing)])),
-            owner_references: Some(vec![owner]),
-            ..ObjectMeta::default()
+            ..run_owned(checkpoint_name(run), run, namespace, owner, Cached::No)
         },
         binary_data: Some(BTreeMap::from([(
             CHECKPOINT_KEY.to_owned(),
@@ -166,6 +162,7 @@ pub async fn read_checkpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels;
     use proptest::prelude::*;
 
     fn owner() -> OwnerReference {

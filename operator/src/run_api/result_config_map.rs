@@ -11,14 +11,14 @@ use herd_crds::report::Artifact;
 use herd_crds::wire::PresentedFile;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde::{Deserialize, Serialize};
 
 use super::failure::Failure;
 use crate::controller::run_objects::owned_by;
-use crate::labels;
+use crate::decide::run_owned::{Cached, run_owned};
 
 /// Most bytes of a result ConfigMap's data as stored (~900 KiB).
 pub const MAX_RESULT_BYTES: usize = 900 * 1024;
@@ -136,15 +136,8 @@ pub fn result_config_map(
         })
         .collect();
     let config_map = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(result_name(run)),
-            namespace: Some(namespace.to_owned()),
-            // Not `managed-by`: the operator's ConfigMap caches select on it, and results are
-            // large and read by nobody there.
-            labels: Some(BTreeMap::from([(labels::RUN.to_owned(), run.to_owned())])),
-            owner_references: Some(vec![owner]),
-            ..ObjectMeta::default()
-        },
+        // Out of the caches: results are large and read by nobody there.
+        metadata: run_owned(result_name(run), run, namespace, owner, Cached::No),
         data: Some(BTreeMap::from([
             (ANSWER_KEY.to_owned(), answer.to_owned()),
             (FILES_KEY.to_owned(), listing),
@@ -206,6 +199,7 @@ pub async fn write_result_config_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels;
     use proptest::prelude::*;
 
     fn owner() -> OwnerReference {
