@@ -346,6 +346,7 @@ pub fn children_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -385,14 +386,7 @@ mod tests {
     }
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "research".into(),
-            uid: "p-uid".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("research", "p-uid")
     }
 
     fn request(kind: &str) -> ChildRequest {

@@ -17,6 +17,8 @@ pub mod budget_window;
 pub mod child_run;
 pub mod conditions;
 pub mod file_keys;
+#[cfg(test)]
+pub mod fixtures;
 pub mod per_namespace;
 pub mod pod_outcome;
 pub mod run_api_tls;

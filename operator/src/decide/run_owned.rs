@@ -42,16 +42,10 @@ pub fn run_owned(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("r", "u")
     }
 
     #[test]

@@ -512,6 +512,7 @@ pub fn desired_pod(inputs: &PodInputs<'_>, config: &PodConfig) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
     use serde_json::{Value, json};
 
     fn snapshot(agent: Value) -> Snapshot {
@@ -583,14 +584,7 @@ mod tests {
     }
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u1".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("r", "u1")
     }
 
     fn config() -> PodConfig {

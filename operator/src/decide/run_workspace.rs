@@ -88,6 +88,7 @@ pub fn desired_workspace_claim(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
     use serde_json::json;
 
     fn snapshot(sandbox: serde_json::Value) -> Snapshot {
@@ -101,14 +102,7 @@ mod tests {
     }
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u1".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("r", "u1")
     }
 
     #[test]

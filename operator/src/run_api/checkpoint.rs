@@ -162,18 +162,12 @@ pub async fn read_checkpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
     use crate::labels;
     use proptest::prelude::*;
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("r", "u")
     }
 
     #[test]

@@ -199,18 +199,12 @@ pub async fn write_result_config_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::run_owner;
     use crate::labels;
     use proptest::prelude::*;
 
     fn owner() -> OwnerReference {
-        OwnerReference {
-            api_version: "herd.dev/v1alpha1".into(),
-            kind: "Run".into(),
-            name: "r".into(),
-            uid: "u".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        run_owner("r", "u")
     }
 
     fn file(path: &str, bytes: &[u8]) -> PresentedFile {
