@@ -11,7 +11,7 @@ use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_leader, test_config};
+use super::support::{has_condition, start_leader, start_only, test_config};
 use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -160,8 +160,7 @@ pub async fn unlabelled_secret_is_not_allowed(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "model-key"}, "stringData": {"api-key": "sk-test"},
@@ -211,8 +210,7 @@ pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
     create_agent(
         &agents,
@@ -264,8 +262,7 @@ pub async fn skill_versions_become_immutable_config_maps(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
     create_skill(
         &admin,

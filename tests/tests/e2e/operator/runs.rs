@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use super::run_fixtures::{
     WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
-    enforce_restricted, message, run_until, start_agent, succeeded, terminate_agent,
+    message, run_until, start_agent, start_restricted, succeeded, terminate_agent,
 };
-use super::support::{http_get, start_leader, test_config};
+use super::support::{http_get, start_leader, start_only, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A Run becomes exactly its snapshot and Pod, admitted under `restricted`, its egress opened by
@@ -29,9 +29,7 @@ pub async fn run_becomes_snapshot_policy_and_pod(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     create_run(&admin, &namespace, "hello").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
@@ -138,9 +136,7 @@ pub async fn run_waits_for_its_agent(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_run(&admin, &namespace, "early").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     let waiting = run_until(&runs, "early", "AgentNotFound", |r| {
@@ -183,9 +179,7 @@ pub async fn a_terminal_report_decides(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     create_run(&admin, &namespace, "answered").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
@@ -281,9 +275,7 @@ pub async fn cancel_and_ttl(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     create_run(&admin, &namespace, "busy").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
@@ -378,9 +370,7 @@ pub async fn eviction_is_retried(
     namespace: String,
     kubeconfig: std::path::PathBuf,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     let claimed = json!({"workspace": {"persistentVolumeClaim": {"size": "1Gi"}}});
     create_agent_with(&admin, &namespace, json!({"retries": 1}), claimed).await?;
     create_run(&admin, &namespace, "evicted").await?;
@@ -478,9 +468,7 @@ pub async fn timeout_while_the_pod_runs(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     let run: Run = serde_json::from_value(json!({
@@ -523,9 +511,7 @@ pub async fn refused_pod_is_invalid_spec(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent_with(
         &admin,
         &namespace,
@@ -559,8 +545,7 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     create_skill(&admin, &namespace, "notes", &skill_md("notes", "First.")).await?;
     let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
     let digest = |skill: &Skill| skill.status.as_ref().and_then(|s| s.digest.clone());
@@ -643,8 +628,7 @@ pub async fn run_input_times_out(
     admin: Client,
     namespace: String,
 ) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     let run: Run = serde_json::from_value(json!({
@@ -706,8 +690,7 @@ pub async fn run_waits_for_its_skill_version(
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
+    let running = start_only(operator, &namespace).await?;
     let content = skill_md("notes", "Notes.");
     create_skill(&admin, &namespace, "notes", &content).await?;
     let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);

@@ -50,6 +50,11 @@ pub fn test_config(
     Ok(config)
 }
 
+/// Starts the only operator of `namespace` (its [`test_config`]), leading, with synced caches.
+pub async fn start_only(client: Client, namespace: &str) -> anyhow::Result<Running> {
+    start_leader(test_config(&[namespace], namespace, "only")?, client).await
+}
+
 /// Starts an operator and waits until it leads and its caches have synced.
 pub async fn start_leader(config: Config, client: Client) -> anyhow::Result<Running> {
     let running = herd_operator::start(config, client).await?;
