@@ -7,7 +7,7 @@ use futures::StreamExt;
 use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, StopReason};
 use herd_sandbox::ToolExecutor;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
@@ -586,7 +586,7 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{
+    use crate::test_doubles::{
         self, EchoTool, FixedTool, QueuedModel, RecordingControl, RecordingObserver, calls, text,
     };
     use crate::thread::ToolStatus;
@@ -666,7 +666,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![Arc::new(WriteTodos)],
             recorders(&log),
@@ -700,7 +700,7 @@ mod tests {
     #[tokio::test]
     async fn a_final_answer_completes_the_run() {
         let model = QueuedModel::new(vec![text("42")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![],
@@ -722,7 +722,7 @@ mod tests {
         let turns = (0..10)
             .map(|_| calls(&[("write_todos", json!({"todos": []}))]))
             .collect();
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(turns),
             vec![Arc::new(WriteTodos)],
             vec![],
@@ -738,7 +738,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_passed_deadline_times_the_run_out() {
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(vec![text("never")]),
             vec![],
             vec![],
@@ -757,7 +757,7 @@ mod tests {
             "invalid API key",
         )));
         let (agent, env) =
-            testing::agent(model, vec![], vec![], Arc::new(RecordingControl::default()));
+            test_doubles::agent(model, vec![], vec![], Arc::new(RecordingControl::default()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::ModelError);
         assert_eq!(outcome.error.as_deref(), Some("invalid API key"));
@@ -774,7 +774,7 @@ mod tests {
     #[tokio::test]
     async fn an_unanswered_question_suspends_the_run() {
         let control = Arc::new(RecordingControl::default());
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![question_turn(), text("unreachable")]),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -798,7 +798,7 @@ mod tests {
             )),
             ..RecordingControl::default()
         });
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![question_turn(), text("unreachable")]),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -823,7 +823,7 @@ mod tests {
     #[tokio::test]
     async fn a_tool_sees_the_model_calls_tokens_and_time_left() {
         let control = Arc::new(RecordingControl::default());
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(vec![
                 calls(&[(
                     "task",
@@ -858,7 +858,7 @@ mod tests {
         });
         let model = QueuedModel::new(vec![question_turn(), text("Assuming PDF: done")]);
         let observer = Arc::new(RecordingObserver::default());
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -888,7 +888,7 @@ mod tests {
             ..RecordingControl::default()
         });
         let model = QueuedModel::new(vec![question_turn(), text("PDF it is")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -915,7 +915,7 @@ mod tests {
             ]),
             text("ok"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![],
@@ -963,7 +963,7 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_jump_back_to_the_model() {
         let model = QueuedModel::new(vec![text("first"), text("second")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![],
             vec![Arc::new(JumpOnce(Mutex::new(false)))],
@@ -988,7 +988,7 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_end_the_run() {
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(EndBeforeModel)],
@@ -1025,7 +1025,7 @@ mod tests {
     #[tokio::test]
     async fn request_changes_are_not_persisted() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(RequestOnly)],
@@ -1068,7 +1068,7 @@ mod tests {
             call_with_id("same", "echo", json!({"text": "TWO"}).to_string()),
         ];
         let model = QueuedModel::new(vec![twins, text("done")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(EchoTool)],
             vec![],
@@ -1098,7 +1098,7 @@ mod tests {
             .tool_calls
             .insert(0, call_with_id("x", "", "{}".into()));
         let model = QueuedModel::new(vec![nameless, text("done")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(EchoTool)],
             vec![],
@@ -1140,7 +1140,7 @@ mod tests {
             ]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![
                 Arc::new(EchoTool),
@@ -1177,7 +1177,7 @@ mod tests {
             json!({"text": text_arg}).to_string(),
         )];
         let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(EchoTool)],
             vec![],

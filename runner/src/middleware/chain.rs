@@ -21,14 +21,14 @@ use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
 use super::sandbox::SandboxMiddleware;
 use super::sandbox_audit::SandboxAudit;
+use super::shared::active_skills::ActiveSkills;
+use super::shared::circuit_breaker::CircuitBreaker;
+use super::shared::clock::{Clock, system_clock};
+use super::shared::side_call::{SideCall, long_max_tokens};
 use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
 use super::subagent_limit::SubagentLimit;
 use super::summarization::{Summarization, SummarizationConfig};
-use super::support::active_skills::ActiveSkills;
-use super::support::circuit_breaker::CircuitBreaker;
-use super::support::clock::{Clock, system_clock};
-use super::support::side_call::{SideCall, long_max_tokens};
 use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
@@ -400,7 +400,7 @@ mod tests {
     use crate::agent::NoObserver;
     use crate::control::SubagentCaps;
     use crate::plan::{SubagentSettings, test_plan};
-    use crate::testing::{QueuedModel, RecordingControl, calls};
+    use crate::test_doubles::{QueuedModel, RecordingControl, calls};
     use crate::thread::{Message, ThreadState};
 
     fn plan(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> RunPlan {

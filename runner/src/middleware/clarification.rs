@@ -77,8 +77,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{ThreadState, ToolStatus};
 
     fn question() -> serde_json::Value {
@@ -142,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn an_interactive_run_suspends_on_the_question() {
         let control = Arc::new(RecordingControl::default());
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![calls(&[(TOOL, question())]), text("unreachable")]),
             vec![],
             vec![Arc::new(ClarificationMiddleware::new(true))],
@@ -161,7 +161,7 @@ mod tests {
     async fn a_disabled_run_declines_and_goes_on() {
         let control = Arc::new(RecordingControl::default());
         let model = QueuedModel::new(vec![calls(&[(TOOL, question())]), text("Assuming PDF.")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(ClarificationMiddleware::new(false))],

@@ -171,7 +171,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, text};
     use crate::thread::MessageKind;
 
     #[test]
@@ -249,7 +249,7 @@ mod tests {
     #[tokio::test]
     async fn the_model_sees_the_framed_text_and_the_thread_keeps_the_original() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(InputSanitization::new())],

@@ -66,7 +66,7 @@ mod tests {
     use herd_sandbox::testing::FakeExecutor;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, text};
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
@@ -82,7 +82,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_sandbox_ends_the_run_clearly_without_a_model_call() {
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(SandboxMiddleware::new(Arc::new(
@@ -128,7 +128,7 @@ mod tests {
             hello(PROTOCOL_VERSION + 1, "9.9.9"),
         ));
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(SandboxMiddleware::new(Arc::new(ConnectEachTime(

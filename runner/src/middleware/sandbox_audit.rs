@@ -17,7 +17,7 @@ mod commands;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use regex::Regex;
 
 use self::commands::{DOWNLOADERS, Simple, Text, basename, simple_commands};
@@ -639,7 +639,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
     use crate::thread::ToolStatus;
 
     #[test]

@@ -73,7 +73,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, text};
     use crate::thread::MessageKind;
 
     #[test]
@@ -123,7 +123,7 @@ mod tests {
     #[tokio::test]
     async fn the_model_sees_no_system_message_and_the_thread_keeps_it() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(SystemMessageCoalescing::new())],

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_sandbox::{SandboxClient, ToolExecutor};
 
-use super::support::clock::Clock;
+use super::shared::clock::Clock;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{Message, ThreadState};
 
@@ -83,7 +83,7 @@ mod tests {
     use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse};
 
     use super::*;
-    use crate::middleware::support::clock::fixed;
+    use crate::middleware::shared::clock::fixed;
     use crate::thread::MessageKind;
 
     #[derive(Default)]

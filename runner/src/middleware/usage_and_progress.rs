@@ -358,7 +358,7 @@ mod tests {
     use super::*;
     use crate::control::Budget;
     use crate::control::{AskOutcome, ControlError};
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, text};
 
     /// Records progress reports; everything else is the shared recording double.
     #[derive(Default)]
@@ -413,7 +413,7 @@ mod tests {
         let mut silent = text("12345678");
         silent.usage = None;
         let model = QueuedModel::new(vec![silent]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![],
             vec![Arc::new(UsageAndProgress::log_only("lead"))],
@@ -431,7 +431,7 @@ mod tests {
     #[tokio::test]
     async fn reported_usage_is_kept() {
         let model = QueuedModel::new(vec![text("hi")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![],
             vec![Arc::new(UsageAndProgress::log_only("lead"))],

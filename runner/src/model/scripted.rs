@@ -60,7 +60,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use regex::Regex;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;

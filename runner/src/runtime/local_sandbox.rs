@@ -272,7 +272,7 @@ mod tests {
     use herd_sandbox::{SandboxRequest, SandboxResponse};
 
     use super::*;
-    use crate::testing::RecordingObserver;
+    use crate::test_doubles::RecordingObserver;
 
     fn available(namespaces: bool, landlock: bool) -> Available {
         let result = |works: bool, why: &str| if works { Ok(()) } else { Err(why.to_owned()) };

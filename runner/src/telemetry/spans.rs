@@ -336,7 +336,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::write_todos::WriteTodos;
 
     /// Runs a two-turn thread (a `write_todos` call, then an answer) and returns its spans.
@@ -356,7 +356,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             answer,
         ]);
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             model,
             vec![Arc::new(WriteTodos)],
             vec![],

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, ClarificationType};
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

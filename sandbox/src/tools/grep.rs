@@ -13,7 +13,7 @@ use super::ToolReply;
 use crate::args::GrepArgs;
 use crate::io_error::io_error;
 use crate::paths::{Access, SandboxPaths};
-use crate::text::{take_chars, truncate_end};
+use crate::truncation::{take_chars, truncate_end};
 use crate::walk::walk;
 
 /// Matches when the model does not say.
