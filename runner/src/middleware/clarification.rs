@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::tools::ask_clarification::{AskClarification, AskClarificationArgs};
-use crate::tools::{ToolOutput, parse_args};
+use crate::tools::ToolOutput;
+use crate::tools::ask_clarification::AskClarification;
 
 /// The tool this middleware intercepts.
 pub const TOOL: &str = "ask_clarification";
@@ -54,18 +54,7 @@ impl Middleware for ClarificationMiddleware {
                 ));
             }
         };
-        let args: AskClarificationArgs = match parse_args(TOOL, arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
-        match AskClarification::question(&request.ctx.call_id, args) {
-            Ok(question) => {
-                let mut output = ToolOutput::ok(question.render());
-                output.effect.interrupt = Some(question);
-                output
-            }
-            Err(message) => ToolOutput::error(message),
-        }
+        AskClarification::ask(&request.ctx.call_id, arguments)
     }
 }
 
