@@ -14,7 +14,9 @@ use crate::control::deadline::Deadline;
 use crate::control::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call};
 use crate::telemetry::Telemetry;
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
+use crate::thread::{
+    AssistantMessage, ImagePart, Message, MessageKind, ThreadState, ToolCall, ToolStatus,
+};
 use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
@@ -158,18 +160,7 @@ impl Agent {
             {
                 return Ok(outcome);
             }
-            if state.usage.model_calls >= self.limits.max_model_calls {
-                return Ok(self.outcome(state, StopReason::ModelCallLimit, None));
-            }
-            if self
-                .limits
-                .deadline
-                .as_ref()
-                .is_some_and(Deadline::has_passed)
-            {
-                return Ok(self.outcome(state, StopReason::TimedOut, None));
-            }
-            if let Some(reason) = self.hooks_before_model(state).await {
+            if let Some(reason) = self.stop_before_model(state).await {
                 return Ok(self.outcome(state, reason, None));
             }
             let mut message = match self.call_model(state).await {
@@ -195,42 +186,73 @@ impl Agent {
                 let reason = state.stop_reason.unwrap_or(StopReason::Completed);
                 return Ok(self.outcome(state, reason, None));
             }
-            if let Some(question) = self.run_tools(state, env, calls, &refusals).await {
-                self.emit(AgentEvent::Asked {
-                    agent: self.name.clone(),
-                    question: question.clone(),
-                });
-                match env.control.ask(&question, state).await {
-                    Ok(AskOutcome::Answered(answer)) => {
-                        self.emit(AgentEvent::Answered {
-                            agent: self.name.clone(),
-                            id: question.id.clone(),
-                            answer: answer.clone(),
-                        });
-                        let id = format!("answer-{}", question.id);
-                        state.messages.push(Message::user(id, answer));
-                    }
-                    Ok(AskOutcome::Suspended) => {
-                        let mut outcome = self.outcome(state, StopReason::InputRequired, None);
-                        outcome.question = Some(question);
-                        return Ok(outcome);
-                    }
-                    Ok(AskOutcome::Ended { reason, error }) => {
-                        return Ok(self.outcome(state, reason, Some(error)));
-                    }
-                    // Where no one can be asked (a subagent), the model hears so and goes on.
-                    Err(ControlError::Refused(why)) => {
-                        self.emit(AgentEvent::Warning {
-                            agent: self.name.clone(),
-                            message: format!("the question was not asked: {why}"),
-                        });
-                        let id = format!("unasked-{}", question.id);
-                        state.messages.push(Message::user(id, unasked(&why)));
-                    }
-                    Err(error) => return Err(error.into()),
-                }
+            if let Some(question) = self.run_tools(state, env, calls, &refusals).await
+                && let Some(outcome) = self.ask(state, env, question).await?
+            {
+                return Ok(outcome);
             }
         }
+    }
+
+    /// Why the run stops before its next model call: the call limit, the deadline, or a
+    /// before_model hook.
+    async fn stop_before_model(&self, state: &mut ThreadState) -> Option<StopReason> {
+        if state.usage.model_calls >= self.limits.max_model_calls {
+            return Some(StopReason::ModelCallLimit);
+        }
+        if self
+            .limits
+            .deadline
+            .as_ref()
+            .is_some_and(Deadline::has_passed)
+        {
+            return Some(StopReason::TimedOut);
+        }
+        self.hooks_before_model(state).await
+    }
+
+    /// Asks `question` and adds the answer to the thread. `Some` when the run stops here
+    /// instead: suspended until the answer comes, or ended.
+    async fn ask(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        question: Clarification,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        self.emit(AgentEvent::Asked {
+            agent: self.name.clone(),
+            question: question.clone(),
+        });
+        match env.control.ask(&question, state).await {
+            Ok(AskOutcome::Answered(answer)) => {
+                self.emit(AgentEvent::Answered {
+                    agent: self.name.clone(),
+                    id: question.id.clone(),
+                    answer: answer.clone(),
+                });
+                let id = format!("answer-{}", question.id);
+                state.messages.push(Message::user(id, answer));
+            }
+            Ok(AskOutcome::Suspended) => {
+                let mut outcome = self.outcome(state, StopReason::InputRequired, None);
+                outcome.question = Some(question);
+                return Ok(Some(outcome));
+            }
+            Ok(AskOutcome::Ended { reason, error }) => {
+                return Ok(Some(self.outcome(state, reason, Some(error))));
+            }
+            // Where no one can be asked (a subagent), the model hears so and goes on.
+            Err(ControlError::Refused(why)) => {
+                self.emit(AgentEvent::Warning {
+                    agent: self.name.clone(),
+                    message: format!("the question was not asked: {why}"),
+                });
+                let id = format!("unasked-{}", question.id);
+                state.messages.push(Message::user(id, unasked(&why)));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        Ok(None)
     }
 
     /// Asks for the decisions on the calls held for approval (those without one yet),
@@ -248,49 +270,75 @@ impl Agent {
             .filter(|r| !state.approval_verdicts.contains_key(&r.call_id))
             .cloned()
             .collect();
-        if !undecided.is_empty() {
-            self.emit(AgentEvent::ApprovalAsked {
-                agent: self.name.clone(),
-                requests: undecided.clone(),
-            });
-            let verdicts = match env.control.ask_approval(&undecided, state).await {
-                Ok(ApprovalOutcome::Decided(verdicts)) => verdicts,
-                Ok(ApprovalOutcome::Suspended) => {
-                    return Ok(Some(self.outcome(state, StopReason::InputRequired, None)));
-                }
-                Ok(ApprovalOutcome::Ended { reason, error }) => {
-                    return Ok(Some(self.outcome(state, reason, Some(error))));
-                }
-                // Where nobody can be asked, nobody approves: the model hears why.
-                Err(ControlError::Refused(why)) => undecided
-                    .iter()
-                    .map(|r| {
-                        let reason = format!("nobody can approve it here ({why})");
-                        (r.id.clone(), Verdict::deny(Some(reason)))
-                    })
-                    .collect(),
-                Err(error) => return Err(error.into()),
-            };
-            for (id, verdict) in verdicts {
-                if let Some(request) = undecided.iter().find(|r| r.id == id) {
-                    self.emit(AgentEvent::ApprovalDecided {
-                        agent: self.name.clone(),
-                        call: request.summary(),
-                        verdict: verdict.clone(),
-                    });
-                    state
-                        .approval_verdicts
-                        .insert(request.call_id.clone(), verdict);
-                }
-            }
+        if !undecided.is_empty()
+            && let Some(outcome) = self.decide_approvals(state, env, &undecided).await?
+        {
+            return Ok(Some(outcome));
         }
         state.awaiting_approval.clear();
+        self.run_held_calls(state, env, &held).await;
+        Ok(None)
+    }
+
+    /// Asks for the decisions on `undecided` and records them. `Some` when the run stops
+    /// here instead.
+    async fn decide_approvals(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        undecided: &[ApprovalRequest],
+    ) -> Result<Option<RunOutcome>, RunError> {
+        self.emit(AgentEvent::ApprovalAsked {
+            agent: self.name.clone(),
+            requests: undecided.to_vec(),
+        });
+        let verdicts = match env.control.ask_approval(undecided, state).await {
+            Ok(ApprovalOutcome::Decided(verdicts)) => verdicts,
+            Ok(ApprovalOutcome::Suspended) => {
+                return Ok(Some(self.outcome(state, StopReason::InputRequired, None)));
+            }
+            Ok(ApprovalOutcome::Ended { reason, error }) => {
+                return Ok(Some(self.outcome(state, reason, Some(error))));
+            }
+            // Where nobody can be asked, nobody approves: the model hears why.
+            Err(ControlError::Refused(why)) => undecided
+                .iter()
+                .map(|r| {
+                    let reason = format!("nobody can approve it here ({why})");
+                    (r.id.clone(), Verdict::deny(Some(reason)))
+                })
+                .collect(),
+            Err(error) => return Err(error.into()),
+        };
+        for (id, verdict) in verdicts {
+            if let Some(request) = undecided.iter().find(|r| r.id == id) {
+                self.emit(AgentEvent::ApprovalDecided {
+                    agent: self.name.clone(),
+                    call: request.summary(),
+                    verdict: verdict.clone(),
+                });
+                state
+                    .approval_verdicts
+                    .insert(request.call_id.clone(), verdict);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends the `held` calls of the newest answer through the chain again; their results
+    /// join that turn's others, before its images.
+    async fn run_held_calls(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        held: &[ApprovalRequest],
+    ) {
         let Some(turn) = state
             .messages
             .iter()
             .rposition(|m| matches!(m, Message::Assistant(_)))
         else {
-            return Ok(None);
+            return;
         };
         let calls: Vec<ToolCall> = match &state.messages[turn] {
             Message::Assistant(message) => message
@@ -316,7 +364,6 @@ impl Agent {
             .partition(|m| matches!(m, Message::Tool(_)));
         state.messages.splice(results_end..results_end, results);
         state.messages.extend(rest);
-        Ok(None)
     }
 
     async fn hooks_before_model(&self, state: &mut ThreadState) -> Option<StopReason> {
@@ -421,62 +468,67 @@ impl Agent {
             .collect();
         tool_calls::forget_arguments(&mut state.messages, &failed_large);
         for (call, output) in outputs {
-            let effect = output.effect;
-            // A held call has no result until a person decides (`settle_approvals`).
-            if let Some(request) = effect.approval {
-                state.awaiting_approval.push(request);
-                continue;
-            }
-            state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
-            if let Some(todos) = effect.todos {
-                self.emit(AgentEvent::Todos {
-                    agent: self.name.clone(),
-                    todos: todos.clone(),
-                });
-                state.todos = todos;
-            }
-            state.add_artifacts(effect.artifacts);
-            if let Some(delegation) = effect.delegation {
-                state.record_delegation(delegation);
-            }
-            if let Some(usage) = &effect.child_usage {
-                state.children_usage.add(usage);
-            }
-            let mut result = Message::tool(&call, output.status, output.content);
-            if let Message::Tool(tool_message) = &mut result {
-                tool_message.meta.extra = output.meta.into();
-            }
-            state.messages.push(result);
-            if let Some((path, image, part)) = effect.viewed_image {
-                state.viewed_images.insert(path.clone(), image);
-                let mut message = Message::hidden_user(
-                    format!("view-image:{}", call.id),
-                    MessageKind::ViewImage,
-                    format!("Here is the image {path} you asked to view."),
-                );
-                if let Message::User(user) = &mut message {
-                    user.images.push(part);
-                }
-                images.push(message);
-            }
-            if !effect.images.is_empty() {
-                let mut message = Message::hidden_user(
-                    format!("tool-images:{}", call.id),
-                    MessageKind::ViewImage,
-                    format!("Here are the images {} returned.", call.name),
-                );
-                if let Message::User(user) = &mut message {
-                    user.images = effect.images;
-                }
-                images.push(message);
-            }
-            state.promoted_tools.extend(effect.promoted);
+            let asked = self.apply_output(state, &call, output, &mut images);
             if question.is_none() {
-                question = effect.interrupt;
+                question = asked;
             }
         }
         state.messages.extend(images);
         question
+    }
+
+    /// Adds `call`'s result to the thread and applies its effects; the images it brings go
+    /// to `images`. Returns the question it asks, if any.
+    fn apply_output(
+        &self,
+        state: &mut ThreadState,
+        call: &ToolCall,
+        output: ToolOutput,
+        images: &mut Vec<Message>,
+    ) -> Option<Clarification> {
+        let effect = output.effect;
+        // A held call has no result until a person decides (`settle_approvals`).
+        if let Some(request) = effect.approval {
+            state.awaiting_approval.push(request);
+            return None;
+        }
+        state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
+        if let Some(todos) = effect.todos {
+            self.emit(AgentEvent::Todos {
+                agent: self.name.clone(),
+                todos: todos.clone(),
+            });
+            state.todos = todos;
+        }
+        state.add_artifacts(effect.artifacts);
+        if let Some(delegation) = effect.delegation {
+            state.record_delegation(delegation);
+        }
+        if let Some(usage) = &effect.child_usage {
+            state.children_usage.add(usage);
+        }
+        let mut result = Message::tool(call, output.status, output.content);
+        if let Message::Tool(tool_message) = &mut result {
+            tool_message.meta.extra = output.meta.into();
+        }
+        state.messages.push(result);
+        if let Some((path, image, part)) = effect.viewed_image {
+            state.viewed_images.insert(path.clone(), image);
+            images.push(image_message(
+                format!("view-image:{}", call.id),
+                format!("Here is the image {path} you asked to view."),
+                vec![part],
+            ));
+        }
+        if !effect.images.is_empty() {
+            images.push(image_message(
+                format!("tool-images:{}", call.id),
+                format!("Here are the images {} returned.", call.name),
+                effect.images,
+            ));
+        }
+        state.promoted_tools.extend(effect.promoted);
+        effect.interrupt
     }
 
     async fn run_tool(
@@ -567,6 +619,15 @@ impl Agent {
     fn emit(&self, event: AgentEvent) {
         self.observer.on_event(event);
     }
+}
+
+/// A hidden user message carrying `images` to the model, with `text`.
+fn image_message(id: String, text: String, images: Vec<ImagePart>) -> Message {
+    let mut message = Message::hidden_user(id, MessageKind::ViewImage, text);
+    if let Message::User(user) = &mut message {
+        user.images = images;
+    }
+    message
 }
 
 fn summarize_arguments(arguments: &str) -> String {

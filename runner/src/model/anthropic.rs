@@ -434,78 +434,9 @@ impl Answer {
             StreamEvent::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                let block = match content_block {
-                    BlockStart::Text { text } => {
-                        if !text.is_empty() {
-                            on_delta(StreamDelta::Text(text.clone()));
-                        }
-                        Block::Text(text)
-                    }
-                    BlockStart::ToolUse { id, name, input } => {
-                        on_delta(StreamDelta::ToolCallStarted {
-                            index: self.tool_count,
-                            name: name.clone(),
-                        });
-                        self.tool_count += 1;
-                        Block::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            start_input: input,
-                        }
-                    }
-                    BlockStart::Thinking {
-                        thinking,
-                        signature,
-                    } => {
-                        if !thinking.is_empty() {
-                            on_delta(StreamDelta::Reasoning(thinking.clone()));
-                        }
-                        Block::Thinking {
-                            text: thinking,
-                            signature: signature.unwrap_or_default(),
-                        }
-                    }
-                    BlockStart::Other => Block::Ignored,
-                };
-                self.blocks.insert(index, block);
-            }
+            } => self.start_block(index, content_block, on_delta),
             StreamEvent::ContentBlockDelta { index, delta } => {
-                match (self.blocks.get_mut(&index), delta) {
-                    (Some(Block::Text(text)), BlockDelta::TextDelta { text: more }) => {
-                        text.push_str(&more);
-                        on_delta(StreamDelta::Text(more));
-                    }
-                    (
-                        Some(Block::ToolUse { json, .. }),
-                        BlockDelta::InputJsonDelta { partial_json },
-                    ) => {
-                        json.push_str(&partial_json);
-                    }
-                    (
-                        Some(Block::Thinking { text, .. }),
-                        BlockDelta::ThinkingDelta { thinking },
-                    ) => {
-                        text.push_str(&thinking);
-                        on_delta(StreamDelta::Reasoning(thinking));
-                    }
-                    (
-                        Some(Block::Thinking { signature, .. }),
-                        BlockDelta::SignatureDelta { signature: more },
-                    ) => {
-                        signature.push_str(&more);
-                    }
-                    (_, BlockDelta::Other) | (Some(Block::Ignored), _) => {}
-                    (_, delta) => {
-                        return Err(ModelError::new(
-                            ModelErrorKind::InvalidResponse,
-                            format!(
-                                "{server} sent {delta:?} for content block {index}, which does not take it"
-                            ),
-                        ));
-                    }
-                }
+                self.extend_block(index, delta, server, on_delta)?;
             }
             StreamEvent::Other => {}
             StreamEvent::MessageDelta { delta, usage } => {
@@ -530,6 +461,84 @@ impl Answer {
             }
         }
         Ok(false)
+    }
+
+    /// Opens content block `index`, streaming any text it starts with.
+    fn start_block(&mut self, index: usize, start: BlockStart, on_delta: DeltaSink<'_>) {
+        let block = match start {
+            BlockStart::Text { text } => {
+                if !text.is_empty() {
+                    on_delta(StreamDelta::Text(text.clone()));
+                }
+                Block::Text(text)
+            }
+            BlockStart::ToolUse { id, name, input } => {
+                on_delta(StreamDelta::ToolCallStarted {
+                    index: self.tool_count,
+                    name: name.clone(),
+                });
+                self.tool_count += 1;
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: input,
+                }
+            }
+            BlockStart::Thinking {
+                thinking,
+                signature,
+            } => {
+                if !thinking.is_empty() {
+                    on_delta(StreamDelta::Reasoning(thinking.clone()));
+                }
+                Block::Thinking {
+                    text: thinking,
+                    signature: signature.unwrap_or_default(),
+                }
+            }
+            BlockStart::Other => Block::Ignored,
+        };
+        self.blocks.insert(index, block);
+    }
+
+    /// Adds `delta` to content block `index`; a delta the block does not take is an error.
+    fn extend_block(
+        &mut self,
+        index: usize,
+        delta: BlockDelta,
+        server: &str,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<(), ModelError> {
+        match (self.blocks.get_mut(&index), delta) {
+            (Some(Block::Text(text)), BlockDelta::TextDelta { text: more }) => {
+                text.push_str(&more);
+                on_delta(StreamDelta::Text(more));
+            }
+            (Some(Block::ToolUse { json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+            }
+            (Some(Block::Thinking { text, .. }), BlockDelta::ThinkingDelta { thinking }) => {
+                text.push_str(&thinking);
+                on_delta(StreamDelta::Reasoning(thinking));
+            }
+            (
+                Some(Block::Thinking { signature, .. }),
+                BlockDelta::SignatureDelta { signature: more },
+            ) => {
+                signature.push_str(&more);
+            }
+            (_, BlockDelta::Other) | (Some(Block::Ignored), _) => {}
+            (_, delta) => {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "{server} sent {delta:?} for content block {index}, which does not take it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn finish(self, server: &str) -> Result<AssistantMessage, ModelError> {
