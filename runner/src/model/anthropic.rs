@@ -32,7 +32,7 @@ use super::ids::random_id;
 use super::{
     CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta, note_response_model,
 };
-use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
+use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus, UserMessage};
 
 /// The API version this client speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -191,49 +191,8 @@ fn wire_messages(system: &str, messages: &[Message]) -> (Vec<Value>, Vec<Value>)
                 }
                 continue;
             }
-            Message::User(m) => {
-                let mut blocks: Vec<Value> = m
-                    .images
-                    .iter()
-                    .map(|image| {
-                        json!({"type": "image", "source": {
-                            "type": "base64", "media_type": image.mime_type,
-                            "data": image.data_base64,
-                        }})
-                    })
-                    .collect();
-                // The API refuses empty text blocks.
-                if !m.content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": m.content}));
-                }
-                ("user", blocks)
-            }
-            Message::Assistant(m) => {
-                let mut blocks = Vec::new();
-                if let Some(signature) = &m.reasoning_signature {
-                    blocks.push(json!({
-                        "type": "thinking",
-                        "thinking": m.reasoning.as_deref().unwrap_or_default(),
-                        "signature": signature,
-                    }));
-                }
-                if !m.content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": m.content}));
-                }
-                for call in &m.tool_calls {
-                    // `input` must be an object; arguments the model garbled go back empty
-                    // (the tool result already told the model what was wrong).
-                    let input = call
-                        .parse_arguments()
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    blocks.push(json!({
-                        "type": "tool_use", "id": call.id, "name": call.name, "input": input,
-                    }));
-                }
-                ("assistant", blocks)
-            }
+            Message::User(m) => ("user", user_blocks(m)),
+            Message::Assistant(m) => ("assistant", assistant_blocks(m)),
             Message::Tool(m) => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": m.tool_call_id});
                 if !m.content.is_empty() {
@@ -264,6 +223,53 @@ fn wire_messages(system: &str, messages: &[Message]) -> (Vec<Value>, Vec<Value>)
         })
         .collect();
     (system_blocks, messages)
+}
+
+/// The content blocks of a user message: its images, then its text.
+fn user_blocks(m: &UserMessage) -> Vec<Value> {
+    let mut blocks: Vec<Value> = m
+        .images
+        .iter()
+        .map(|image| {
+            json!({"type": "image", "source": {
+                "type": "base64", "media_type": image.mime_type,
+                "data": image.data_base64,
+            }})
+        })
+        .collect();
+    // The API refuses empty text blocks.
+    if !m.content.is_empty() {
+        blocks.push(json!({"type": "text", "text": m.content}));
+    }
+    blocks
+}
+
+/// The content blocks of an answer: its signed thinking, its text, then its tool calls.
+fn assistant_blocks(m: &AssistantMessage) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if let Some(signature) = &m.reasoning_signature {
+        blocks.push(json!({
+            "type": "thinking",
+            "thinking": m.reasoning.as_deref().unwrap_or_default(),
+            "signature": signature,
+        }));
+    }
+    if !m.content.is_empty() {
+        blocks.push(json!({"type": "text", "text": m.content}));
+    }
+    for call in &m.tool_calls {
+        // `input` must be an object; arguments the model garbled go back empty
+        // (the tool result already told the model what was wrong).
+        let input = call
+            .parse_arguments()
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        blocks.push(json!({
+            "type": "tool_use", "id": call.id, "name": call.name, "input": input,
+        }));
+    }
+    blocks
 }
 
 /// One event of the stream (the `type` field of its data).
