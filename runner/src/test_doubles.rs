@@ -101,6 +101,8 @@ pub struct RecordingControl {
     /// does not fit).
     pub end_questions: Option<(StopReason, String)>,
     pub questions: Mutex<Vec<Clarification>>,
+    /// Every progress report, in order.
+    pub progress: Mutex<Vec<ProgressReport>>,
     pub children: Mutex<Vec<(ChildRequest, Budget)>>,
     pub results: Mutex<Vec<ResultReport>>,
     /// The memory document `read_memory` returns.
@@ -116,7 +118,8 @@ pub struct RecordingControl {
 
 #[async_trait]
 impl ControlPlane for RecordingControl {
-    async fn report_progress(&self, _report: ProgressReport) -> Result<(), ControlError> {
+    async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError> {
+        self.progress.lock().unwrap().push(report);
         Ok(())
     }
 
