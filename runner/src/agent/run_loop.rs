@@ -1121,6 +1121,16 @@ mod tests {
             .collect()
     }
 
+    /// An agent with only the echo tool, no middleware and a recording control plane.
+    fn echo_agent(model: Arc<QueuedModel>) -> (Agent, RunEnv) {
+        test_doubles::agent(
+            model,
+            vec![Arc::new(EchoTool)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        )
+    }
+
     #[tokio::test]
     async fn calls_sharing_an_id_get_their_own_ids_and_results() {
         let mut twins = calls(&[]);
@@ -1129,12 +1139,7 @@ mod tests {
             call_with_id("same", "echo", json!({"text": "TWO"}).to_string()),
         ];
         let model = QueuedModel::new(vec![twins, text("done")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("echo twice");
         agent.run(&mut state, &env).await.unwrap();
         // The next request carries the rewritten answer, each result right after its call.
@@ -1159,12 +1164,7 @@ mod tests {
             .tool_calls
             .insert(0, call_with_id("x", "", "{}".into()));
         let model = QueuedModel::new(vec![nameless, text("done")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("go");
         let outcome = agent.run(&mut state, &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::Completed);
@@ -1238,12 +1238,7 @@ mod tests {
             json!({"text": text_arg}).to_string(),
         )];
         let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("go");
         agent.run(&mut state, &env).await.unwrap();
         let sent = &model.requests()[1].messages;
