@@ -307,6 +307,19 @@ impl RecordingObserver {
     }
 }
 
+/// An agent with no tools and only `middleware`, reporting to a recording control plane.
+pub fn middleware_agent(
+    model: Arc<dyn ChatModel>,
+    middleware: Arc<dyn Middleware>,
+) -> (Agent, RunEnv) {
+    agent(
+        model,
+        Vec::new(),
+        vec![middleware],
+        Arc::new(RecordingControl::default()),
+    )
+}
+
 /// An agent over `model` with `tools` and `chain`, plus an environment around `control`.
 pub fn agent(
     model: Arc<dyn ChatModel>,

@@ -1024,12 +1024,8 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_jump_back_to_the_model() {
         let model = QueuedModel::new(vec![text("first"), text("second")]);
-        let (agent, env) = test_doubles::agent(
-            model,
-            vec![],
-            vec![Arc::new(JumpOnce(Mutex::new(false)))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(JumpOnce(Mutex::new(false))));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.answer, "second");
     }
@@ -1049,12 +1045,7 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_end_the_run() {
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(EndBeforeModel)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(EndBeforeModel));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::TokenBudgetExceeded);
         assert!(model.requests().is_empty());
@@ -1086,12 +1077,7 @@ mod tests {
     #[tokio::test]
     async fn request_changes_are_not_persisted() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(RequestOnly)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(RequestOnly));
         let mut state = ThreadState::new("t");
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(model.requests()[0].messages.len(), 2);

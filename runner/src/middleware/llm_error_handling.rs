@@ -238,7 +238,7 @@ mod tests {
 
     use super::*;
     use crate::model::ChatModel;
-    use crate::test_doubles::{self, QueuedModel, RecordingControl, RecordingObserver, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingObserver, text};
 
     fn error(kind: ModelErrorKind, status: u16, message: &str) -> ModelError {
         ModelError {
@@ -441,12 +441,7 @@ mod tests {
                 .collect(),
         );
         let (middleware, _) = middleware(RetrySettings::default());
-        let (agent, env) = test_doubles::agent(
-            model,
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model, Arc::new(middleware));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::ModelError);
         assert_eq!(

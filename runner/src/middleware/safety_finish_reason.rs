@@ -120,12 +120,8 @@ mod tests {
             ),
             text("unreached"),
         ]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(SafetyFinishReason::new())],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model.clone(), Arc::new(SafetyFinishReason::new()));
         let mut state = ThreadState::new("t");
         let outcome = agent.run(&mut state, &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::SafetyStop);

@@ -292,12 +292,7 @@ mod tests {
             active.clone(),
         );
         let model = QueuedModel::new(vec![text("a"), text("b")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(middleware));
         for task in ["/usr/bin is missing", "please /research this"] {
             let mut state = ThreadState::new(task);
             agent.run(&mut state, &env).await.unwrap();
@@ -318,12 +313,7 @@ mod tests {
             Arc::new(ActiveSkills::new()),
         );
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(middleware));
         let outcome = agent
             .run(&mut ThreadState::new("/research x"), &env)
             .await

@@ -360,12 +360,8 @@ mod tests {
         let mut silent = text("12345678");
         silent.usage = None;
         let model = QueuedModel::new(vec![silent]);
-        let (agent, env) = test_doubles::agent(
-            model,
-            vec![],
-            vec![Arc::new(UsageAndProgress::log_only("lead"))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(UsageAndProgress::log_only("lead")));
         let mut state = ThreadState::new("abcd");
         agent.run(&mut state, &env).await.unwrap();
         let answer = state.last_assistant().unwrap();
@@ -378,12 +374,8 @@ mod tests {
     #[tokio::test]
     async fn reported_usage_is_kept() {
         let model = QueuedModel::new(vec![text("hi")]);
-        let (agent, env) = test_doubles::agent(
-            model,
-            vec![],
-            vec![Arc::new(UsageAndProgress::log_only("lead"))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(UsageAndProgress::log_only("lead")));
         let mut state = ThreadState::new("t");
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(
