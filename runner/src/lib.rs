@@ -16,10 +16,10 @@ pub mod pod;
 pub(crate) mod prompt;
 pub mod runtime;
 pub(crate) mod skills;
+pub(crate) mod tag_escaping;
 pub mod telemetry;
-pub(crate) mod text;
 pub mod thread;
 pub mod tools;
 
 #[cfg(test)]
-pub(crate) mod testing;
+pub(crate) mod test_doubles;

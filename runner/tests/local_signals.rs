@@ -64,13 +64,15 @@ impl FakeModel {
     }
 }
 
-fn serve(stream: TcpStream, first: First, seen: &Mutex<Vec<String>>, partial: &AtomicBool) {
+/// The body of the HTTP request on `stream`, once its headers are read; `None` when the
+/// client hangs up first.
+fn request_body(stream: &TcpStream) -> Option<String> {
     let mut reader = BufReader::new(stream.try_clone().expect("a second handle"));
     let mut length = 0;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+            return None;
         }
         let line = line.trim_end();
         if line.is_empty() {
@@ -83,10 +85,14 @@ fn serve(stream: TcpStream, first: First, seen: &Mutex<Vec<String>>, partial: &A
         }
     }
     let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
+    reader.read_exact(&mut body).ok()?;
+    Some(String::from_utf8_lossy(&body).into_owned())
+}
+
+fn serve(stream: TcpStream, first: First, seen: &Mutex<Vec<String>>, partial: &AtomicBool) {
+    let Some(body) = request_body(&stream) else {
         return;
-    }
-    let body = String::from_utf8_lossy(&body).into_owned();
+    };
     let is_main = body.contains("\"tools\"");
     let resumed = body.contains("The run was interrupted (SIG");
     let first_main = is_main && {

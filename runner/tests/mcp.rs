@@ -397,6 +397,8 @@ fn python_outside_home(venv: &Path) -> Result<PathBuf, String> {
 /// cannot quietly fall back): `mcp-server-time` runs inside it and its tool answers, and a
 /// second copy that fails at start is a warning with its standard error, which comes back
 /// through the sandbox's socket.
+// Over 80 lines: one confined run with a working and a failing server; both outcomes are
+// read from the same output.
 #[test]
 fn the_time_server_runs_in_the_confined_sandbox() {
     let Some(venv) = venv() else { return };

@@ -124,6 +124,8 @@ async fn traced_run(capture: bool) -> Vec<ReceivedSpan> {
     receiver.spans()
 }
 
+// Over 80 lines: one run's whole trace (its tree of spans, their names and attributes) is
+// checked as one picture, in the order the spans happen.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_is_one_trace_of_genai_spans_without_content_or_keys() {
     let spans = traced_run(false).await;

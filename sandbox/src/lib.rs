@@ -38,8 +38,8 @@ mod stderr_tail;
 mod stdio;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
-pub mod text;
 mod tools;
+pub mod truncation;
 mod walk;
 
 // What the agent side and the sandbox say to each other.

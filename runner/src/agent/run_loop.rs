@@ -7,14 +7,16 @@ use futures::StreamExt;
 use herd_crds::approval::{ApprovalRequest, Verdict};
 use herd_crds::report::{Clarification, StopReason};
 use herd_sandbox::ToolExecutor;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use opentelemetry::context::FutureExt as _;
 
 use crate::control::deadline::Deadline;
 use crate::control::{ApprovalOutcome, AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, ModelRequest, StreamDelta, record_call};
 use crate::telemetry::Telemetry;
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolCall, ToolStatus};
+use crate::thread::{
+    AssistantMessage, ImagePart, Message, MessageKind, ThreadState, ToolCall, ToolStatus,
+};
 use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
@@ -158,18 +160,7 @@ impl Agent {
             {
                 return Ok(outcome);
             }
-            if state.usage.model_calls >= self.limits.max_model_calls {
-                return Ok(self.outcome(state, StopReason::ModelCallLimit, None));
-            }
-            if self
-                .limits
-                .deadline
-                .as_ref()
-                .is_some_and(Deadline::has_passed)
-            {
-                return Ok(self.outcome(state, StopReason::TimedOut, None));
-            }
-            if let Some(reason) = self.hooks_before_model(state).await {
+            if let Some(reason) = self.stop_before_model(state).await {
                 return Ok(self.outcome(state, reason, None));
             }
             let mut message = match self.call_model(state).await {
@@ -195,42 +186,73 @@ impl Agent {
                 let reason = state.stop_reason.unwrap_or(StopReason::Completed);
                 return Ok(self.outcome(state, reason, None));
             }
-            if let Some(question) = self.run_tools(state, env, calls, &refusals).await {
-                self.emit(AgentEvent::Asked {
-                    agent: self.name.clone(),
-                    question: question.clone(),
-                });
-                match env.control.ask(&question, state).await {
-                    Ok(AskOutcome::Answered(answer)) => {
-                        self.emit(AgentEvent::Answered {
-                            agent: self.name.clone(),
-                            id: question.id.clone(),
-                            answer: answer.clone(),
-                        });
-                        let id = format!("answer-{}", question.id);
-                        state.messages.push(Message::user(id, answer));
-                    }
-                    Ok(AskOutcome::Suspended) => {
-                        let mut outcome = self.outcome(state, StopReason::InputRequired, None);
-                        outcome.question = Some(question);
-                        return Ok(outcome);
-                    }
-                    Ok(AskOutcome::Ended { reason, error }) => {
-                        return Ok(self.outcome(state, reason, Some(error)));
-                    }
-                    // Where no one can be asked (a subagent), the model hears so and goes on.
-                    Err(ControlError::Refused(why)) => {
-                        self.emit(AgentEvent::Warning {
-                            agent: self.name.clone(),
-                            message: format!("the question was not asked: {why}"),
-                        });
-                        let id = format!("unasked-{}", question.id);
-                        state.messages.push(Message::user(id, unasked(&why)));
-                    }
-                    Err(error) => return Err(error.into()),
-                }
+            if let Some(question) = self.run_tools(state, env, calls, &refusals).await
+                && let Some(outcome) = self.ask(state, env, question).await?
+            {
+                return Ok(outcome);
             }
         }
+    }
+
+    /// Why the run stops before its next model call: the call limit, the deadline, or a
+    /// before_model hook.
+    async fn stop_before_model(&self, state: &mut ThreadState) -> Option<StopReason> {
+        if state.usage.model_calls >= self.limits.max_model_calls {
+            return Some(StopReason::ModelCallLimit);
+        }
+        if self
+            .limits
+            .deadline
+            .as_ref()
+            .is_some_and(Deadline::has_passed)
+        {
+            return Some(StopReason::TimedOut);
+        }
+        self.hooks_before_model(state).await
+    }
+
+    /// Asks `question` and adds the answer to the thread. `Some` when the run stops here
+    /// instead: suspended until the answer comes, or ended.
+    async fn ask(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        question: Clarification,
+    ) -> Result<Option<RunOutcome>, RunError> {
+        self.emit(AgentEvent::Asked {
+            agent: self.name.clone(),
+            question: question.clone(),
+        });
+        match env.control.ask(&question, state).await {
+            Ok(AskOutcome::Answered(answer)) => {
+                self.emit(AgentEvent::Answered {
+                    agent: self.name.clone(),
+                    id: question.id.clone(),
+                    answer: answer.clone(),
+                });
+                let id = format!("answer-{}", question.id);
+                state.messages.push(Message::user(id, answer));
+            }
+            Ok(AskOutcome::Suspended) => {
+                let mut outcome = self.outcome(state, StopReason::InputRequired, None);
+                outcome.question = Some(question);
+                return Ok(Some(outcome));
+            }
+            Ok(AskOutcome::Ended { reason, error }) => {
+                return Ok(Some(self.outcome(state, reason, Some(error))));
+            }
+            // Where no one can be asked (a subagent), the model hears so and goes on.
+            Err(ControlError::Refused(why)) => {
+                self.emit(AgentEvent::Warning {
+                    agent: self.name.clone(),
+                    message: format!("the question was not asked: {why}"),
+                });
+                let id = format!("unasked-{}", question.id);
+                state.messages.push(Message::user(id, unasked(&why)));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        Ok(None)
     }
 
     /// Asks for the decisions on the calls held for approval (those without one yet),
@@ -248,49 +270,75 @@ impl Agent {
             .filter(|r| !state.approval_verdicts.contains_key(&r.call_id))
             .cloned()
             .collect();
-        if !undecided.is_empty() {
-            self.emit(AgentEvent::ApprovalAsked {
-                agent: self.name.clone(),
-                requests: undecided.clone(),
-            });
-            let verdicts = match env.control.ask_approval(&undecided, state).await {
-                Ok(ApprovalOutcome::Decided(verdicts)) => verdicts,
-                Ok(ApprovalOutcome::Suspended) => {
-                    return Ok(Some(self.outcome(state, StopReason::InputRequired, None)));
-                }
-                Ok(ApprovalOutcome::Ended { reason, error }) => {
-                    return Ok(Some(self.outcome(state, reason, Some(error))));
-                }
-                // Where nobody can be asked, nobody approves: the model hears why.
-                Err(ControlError::Refused(why)) => undecided
-                    .iter()
-                    .map(|r| {
-                        let reason = format!("nobody can approve it here ({why})");
-                        (r.id.clone(), Verdict::deny(Some(reason)))
-                    })
-                    .collect(),
-                Err(error) => return Err(error.into()),
-            };
-            for (id, verdict) in verdicts {
-                if let Some(request) = undecided.iter().find(|r| r.id == id) {
-                    self.emit(AgentEvent::ApprovalDecided {
-                        agent: self.name.clone(),
-                        call: request.summary(),
-                        verdict: verdict.clone(),
-                    });
-                    state
-                        .approval_verdicts
-                        .insert(request.call_id.clone(), verdict);
-                }
-            }
+        if !undecided.is_empty()
+            && let Some(outcome) = self.decide_approvals(state, env, &undecided).await?
+        {
+            return Ok(Some(outcome));
         }
         state.awaiting_approval.clear();
+        self.run_held_calls(state, env, &held).await;
+        Ok(None)
+    }
+
+    /// Asks for the decisions on `undecided` and records them. `Some` when the run stops
+    /// here instead.
+    async fn decide_approvals(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        undecided: &[ApprovalRequest],
+    ) -> Result<Option<RunOutcome>, RunError> {
+        self.emit(AgentEvent::ApprovalAsked {
+            agent: self.name.clone(),
+            requests: undecided.to_vec(),
+        });
+        let verdicts = match env.control.ask_approval(undecided, state).await {
+            Ok(ApprovalOutcome::Decided(verdicts)) => verdicts,
+            Ok(ApprovalOutcome::Suspended) => {
+                return Ok(Some(self.outcome(state, StopReason::InputRequired, None)));
+            }
+            Ok(ApprovalOutcome::Ended { reason, error }) => {
+                return Ok(Some(self.outcome(state, reason, Some(error))));
+            }
+            // Where nobody can be asked, nobody approves: the model hears why.
+            Err(ControlError::Refused(why)) => undecided
+                .iter()
+                .map(|r| {
+                    let reason = format!("nobody can approve it here ({why})");
+                    (r.id.clone(), Verdict::deny(Some(reason)))
+                })
+                .collect(),
+            Err(error) => return Err(error.into()),
+        };
+        for (id, verdict) in verdicts {
+            if let Some(request) = undecided.iter().find(|r| r.id == id) {
+                self.emit(AgentEvent::ApprovalDecided {
+                    agent: self.name.clone(),
+                    call: request.summary(),
+                    verdict: verdict.clone(),
+                });
+                state
+                    .approval_verdicts
+                    .insert(request.call_id.clone(), verdict);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends the `held` calls of the newest answer through the chain again; their results
+    /// join that turn's others, before its images.
+    async fn run_held_calls(
+        &self,
+        state: &mut ThreadState,
+        env: &RunEnv,
+        held: &[ApprovalRequest],
+    ) {
         let Some(turn) = state
             .messages
             .iter()
             .rposition(|m| matches!(m, Message::Assistant(_)))
         else {
-            return Ok(None);
+            return;
         };
         let calls: Vec<ToolCall> = match &state.messages[turn] {
             Message::Assistant(message) => message
@@ -316,7 +364,6 @@ impl Agent {
             .partition(|m| matches!(m, Message::Tool(_)));
         state.messages.splice(results_end..results_end, results);
         state.messages.extend(rest);
-        Ok(None)
     }
 
     async fn hooks_before_model(&self, state: &mut ThreadState) -> Option<StopReason> {
@@ -421,62 +468,67 @@ impl Agent {
             .collect();
         tool_calls::forget_arguments(&mut state.messages, &failed_large);
         for (call, output) in outputs {
-            let effect = output.effect;
-            // A held call has no result until a person decides (`settle_approvals`).
-            if let Some(request) = effect.approval {
-                state.awaiting_approval.push(request);
-                continue;
-            }
-            state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
-            if let Some(todos) = effect.todos {
-                self.emit(AgentEvent::Todos {
-                    agent: self.name.clone(),
-                    todos: todos.clone(),
-                });
-                state.todos = todos;
-            }
-            state.add_artifacts(effect.artifacts);
-            if let Some(delegation) = effect.delegation {
-                state.record_delegation(delegation);
-            }
-            if let Some(usage) = &effect.child_usage {
-                state.children_usage.add(usage);
-            }
-            let mut result = Message::tool(&call, output.status, output.content);
-            if let Message::Tool(tool_message) = &mut result {
-                tool_message.meta.extra = output.meta.into();
-            }
-            state.messages.push(result);
-            if let Some((path, image, part)) = effect.viewed_image {
-                state.viewed_images.insert(path.clone(), image);
-                let mut message = Message::hidden_user(
-                    format!("view-image:{}", call.id),
-                    MessageKind::ViewImage,
-                    format!("Here is the image {path} you asked to view."),
-                );
-                if let Message::User(user) = &mut message {
-                    user.images.push(part);
-                }
-                images.push(message);
-            }
-            if !effect.images.is_empty() {
-                let mut message = Message::hidden_user(
-                    format!("tool-images:{}", call.id),
-                    MessageKind::ViewImage,
-                    format!("Here are the images {} returned.", call.name),
-                );
-                if let Message::User(user) = &mut message {
-                    user.images = effect.images;
-                }
-                images.push(message);
-            }
-            state.promoted_tools.extend(effect.promoted);
+            let asked = self.apply_output(state, &call, output, &mut images);
             if question.is_none() {
-                question = effect.interrupt;
+                question = asked;
             }
         }
         state.messages.extend(images);
         question
+    }
+
+    /// Adds `call`'s result to the thread and applies its effects; the images it brings go
+    /// to `images`. Returns the question it asks, if any.
+    fn apply_output(
+        &self,
+        state: &mut ThreadState,
+        call: &ToolCall,
+        output: ToolOutput,
+        images: &mut Vec<Message>,
+    ) -> Option<Clarification> {
+        let effect = output.effect;
+        // A held call has no result until a person decides (`settle_approvals`).
+        if let Some(request) = effect.approval {
+            state.awaiting_approval.push(request);
+            return None;
+        }
+        state.usage.tool_calls = state.usage.tool_calls.saturating_add(1);
+        if let Some(todos) = effect.todos {
+            self.emit(AgentEvent::Todos {
+                agent: self.name.clone(),
+                todos: todos.clone(),
+            });
+            state.todos = todos;
+        }
+        state.add_artifacts(effect.artifacts);
+        if let Some(delegation) = effect.delegation {
+            state.record_delegation(delegation);
+        }
+        if let Some(usage) = &effect.child_usage {
+            state.children_usage.add(usage);
+        }
+        let mut result = Message::tool(call, output.status, output.content);
+        if let Message::Tool(tool_message) = &mut result {
+            tool_message.meta.extra = output.meta.into();
+        }
+        state.messages.push(result);
+        if let Some((path, image, part)) = effect.viewed_image {
+            state.viewed_images.insert(path.clone(), image);
+            images.push(image_message(
+                format!("view-image:{}", call.id),
+                format!("Here is the image {path} you asked to view."),
+                vec![part],
+            ));
+        }
+        if !effect.images.is_empty() {
+            images.push(image_message(
+                format!("tool-images:{}", call.id),
+                format!("Here are the images {} returned.", call.name),
+                effect.images,
+            ));
+        }
+        state.promoted_tools.extend(effect.promoted);
+        effect.interrupt
     }
 
     async fn run_tool(
@@ -569,6 +621,15 @@ impl Agent {
     }
 }
 
+/// A hidden user message carrying `images` to the model, with `text`.
+fn image_message(id: String, text: String, images: Vec<ImagePart>) -> Message {
+    let mut message = Message::hidden_user(id, MessageKind::ViewImage, text);
+    if let Message::User(user) = &mut message {
+        user.images = images;
+    }
+    message
+}
+
 fn summarize_arguments(arguments: &str) -> String {
     first_line(arguments, 100)
 }
@@ -586,7 +647,7 @@ mod tests {
 
     use super::*;
     use crate::model::ModelError;
-    use crate::testing::{
+    use crate::test_doubles::{
         self, EchoTool, FixedTool, QueuedModel, RecordingControl, RecordingObserver, calls, text,
     };
     use crate::thread::ToolStatus;
@@ -666,7 +727,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![Arc::new(WriteTodos)],
             recorders(&log),
@@ -700,7 +761,7 @@ mod tests {
     #[tokio::test]
     async fn a_final_answer_completes_the_run() {
         let model = QueuedModel::new(vec![text("42")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![],
@@ -722,7 +783,7 @@ mod tests {
         let turns = (0..10)
             .map(|_| calls(&[("write_todos", json!({"todos": []}))]))
             .collect();
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(turns),
             vec![Arc::new(WriteTodos)],
             vec![],
@@ -738,7 +799,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_passed_deadline_times_the_run_out() {
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(vec![text("never")]),
             vec![],
             vec![],
@@ -757,7 +818,7 @@ mod tests {
             "invalid API key",
         )));
         let (agent, env) =
-            testing::agent(model, vec![], vec![], Arc::new(RecordingControl::default()));
+            test_doubles::agent(model, vec![], vec![], Arc::new(RecordingControl::default()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::ModelError);
         assert_eq!(outcome.error.as_deref(), Some("invalid API key"));
@@ -774,7 +835,7 @@ mod tests {
     #[tokio::test]
     async fn an_unanswered_question_suspends_the_run() {
         let control = Arc::new(RecordingControl::default());
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![question_turn(), text("unreachable")]),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -798,7 +859,7 @@ mod tests {
             )),
             ..RecordingControl::default()
         });
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![question_turn(), text("unreachable")]),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -823,7 +884,7 @@ mod tests {
     #[tokio::test]
     async fn a_tool_sees_the_model_calls_tokens_and_time_left() {
         let control = Arc::new(RecordingControl::default());
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             QueuedModel::new(vec![
                 calls(&[(
                     "task",
@@ -858,7 +919,7 @@ mod tests {
         });
         let model = QueuedModel::new(vec![question_turn(), text("Assuming PDF: done")]);
         let observer = Arc::new(RecordingObserver::default());
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -888,7 +949,7 @@ mod tests {
             ..RecordingControl::default()
         });
         let model = QueuedModel::new(vec![question_turn(), text("PDF it is")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(AskClarification)],
             vec![],
@@ -915,7 +976,7 @@ mod tests {
             ]),
             text("ok"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![],
@@ -963,12 +1024,8 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_jump_back_to_the_model() {
         let model = QueuedModel::new(vec![text("first"), text("second")]);
-        let (agent, env) = testing::agent(
-            model,
-            vec![],
-            vec![Arc::new(JumpOnce(Mutex::new(false)))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(JumpOnce(Mutex::new(false))));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.answer, "second");
     }
@@ -988,12 +1045,7 @@ mod tests {
     #[tokio::test]
     async fn a_hook_can_end_the_run() {
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(EndBeforeModel)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(EndBeforeModel));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::TokenBudgetExceeded);
         assert!(model.requests().is_empty());
@@ -1025,12 +1077,7 @@ mod tests {
     #[tokio::test]
     async fn request_changes_are_not_persisted() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(RequestOnly)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(RequestOnly));
         let mut state = ThreadState::new("t");
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(model.requests()[0].messages.len(), 2);
@@ -1060,6 +1107,16 @@ mod tests {
             .collect()
     }
 
+    /// An agent with only the echo tool, no middleware and a recording control plane.
+    fn echo_agent(model: Arc<QueuedModel>) -> (Agent, RunEnv) {
+        test_doubles::agent(
+            model,
+            vec![Arc::new(EchoTool)],
+            vec![],
+            Arc::new(RecordingControl::default()),
+        )
+    }
+
     #[tokio::test]
     async fn calls_sharing_an_id_get_their_own_ids_and_results() {
         let mut twins = calls(&[]);
@@ -1068,12 +1125,7 @@ mod tests {
             call_with_id("same", "echo", json!({"text": "TWO"}).to_string()),
         ];
         let model = QueuedModel::new(vec![twins, text("done")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("echo twice");
         agent.run(&mut state, &env).await.unwrap();
         // The next request carries the rewritten answer, each result right after its call.
@@ -1098,12 +1150,7 @@ mod tests {
             .tool_calls
             .insert(0, call_with_id("x", "", "{}".into()));
         let model = QueuedModel::new(vec![nameless, text("done")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("go");
         let outcome = agent.run(&mut state, &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::Completed);
@@ -1140,7 +1187,7 @@ mod tests {
             ]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![
                 Arc::new(EchoTool),
@@ -1177,12 +1224,7 @@ mod tests {
             json!({"text": text_arg}).to_string(),
         )];
         let model = QueuedModel::new(vec![huge, text("sorry"), text("unused")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![Arc::new(EchoTool)],
-            vec![],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = echo_agent(model.clone());
         let mut state = ThreadState::new("go");
         agent.run(&mut state, &env).await.unwrap();
         let sent = &model.requests()[1].messages;

@@ -413,25 +413,7 @@ fn report(result: &LocalResult, json: bool) -> u8 {
         None => exit_code(outcome.stop_reason),
     };
     if json {
-        let artifacts: Vec<_> = result
-            .artifacts
-            .iter()
-            .map(|(path, host)| serde_json::json!({"path": path, "file": host}))
-            .collect();
-        let line = serde_json::json!({
-            "event": "result",
-            "stopReason": outcome.stop_reason,
-            "answer": outcome.answer,
-            "error": outcome.error,
-            "question": outcome.question,
-            "approvals": result.approvals,
-            "title": result.title,
-            "usage": result.usage,
-            "artifacts": artifacts,
-            "workdir": result.workdir,
-            "interrupted": result.interrupted.map(StopSignal::name),
-        });
-        println!("{}", timed_json_line(&line));
+        println!("{}", timed_json_line(&result_line(result)));
         return code;
     }
     let workdir = result.workdir.display().to_string();
@@ -491,6 +473,29 @@ fn report(result: &LocalResult, json: bool) -> u8 {
         for_terminal(&workdir)
     );
     code
+}
+
+/// The `result` event of `--json`: the whole result in one line.
+fn result_line(result: &LocalResult) -> serde_json::Value {
+    let outcome = &result.outcome;
+    let artifacts: Vec<_> = result
+        .artifacts
+        .iter()
+        .map(|(path, host)| serde_json::json!({"path": path, "file": host}))
+        .collect();
+    serde_json::json!({
+        "event": "result",
+        "stopReason": outcome.stop_reason,
+        "answer": outcome.answer,
+        "error": outcome.error,
+        "question": outcome.question,
+        "approvals": result.approvals,
+        "title": result.title,
+        "usage": result.usage,
+        "artifacts": artifacts,
+        "workdir": result.workdir,
+        "interrupted": result.interrupted.map(StopSignal::name),
+    })
 }
 
 /// The exit code for how the run ended (see the module docs).

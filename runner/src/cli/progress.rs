@@ -306,6 +306,8 @@ pub fn timed_json_line(event: &impl serde::Serialize) -> String {
 }
 
 impl Observer for Progress {
+    // Over 80 lines: one short arm per kind of event, so what the terminal shows for each
+    // reads in one match.
     fn on_event(&self, event: AgentEvent) {
         if let Display::Json(out) = &self.display {
             let _ = writeln!(lock(out), "{}", timed_json_line(&event));

@@ -2,7 +2,7 @@
 //! passed through, within size caps (a server can describe a tool at any length, and every
 //! schema is resent with every request).
 
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use serde_json::{Value, json};
 
 use crate::model::ToolSchema;

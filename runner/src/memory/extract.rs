@@ -6,11 +6,11 @@ use std::collections::HashSet;
 
 use herd_crds::memory::MIN_CONFIDENCE;
 use herd_crds::wire::{Fact, MemoryDocument, MemoryOperation};
-use herd_sandbox::text::{head_tail, truncate_chars};
+use herd_sandbox::truncation::{head_tail, truncate_chars};
 use serde::Deserialize;
 
 use super::inject::category_name;
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::Message;
 
 /// Facts not confirmed for this many days are offered to the model for removal.

@@ -6,7 +6,7 @@
 
 use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
 
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 
 /// Tokens set aside for `correction` facts on top of the injection budget (DeerFlow's
 /// guaranteed-category allowance), at most a quarter of that budget.

@@ -21,14 +21,14 @@ use super::read_before_write::ReadBeforeWrite;
 use super::safety_finish_reason::SafetyFinishReason;
 use super::sandbox::SandboxMiddleware;
 use super::sandbox_audit::SandboxAudit;
+use super::shared::active_skills::ActiveSkills;
+use super::shared::circuit_breaker::CircuitBreaker;
+use super::shared::clock::{Clock, system_clock};
+use super::shared::side_call::{SideCall, long_max_tokens};
 use super::skill_activation::SkillActivation;
 use super::skill_tool_policy::SkillToolPolicy;
 use super::subagent_limit::SubagentLimit;
 use super::summarization::{Summarization, SummarizationConfig};
-use super::support::active_skills::ActiveSkills;
-use super::support::circuit_breaker::CircuitBreaker;
-use super::support::clock::{Clock, system_clock};
-use super::support::side_call::{SideCall, long_max_tokens};
 use super::system_message_coalescing::SystemMessageCoalescing;
 use super::terminal_response::TerminalResponse;
 use super::thread_data::ThreadData;
@@ -42,6 +42,8 @@ use super::tool_result_sanitization::ToolResultSanitization;
 use super::uploads::Uploads;
 use super::usage_and_progress::UsageAndProgress;
 use super::view_image::ViewImageMiddleware;
+use herd_sandbox::ToolExecutor;
+
 use crate::agent::{Middleware, RunResources, SideCallKind};
 use crate::control::ControlPlane;
 use crate::mcp::catalog::DeferredCatalog;
@@ -146,205 +148,247 @@ pub fn summary_call(plan: &RunPlan, agent: &str, resources: &RunResources) -> Si
     )
 }
 
-/// Pushes a middleware when `$cond` holds.
-macro_rules! push_if {
-    ($chain:ident, $cond:expr, $middleware:expr) => {
-        if $cond {
-            $chain.push(Arc::new($middleware) as Arc<dyn Middleware>);
-        }
-    };
+/// What each position of the chain is built from: one agent of the run.
+struct Agent<'a> {
+    chain: &'a StandardChain,
+    role: ChainRole,
+    control: &'a Arc<dyn ControlPlane>,
+    lead: bool,
+    /// `lead`, or the subagent type.
+    name: &'a str,
+    /// Which skills are active, shared by SkillActivation and SkillToolPolicy.
+    active_skills: Arc<ActiveSkills>,
 }
 
-/// Builds the chain for one agent of the run.
+impl Agent<'_> {
+    fn plan(&self) -> &RunPlan {
+        &self.chain.plan
+    }
+
+    fn resources(&self) -> &RunResources {
+        &self.chain.resources
+    }
+
+    fn executor(&self) -> Arc<dyn ToolExecutor> {
+        self.chain.resources.executor.clone()
+    }
+
+    fn clock(&self) -> Clock {
+        self.chain.clock.clone()
+    }
+
+    /// A side call of `kind` made by this agent.
+    fn side_call(&self, kind: SideCallKind) -> SideCall {
+        SideCall::new(kind, self.name, self.resources().observer.clone())
+    }
+
+    /// The context of this agent's main model calls.
+    fn call_context(&self) -> CallContext {
+        CallContext {
+            role: self.role.role,
+            subagent_type: (!self.lead).then(|| self.role.name.to_owned()),
+            purpose: Purpose::Main,
+            attempt: self.plan().attempt,
+        }
+    }
+
+    /// The run's token budget; a subagent without one gets `DEFAULT_SUBAGENT_TOKEN_BUDGET`.
+    fn token_budget(&self) -> Option<u64> {
+        match (self.lead, self.plan().token_budget) {
+            (_, Some(budget)) => Some(budget),
+            (false, None) => Some(DEFAULT_SUBAGENT_TOKEN_BUDGET),
+            (true, None) => None,
+        }
+    }
+}
+
+/// One position of the chain: its middleware for an agent, or none where it has no place.
+type Position = fn(&Agent<'_>) -> Option<Arc<dyn Middleware>>;
+
+/// `middleware` at its position.
+fn at(middleware: impl Middleware + 'static) -> Option<Arc<dyn Middleware>> {
+    Some(Arc::new(middleware))
+}
+
+/// The middleware `build` makes, at its position when `place` holds.
+fn when<M: Middleware + 'static>(
+    place: bool,
+    build: impl FnOnce() -> M,
+) -> Option<Arc<dyn Middleware>> {
+    place.then(|| Arc::new(build()) as Arc<dyn Middleware>)
+}
+
+/// The chain, top (outermost) to bottom, in DeerFlow's order, each with why it sits there.
+const ORDER: [Position; 32] = [
+    // Outermost on the model side: the user's own tags are escaped before any inner block.
+    |_| at(InputSanitization::new()),
+    // Outermost on the tool side: budgets the final result, after every inner rewrite.
+    |_| at(ToolOutputBudget::new()),
+    // Untrusted web text is neutralized before anything else sees it.
+    |_| at(ToolResultSanitization::new()),
+    // First before_agent: the thread's folders exist before anything touches them.
+    |a| at(ThreadData::new(a.executor(), a.plan().attempt, a.clock())),
+    // Lists the uploads into those folders, so after ThreadData.
+    |a| when(a.lead, || Uploads::new(a.executor())),
+    // Confirms the sandbox answers before any model call is spent.
+    |a| at(SandboxMiddleware::new(a.executor())),
+    // Answers dangling calls outside the retrying layer, so retries resend a valid request.
+    |_| at(DanglingToolCall::new()),
+    // Retries everything inside it; reminders of inner middlewares are re-delivered each time.
+    |a| {
+        let retries = RetrySettings::from_max_retries(a.plan().model.max_retries);
+        at(
+            LlmErrorHandling::new(retries, a.name, a.resources().observer.clone())
+                .with_breaker(a.chain.breaker.clone()),
+        )
+    },
+    // Outermost tool guard: refuses dangerous commands, so nobody is asked about them.
+    |_| at(SandboxAudit::new()),
+    // Holds calls for approval, outside the other guards an approved call must still meet.
+    |a| {
+        let approval = a.plan().approval.as_ref()?;
+        at(ToolApproval::new(approval.spec.compile().ok()?))
+    },
+    // Refuses overwrites of unread files, after approval.
+    |_| at(ReadBeforeWrite::new()),
+    // Innermost tool guard: frames whatever error is left for the model.
+    |_| at(ToolErrorHandling::new()),
+    // Date (and the lead's memory) go in after uploads, so they sit before them.
+    |a| {
+        if !a.lead {
+            return at(DynamicContext::subagent(a.clock()));
+        }
+        let memory = a.plan().memory.enabled.then(|| {
+            let (injection_tokens, count_tokens) = a.chain.memory_budget(a.role.prompt_tokens);
+            MemorySource {
+                control: a.control.clone(),
+                injection_tokens,
+                count_tokens,
+            }
+        });
+        at(DynamicContext::new(a.clock(), memory))
+    },
+    // Activates skills; shares which are active with the policy below.
+    |a| {
+        let skills = a.resources().skills.clone();
+        at(SkillActivation::new(
+            skills,
+            a.executor(),
+            a.active_skills.clone(),
+        ))
+    },
+    // Limits tools to what the active skills allow.
+    |a| {
+        at(SkillToolPolicy::new(
+            a.resources().skills.clone(),
+            a.active_skills.clone(),
+        ))
+    },
+    // Records delegations and skill reads before Summarization can compact them away.
+    |_| at(DurableContext::new()),
+    // Compacts the thread inside DurableContext, which re-injects the summary per request.
+    |a| {
+        let plan = a.plan();
+        when(plan.summarization.enabled, || {
+            let config = SummarizationConfig::from_spec(&plan.summarization, plan.context_window());
+            Summarization::new(a.resources().model.clone(), config, a.call_context())
+                .with_call(summary_call(plan, a.name, a.resources()))
+        })
+    },
+    // After Summarization, so its scrolled-out check sees the compacted thread.
+    |a| when(a.lead && a.plan().plan_mode, TodoMiddleware::new),
+    // Reports usage with the title and todos: after_model runs bottom-up, so after Title's.
+    |a| {
+        if a.lead {
+            at(UsageAndProgress::new(
+                a.name,
+                a.control.clone(),
+                a.plan().attempt,
+            ))
+        } else {
+            at(UsageAndProgress::log_only(a.name))
+        }
+    },
+    // Names the thread in after_model, before UsageAndProgress reports it.
+    |a| {
+        when(a.lead, || {
+            Title::new(Some(a.resources().model.clone()), a.plan().attempt)
+                .with_call(a.side_call(SideCallKind::Title))
+        })
+    },
+    // Updates memory once the answer stands (after_agent).
+    |a| {
+        let plan = a.plan();
+        when(a.lead && plan.memory.enabled, || {
+            let model = a.resources().model.clone();
+            let memory = Memory::new(model, a.control.clone(), a.clock(), plan.attempt);
+            let (window, model_max) = (plan.context_window(), plan.model.max_tokens);
+            let max_tokens = long_max_tokens(plan.memory.max_tokens, window, model_max);
+            memory.with_call(
+                a.side_call(SideCallKind::Memory)
+                    .with_max_tokens(max_tokens),
+            )
+        })
+    },
+    // Adds image messages, which SystemMessageCoalescing (inside it) must still see.
+    |a| when(a.plan().model.supports_vision, ViewImageMiddleware::new),
+    // Promotes the deferred tools the model asked for before the model runs.
+    |a| {
+        let catalog = a.chain.deferred.as_ref()?;
+        at(McpRouting::new(catalog.clone()))
+    },
+    // Inside every tool-editing middleware but coalescing: keeps unpromoted tools out.
+    |a| {
+        let catalog = a.chain.deferred.as_ref()?;
+        at(DeferredToolFilter::new(catalog.names().map(str::to_owned)))
+    },
+    // Inside every middleware that adds system text, so the provider sees one system message.
+    |_| at(SystemMessageCoalescing::new()),
+    // Guards act bottom-up in after_model, so this one last: it counts only calls that run.
+    |_| at(LoopDetection::new(LoopSettings::default())),
+    // Cuts `task` calls to the caps before LoopDetection counts them.
+    |a| {
+        let settings = a.plan().subagents.filter(|_| a.role.delegates)?;
+        at(SubagentLimit::new(
+            settings.caps.max_concurrent,
+            settings.caps.max_total,
+        ))
+    },
+    // A budget stop strips the answer before LoopDetection and SubagentLimit see it.
+    |a| at(TokenBudget::new(a.token_budget()?)),
+    // Re-asks after an empty answer, once the finish-reason guards have settled theirs.
+    |_| at(TerminalResponse::new()),
+    // A length-cut answer is marked before TerminalResponse, which then leaves it alone.
+    |_| at(ModelLengthFinishReason::new()),
+    // Sees the answer first: a blocked answer is a safety stop, with its calls stripped.
+    |_| at(SafetyFinishReason::new()),
+    // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
+    |a| {
+        when(a.lead, || {
+            ClarificationMiddleware::new(a.plan().clarification)
+        })
+    },
+];
+
+/// Builds the chain for one agent of the run: each position of `ORDER` that has a place.
 fn build_chain(
     chain: &StandardChain,
     role: ChainRole,
     control: &Arc<dyn ControlPlane>,
 ) -> Vec<Arc<dyn Middleware>> {
-    let plan = &chain.plan;
-    let resources = &chain.resources;
     let lead = role.role == AgentRole::Lead;
-    let agent = if lead { "lead" } else { role.name };
-    let executor = resources.executor.clone();
-    let active_skills = Arc::new(ActiveSkills::new());
-    let context = CallContext {
-        role: role.role,
-        subagent_type: (!lead).then(|| role.name.to_owned()),
-        purpose: Purpose::Main,
-        attempt: plan.attempt,
-    };
-    let mut list: Vec<Arc<dyn Middleware>> = Vec::new();
-
-    // Outermost on the model side: escape the user's text before any framework block is
-    // added by an inner middleware, so only the user's own tags are neutralized.
-    push_if!(list, true, InputSanitization::new());
-    // Outermost on the tool side: budget the final result, after every inner rewrite.
-    push_if!(list, true, ToolOutputBudget::new());
-    // Untrusted web text is neutralized before anything else sees it.
-    push_if!(list, true, ToolResultSanitization::new());
-    // before_agent, in order: folders exist, then uploads are listed into them, then the
-    // sandbox is confirmed reachable before any model call is spent.
-    push_if!(
-        list,
-        true,
-        ThreadData::new(executor.clone(), plan.attempt, chain.clock.clone())
-    );
-    push_if!(list, lead, Uploads::new(executor.clone()));
-    push_if!(list, true, SandboxMiddleware::new(executor.clone()));
-    // Repairs the request (answers dangling calls) before the retrying layer, so retries
-    // resend a request strict providers accept.
-    push_if!(list, true, DanglingToolCall::new());
-    // Retries everything inside it; reminders queued by inner middlewares are re-delivered
-    // on each attempt.
-    push_if!(
-        list,
-        true,
-        LlmErrorHandling::new(
-            RetrySettings::from_max_retries(plan.model.max_retries),
-            agent,
-            resources.observer.clone(),
-        )
-        .with_breaker(chain.breaker.clone())
-    );
-    // Tool guards from outer to inner: refuse dangerous commands, then hold what needs a
-    // person's approval, then unread overwrites, then frame whatever error is left for the
-    // model. Approval comes after the audit so that nobody is asked about a command the audit
-    // refuses anyway (its "blocked" decisions never ask), and before the others so that an
-    // approved call meets every check it would have met without approval.
-    push_if!(list, true, SandboxAudit::new());
-    if let Some(rules) = plan
-        .approval
-        .as_ref()
-        .and_then(|approval| approval.spec.compile().ok())
-    {
-        push_if!(list, true, ToolApproval::new(rules));
-    }
-    push_if!(list, true, ReadBeforeWrite::new());
-    push_if!(list, true, ToolErrorHandling::new());
-    // Date (and, for the lead, memory) go in after uploads, so they sit before them.
-    if lead {
-        let memory = plan.memory.enabled.then(|| {
-            let (injection_tokens, count_tokens) = chain.memory_budget(role.prompt_tokens);
-            MemorySource {
-                control: control.clone(),
-                injection_tokens,
-                count_tokens,
-            }
-        });
-        push_if!(list, true, DynamicContext::new(chain.clock.clone(), memory));
-    } else {
-        push_if!(list, true, DynamicContext::subagent(chain.clock.clone()));
-    }
-    // Skills: activation and the tool policy share which skills are active.
-    push_if!(
-        list,
-        true,
-        SkillActivation::new(
-            resources.skills.clone(),
-            executor.clone(),
-            active_skills.clone()
-        )
-    );
-    push_if!(
-        list,
-        true,
-        SkillToolPolicy::new(resources.skills.clone(), active_skills)
-    );
-    // Records delegations and skill reads before Summarization can compact them away, and
-    // re-injects the summary per request.
-    push_if!(list, true, DurableContext::new());
-    push_if!(
-        list,
-        plan.summarization.enabled,
-        Summarization::new(
-            resources.model.clone(),
-            SummarizationConfig::from_spec(&plan.summarization, plan.context_window()),
-            context.clone(),
-        )
-        .with_call(summary_call(plan, agent, resources))
-    );
-    // After Summarization, so its scrolled-out check sees the compacted thread.
-    push_if!(list, lead && plan.plan_mode, TodoMiddleware::new());
-    // Reports usage (with the title and todos) after the title is set: after_model runs
-    // bottom-up, so Title (below) acts before UsageAndProgress.
-    if lead {
-        push_if!(
-            list,
-            true,
-            UsageAndProgress::new(agent, control.clone(), plan.attempt)
-        );
-    } else {
-        push_if!(list, true, UsageAndProgress::log_only(agent));
-    }
-    push_if!(
-        list,
+    let agent = Agent {
+        chain,
+        role,
+        control,
         lead,
-        Title::new(Some(resources.model.clone()), plan.attempt).with_call(SideCall::new(
-            SideCallKind::Title,
-            agent,
-            resources.observer.clone()
-        ))
-    );
-    push_if!(
-        list,
-        lead && plan.memory.enabled,
-        Memory::new(
-            resources.model.clone(),
-            control.clone(),
-            chain.clock.clone(),
-            plan.attempt
-        )
-        .with_call(
-            SideCall::new(SideCallKind::Memory, agent, resources.observer.clone()).with_max_tokens(
-                long_max_tokens(
-                    plan.memory.max_tokens,
-                    plan.context_window(),
-                    plan.model.max_tokens
-                )
-            )
-        )
-    );
-    push_if!(list, plan.model.supports_vision, ViewImageMiddleware::new());
-    // Deferred tools: routing promotes before the model runs, and the filter, inside every
-    // middleware that edits the request's tools but SystemMessageCoalescing, keeps the
-    // unpromoted ones out of it and refuses their calls.
-    if let Some(catalog) = &chain.deferred {
-        push_if!(list, true, McpRouting::new(catalog.clone()));
-        push_if!(
-            list,
-            true,
-            DeferredToolFilter::new(catalog.names().map(str::to_owned))
-        );
-    }
-    // Inside every middleware that adds system text (DurableContext, Todo), so the provider
-    // sees exactly one leading system message.
-    push_if!(list, true, SystemMessageCoalescing::new());
-    // Guards, whose after_model runs bottom-up: Safety first, then length, terminal, budget,
-    // the subagent cap, and loop detection last — so a stripped answer reaches the later ones
-    // clean, and the loop guard counts only the `task` calls that will run (50 calls cut to
-    // `maxConcurrent` are not a loop).
-    push_if!(list, true, LoopDetection::new(LoopSettings::default()));
-    if let (true, Some(settings)) = (role.delegates, plan.subagents) {
-        push_if!(
-            list,
-            true,
-            SubagentLimit::new(settings.caps.max_concurrent, settings.caps.max_total)
-        );
-    }
-    let budget = match (lead, plan.token_budget) {
-        (_, Some(budget)) => Some(budget),
-        (false, None) => Some(DEFAULT_SUBAGENT_TOKEN_BUDGET),
-        (true, None) => None,
+        name: if lead { "lead" } else { role.name },
+        active_skills: Arc::new(ActiveSkills::new()),
     };
-    if let Some(budget) = budget {
-        push_if!(list, true, TokenBudget::new(budget));
-    }
-    push_if!(list, true, TerminalResponse::new());
-    push_if!(list, true, ModelLengthFinishReason::new());
-    push_if!(list, true, SafetyFinishReason::new());
-    // Always last: it ends the turn from wrap_tool_call; nothing inside it would run.
-    push_if!(list, lead, ClarificationMiddleware::new(plan.clarification));
-    list
+    ORDER
+        .iter()
+        .filter_map(|position| position(&agent))
+        .collect()
 }
 
 #[cfg(test)]
@@ -356,7 +400,7 @@ mod tests {
     use crate::agent::NoObserver;
     use crate::control::SubagentCaps;
     use crate::plan::{SubagentSettings, test_plan};
-    use crate::testing::{QueuedModel, RecordingControl, calls};
+    use crate::test_doubles::{QueuedModel, RecordingControl, calls};
     use crate::thread::{Message, ThreadState};
 
     fn plan(plan_mode: bool, subagents: bool, memory: bool, budget: Option<u64>) -> RunPlan {

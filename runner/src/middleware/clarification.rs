@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::tools::ask_clarification::{AskClarification, AskClarificationArgs};
-use crate::tools::{ToolOutput, parse_args};
+use crate::tools::ToolOutput;
+use crate::tools::ask_clarification::AskClarification;
 
 /// The tool this middleware intercepts.
 pub const TOOL: &str = "ask_clarification";
@@ -54,18 +54,7 @@ impl Middleware for ClarificationMiddleware {
                 ));
             }
         };
-        let args: AskClarificationArgs = match parse_args(TOOL, arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
-        match AskClarification::question(&request.ctx.call_id, args) {
-            Ok(question) => {
-                let mut output = ToolOutput::ok(question.render());
-                output.effect.interrupt = Some(question);
-                output
-            }
-            Err(message) => ToolOutput::error(message),
-        }
+        AskClarification::ask(&request.ctx.call_id, arguments)
     }
 }
 
@@ -77,8 +66,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{ThreadState, ToolStatus};
 
     fn question() -> serde_json::Value {
@@ -142,7 +131,7 @@ mod tests {
     #[tokio::test]
     async fn an_interactive_run_suspends_on_the_question() {
         let control = Arc::new(RecordingControl::default());
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![calls(&[(TOOL, question())]), text("unreachable")]),
             vec![],
             vec![Arc::new(ClarificationMiddleware::new(true))],
@@ -161,7 +150,7 @@ mod tests {
     async fn a_disabled_run_declines_and_goes_on() {
         let control = Arc::new(RecordingControl::default());
         let model = QueuedModel::new(vec![calls(&[(TOOL, question())]), text("Assuming PDF.")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![],
             vec![Arc::new(ClarificationMiddleware::new(false))],

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
@@ -299,7 +299,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, text};
     use crate::thread::ToolCall;
 
     fn assistant(id: &str, calls: &[(&str, &str, &str)]) -> Message {
@@ -476,12 +476,8 @@ mod tests {
     #[tokio::test]
     async fn the_model_sees_the_repair_and_the_thread_does_not() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(DanglingToolCall::new())],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model.clone(), Arc::new(DanglingToolCall::new()));
         let mut state = ThreadState::new("go");
         state.messages.push(assistant("a", &[("c", "ls", "{}")]));
         state.messages.push(Message::user("u2", "resumed"));

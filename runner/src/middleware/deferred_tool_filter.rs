@@ -78,8 +78,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{call, run_call};
-    use crate::testing::{self, FixedTool, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::test_doubles::{call, run_call};
+    use crate::test_doubles::{self, FixedTool, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{Message, ToolStatus};
     use crate::tools::Tool;
 
@@ -93,7 +93,7 @@ mod tests {
     #[tokio::test]
     async fn unpromoted_schemas_are_filtered_and_their_calls_refused() -> anyhow::Result<()> {
         let model = QueuedModel::new(vec![calls(&[("time__now", json!({}))]), text("done")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             tools(),
             vec![Arc::new(DeferredToolFilter::new(["time__now".to_owned()]))],

@@ -14,13 +14,13 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use herd_sandbox::text::{head_tail, truncate_chars};
+use herd_sandbox::truncation::{head_tail, truncate_chars};
 
-use super::support::active_skills::skill_file_ref;
+use super::shared::active_skills::skill_file_ref;
 use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::parse_skill_md;
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::state::{Delegation, DelegationStatus, SkillContext};
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolMessage, ToolStatus};
 
@@ -270,7 +270,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::ToolCall;
     use crate::tools::task::Task;
 
@@ -439,7 +439,7 @@ mod tests {
             )]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(Task)],
             vec![Arc::new(DurableContext::new())],

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::support::clock::{Clock, date_line};
+use super::shared::clock::{Clock, date_line};
 use crate::agent::{Flow, Middleware};
 use crate::control::ControlPlane;
 use crate::memory::inject::{TokenCounter, format_memory_counted};
@@ -184,8 +184,8 @@ mod tests {
     use herd_crds::wire::{Fact, FactCategory, MemoryDocument};
 
     use super::*;
-    use crate::middleware::support::clock::fixed;
-    use crate::testing::RecordingControl;
+    use crate::middleware::shared::clock::fixed;
+    use crate::test_doubles::RecordingControl;
     use crate::thread::AssistantMessage;
 
     fn control_with_memory() -> Arc<RecordingControl> {

@@ -24,7 +24,7 @@ use crate::agent::{AgentEvent, Middleware, ModelNext, Observer};
 use crate::model::{ModelError, ModelErrorKind, ModelRequest};
 use crate::thread::{AssistantMessage, ThreadState};
 
-use super::support::circuit_breaker::{Admission, CircuitBreaker};
+use super::shared::circuit_breaker::{Admission, CircuitBreaker};
 
 /// Attempts per model call, the first included (DeerFlow's `retry_max_attempts`).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -238,7 +238,7 @@ mod tests {
 
     use super::*;
     use crate::model::ChatModel;
-    use crate::testing::{self, QueuedModel, RecordingControl, RecordingObserver, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingObserver, text};
 
     fn error(kind: ModelErrorKind, status: u16, message: &str) -> ModelError {
         ModelError {
@@ -427,7 +427,7 @@ mod tests {
         assert_eq!(model.requests().len(), 5, "no request while open");
         assert_eq!(start.elapsed(), Duration::ZERO, "fails fast");
 
-        tokio::time::advance(super::super::support::circuit_breaker::RECOVERY_TIMEOUT).await;
+        tokio::time::advance(super::super::shared::circuit_breaker::RECOVERY_TIMEOUT).await;
         let answer = call(&middleware, model.as_ref()).await.unwrap();
         assert_eq!(answer.content, "recovered");
         assert_eq!(model.requests().len(), 6);
@@ -441,12 +441,7 @@ mod tests {
                 .collect(),
         );
         let (middleware, _) = middleware(RetrySettings::default());
-        let (agent, env) = testing::agent(
-            model,
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model, Arc::new(middleware));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::ModelError);
         assert_eq!(

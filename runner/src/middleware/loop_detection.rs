@@ -32,10 +32,10 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, MessageKind, ThreadState, ToolCall};
 
-use super::support::last_turn::{
+use super::shared::last_turn::{
     last_assistant, last_assistant_mut, settle_stop_reason, strip_tool_calls,
 };
-use super::support::reminders::PendingReminders;
+use super::shared::reminders::PendingReminders;
 
 /// Answers whose tool-call hashes are remembered (DeerFlow's `window_size`).
 pub const WINDOW: usize = 20;
@@ -373,7 +373,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::Message;
     use crate::tools::write_todos::WriteTodos;
 
@@ -451,7 +451,7 @@ mod tests {
             repeat(),
             text("unreached"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(LoopDetection::new(LoopSettings::default()))],

@@ -14,17 +14,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
-use herd_sandbox::text::head_tail;
+use herd_sandbox::truncation::head_tail;
 
-use super::support::clock::Clock;
-use super::support::side_call::SideCall;
+use super::shared::clock::Clock;
+use super::shared::side_call::SideCall;
 use crate::agent::{Middleware, NoObserver, SideCallKind};
 use crate::control::ControlPlane;
 use crate::memory::extract::{
     MEMORY_SYSTEM_PROMPT, build_prompt, compact_transcript, parse_operations, stale_candidates,
 };
 use crate::model::{AgentRole, CallContext, ChatModel, Purpose, record_call};
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Longest summary of compacted messages put into the memory call.
@@ -156,8 +156,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::clock::fixed;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::clock::fixed;
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 
     fn memory(model: Arc<QueuedModel>, control: Arc<RecordingControl>) -> Arc<Memory> {
@@ -195,7 +195,7 @@ mod tests {
              {\"op\": \"add\", \"content\": \"Maybe likes tea\", \"category\": \"preference\", \"confidence\": 0.4},\
              {\"op\": \"remove\", \"id\": \"fact-2\"}]}\n```",
         )]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![text("Here is your Rust code.")]),
             vec![],
             vec![memory(memory_model.clone(), control.clone())],
@@ -260,7 +260,7 @@ mod tests {
             "ask_clarification",
             json!({"question": "Which?", "clarification_type": "approach_choice"}),
         )]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             QueuedModel::new(vec![question]),
             vec![Arc::new(AskClarification)],
             vec![memory(memory_model.clone(), control.clone())],

@@ -3,7 +3,7 @@
 //! `chain.rs` builds the chain and says why each middleware sits where it does; every other
 //! file here is one middleware. What several middlewares share (the clock, the circuit
 //! breaker, side calls, reminders, editing the last turn, active skills, test doubles) lives
-//! in `support/`.
+//! in `shared/`.
 
 pub(crate) mod chain;
 pub(crate) mod clarification;
@@ -21,11 +21,11 @@ pub(crate) mod read_before_write;
 pub(crate) mod safety_finish_reason;
 pub(crate) mod sandbox;
 pub(crate) mod sandbox_audit;
+pub(crate) mod shared;
 pub(crate) mod skill_activation;
 pub(crate) mod skill_tool_policy;
 pub(crate) mod subagent_limit;
 pub(crate) mod summarization;
-pub(crate) mod support;
 pub(crate) mod system_message_coalescing;
 pub(crate) mod terminal_response;
 pub(crate) mod thread_data;

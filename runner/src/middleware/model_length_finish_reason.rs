@@ -13,7 +13,7 @@ use herd_crds::report::StopReason;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{FinishReason, ThreadState};
 
-use super::support::last_turn::{last_assistant, settle_stop_reason};
+use super::shared::last_turn::{last_assistant, settle_stop_reason};
 
 /// Ends the run as `ModelLengthLimit` when the final answer was cut at the model's output
 /// limit; it has no settings.
@@ -54,7 +54,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, calls, text};
     use crate::thread::{AssistantMessage, Message};
 
     fn cut(message: AssistantMessage) -> AssistantMessage {
@@ -67,12 +67,8 @@ mod tests {
     #[tokio::test]
     async fn a_cut_final_answer_ends_as_length_limited_and_unchanged() {
         let model = QueuedModel::new(vec![cut(text("half an ans"))]);
-        let (agent, env) = testing::agent(
-            model,
-            vec![],
-            vec![Arc::new(ModelLengthFinishReason::new())],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(ModelLengthFinishReason::new()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::ModelLengthLimit);
         assert_eq!(outcome.answer, "half an ans");

@@ -196,8 +196,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{SandboxTool, call, local_sandbox, run_call};
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::test_doubles::{SandboxTool, call, local_sandbox, run_call};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::AssistantMessage;
     use crate::tools::Tool;
 
@@ -267,7 +267,7 @@ mod tests {
             )]), // blocked too
             text("done"),
         ]);
-        let (agent, mut env) = testing::agent(
+        let (agent, mut env) = test_doubles::agent(
             model,
             file_tools(),
             vec![Arc::new(ReadBeforeWrite::new())],
@@ -323,7 +323,7 @@ mod tests {
             turn(&[write("a\n", true), write("b\n", true)]),
             text("done"),
         ]);
-        let (agent, mut env) = testing::agent(
+        let (agent, mut env) = test_doubles::agent(
             model,
             file_tools(),
             vec![Arc::new(ReadBeforeWrite::new())],

@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{FinishReason, ThreadState};
 
-use super::support::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
+use super::shared::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
 
 /// Provider finish reasons, besides `content_filter` and `refusal`, that mean a safety stop
 /// (Gemini's; compared without case).
@@ -101,7 +101,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{AssistantMessage, Message};
 
     fn stopped(message: AssistantMessage, reason: FinishReason) -> AssistantMessage {
@@ -120,12 +120,8 @@ mod tests {
             ),
             text("unreached"),
         ]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(SafetyFinishReason::new())],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model.clone(), Arc::new(SafetyFinishReason::new()));
         let mut state = ThreadState::new("t");
         let outcome = agent.run(&mut state, &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::SafetyStop);
@@ -199,7 +195,7 @@ mod tests {
             Arc::new(SafetyFinishReason::new()),
         ];
         let (agent, env) =
-            testing::agent(model, vec![], chain, Arc::new(RecordingControl::default()));
+            test_doubles::agent(model, vec![], chain, Arc::new(RecordingControl::default()));
         let outcome = agent.run(&mut ThreadState::new("t"), &env).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::SafetyStop);
         assert_eq!(

@@ -66,7 +66,7 @@ mod tests {
     use herd_sandbox::testing::FakeExecutor;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, text};
 
     #[tokio::test]
     async fn a_reachable_sandbox_lets_the_run_go_on() {
@@ -82,13 +82,11 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_sandbox_ends_the_run_clearly_without_a_model_call() {
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::middleware_agent(
             model.clone(),
-            vec![],
-            vec![Arc::new(SandboxMiddleware::new(Arc::new(
-                FakeExecutor::down("connection refused"),
-            )))],
-            Arc::new(RecordingControl::default()),
+            Arc::new(SandboxMiddleware::new(Arc::new(FakeExecutor::down(
+                "connection refused",
+            )))),
         );
         let mut state = ThreadState::new("hi");
         let outcome = agent.run(&mut state, &env).await.unwrap();
@@ -128,13 +126,9 @@ mod tests {
             hello(PROTOCOL_VERSION + 1, "9.9.9"),
         ));
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::middleware_agent(
             model.clone(),
-            vec![],
-            vec![Arc::new(SandboxMiddleware::new(Arc::new(ConnectEachTime(
-                socket,
-            ))))],
-            Arc::new(RecordingControl::default()),
+            Arc::new(SandboxMiddleware::new(Arc::new(ConnectEachTime(socket)))),
         );
         let mut state = crate::thread::ThreadState::new("hi");
         let outcome = agent.run(&mut state, &env).await?;

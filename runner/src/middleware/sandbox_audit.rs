@@ -17,7 +17,7 @@ mod commands;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use regex::Regex;
 
 use self::commands::{DOWNLOADERS, Simple, Text, basename, simple_commands};
@@ -313,32 +313,38 @@ fn judge(simples: &[Simple], depth: usize) -> Option<&'static str> {
         }
         let runs_download =
             |script: &str| downloaded.iter().any(|file| same_file(file, script, &cwd));
-        if runs_download(name) {
+        if runs_download(name)
+            || (INTERPRETERS.contains(&program)
+                && interprets_download(simple, invocation.args, runs_download))
+        {
             return Some(RUNS_DOWNLOAD);
-        }
-        if INTERPRETERS.contains(&program) {
-            let script_given = invocation
-                .args
-                .iter()
-                .any(|arg| !arg.literal().is_some_and(|text| text.starts_with('-')));
-            // Without a script argument an interpreter runs what it reads.
-            if simple.stdin.is_some() && !script_given {
-                return Some(RUNS_DOWNLOAD);
-            }
-            let script = invocation
-                .args
-                .iter()
-                .find(|arg| !arg.literal().is_some_and(|text| text.starts_with('-')));
-            match script {
-                Some(Text::Process { downloads: true }) => return Some(RUNS_DOWNLOAD),
-                Some(Text::Literal(file)) if runs_download(file.as_str()) => {
-                    return Some(RUNS_DOWNLOAD);
-                }
-                _ => {}
-            }
         }
     }
     None
+}
+
+/// Whether the interpreter `simple` runs (with `args`) runs a download: what it reads (no
+/// script argument), a downloading process substitution, or a file `runs_download` names.
+fn interprets_download(
+    simple: &Simple,
+    args: &[Text],
+    runs_download: impl Fn(&str) -> bool,
+) -> bool {
+    let script_given = args
+        .iter()
+        .any(|arg| !arg.literal().is_some_and(|text| text.starts_with('-')));
+    // Without a script argument an interpreter runs what it reads.
+    if simple.stdin.is_some() && !script_given {
+        return true;
+    }
+    let script = args
+        .iter()
+        .find(|arg| !arg.literal().is_some_and(|text| text.starts_with('-')));
+    match script {
+        Some(Text::Process { downloads: true }) => true,
+        Some(Text::Literal(file)) => runs_download(file.as_str()),
+        _ => false,
+    }
 }
 
 /// Removes wrappers (`env rm`, `sudo -u x rm`, `timeout 5 rm`, `xargs rm`, `busybox rm`...)
@@ -639,7 +645,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
     use crate::thread::ToolStatus;
 
     #[test]

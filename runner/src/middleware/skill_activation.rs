@@ -15,11 +15,11 @@ use herd_sandbox::{SandboxClient, ToolExecutor};
 use sha2::{Digest, Sha256};
 
 use super::input_sanitization::last_genuine_user_index;
-use super::support::active_skills::ActiveSkills;
+use super::shared::active_skills::ActiveSkills;
 use crate::agent::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::{Skill, SkillCategory};
-use crate::text::escape_attribute;
+use crate::tag_escaping::escape_attribute;
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
 
 /// A SKILL.md larger than this is not loaded (the sandbox's own limit for skill files).
@@ -196,7 +196,7 @@ mod tests {
     use herd_sandbox::ExecutorError;
     use herd_sandbox::SandboxResponse;
 
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::ask_clarification::AskClarification;
 
     fn skill(name: &str, category: SkillCategory) -> Skill {
@@ -232,7 +232,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(crate::tools::write_todos::WriteTodos)],
             vec![Arc::new(middleware)],
@@ -292,12 +292,7 @@ mod tests {
             active.clone(),
         );
         let model = QueuedModel::new(vec![text("a"), text("b")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(middleware));
         for task in ["/usr/bin is missing", "please /research this"] {
             let mut state = ThreadState::new(task);
             agent.run(&mut state, &env).await.unwrap();
@@ -318,12 +313,7 @@ mod tests {
             Arc::new(ActiveSkills::new()),
         );
         let model = QueuedModel::new(vec![text("never")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(middleware)],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) = test_doubles::middleware_agent(model.clone(), Arc::new(middleware));
         let outcome = agent
             .run(&mut ThreadState::new("/research x"), &env)
             .await
@@ -349,7 +339,7 @@ mod tests {
             )]),
             text("ok"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(AskClarification)],
             vec![Arc::new(SkillActivation::new(

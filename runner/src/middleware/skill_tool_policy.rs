@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::support::active_skills::{ActiveSkills, loaded_skill_paths};
+use super::shared::active_skills::{ActiveSkills, loaded_skill_paths};
 use crate::agent::{Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::Skill;
@@ -134,11 +134,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::middleware::shared::active_skills::SKILL_READ_KEY;
+    use crate::middleware::shared::test_doubles::{FixedTool, call, run_call};
     use crate::middleware::skill_activation::SkillActivation;
-    use crate::middleware::support::active_skills::SKILL_READ_KEY;
-    use crate::middleware::support::test_support::{FixedTool, call, run_call};
     use crate::skills::SkillCategory;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::state::SkillContext;
     use crate::thread::{Message, ToolCall, ToolStatus};
     use crate::tools::Tool;
@@ -306,7 +306,7 @@ mod tests {
             calls(&[("web_search", json!({})), ("bash", json!({}))]),
             text("done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             tools,
             chain,

@@ -23,7 +23,7 @@ use herd_crds::rules::{MAX_CONCURRENT_RANGE, MAX_TOTAL_RANGE};
 use crate::agent::{Flow, Middleware};
 use crate::thread::{Message, ThreadState};
 
-use super::support::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
+use super::shared::last_turn::{append_note, last_assistant_mut, settle_stop_reason};
 
 /// The subagent tool's name.
 const TASK_TOOL: &str = "task";
@@ -123,7 +123,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::calls;
+    use crate::test_doubles::calls;
     use crate::thread::ToolCall;
     use crate::thread::state::{Delegation, DelegationStatus};
 

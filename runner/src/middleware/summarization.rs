@@ -26,16 +26,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use herd_crds::agent::SummarizationSpec;
 use herd_crds::report::Usage;
-use herd_sandbox::text::{head_tail, truncate_chars};
+use herd_sandbox::truncation::{head_tail, truncate_chars};
 
 use super::dynamic_context::is_reminder;
-use super::support::side_call::SideCall;
+use super::shared::side_call::SideCall;
 use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::control::checkpoint::ThreadCompactor;
 use crate::model::{CallContext, ChatModel, Purpose, record_call};
 use crate::prompt::estimate_tokens;
 use crate::prompt::tokenizer::cl100k;
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState, ToolStatus};
 
 /// Messages kept verbatim when the Agent does not say (DeerFlow's example config).
@@ -563,7 +563,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::testing::{QueuedModel, text};
+    use crate::test_doubles::{QueuedModel, text};
     use crate::thread::{AssistantMessage, ToolCall};
 
     fn assistant(id: &str, calls: &[&str]) -> Message {
@@ -882,7 +882,7 @@ mod tests {
     async fn a_summarized_run_keeps_its_summary_and_plan_in_view() {
         use crate::middleware::durable_context::DurableContext;
         use crate::middleware::todo::TodoMiddleware;
-        use crate::testing::{self, EchoTool, RecordingControl, calls};
+        use crate::test_doubles::{self, EchoTool, RecordingControl, calls};
         use serde_json::json;
 
         let echo = |n: u32| calls(&[("echo", json!({ "n": n }))]);
@@ -906,7 +906,7 @@ mod tests {
             Arc::new(middleware(model.clone(), config(9, 3))),
             Arc::new(TodoMiddleware::new()),
         ];
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![
                 Arc::new(crate::tools::write_todos::WriteTodos),

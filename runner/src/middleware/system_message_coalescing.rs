@@ -73,7 +73,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
+    use crate::test_doubles::{self, QueuedModel, text};
     use crate::thread::MessageKind;
 
     #[test]
@@ -123,12 +123,8 @@ mod tests {
     #[tokio::test]
     async fn the_model_sees_no_system_message_and_the_thread_keeps_it() {
         let model = QueuedModel::new(vec![text("ok")]);
-        let (agent, env) = testing::agent(
-            model.clone(),
-            vec![],
-            vec![Arc::new(SystemMessageCoalescing::new())],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model.clone(), Arc::new(SystemMessageCoalescing::new()));
         let mut state = ThreadState::new("hi");
         state.messages.insert(
             0,

@@ -23,8 +23,8 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, FinishReason, MessageKind, ThreadState};
 
-use super::support::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
-use super::support::reminders::PendingReminders;
+use super::shared::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
+use super::shared::reminders::PendingReminders;
 
 /// Sent with the one retry.
 pub const REMINDER: &str = "<system_reminder>\nYour previous response after the tool execution was empty. Review the tool results above and reply to the user now with your final answer. Do not leave the response empty.\n</system_reminder>";
@@ -130,13 +130,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::Message;
     use crate::tools::write_todos::WriteTodos;
 
     async fn run_with(answers: Vec<AssistantMessage>) -> (Arc<QueuedModel>, ThreadState, String) {
         let model = QueuedModel::new(answers);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(TerminalResponse::new())],

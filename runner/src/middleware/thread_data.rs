@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herd_sandbox::{SandboxClient, ToolExecutor};
 
-use super::support::clock::Clock;
+use super::shared::clock::Clock;
 use crate::agent::{Flow, Middleware};
 use crate::thread::{Message, ThreadState};
 
@@ -77,29 +77,18 @@ fn tag_last_user_message(state: &mut ThreadState, attempt: u32, now: &jiff::Zone
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use herd_sandbox::testing::FakeExecutor;
-    use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse};
+    use herd_sandbox::{SandboxRequest, SandboxResponse};
 
     use super::*;
-    use crate::middleware::support::clock::fixed;
+    use crate::middleware::shared::clock::fixed;
     use crate::thread::MessageKind;
-
-    #[derive(Default)]
-    struct Recording(Mutex<Vec<SandboxRequest>>);
-
-    #[async_trait]
-    impl ToolExecutor for Recording {
-        async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            self.0.lock().unwrap().push(request);
-            Ok(SandboxResponse::Done { path: None })
-        }
-    }
 
     #[tokio::test]
     async fn prepares_folders_and_tags_the_newest_user_message_once() {
-        let executor = Arc::new(Recording::default());
+        let executor = Arc::new(FakeExecutor::answering(SandboxResponse::Done {
+            path: None,
+        }));
         let clock = fixed("2026-03-01T09:00:00+00:00[UTC]");
         let middleware = ThreadData::new(executor.clone(), 2, clock);
         let mut state = ThreadState::new("first");
@@ -108,7 +97,7 @@ mod tests {
             .messages
             .push(Message::hidden_user("h", MessageKind::Uploads, "hidden"));
         assert_eq!(middleware.before_agent(&mut state).await, Flow::Continue);
-        assert_eq!(*executor.0.lock().unwrap(), vec![SandboxRequest::Prepare]);
+        assert_eq!(executor.requests(), vec![SandboxRequest::Prepare]);
         let tagged = &state.messages[1].meta().extra;
         assert_eq!(tagged[RUN_ATTEMPT_KEY], 2);
         assert_eq!(tagged[TIMESTAMP_KEY], "2026-03-01T09:00:00Z");

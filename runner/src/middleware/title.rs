@@ -2,7 +2,7 @@
 //! its first exchange, shown in `kubectl get runs` and progress reports.
 //!
 //! With a title model: one short call (purpose Title), capped at `TITLE_MAX_TOKENS` and
-//! `TITLE_TIMEOUT` (`support::side_call`). Without one (DeerFlow's default,
+//! `TITLE_TIMEOUT` (`shared::side_call`). Without one (DeerFlow's default,
 //! `model_name: null`): the user's text, cut. A failed, timed-out or empty title call falls
 //! back to the same (with a warning when it failed), so a thread always gets a title once it
 //! has an answer.
@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use herd_sandbox::text::{take_chars, truncate_chars};
+use herd_sandbox::truncation::{take_chars, truncate_chars};
 
-use super::support::side_call::SideCall;
+use super::shared::side_call::SideCall;
 use crate::agent::{Flow, Middleware, NoObserver, SideCallKind};
 use crate::model::{CallContext, ChatModel, Purpose, record_call};
 use crate::thread::{Message, MessageKind, ThreadState};
@@ -172,7 +172,7 @@ fn fallback_title(user: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{QueuedModel, calls, text};
+    use crate::test_doubles::{QueuedModel, calls, text};
 
     fn first_exchange(user: &str) -> ThreadState {
         let mut state = ThreadState::new(user);
@@ -238,7 +238,7 @@ mod tests {
                 crate::model::ModelErrorKind::Server,
                 "down",
             )));
-        let observer = Arc::new(crate::testing::RecordingObserver::default());
+        let observer = Arc::new(crate::test_doubles::RecordingObserver::default());
         let mut state = first_exchange("Plan a trip");
         Title::new(Some(model), 1)
             .with_call(SideCall::new(SideCallKind::Title, "lead", observer.clone()))

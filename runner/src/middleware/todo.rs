@@ -15,12 +15,12 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 use herd_crds::report::{Todo as TodoItem, TodoStatus};
 
-use super::support::last_turn::last_assistant;
-use super::support::reminders::PendingReminders;
+use super::shared::last_turn::last_assistant;
+use super::shared::reminders::PendingReminders;
 use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
 use crate::model::{ModelError, ModelRequest};
 use crate::prompt::render_todo_system;
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
 use crate::tools::ToolOutput;
 
@@ -186,7 +186,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::ToolStatus;
     use crate::tools::write_todos::WriteTodos;
 
@@ -214,7 +214,7 @@ mod tests {
             text("done!"),
             text("really done"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(TodoMiddleware::new())],
@@ -247,7 +247,7 @@ mod tests {
     async fn finished_todos_need_no_nudge_and_the_prompt_is_not_doubled() {
         let plan = json!([{"content": "a", "status": "completed"}]);
         let model = QueuedModel::new(vec![calls(&[write(plan)]), text("done")]);
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(TodoMiddleware::new())],
@@ -269,7 +269,7 @@ mod tests {
             ]),
             text("ok"),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model,
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(TodoMiddleware::new())],

@@ -25,8 +25,8 @@ use crate::agent::{Flow, Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, MessageKind, ThreadState};
 
-use super::support::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
-use super::support::reminders::PendingReminders;
+use super::shared::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
+use super::shared::reminders::PendingReminders;
 
 /// Share of the budget that triggers the warning, in percent (DeerFlow's `warn_threshold`
 /// 0.8).
@@ -146,7 +146,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::Message;
     use crate::tools::write_todos::WriteTodos;
 
@@ -171,7 +171,7 @@ mod tests {
     #[tokio::test]
     async fn warns_at_eighty_percent_and_stops_at_the_budget() {
         let model = QueuedModel::new(vec![turn(1), turn(2), turn(3), turn(4), text("unreached")]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(WriteTodos)],
             vec![Arc::new(TokenBudget::new(100))],

@@ -69,8 +69,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{Message, ThreadState, ToolStatus};
 
     fn rules(tools: &[&str], commands: &[&str]) -> ApprovalRules {
@@ -142,7 +142,7 @@ mod tests {
             ]),
             text("Removed build/ only."),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![bash.clone()],
             vec![middleware(&["^rm "])],
@@ -185,7 +185,7 @@ mod tests {
             ]),
             text("Pushed."),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![bash.clone()],
             vec![middleware(&["git push"])],
@@ -210,7 +210,7 @@ mod tests {
             .lock()
             .unwrap()
             .push_back(Verdict::approve());
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![bash.clone()],
             vec![middleware(&["git push"])],

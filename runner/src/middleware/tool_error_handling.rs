@@ -8,9 +8,9 @@
 //! loaded (SkillToolPolicy, DurableContext).
 
 use async_trait::async_trait;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 
-use super::support::active_skills::{SKILL_READ_KEY, skill_file_ref};
+use super::shared::active_skills::{SKILL_READ_KEY, skill_file_ref};
 use crate::agent::{Middleware, ToolNext, ToolRequest};
 use crate::thread::ToolStatus;
 use crate::tools::ToolOutput;
@@ -101,7 +101,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
 
     async fn through(tool: FixedTool, name: &str, arguments: serde_json::Value) -> ToolOutput {
         run_tool(

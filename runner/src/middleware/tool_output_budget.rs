@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use herd_sandbox::SandboxClient;
-use herd_sandbox::text::{last_chars, omission_marker, take_chars};
+use herd_sandbox::truncation::{last_chars, omission_marker, take_chars};
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
 use crate::tools::ToolOutput;
@@ -138,7 +138,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, call, local_sandbox, run_call};
+    use crate::middleware::shared::test_doubles::{FixedTool, call, local_sandbox, run_call};
     use crate::thread::ThreadState;
 
     fn big(lines: usize) -> String {

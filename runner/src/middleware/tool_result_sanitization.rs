@@ -45,7 +45,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::middleware::support::test_support::{FixedTool, run_tool};
+    use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
     use crate::thread::ToolStatus;
 
     #[tokio::test]

@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use herd_sandbox::{
     Conversions, MAX_SIDECAR_BYTES, Outcome, SIDECAR, SandboxClient, ToolExecutor, UploadedFile,
 };
 
 use crate::agent::{Flow, Middleware};
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 use crate::thread::{Message, MessageKind, ThreadState};
 
 /// Most files listed (DeerFlow's limit); the rest are found with `ls`.

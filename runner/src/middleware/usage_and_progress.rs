@@ -349,76 +349,19 @@ impl Middleware for UsageAndProgress {
 
 #[cfg(test)]
 mod tests {
-    use herd_crds::report::{Clarification, TodoStatus};
-    use herd_crds::wire::{
-        ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ResultReport,
-    };
+    use herd_crds::report::TodoStatus;
     use serde_json::json;
 
     use super::*;
-    use crate::control::Budget;
-    use crate::control::{AskOutcome, ControlError};
-    use crate::testing::{self, QueuedModel, RecordingControl, text};
-
-    /// Records progress reports; everything else is the shared recording double.
-    #[derive(Default)]
-    struct ProgressLog {
-        reports: Mutex<Vec<ProgressReport>>,
-        inner: RecordingControl,
-    }
-
-    #[async_trait]
-    impl ControlPlane for ProgressLog {
-        async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError> {
-            self.reports.lock().unwrap().push(report);
-            Ok(())
-        }
-        async fn run_child(
-            &self,
-            request: ChildRequest,
-            parent: Budget,
-        ) -> Result<ChildOutcome, ControlError> {
-            self.inner.run_child(request, parent).await
-        }
-        async fn ask(
-            &self,
-            question: &Clarification,
-            checkpoint: &ThreadState,
-        ) -> Result<AskOutcome, ControlError> {
-            self.inner.ask(question, checkpoint).await
-        }
-        async fn ask_approval(
-            &self,
-            requests: &[herd_crds::approval::ApprovalRequest],
-            checkpoint: &ThreadState,
-        ) -> Result<crate::control::ApprovalOutcome, ControlError> {
-            self.inner.ask_approval(requests, checkpoint).await
-        }
-        async fn post_result(&self, result: ResultReport) -> Result<(), ControlError> {
-            self.inner.post_result(result).await
-        }
-        async fn read_memory(&self) -> Result<MemoryDocument, ControlError> {
-            self.inner.read_memory().await
-        }
-        async fn update_memory(
-            &self,
-            operations: Vec<MemoryOperation>,
-        ) -> Result<(), ControlError> {
-            self.inner.update_memory(operations).await
-        }
-    }
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, text};
 
     #[tokio::test]
     async fn missing_usage_is_estimated_and_marked() {
         let mut silent = text("12345678");
         silent.usage = None;
         let model = QueuedModel::new(vec![silent]);
-        let (agent, env) = testing::agent(
-            model,
-            vec![],
-            vec![Arc::new(UsageAndProgress::log_only("lead"))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(UsageAndProgress::log_only("lead")));
         let mut state = ThreadState::new("abcd");
         agent.run(&mut state, &env).await.unwrap();
         let answer = state.last_assistant().unwrap();
@@ -431,12 +374,8 @@ mod tests {
     #[tokio::test]
     async fn reported_usage_is_kept() {
         let model = QueuedModel::new(vec![text("hi")]);
-        let (agent, env) = testing::agent(
-            model,
-            vec![],
-            vec![Arc::new(UsageAndProgress::log_only("lead"))],
-            Arc::new(RecordingControl::default()),
-        );
+        let (agent, env) =
+            test_doubles::middleware_agent(model, Arc::new(UsageAndProgress::log_only("lead")));
         let mut state = ThreadState::new("t");
         agent.run(&mut state, &env).await.unwrap();
         assert_eq!(
@@ -448,7 +387,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn progress_is_coalesced_to_one_report_per_second_and_flushed_at_the_end() {
-        let log = Arc::new(ProgressLog::default());
+        let log = Arc::new(RecordingControl::default());
         let middleware = UsageAndProgress::new("lead", log.clone(), 2);
         let mut state = ThreadState::new("t");
         for calls in 1..=3 {
@@ -456,7 +395,7 @@ mod tests {
             middleware.after_model(&mut state).await;
         }
         assert_eq!(
-            log.reports.lock().unwrap().len(),
+            log.progress.lock().unwrap().len(),
             1,
             "the first goes out at once"
         );
@@ -474,7 +413,7 @@ mod tests {
         middleware.after_agent(&mut state).await;
         middleware.after_agent(&mut state).await;
 
-        let reports = log.reports.lock().unwrap().clone();
+        let reports = log.progress.lock().unwrap().clone();
         let calls: Vec<u32> = reports.iter().map(|r| r.usage.model_calls).collect();
         assert_eq!(
             calls,
@@ -493,13 +432,13 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unchanged_progress_is_not_reported_again() {
-        let log = Arc::new(ProgressLog::default());
+        let log = Arc::new(RecordingControl::default());
         let middleware = UsageAndProgress::new("lead", log.clone(), 1);
         let mut state = ThreadState::new("t");
         middleware.after_model(&mut state).await;
         tokio::time::advance(REPORT_INTERVAL).await;
         middleware.after_model(&mut state).await;
         middleware.after_agent(&mut state).await;
-        assert_eq!(log.reports.lock().unwrap().len(), 1);
+        assert_eq!(log.progress.lock().unwrap().len(), 1);
     }
 }

@@ -90,7 +90,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{ImagePart, ToolCall, ToolStatus};
     use crate::tools::ToolOutput;
     use crate::tools::write_todos::WriteTodos;
@@ -189,7 +189,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             text("It shows growth."),
         ]);
-        let (agent, env) = testing::agent(
+        let (agent, env) = test_doubles::agent(
             model.clone(),
             vec![Arc::new(FakeViewImage), Arc::new(WriteTodos)],
             vec![Arc::new(ViewImageMiddleware::new())],

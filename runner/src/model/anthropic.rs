@@ -32,7 +32,7 @@ use super::ids::random_id;
 use super::{
     CallOptions, DeltaSink, HttpModelConfig, ModelRequest, StreamDelta, note_response_model,
 };
-use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus};
+use crate::thread::{AssistantMessage, FinishReason, Message, ToolCall, ToolStatus, UserMessage};
 
 /// The API version this client speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -191,49 +191,8 @@ fn wire_messages(system: &str, messages: &[Message]) -> (Vec<Value>, Vec<Value>)
                 }
                 continue;
             }
-            Message::User(m) => {
-                let mut blocks: Vec<Value> = m
-                    .images
-                    .iter()
-                    .map(|image| {
-                        json!({"type": "image", "source": {
-                            "type": "base64", "media_type": image.mime_type,
-                            "data": image.data_base64,
-                        }})
-                    })
-                    .collect();
-                // The API refuses empty text blocks.
-                if !m.content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": m.content}));
-                }
-                ("user", blocks)
-            }
-            Message::Assistant(m) => {
-                let mut blocks = Vec::new();
-                if let Some(signature) = &m.reasoning_signature {
-                    blocks.push(json!({
-                        "type": "thinking",
-                        "thinking": m.reasoning.as_deref().unwrap_or_default(),
-                        "signature": signature,
-                    }));
-                }
-                if !m.content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": m.content}));
-                }
-                for call in &m.tool_calls {
-                    // `input` must be an object; arguments the model garbled go back empty
-                    // (the tool result already told the model what was wrong).
-                    let input = call
-                        .parse_arguments()
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    blocks.push(json!({
-                        "type": "tool_use", "id": call.id, "name": call.name, "input": input,
-                    }));
-                }
-                ("assistant", blocks)
-            }
+            Message::User(m) => ("user", user_blocks(m)),
+            Message::Assistant(m) => ("assistant", assistant_blocks(m)),
             Message::Tool(m) => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": m.tool_call_id});
                 if !m.content.is_empty() {
@@ -264,6 +223,53 @@ fn wire_messages(system: &str, messages: &[Message]) -> (Vec<Value>, Vec<Value>)
         })
         .collect();
     (system_blocks, messages)
+}
+
+/// The content blocks of a user message: its images, then its text.
+fn user_blocks(m: &UserMessage) -> Vec<Value> {
+    let mut blocks: Vec<Value> = m
+        .images
+        .iter()
+        .map(|image| {
+            json!({"type": "image", "source": {
+                "type": "base64", "media_type": image.mime_type,
+                "data": image.data_base64,
+            }})
+        })
+        .collect();
+    // The API refuses empty text blocks.
+    if !m.content.is_empty() {
+        blocks.push(json!({"type": "text", "text": m.content}));
+    }
+    blocks
+}
+
+/// The content blocks of an answer: its signed thinking, its text, then its tool calls.
+fn assistant_blocks(m: &AssistantMessage) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if let Some(signature) = &m.reasoning_signature {
+        blocks.push(json!({
+            "type": "thinking",
+            "thinking": m.reasoning.as_deref().unwrap_or_default(),
+            "signature": signature,
+        }));
+    }
+    if !m.content.is_empty() {
+        blocks.push(json!({"type": "text", "text": m.content}));
+    }
+    for call in &m.tool_calls {
+        // `input` must be an object; arguments the model garbled go back empty
+        // (the tool result already told the model what was wrong).
+        let input = call
+            .parse_arguments()
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        blocks.push(json!({
+            "type": "tool_use", "id": call.id, "name": call.name, "input": input,
+        }));
+    }
+    blocks
 }
 
 /// One event of the stream (the `type` field of its data).
@@ -434,78 +440,9 @@ impl Answer {
             StreamEvent::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                let block = match content_block {
-                    BlockStart::Text { text } => {
-                        if !text.is_empty() {
-                            on_delta(StreamDelta::Text(text.clone()));
-                        }
-                        Block::Text(text)
-                    }
-                    BlockStart::ToolUse { id, name, input } => {
-                        on_delta(StreamDelta::ToolCallStarted {
-                            index: self.tool_count,
-                            name: name.clone(),
-                        });
-                        self.tool_count += 1;
-                        Block::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            start_input: input,
-                        }
-                    }
-                    BlockStart::Thinking {
-                        thinking,
-                        signature,
-                    } => {
-                        if !thinking.is_empty() {
-                            on_delta(StreamDelta::Reasoning(thinking.clone()));
-                        }
-                        Block::Thinking {
-                            text: thinking,
-                            signature: signature.unwrap_or_default(),
-                        }
-                    }
-                    BlockStart::Other => Block::Ignored,
-                };
-                self.blocks.insert(index, block);
-            }
+            } => self.start_block(index, content_block, on_delta),
             StreamEvent::ContentBlockDelta { index, delta } => {
-                match (self.blocks.get_mut(&index), delta) {
-                    (Some(Block::Text(text)), BlockDelta::TextDelta { text: more }) => {
-                        text.push_str(&more);
-                        on_delta(StreamDelta::Text(more));
-                    }
-                    (
-                        Some(Block::ToolUse { json, .. }),
-                        BlockDelta::InputJsonDelta { partial_json },
-                    ) => {
-                        json.push_str(&partial_json);
-                    }
-                    (
-                        Some(Block::Thinking { text, .. }),
-                        BlockDelta::ThinkingDelta { thinking },
-                    ) => {
-                        text.push_str(&thinking);
-                        on_delta(StreamDelta::Reasoning(thinking));
-                    }
-                    (
-                        Some(Block::Thinking { signature, .. }),
-                        BlockDelta::SignatureDelta { signature: more },
-                    ) => {
-                        signature.push_str(&more);
-                    }
-                    (_, BlockDelta::Other) | (Some(Block::Ignored), _) => {}
-                    (_, delta) => {
-                        return Err(ModelError::new(
-                            ModelErrorKind::InvalidResponse,
-                            format!(
-                                "{server} sent {delta:?} for content block {index}, which does not take it"
-                            ),
-                        ));
-                    }
-                }
+                self.extend_block(index, delta, server, on_delta)?;
             }
             StreamEvent::Other => {}
             StreamEvent::MessageDelta { delta, usage } => {
@@ -530,6 +467,84 @@ impl Answer {
             }
         }
         Ok(false)
+    }
+
+    /// Opens content block `index`, streaming any text it starts with.
+    fn start_block(&mut self, index: usize, start: BlockStart, on_delta: DeltaSink<'_>) {
+        let block = match start {
+            BlockStart::Text { text } => {
+                if !text.is_empty() {
+                    on_delta(StreamDelta::Text(text.clone()));
+                }
+                Block::Text(text)
+            }
+            BlockStart::ToolUse { id, name, input } => {
+                on_delta(StreamDelta::ToolCallStarted {
+                    index: self.tool_count,
+                    name: name.clone(),
+                });
+                self.tool_count += 1;
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: input,
+                }
+            }
+            BlockStart::Thinking {
+                thinking,
+                signature,
+            } => {
+                if !thinking.is_empty() {
+                    on_delta(StreamDelta::Reasoning(thinking.clone()));
+                }
+                Block::Thinking {
+                    text: thinking,
+                    signature: signature.unwrap_or_default(),
+                }
+            }
+            BlockStart::Other => Block::Ignored,
+        };
+        self.blocks.insert(index, block);
+    }
+
+    /// Adds `delta` to content block `index`; a delta the block does not take is an error.
+    fn extend_block(
+        &mut self,
+        index: usize,
+        delta: BlockDelta,
+        server: &str,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<(), ModelError> {
+        match (self.blocks.get_mut(&index), delta) {
+            (Some(Block::Text(text)), BlockDelta::TextDelta { text: more }) => {
+                text.push_str(&more);
+                on_delta(StreamDelta::Text(more));
+            }
+            (Some(Block::ToolUse { json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+            }
+            (Some(Block::Thinking { text, .. }), BlockDelta::ThinkingDelta { thinking }) => {
+                text.push_str(&thinking);
+                on_delta(StreamDelta::Reasoning(thinking));
+            }
+            (
+                Some(Block::Thinking { signature, .. }),
+                BlockDelta::SignatureDelta { signature: more },
+            ) => {
+                signature.push_str(&more);
+            }
+            (_, BlockDelta::Other) | (Some(Block::Ignored), _) => {}
+            (_, delta) => {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "{server} sent {delta:?} for content block {index}, which does not take it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn finish(self, server: &str) -> Result<AssistantMessage, ModelError> {

@@ -2,7 +2,7 @@
 //! over a streamed answer's events, and the deadline over a whole call.
 
 use async_trait::async_trait;
-use herd_sandbox::text::take_chars;
+use herd_sandbox::truncation::take_chars;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 

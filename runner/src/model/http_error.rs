@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use reqwest::header::HeaderMap;
 
 use super::error::{ModelError, ModelErrorKind};

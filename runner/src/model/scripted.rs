@@ -60,7 +60,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use herd_crds::report::Usage;
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use regex::Regex;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -196,6 +196,47 @@ struct Response {
     finish_reason: Option<FinishReason>,
     usage: Option<UsageSpec>,
     error: Option<ErrorSpec>,
+}
+
+impl ErrorSpec {
+    /// The error rule `index` answers with.
+    fn error(&self, index: usize) -> ModelError {
+        ModelError {
+            kind: self.kind,
+            status: self.status,
+            retry_after: self
+                .retry_after_seconds
+                .and_then(|s| Duration::try_from_secs_f64(s).ok()),
+            message: self
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("scripted error from rules[{index}]")),
+        }
+    }
+}
+
+impl Response {
+    /// The usage of this answer to `request` with `tool_calls`: what the rule gives, the rest
+    /// estimated from the characters in and out.
+    fn usage(&self, request: &ModelRequest, tool_calls: &[ToolCall]) -> Usage {
+        let output_chars = self.content.chars().count()
+            + self.reasoning.as_deref().map_or(0, |r| r.chars().count())
+            + tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.chars().count())
+                .sum::<usize>();
+        let given = self.usage.unwrap_or_default();
+        Usage {
+            input_tokens: given
+                .input_tokens
+                .unwrap_or_else(|| estimate_tokens(input_chars(request))),
+            output_tokens: given
+                .output_tokens
+                .unwrap_or_else(|| estimate_tokens(output_chars)),
+            cached_input_tokens: given.cached_input_tokens.unwrap_or(0),
+            ..Usage::default()
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -583,17 +624,7 @@ impl ChatModel for ScriptedModel {
         };
         let respond = &rule.respond;
         if let Some(spec) = &respond.error {
-            return Err(ModelError {
-                kind: spec.kind,
-                status: spec.status,
-                retry_after: spec
-                    .retry_after_seconds
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok()),
-                message: spec
-                    .message
-                    .clone()
-                    .unwrap_or_else(|| format!("scripted error from rules[{index}]")),
-            });
+            return Err(spec.error(index));
         }
         let slot = free_slot(&request.messages, assistants, respond.tool_calls.len());
         if let Some(reasoning) = &respond.reasoning {
@@ -616,26 +647,7 @@ impl ChatModel for ScriptedModel {
                 }
             })
             .collect();
-        let output_chars = respond.content.chars().count()
-            + respond
-                .reasoning
-                .as_deref()
-                .map_or(0, |r| r.chars().count())
-            + tool_calls
-                .iter()
-                .map(|c| c.name.len() + c.arguments.chars().count())
-                .sum::<usize>();
-        let given = respond.usage.unwrap_or_default();
-        let usage = Usage {
-            input_tokens: given
-                .input_tokens
-                .unwrap_or_else(|| estimate_tokens(input_chars(request))),
-            output_tokens: given
-                .output_tokens
-                .unwrap_or_else(|| estimate_tokens(output_chars)),
-            cached_input_tokens: given.cached_input_tokens.unwrap_or(0),
-            ..Usage::default()
-        };
+        let usage = respond.usage(request, &tool_calls);
         let finish_reason = respond
             .finish_reason
             .clone()

@@ -452,47 +452,10 @@ impl Lead<'_> {
         }
         .map_err(|error| Ending::Failed(format!("cannot build the system prompt: {error}")))?;
         control.use_compactor(agents.checkpoint_compactor(&lead));
-        if let Some(mut resume) = resume {
-            let files = std::mem::take(&mut resume.files);
-            if !files.is_empty() {
-                let count = files.len();
-                if let Err(error) = executor.restore_files(files).await {
-                    return Ok(failed(
-                        StopReason::SandboxUnavailable,
-                        format!("cannot restore the workspace's saved files: {error}"),
-                    ));
-                }
-                tracing::info!(
-                    count,
-                    "restored the workspace's files saved at the suspension"
-                );
-            }
-            let answer = match &resume.stop {
-                CheckpointStop::Question(question) => {
-                    match self.answer(question, &resume.state).await? {
-                        Ok(answer) => Some(answer),
-                        Err(outcome) => return Ok(outcome),
-                    }
-                }
-                CheckpointStop::Interrupted(how) => {
-                    tracing::info!(
-                        signal = %how.signal,
-                        at = %how.at,
-                        "resuming from the checkpoint of an interrupted attempt"
-                    );
-                    None
-                }
-                // The thread holds the calls (`awaitingApproval`): the loop settles them
-                // first, with the decisions in `spec.responses` or by asking again.
-                CheckpointStop::Approval(requests) => {
-                    tracing::info!(
-                        count = requests.len(),
-                        "resuming from the checkpoint of tool calls waiting for approval"
-                    );
-                    None
-                }
-            };
-            *state = resume.continued(answer);
+        if let Some(resume) = resume
+            && let Some(outcome) = self.restore(resume, state).await?
+        {
+            return Ok(outcome);
         }
         let env = RunEnv {
             executor: (*executor).clone(),
@@ -508,6 +471,57 @@ impl Lead<'_> {
         )
         .await
         .map_err(|error| stopped(error.0))
+    }
+
+    /// Puts the checkpoint of `resume` back: the workspace's saved files restored, and the
+    /// thread continued with the answer to its question, if it asked one. `Some` when the run
+    /// ends here instead.
+    async fn restore(
+        &self,
+        mut resume: Resume,
+        state: &mut ThreadState,
+    ) -> Result<Option<RunOutcome>, Ending> {
+        let files = std::mem::take(&mut resume.files);
+        if !files.is_empty() {
+            let count = files.len();
+            if let Err(error) = self.executor.restore_files(files).await {
+                return Ok(Some(failed(
+                    StopReason::SandboxUnavailable,
+                    format!("cannot restore the workspace's saved files: {error}"),
+                )));
+            }
+            tracing::info!(
+                count,
+                "restored the workspace's files saved at the suspension"
+            );
+        }
+        let answer = match &resume.stop {
+            CheckpointStop::Question(question) => {
+                match self.answer(question, &resume.state).await? {
+                    Ok(answer) => Some(answer),
+                    Err(outcome) => return Ok(Some(outcome)),
+                }
+            }
+            CheckpointStop::Interrupted(how) => {
+                tracing::info!(
+                    signal = %how.signal,
+                    at = %how.at,
+                    "resuming from the checkpoint of an interrupted attempt"
+                );
+                None
+            }
+            // The thread holds the calls (`awaitingApproval`): the loop settles them
+            // first, with the decisions in `spec.responses` or by asking again.
+            CheckpointStop::Approval(requests) => {
+                tracing::info!(
+                    count = requests.len(),
+                    "resuming from the checkpoint of tool calls waiting for approval"
+                );
+                None
+            }
+        };
+        *state = resume.continued(answer);
+        Ok(None)
     }
 
     /// The answer to the question an earlier attempt asked: from `spec.responses`, or asked

@@ -5,7 +5,7 @@
 
 use herd_crds::report::StopReason;
 use herd_crds::wire::{PresentedFile, ResultReport};
-use herd_sandbox::text::take_chars;
+use herd_sandbox::truncation::take_chars;
 use herd_sandbox::{SandboxClient, ToolExecutor};
 
 use crate::agent::{AgentEvent, Observer, RunOutcome};
@@ -170,7 +170,7 @@ mod tests {
     use herd_sandbox::{InProcessExecutor, SandboxHost, SandboxRoots};
 
     use super::*;
-    use crate::testing::RecordingObserver;
+    use crate::test_doubles::RecordingObserver;
 
     fn sandbox(dir: &std::path::Path, files: &[(&str, Vec<u8>)]) -> InProcessExecutor {
         let roots = SandboxRoots::under(dir);

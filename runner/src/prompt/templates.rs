@@ -1,7 +1,7 @@
 //! The template environment: every template compiled into the binary, every interpolated
 //! value escaped.
 
-use herd_sandbox::text::truncate_words;
+use herd_sandbox::truncation::truncate_words;
 use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, syntax::SyntaxConfig};
 use serde::Serialize;
@@ -10,7 +10,7 @@ use super::budget::Detail;
 use super::context::SubagentPrompt;
 use super::error::PromptError;
 use crate::skills::Skill;
-use crate::text::escape_tags;
+use crate::tag_escaping::escape_tags;
 
 /// `(name, source)` of every template. `include_str!` keeps the binary self-contained.
 const TEMPLATES: [(&str, &str); 14] = [

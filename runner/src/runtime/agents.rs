@@ -26,7 +26,7 @@ use crate::prompt::{
 use crate::skills::Skill;
 use crate::telemetry::Telemetry;
 use crate::tools::ask_clarification::AskClarification;
-use crate::tools::lean::Lean;
+use crate::tools::lean_schema::Lean;
 use crate::tools::present_files::PresentFiles;
 use crate::tools::task::{SubagentType, Task};
 use crate::tools::view_image::ViewImage;
@@ -394,7 +394,7 @@ mod tests {
     use crate::agent::NoObserver;
     use crate::plan::{SubagentSettings, test_plan};
     use crate::skills::SkillCatalog;
-    use crate::testing::{QueuedModel, RecordingControl};
+    use crate::test_doubles::{QueuedModel, RecordingControl};
 
     fn public_skills() -> Vec<Skill> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/public");

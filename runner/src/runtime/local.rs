@@ -85,26 +85,8 @@ pub async fn run_local(
     let start = Start::of(&request, &facts)?;
     // A run refused before its agent starts leaves no folder it created behind.
     let mut created = NewFolder::at(&request.workdir);
-    let workdir = Workdir::prepare(&request.workdir).map_err(|error| {
-        LocalError(format!(
-            "cannot prepare the work folder {}: {error}",
-            request.workdir.display()
-        ))
-    })?;
+    let workdir = prepare_workdir(&request, &start)?;
     let plan = start.plan.clone();
-    if start.resumed.is_none() {
-        RunRecord::new(
-            &start.manifests,
-            &plan.task,
-            &request.overrides,
-            request.api_key_env.as_deref(),
-        )
-        .write(&workdir.state_dir())?;
-        install_inputs(&workdir, &start.manifests, &request.inputs)?;
-    }
-    workdir
-        .install_skills(&start.manifests.skills)
-        .map_err(|error| LocalError(error.to_string()))?;
 
     // Held until the run ends: dropping it stops the confined sandbox.
     let (executor, sandbox) = open_sandbox(
@@ -167,27 +149,64 @@ pub async fn run_local(
             // the run first would SIGKILL a command at once.
             sandbox.stop_tools(TOOL_GRACE).await;
             drop(lead_run);
-            Checkpoint::interrupted(signal.name(), state.clone())
-                .save(&workdir.state_dir())
-                .map_err(|error| {
-                    LocalError(format!(
-                        "interrupted by {}, and the checkpoint could not be saved: {error}",
-                        signal.name()
-                    ))
-                })?;
-            observer.on_event(AgentEvent::Stopped {
-                agent: "lead".into(),
-                reason: StopReason::Interrupted,
-            });
-            let outcome = RunOutcome {
-                stop_reason: StopReason::Interrupted,
-                answer: streamed.text(),
-                error: None,
-                question: None,
-            };
+            let outcome = interrupted(&signal, &state, &workdir, observer.as_ref(), &streamed)?;
             finish(outcome, state, &control, workdir, Some(signal)).await
         }
     }
+}
+
+/// The work folder of `request`, prepared: a new run's record and inputs written, and the
+/// skills installed.
+fn prepare_workdir(request: &LocalRequest, start: &Start) -> Result<Workdir, LocalError> {
+    let workdir = Workdir::prepare(&request.workdir).map_err(|error| {
+        LocalError(format!(
+            "cannot prepare the work folder {}: {error}",
+            request.workdir.display()
+        ))
+    })?;
+    if start.resumed.is_none() {
+        RunRecord::new(
+            &start.manifests,
+            &start.plan.task,
+            &request.overrides,
+            request.api_key_env.as_deref(),
+        )
+        .write(&workdir.state_dir())?;
+        install_inputs(&workdir, &start.manifests, &request.inputs)?;
+    }
+    workdir
+        .install_skills(&start.manifests.skills)
+        .map_err(|error| LocalError(error.to_string()))?;
+    Ok(workdir)
+}
+
+/// How a run `signal` interrupted ends: its checkpoint saved, the stop told, and the answer
+/// what was streamed so far.
+fn interrupted(
+    signal: &StopSignal,
+    state: &ThreadState,
+    workdir: &Workdir,
+    observer: &dyn Observer,
+    streamed: &StreamedAnswer,
+) -> Result<RunOutcome, LocalError> {
+    Checkpoint::interrupted(signal.name(), state.clone())
+        .save(&workdir.state_dir())
+        .map_err(|error| {
+            LocalError(format!(
+                "interrupted by {}, and the checkpoint could not be saved: {error}",
+                signal.name()
+            ))
+        })?;
+    observer.on_event(AgentEvent::Stopped {
+        agent: "lead".into(),
+        reason: StopReason::Interrupted,
+    });
+    Ok(RunOutcome {
+        stop_reason: StopReason::Interrupted,
+        answer: streamed.text(),
+        error: None,
+        question: None,
+    })
 }
 
 /// A work folder this run creates: removed again when dropped unless kept, so a run refused

@@ -137,40 +137,7 @@ pub(crate) async fn open_sandbox(
     workdir: &Workdir,
     observer: &dyn Observer,
 ) -> Result<(Arc<dyn ToolExecutor>, SandboxGuard), LocalError> {
-    let choice = match (&exe, mode) {
-        (_, SandboxMode::Off) => Choice::InProcess(None),
-        (Err(error), _) => {
-            let why = Err(format!("cannot find the herd-runner binary: {error}"));
-            choose(
-                mode,
-                &Available {
-                    namespaces: why.clone(),
-                    landlock: why,
-                },
-            )
-            .map_err(LocalError)?
-        }
-        (Ok(exe), _) => {
-            let namespaces = if mode == SandboxMode::Landlock {
-                Err("not probed".to_owned())
-            } else {
-                probe(exe, View::Namespaces).await
-            };
-            let landlock = if needs_landlock_probe(mode, &namespaces) {
-                probe(exe, View::LandlockOnly).await
-            } else {
-                Err("not probed".to_owned())
-            };
-            choose(
-                mode,
-                &Available {
-                    namespaces,
-                    landlock,
-                },
-            )
-            .map_err(LocalError)?
-        }
-    };
+    let choice = choose_sandbox(mode, &exe).await?;
     let warn = |message: String| {
         observer.on_event(AgentEvent::Warning {
             agent: "lead".into(),
@@ -233,6 +200,47 @@ pub(crate) async fn open_sandbox(
     ))
 }
 
+/// Which sandbox `mode` gets on this machine, probed with the `herd-runner` binary `exe`.
+async fn choose_sandbox(
+    mode: SandboxMode,
+    exe: &std::io::Result<PathBuf>,
+) -> Result<Choice, LocalError> {
+    match (exe, mode) {
+        (_, SandboxMode::Off) => Ok(Choice::InProcess(None)),
+        (Err(error), _) => {
+            let why = Err(format!("cannot find the herd-runner binary: {error}"));
+            choose(
+                mode,
+                &Available {
+                    namespaces: why.clone(),
+                    landlock: why,
+                },
+            )
+            .map_err(LocalError)
+        }
+        (Ok(exe), _) => {
+            let namespaces = if mode == SandboxMode::Landlock {
+                Err("not probed".to_owned())
+            } else {
+                probe(exe, View::Namespaces).await
+            };
+            let landlock = if needs_landlock_probe(mode, &namespaces) {
+                probe(exe, View::LandlockOnly).await
+            } else {
+                Err("not probed".to_owned())
+            };
+            choose(
+                mode,
+                &Available {
+                    namespaces,
+                    landlock,
+                },
+            )
+            .map_err(LocalError)
+        }
+    }
+}
+
 async fn probe(exe: &std::path::Path, view: View) -> Result<(), String> {
     ConfinedSandbox::probe(exe, view)
         .await
@@ -272,7 +280,7 @@ mod tests {
     use herd_sandbox::{SandboxRequest, SandboxResponse};
 
     use super::*;
-    use crate::testing::RecordingObserver;
+    use crate::test_doubles::RecordingObserver;
 
     fn available(namespaces: bool, landlock: bool) -> Available {
         let result = |works: bool, why: &str| if works { Ok(()) } else { Err(why.to_owned()) };

@@ -1,6 +1,6 @@
 //! Prompt, answer and tool text on spans: only when the Agent opts in, always truncated.
 
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use serde::Serialize;
 
 /// Most characters of one content attribute: enough to read a turn, small enough that a long

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use herd_crds::report::{StopReason, Usage};
+use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 
@@ -46,14 +47,13 @@ impl Telemetry {
         if let Some(kind) = &call.subagent_type {
             attributes.push(KeyValue::new(names::SUBAGENT_TYPE, kind.clone()));
         }
-        let span = self
-            .tracer
-            .span_builder(format!("invoke_agent {agent}"))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(attributes)
-            .start(self.tracer.as_ref());
         AgentSpan {
-            cx: Context::current_with_span(span),
+            cx: start(
+                &self.tracer,
+                format!("invoke_agent {agent}"),
+                SpanKind::Internal,
+                attributes,
+            ),
         }
     }
 
@@ -90,14 +90,13 @@ impl Telemetry {
                 truncated_json(&request.messages),
             ));
         }
-        let span = self
-            .tracer
-            .span_builder(format!("chat {model}"))
-            .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
-            .start(self.tracer.as_ref());
         ModelCallSpan {
-            cx: Context::current_with_span(span),
+            cx: start(
+                &self.tracer,
+                format!("chat {model}"),
+                SpanKind::Client,
+                attributes,
+            ),
             capture_content: self.capture_content,
             started: Instant::now(),
             first_chunk: OnceLock::new(),
@@ -118,17 +117,27 @@ impl Telemetry {
                 truncated(&call.arguments),
             ));
         }
-        let span = self
-            .tracer
-            .span_builder(format!("execute_tool {}", call.name))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(attributes)
-            .start(self.tracer.as_ref());
         ToolCallSpan {
-            cx: Context::current_with_span(span),
+            cx: start(
+                &self.tracer,
+                format!("execute_tool {}", call.name),
+                SpanKind::Internal,
+                attributes,
+            ),
             capture_content: self.capture_content,
         }
     }
+}
+
+/// Starts span `name` of `kind` with `attributes` under the current context, and returns the
+/// context it is current in.
+fn start(tracer: &BoxedTracer, name: String, kind: SpanKind, attributes: Vec<KeyValue>) -> Context {
+    let span = tracer
+        .span_builder(name)
+        .with_kind(kind)
+        .with_attributes(attributes)
+        .start(tracer);
+    Context::current_with_span(span)
 }
 
 impl AgentSpan {
@@ -252,13 +261,13 @@ pub struct SandboxSpan {
 /// client is shared by every agent of the run).
 pub fn sandbox_round_trip(op: &'static str) -> SandboxSpan {
     let tracer = opentelemetry::global::tracer(super::TRACER_NAME);
-    let span = tracer
-        .span_builder(format!("sandbox {op}"))
-        .with_kind(SpanKind::Client)
-        .with_attributes(vec![KeyValue::new(names::SANDBOX_OPERATION, op)])
-        .start(&tracer);
     SandboxSpan {
-        cx: Context::current_with_span(span),
+        cx: start(
+            &tracer,
+            format!("sandbox {op}"),
+            SpanKind::Client,
+            vec![KeyValue::new(names::SANDBOX_OPERATION, op)],
+        ),
     }
 }
 
@@ -336,7 +345,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::tools::write_todos::WriteTodos;
 
     /// Runs a two-turn thread (a `write_todos` call, then an answer) and returns its spans.
@@ -356,7 +365,7 @@ mod tests {
             calls(&[("write_todos", json!({"todos": []}))]),
             answer,
         ]);
-        let (mut agent, env) = testing::agent(
+        let (mut agent, env) = test_doubles::agent(
             model,
             vec![Arc::new(WriteTodos)],
             vec![],

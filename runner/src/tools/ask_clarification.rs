@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use herd_crds::report::{Clarification, ClarificationType};
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -64,6 +64,23 @@ impl AskClarification {
             asked_at: Some(jiff::Timestamp::now().to_string()),
         })
     }
+
+    /// The question `arguments` ask, as the output that interrupts the run with it; arguments
+    /// that do not make a question are an error for the model.
+    pub fn ask(call_id: &str, arguments: serde_json::Value) -> ToolOutput {
+        let args: AskClarificationArgs = match parse_args("ask_clarification", arguments) {
+            Ok(args) => args,
+            Err(output) => return output,
+        };
+        match AskClarification::question(call_id, args) {
+            Ok(question) => {
+                let mut output = ToolOutput::ok(question.render());
+                output.effect.interrupt = Some(question);
+                output
+            }
+            Err(message) => ToolOutput::error(message),
+        }
+    }
 }
 
 /// Question ids go into `spec.responses[].id` (≤ 64 characters).
@@ -95,18 +112,7 @@ impl Tool for AskClarification {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args: AskClarificationArgs = match parse_args("ask_clarification", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
-        match AskClarification::question(&ctx.call_id, args) {
-            Ok(question) => {
-                let mut output = ToolOutput::ok(question.render());
-                output.effect.interrupt = Some(question);
-                output
-            }
-            Err(message) => ToolOutput::error(message),
-        }
+        AskClarification::ask(&ctx.call_id, arguments)
     }
 }
 

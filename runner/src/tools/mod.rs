@@ -2,7 +2,7 @@
 //! `toolGroups`. Sandbox tools forward to the `ToolExecutor`; the rest run on the agent side.
 
 pub(crate) mod ask_clarification;
-pub(crate) mod lean;
+pub(crate) mod lean_schema;
 pub(crate) mod present_files;
 pub mod sandbox_tools;
 pub(crate) mod schema;

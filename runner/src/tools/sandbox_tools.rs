@@ -107,11 +107,10 @@ impl<A: JsonSchema + DeserializeOwned + Serialize + Send + 'static> Tool for San
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
+    use herd_sandbox::testing::FakeExecutor;
     use herd_sandbox::{
         ExecutorError, InProcessExecutor, SandboxHost, SandboxRequest, SandboxResponse,
-        SandboxRoots, ToolExecutor,
+        SandboxRoots,
     };
     use serde_json::json;
 
@@ -196,28 +195,11 @@ mod tests {
         Ok(())
     }
 
-    /// Records requests and answers with a fixed result.
-    struct Recording {
-        seen: Mutex<Vec<SandboxRequest>>,
-        answer: Result<SandboxResponse, String>,
-    }
-
-    #[async_trait]
-    impl ToolExecutor for Recording {
-        async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-            self.seen
-                .lock()
-                .map_err(|e| ExecutorError(e.to_string()))?
-                .push(request);
-            self.answer.clone().map_err(ExecutorError)
-        }
-    }
-
-    fn recording(answer: Result<SandboxResponse, String>) -> (Arc<Recording>, ToolContext) {
-        let executor = Arc::new(Recording {
-            seen: Mutex::new(Vec::new()),
-            answer,
-        });
+    /// A context whose executor records requests and answers each with `answer`.
+    fn recording(answer: Result<SandboxResponse, String>) -> (Arc<FakeExecutor>, ToolContext) {
+        let executor = Arc::new(FakeExecutor::new(move |_| {
+            answer.clone().map_err(ExecutorError)
+        }));
         let ctx = ToolContext {
             executor: executor.clone(),
             ..context()
@@ -237,13 +219,7 @@ mod tests {
                 .content
                 .starts_with("Error: invalid arguments for grep")
         );
-        assert!(
-            executor
-                .seen
-                .lock()
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .is_empty()
-        );
+        assert!(executor.requests().is_empty());
         Ok(())
     }
 
@@ -258,9 +234,8 @@ mod tests {
             .call(json!({"description": "d", "pattern": "*.py", "path": "/mnt/user-data", "extra": 1}), &ctx)
             .await;
         assert_eq!(output.content, "ok");
-        let seen = executor.seen.lock().map_err(|e| anyhow::anyhow!("{e}"))?;
         assert_eq!(
-            seen.as_slice(),
+            executor.requests(),
             [SandboxRequest::Tool {
                 name: "glob".into(),
                 arguments: json!({"description": "d", "pattern": "*.py", "path": "/mnt/user-data", "include_dirs": false}),

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
 use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
-use herd_sandbox::text::head_tail;
+use herd_sandbox::truncation::head_tail;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

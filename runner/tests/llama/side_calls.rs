@@ -137,6 +137,8 @@ fn check(condition: bool, what: &str, output: &RunOutput, calls: &[Call]) -> Res
     .into())
 }
 
+// Over 80 lines: one 4k-window run against the real server, then each of its side calls'
+// bounds checked against the same recorded calls.
 fn a_4k_run_with_title_and_memory_bounds_every_side_call(server: &Server) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let root = server.openai_base();

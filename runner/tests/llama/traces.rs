@@ -105,6 +105,8 @@ fn reported(provider: Provider, answer: &[u8]) -> Reported {
     found
 }
 
+// Over 80 lines: one run against the real server, then each chat span's usage checked
+// against what the server reported for that call, in order.
 fn chat_spans_carry_the_servers_usage(server: &Server, provider: Provider) -> Result<(), Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -62,6 +62,9 @@ impl ContainerRoot {
     /// init; it gets `CAP_SYS_ADMIN` and `CAP_SETPCAP` as ambient capabilities so that it can
     /// mount its `/proc` and then give up every capability
     /// (a user other than root loses every capability when it runs a program).
+    // Over 80 lines: the steps' order is the confinement (open every source before the new
+    // root hides it, mount, make read-only, pivot, then drop capabilities), so it reads as one
+    // sequence.
     pub fn enter(&self) -> Result<(), ConfineError> {
         let parent = getppid();
         for path in self.inner_paths() {

@@ -89,6 +89,8 @@ mod tests {
         }))
     }
 
+    // Over 80 lines: every request kind, sent to the socket and to an in-process sandbox
+    // side by side, so the answers of all kinds are compared in one place.
     #[tokio::test]
     async fn every_request_kind_answers_as_in_process() -> TestResult {
         let dir = tempfile::tempdir()?;

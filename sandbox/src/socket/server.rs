@@ -170,27 +170,7 @@ async fn connection(
     let mut requests = JoinSet::new();
     let mut answered = 0usize;
     let mut handover = None;
-    loop {
-        let line = match read_line(&mut reader, max_request_bytes).await {
-            Ok(Line::Complete(line)) => line,
-            Ok(Line::TooLong { prefix }) => {
-                let message = format!(
-                    "Error: the request is over the sandbox's {max_request_bytes}-byte limit; \
-                     send less at once (write large files in parts with append=true)"
-                );
-                reply(&replies, leading_id(&prefix), error(message)).await;
-                continue;
-            }
-            Ok(Line::Eof) | Err(_) => break,
-        };
-        let envelope: RequestEnvelope = match serde_json::from_slice(&line) {
-            Ok(envelope) => envelope,
-            Err(failure) => {
-                let message = format!("Error: malformed sandbox request: {failure}");
-                reply(&replies, leading_id(&line), error(message)).await;
-                continue;
-            }
-        };
+    while let Some(envelope) = next_request(&mut reader, max_request_bytes, &replies).await {
         if let SandboxRequest::Hello { .. } = envelope.request {
             // At once, never behind busy requests: the client waits for it before all else.
             let response = sandbox.handle(envelope.request).await;
@@ -227,6 +207,36 @@ async fn connection(
     };
     if let Some((id, command)) = handover {
         relay(&sandbox, reader, write_half, id, command).await;
+    }
+}
+
+/// The next request read from `reader`; one over `max_request_bytes` or malformed is answered
+/// with an error and passed over. `None` once the client hangs up.
+async fn next_request(
+    reader: &mut BufReader<OwnedReadHalf>,
+    max_request_bytes: usize,
+    replies: &mpsc::Sender<Vec<u8>>,
+) -> Option<RequestEnvelope> {
+    loop {
+        let line = match read_line(reader, max_request_bytes).await {
+            Ok(Line::Complete(line)) => line,
+            Ok(Line::TooLong { prefix }) => {
+                let message = format!(
+                    "Error: the request is over the sandbox's {max_request_bytes}-byte limit; \
+                     send less at once (write large files in parts with append=true)"
+                );
+                reply(replies, leading_id(&prefix), error(message)).await;
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => return None,
+        };
+        match serde_json::from_slice(&line) {
+            Ok(envelope) => return Some(envelope),
+            Err(failure) => {
+                let message = format!("Error: malformed sandbox request: {failure}");
+                reply(replies, leading_id(&line), error(message)).await;
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
+use herd_crds::report::SandboxLayer;
 
 use crate::executor::{ExecutorError, ToolExecutor};
 use crate::protocol::{SandboxRequest, SandboxResponse};
@@ -14,6 +15,8 @@ type Answer = Box<dyn Fn(&SandboxRequest) -> Result<SandboxResponse, ExecutorErr
 pub struct FakeExecutor {
     answer: Answer,
     requests: Mutex<Vec<SandboxRequest>>,
+    /// What it says of its layers of isolation.
+    layers: Vec<SandboxLayer>,
 }
 
 impl std::fmt::Debug for FakeExecutor {
@@ -35,7 +38,14 @@ impl FakeExecutor {
         FakeExecutor {
             answer: Box::new(answer),
             requests: Mutex::new(Vec::new()),
+            layers: Vec::new(),
         }
+    }
+
+    /// Tells `layers` as its layers of isolation.
+    pub fn with_layers(mut self, layers: Vec<SandboxLayer>) -> Self {
+        self.layers = layers;
+        self
     }
 
     /// Answers every request with `response`.
@@ -66,5 +76,9 @@ impl ToolExecutor for FakeExecutor {
             .unwrap_or_else(PoisonError::into_inner)
             .push(request.clone());
         (self.answer)(&request)
+    }
+
+    fn sandbox_layers(&self) -> Vec<SandboxLayer> {
+        self.layers.clone()
     }
 }

@@ -19,7 +19,7 @@ use super::{ToolReply, invalid_args};
 use crate::args::BashArgs;
 use crate::host::SandboxHost;
 use crate::paths::{Access, WORKSPACE};
-use crate::text::truncate_middle;
+use crate::truncation::truncate_middle;
 
 /// DeerFlow's cap on `bash` output.
 pub(crate) const MAX_CHARS: usize = 20_000;

@@ -2,18 +2,18 @@
 //! `path:line: text`, case-insensitive unless asked, at most 100 by default and 500 at all.
 //! Binary files are skipped.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobMatcher};
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 
 use super::ToolReply;
 use crate::args::GrepArgs;
 use crate::io_error::io_error;
-use crate::paths::{Access, SandboxPaths};
-use crate::text::{take_chars, truncate_end};
+use crate::paths::{Access, ResolvedPath, SandboxPaths};
+use crate::truncation::{take_chars, truncate_end};
 use crate::walk::walk;
 
 /// Matches when the model does not say.
@@ -39,32 +39,13 @@ pub(crate) fn run(paths: &SandboxPaths, args: &GrepArgs) -> ToolReply {
     if args.pattern.is_empty() {
         return ToolReply::error("Error: the pattern is empty");
     }
-    let matcher = match RegexMatcherBuilder::new()
-        .case_insensitive(!args.case_sensitive)
-        .fixed_strings(args.literal)
-        .line_terminator(Some(b'\n'))
-        .build(&args.pattern)
-    {
+    let matcher = match pattern_matcher(args) {
         Ok(matcher) => matcher,
-        Err(error) => {
-            return ToolReply::error(format!(
-                "Error: invalid regex: {error}. Set literal=true to search for the text as is."
-            ));
-        }
+        Err(reply) => return reply,
     };
-    let filter = match args
-        .glob
-        .as_deref()
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-    {
-        None => None,
-        Some(glob) => match Glob::new(glob) {
-            Ok(compiled) => Some((compiled.compile_matcher(), glob.contains('/'))),
-            Err(error) => {
-                return ToolReply::error(format!("Error: invalid glob '{glob}': {error}"));
-            }
-        },
+    let filter = match glob_filter(args) {
+        Ok(filter) => filter,
+        Err(reply) => return reply,
     };
     let max = args
         .max_results
@@ -77,23 +58,8 @@ pub(crate) fn run(paths: &SandboxPaths, args: &GrepArgs) -> ToolReply {
     let mut lines: Vec<String> = Vec::new();
     let mut stopped = false;
 
-    let files: Vec<(std::path::PathBuf, String)> = if is_dir {
-        walk(&resolved.host, paths.host_root(resolved.root), None)
-            .filter_map(Result::ok)
-            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-            .filter_map(|entry| {
-                let relative = entry
-                    .path()
-                    .strip_prefix(&resolved.host)
-                    .ok()?
-                    .to_path_buf();
-                if !passes(filter.as_ref(), &relative) {
-                    return None;
-                }
-                let shown = format!("{virtual_path}/{}", relative.to_string_lossy());
-                Some((entry.into_path(), shown))
-            })
-            .collect()
+    let files = if is_dir {
+        files_under(paths, &resolved, filter.as_ref())
     } else {
         vec![(resolved.host.clone(), virtual_path.clone())]
     };
@@ -132,6 +98,64 @@ pub(crate) fn run(paths: &SandboxPaths, args: &GrepArgs) -> ToolReply {
     }
     let note = format!("[... truncated at {MAX_CHARS} characters; narrow the search]");
     ToolReply::ok(truncate_end(out, MAX_CHARS, &note))
+}
+
+/// The matcher of `args.pattern`; an invalid regex is the reply.
+fn pattern_matcher(args: &GrepArgs) -> Result<RegexMatcher, ToolReply> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(!args.case_sensitive)
+        .fixed_strings(args.literal)
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|error| {
+            ToolReply::error(format!(
+                "Error: invalid regex: {error}. Set literal=true to search for the text as is."
+            ))
+        })
+}
+
+/// The `args.glob` filter, when one is given, and whether it has a `/`; an invalid glob is
+/// the reply.
+fn glob_filter(args: &GrepArgs) -> Result<Option<(GlobMatcher, bool)>, ToolReply> {
+    let Some(glob) = args
+        .glob
+        .as_deref()
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+    else {
+        return Ok(None);
+    };
+    match Glob::new(glob) {
+        Ok(compiled) => Ok(Some((compiled.compile_matcher(), glob.contains('/')))),
+        Err(error) => Err(ToolReply::error(format!(
+            "Error: invalid glob '{glob}': {error}"
+        ))),
+    }
+}
+
+/// The files under the directory `resolved` that pass `filter`, each with its host path and
+/// the path shown for it.
+fn files_under(
+    paths: &SandboxPaths,
+    resolved: &ResolvedPath,
+    filter: Option<&(GlobMatcher, bool)>,
+) -> Vec<(PathBuf, String)> {
+    walk(&resolved.host, paths.host_root(resolved.root), None)
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let relative = entry
+                .path()
+                .strip_prefix(&resolved.host)
+                .ok()?
+                .to_path_buf();
+            if !passes(filter, &relative) {
+                return None;
+            }
+            let shown = format!("{}/{}", resolved.virtual_path, relative.to_string_lossy());
+            Some((entry.into_path(), shown))
+        })
+        .collect()
 }
 
 /// Whether a file passes the `glob` filter: a glob with a `/` matches the path relative to

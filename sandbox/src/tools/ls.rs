@@ -7,7 +7,7 @@ use crate::args::LsArgs;
 use crate::io_error::io_error;
 use crate::paths::{Access, SandboxPaths};
 use crate::realpath::real_path;
-use crate::text::truncate_end;
+use crate::truncation::truncate_end;
 use crate::walk::{SKIPPED_DIRS, visible};
 
 /// DeerFlow's cap on `ls` output.

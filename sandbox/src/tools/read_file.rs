@@ -6,7 +6,7 @@ use super::ToolReply;
 use crate::args::ReadFileArgs;
 use crate::io_error::io_error;
 use crate::paths::{Access, SandboxPaths};
-use crate::text::take_chars;
+use crate::truncation::take_chars;
 
 /// DeerFlow's cap on `read_file` output.
 pub(crate) const MAX_CHARS: usize = 50_000;

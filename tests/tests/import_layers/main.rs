@@ -128,7 +128,7 @@ const CRATES: [Rules; 6] = [
             &["control"],
             &["memory", "telemetry", "prompt"],
             &["model", "skills"],
-            &["thread", "text"],
+            &["thread", "tag_escaping"],
         ],
         known: &[],
     },
@@ -138,7 +138,7 @@ const CRATES: [Rules; 6] = [
         // confined child, in-process, the socket); those over the agent side's typed client
         // and the executor seam; the seam over the sandbox side (answering requests, its
         // services, the tools, the host); all of it over the wire protocol; confinement and
-        // document conversion over paths and text, which name nothing above them.
+        // document conversion over paths and truncation, which name nothing above them.
         layers: &[
             &["serve", "testing"],
             &["confined"],
@@ -158,7 +158,7 @@ const CRATES: [Rules; 6] = [
                 "io_error",
                 "process_groups",
                 "stderr_tail",
-                "text",
+                "truncation",
             ],
             &["mask", "realpath"],
         ],

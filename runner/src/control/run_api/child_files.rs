@@ -29,7 +29,7 @@ pub fn child_folder(name: &str) -> Result<&str, String> {
     } else {
         Err(format!(
             "the child Run's name {:?} is not an object name, so not a folder",
-            herd_sandbox::text::truncate_chars(name, 80)
+            herd_sandbox::truncation::truncate_chars(name, 80)
         ))
     }
 }

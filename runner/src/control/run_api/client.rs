@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use herd_crds::wire::{ApiError, FILE_PATH_HEADER};
-use herd_sandbox::text::truncate_chars;
+use herd_sandbox::truncation::truncate_chars;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;

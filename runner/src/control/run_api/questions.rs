@@ -52,24 +52,7 @@ impl RunApiControlPlane {
         // From here the Run waits for input: its `timeout` clock stands still.
         let _paused = self.deadline.pause();
         let until = self.deadline.instant();
-        // The todos and title of this moment go first: the progress middleware reports at
-        // most once a second, so what it last sent may predate them; and they must land before
-        // the question, as a report with a lower `seq` than the question's is dropped as stale.
-        let seq = self.next_seq(0);
-        self.progress.send(ProgressReport {
-            attempt: self.attempt,
-            seq,
-            title: state.title.clone(),
-            todos: state.todos.clone(),
-            usage: state.usage_with_children(),
-            ..ProgressReport::default()
-        });
-        if let Err(error) = self.progress.deliver_latest(until).await {
-            if matches!(error, ControlError::StaleAttempt(_)) {
-                return Err(error);
-            }
-            tracing::warn!(%error, "the progress before the question was not reported");
-        }
+        self.report_before_asking(state, until).await?;
         self.post_asked(asked, encoded).await?;
         let _waiting = Waiting::on(&self.waiting_for_answer);
         let ids = asked.ids();
@@ -115,6 +98,33 @@ impl RunApiControlPlane {
             self.client.pace_polls(started).await;
         }
         Ok(Awaited::Answered(answers))
+    }
+
+    /// Reports the todos and title of `state` before the question, by `until`. They go first:
+    /// the progress middleware reports at most once a second, so what it last sent may predate
+    /// them; and they must land before the question, as a report with a lower `seq` than the
+    /// question's is dropped as stale. Only a stale attempt is an error.
+    async fn report_before_asking(
+        &self,
+        state: &ThreadState,
+        until: Instant,
+    ) -> Result<(), ControlError> {
+        let seq = self.next_seq(0);
+        self.progress.send(ProgressReport {
+            attempt: self.attempt,
+            seq,
+            title: state.title.clone(),
+            todos: state.todos.clone(),
+            usage: state.usage_with_children(),
+            ..ProgressReport::default()
+        });
+        if let Err(error) = self.progress.deliver_latest(until).await {
+            if matches!(error, ControlError::StaleAttempt(_)) {
+                return Err(error);
+            }
+            tracing::warn!(%error, "the progress before the question was not reported");
+        }
+        Ok(())
     }
 
     /// Posts what is `asked` with the checkpoint `encoded` (gzip, base64): a question to

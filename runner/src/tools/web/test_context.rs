@@ -8,20 +8,11 @@ use herd_crds::report::Clarification;
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, MemoryDocument, MemoryOperation, ProgressReport, ResultReport,
 };
-use herd_sandbox::{ExecutorError, SandboxRequest, SandboxResponse, ToolExecutor};
+use herd_sandbox::testing::FakeExecutor;
 
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::thread::ThreadState;
 use crate::tools::ToolContext;
-
-struct NoSandbox;
-
-#[async_trait]
-impl ToolExecutor for NoSandbox {
-    async fn execute(&self, request: SandboxRequest) -> Result<SandboxResponse, ExecutorError> {
-        panic!("web tools must not use the sandbox: {request:?}")
-    }
-}
 
 struct NoControl;
 
@@ -58,7 +49,9 @@ impl ControlPlane for NoControl {
 pub fn context() -> ToolContext {
     ToolContext {
         call_id: "call-1".to_owned(),
-        executor: Arc::new(NoSandbox),
+        executor: Arc::new(FakeExecutor::new(|request| {
+            panic!("web tools must not use the sandbox: {request:?}")
+        })),
         control: Arc::new(NoControl),
         attempt: 1,
         budget: Budget {

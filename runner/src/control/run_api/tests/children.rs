@@ -77,6 +77,8 @@ fn outputs(sandbox: &Sandbox, path: &str) -> PathBuf {
     sandbox.roots.user_data.join("outputs").join(path)
 }
 
+// Over 80 lines: one child's life (started once, polled until it ends, its files copied and
+// named in the result) checked step by step in the order it happens.
 #[tokio::test]
 async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() -> anyhow::Result<()>
 {
@@ -168,6 +170,8 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() -
     Ok(())
 }
 
+// Over 80 lines: one child's artifacts, each hostile or oversized kind next to the file that
+// is still copied, so the refusals read against what passes.
 #[tokio::test]
 async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() -> anyhow::Result<()> {
     let artifacts = [

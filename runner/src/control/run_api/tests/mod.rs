@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use herd_crds::report::{StopReason, Usage};
 use herd_crds::wire::{Answer, ProgressReport, ResultReport};
+use herd_sandbox::testing::FakeExecutor;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -448,30 +449,16 @@ async fn a_stopping_pod_sends_the_progress_the_api_lacks_once_and_nothing_after(
     );
 }
 
-/// A sandbox that tells its layers and runs nothing.
-struct Layered;
-
-#[async_trait::async_trait]
-impl ToolExecutor for Layered {
-    async fn execute(
-        &self,
-        _request: herd_sandbox::SandboxRequest,
-    ) -> Result<herd_sandbox::SandboxResponse, herd_sandbox::ExecutorError> {
-        Err(herd_sandbox::ExecutorError("not here".into()))
-    }
-
-    fn sandbox_layers(&self) -> Vec<herd_crds::report::SandboxLayer> {
-        vec![herd_crds::report::SandboxLayer::new(
-            "landlock", true, "ABI 6",
-        )]
-    }
-}
-
 #[tokio::test]
 async fn progress_carries_the_sandboxs_layers_once_it_is_reached() {
     let setup = Setup::new(serving(json!({}))).await;
     let control = setup.control(vec![]);
-    control.use_sandbox(Arc::new(Layered));
+    // A sandbox that tells its layers and runs nothing.
+    let layered =
+        FakeExecutor::down("not here").with_layers(vec![herd_crds::report::SandboxLayer::new(
+            "landlock", true, "ABI 6",
+        )]);
+    control.use_sandbox(Arc::new(layered));
     control.report_progress(progress(3)).await.unwrap();
     control.flush_progress(Duration::from_secs(5)).await;
     let sent = setup.server.requests_to("/progress");

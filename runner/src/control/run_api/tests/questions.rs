@@ -41,6 +41,8 @@ fn posted_checkpoint(request: &Recorded) -> anyhow::Result<(ClarificationRequest
     Ok((body, checkpoint))
 }
 
+// Over 80 lines: one question's wait, polled step by step on a paused clock; each step's
+// state depends on the one before.
 #[tokio::test]
 async fn a_question_waits_for_a_later_poll_with_the_clock_stopped_then_rebased()
 -> anyhow::Result<()> {

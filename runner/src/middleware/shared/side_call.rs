@@ -148,7 +148,7 @@ impl SideCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{QueuedModel, RecordingObserver, text};
+    use crate::test_doubles::{QueuedModel, RecordingObserver, text};
 
     #[test]
     fn long_caps_follow_the_setting_then_the_window_then_the_model() {

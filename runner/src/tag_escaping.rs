@@ -1,5 +1,6 @@
 //! Tag escaping: untrusted text (model output, file names, memory) placed inside the
-//! framework's tags. Cutting long text is `herd_sandbox::text`, shared with the sandbox's tools.
+//! framework's tags. Cutting long text is `herd_sandbox::truncation`, shared with the
+//! sandbox's tools.
 
 /// Escapes what could open or close a tag, so untrusted text (model output, file names,
 /// memory) stays inside the framework tag it was put in.

@@ -101,6 +101,8 @@ pub struct RecordingControl {
     /// does not fit).
     pub end_questions: Option<(StopReason, String)>,
     pub questions: Mutex<Vec<Clarification>>,
+    /// Every progress report, in order.
+    pub progress: Mutex<Vec<ProgressReport>>,
     pub children: Mutex<Vec<(ChildRequest, Budget)>>,
     pub results: Mutex<Vec<ResultReport>>,
     /// The memory document `read_memory` returns.
@@ -116,7 +118,8 @@ pub struct RecordingControl {
 
 #[async_trait]
 impl ControlPlane for RecordingControl {
-    async fn report_progress(&self, _report: ProgressReport) -> Result<(), ControlError> {
+    async fn report_progress(&self, report: ProgressReport) -> Result<(), ControlError> {
+        self.progress.lock().unwrap().push(report);
         Ok(())
     }
 
@@ -302,6 +305,19 @@ impl RecordingObserver {
             })
             .unwrap_or_default()
     }
+}
+
+/// An agent with no tools and only `middleware`, reporting to a recording control plane.
+pub fn middleware_agent(
+    model: Arc<dyn ChatModel>,
+    middleware: Arc<dyn Middleware>,
+) -> (Agent, RunEnv) {
+    agent(
+        model,
+        Vec::new(),
+        vec![middleware],
+        Arc::new(RecordingControl::default()),
+    )
 }
 
 /// An agent over `model` with `tools` and `chain`, plus an environment around `control`.

@@ -65,7 +65,7 @@ pub fn turn_used_tools(state: &ThreadState) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{calls, text};
+    use crate::test_doubles::{calls, text};
     use crate::thread::MessageKind;
 
     #[test]

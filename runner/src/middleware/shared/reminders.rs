@@ -104,7 +104,7 @@ mod tests {
 
     use super::*;
     use crate::model::{ChatModel, ModelErrorKind};
-    use crate::testing::{QueuedModel, text};
+    use crate::test_doubles::{QueuedModel, text};
     use crate::thread::MessageKind;
 
     async fn send(reminders: &PendingReminders, model: &dyn ChatModel) -> bool {

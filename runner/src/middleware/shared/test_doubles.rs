@@ -13,8 +13,8 @@ use herd_sandbox::{
 use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
 use crate::control::Budget;
 use crate::model::ToolSchema;
-pub use crate::testing::FixedTool;
-use crate::testing::RecordingControl;
+pub use crate::test_doubles::FixedTool;
+use crate::test_doubles::RecordingControl;
 use crate::thread::{ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput};
 

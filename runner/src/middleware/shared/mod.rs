@@ -9,4 +9,4 @@ pub(crate) mod side_call;
 #[cfg(test)]
 mod side_call_tests;
 #[cfg(test)]
-pub(crate) mod test_support;
+pub(crate) mod test_doubles;

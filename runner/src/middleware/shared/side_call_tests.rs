@@ -23,7 +23,7 @@ use crate::middleware::summarization::SUMMARY_SYSTEM_PROMPT;
 use crate::model::resolve::{ModelSpec, Provider, build_model};
 use crate::model::{AgentRole, CallContext, ChatModel, ModelErrorKind};
 use crate::plan::{RunPlan, test_plan};
-use crate::testing::{self, QueuedModel, RecordingControl, RecordingObserver, text};
+use crate::test_doubles::{self, QueuedModel, RecordingControl, RecordingObserver, text};
 use crate::thread::{Message, MessageKind, ThreadState};
 
 const LEAD: ChainRole = ChainRole {
@@ -160,7 +160,7 @@ async fn run_with(
     let observer = Arc::new(RecordingObserver::default());
     let control: Arc<dyn ControlPlane> = Arc::new(RecordingControl::default());
     let chain = side_chain(plan, side_model, observer.clone(), &control);
-    let (agent, env) = testing::agent(main, vec![], chain, control);
+    let (agent, env) = test_doubles::agent(main, vec![], chain, control);
     let mut state = long_first_exchange();
     let outcome = agent.run(&mut state, &env).await.unwrap();
     (state, observer, outcome.stop_reason)
