@@ -55,6 +55,7 @@ pub enum RunFilter {
 }
 
 impl RunFilter {
+    /// Whether `run` is one of the Runs the filter keeps.
     fn keeps(self, run: &Run) -> bool {
         if self == RunFilter::Approving {
             return !crate::approve::pending_approvals(run).is_empty();
@@ -109,6 +110,7 @@ fn find_flag<'c>(root: &'c Command, command: &'c Command, word: &str) -> Option<
     args().find(|a| a.get_short() == Some(short))
 }
 
+/// Whether `arg` takes a value.
 fn takes_value(arg: &Arg) -> bool {
     arg.get_num_args().is_some_and(|n| n.takes_values()) || arg.get_action().takes_values()
 }
@@ -125,6 +127,7 @@ fn wants_next(arg: &Arg, word: &str) -> bool {
     }
 }
 
+/// The one-line help of `command`.
 fn about(command: &Command) -> Option<String> {
     command.get_about().map(|a| a.to_string())
 }
@@ -145,57 +148,69 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
         context: None,
         kubeconfig: None,
     };
-    let mut command = root;
-    let mut chosen = false;
-    let mut positionals = 0usize;
-    let mut pending: Option<&Arg> = None;
-    let mut only_positionals = false;
-    for word in before {
-        if let Some(arg) = pending.take() {
-            remember(&mut completion, arg, word);
+    if let Some(place) = walk(root, before, &mut completion) {
+        offer(root, &place, current, &mut completion);
+    }
+    completion
+}
+
+/// Where the words before the last one leave the command line.
+struct Place<'c> {
+    /// The subcommand chosen, or `root` before one is.
+    command: &'c Command,
+    /// Whether a subcommand was chosen.
+    chosen: bool,
+    /// Positional words given to the subcommand.
+    positionals: usize,
+    /// The flag whose value the last word is.
+    pending: Option<&'c Arg>,
+    /// `--` was given: every word after it is positional.
+    only_positionals: bool,
+}
+
+/// Reads `words` the way clap would, keeping the connection flags in `completion`; `None`
+/// when a word names no subcommand (nothing to offer).
+fn walk<'c>(root: &'c Command, words: &[String], completion: &mut Completion) -> Option<Place<'c>> {
+    let mut place = Place {
+        command: root,
+        chosen: false,
+        positionals: 0,
+        pending: None,
+        only_positionals: false,
+    };
+    for word in words {
+        if let Some(arg) = place.pending.take() {
+            remember(completion, arg, word);
             continue;
         }
-        if !only_positionals && word == "--" {
-            only_positionals = true;
-        } else if !only_positionals && word.starts_with('-') && word.len() > 1 {
-            if let Some(arg) = find_flag(root, command, word) {
+        if !place.only_positionals && word == "--" {
+            place.only_positionals = true;
+        } else if !place.only_positionals && word.starts_with('-') && word.len() > 1 {
+            if let Some(arg) = find_flag(root, place.command, word) {
                 if wants_next(arg, word) {
-                    pending = Some(arg);
+                    place.pending = Some(arg);
                 } else if let Some(value) = inline_value(arg, word) {
-                    remember(&mut completion, arg, &value);
+                    remember(completion, arg, &value);
                 }
             }
-        } else if !chosen {
-            match command.find_subcommand(word) {
-                Some(sub) => {
-                    command = sub;
-                    chosen = true;
-                }
-                None => return completion,
-            }
+        } else if !place.chosen {
+            place.command = place.command.find_subcommand(word)?;
+            place.chosen = true;
         } else {
-            positionals += 1;
+            place.positionals += 1;
         }
     }
-    if let Some(arg) = pending {
-        values(&mut completion, arg);
-    } else if !only_positionals && current.starts_with('-') {
-        let mut flags: Vec<Candidate> = command
-            .get_arguments()
-            .chain(root.get_arguments().filter(|a| a.is_global_set()))
-            .filter(|a| !a.is_hide_set())
-            .filter_map(|a| {
-                a.get_long().map(|long| Candidate {
-                    value: format!("--{long}"),
-                    help: a.get_help().map(|h| h.to_string()),
-                })
-            })
-            .filter(|c| c.value.starts_with(current))
-            .collect();
-        let mut seen = std::collections::HashSet::new();
-        flags.retain(|c| seen.insert(c.value.clone()));
-        completion.candidates = flags;
-    } else if !chosen {
+    Some(place)
+}
+
+/// Fills `completion` for the word `current` typed at `place`: a flag's values, flags,
+/// subcommands, or what the next positional takes.
+fn offer(root: &Command, place: &Place<'_>, current: &str, completion: &mut Completion) {
+    if let Some(arg) = place.pending {
+        values(completion, arg);
+    } else if !place.only_positionals && current.starts_with('-') {
+        completion.candidates = flags(root, place.command, current);
+    } else if !place.chosen {
         completion.candidates = root
             .get_subcommands()
             .filter(|s| !s.is_hide_set() && s.get_name().starts_with(current))
@@ -204,15 +219,34 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
                 help: about(s),
             })
             .collect();
-    } else if let Some(arg) = command.get_positionals().nth(positionals) {
+    } else if let Some(arg) = place.command.get_positionals().nth(place.positionals) {
+        let command = place.command.get_name();
         match arg.get_id().as_str() {
-            "run" => completion.noun = Some(Noun::Runs(run_filter(command.get_name()))),
+            "run" => completion.noun = Some(Noun::Runs(run_filter(command))),
             "agent" => completion.noun = Some(Noun::Agents),
-            "names" if command.get_name() == "agents" => completion.noun = Some(Noun::Agents),
-            _ => values(&mut completion, arg),
+            "names" if command == "agents" => completion.noun = Some(Noun::Agents),
+            _ => values(completion, arg),
         }
     }
-    completion
+}
+
+/// The `--long` flags of `command` and the global ones starting with `current`, each once.
+fn flags(root: &Command, command: &Command, current: &str) -> Vec<Candidate> {
+    let mut flags: Vec<Candidate> = command
+        .get_arguments()
+        .chain(root.get_arguments().filter(|a| a.is_global_set()))
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| {
+            a.get_long().map(|long| Candidate {
+                value: format!("--{long}"),
+                help: a.get_help().map(|h| h.to_string()),
+            })
+        })
+        .filter(|c| c.value.starts_with(current))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    flags.retain(|c| seen.insert(c.value.clone()));
+    flags
 }
 
 /// The value of `--long=value` or `-svalue`.
@@ -260,6 +294,7 @@ fn values(completion: &mut Completion, arg: &Arg) {
         .collect();
 }
 
+/// The Runs `command` takes.
 fn run_filter(command: &str) -> RunFilter {
     match command {
         "answer" => RunFilter::Waiting,
@@ -325,6 +360,7 @@ pub async fn print(root: &Command, words: &[String], given: Connection<'_>, io: 
     );
 }
 
+/// The names of `noun` read from the cluster or the kubeconfig; none when they cannot be read.
 async fn names(noun: Noun, connection: Connection<'_>) -> Vec<String> {
     if noun == Noun::Contexts {
         let file = match connection.kubeconfig {

@@ -5,11 +5,13 @@
 
 use std::fmt::Write as _;
 
-use herd_crds::report::{TodoStatus, Usage};
-use herd_crds::run::{Run, TRACEPARENT_ANNOTATION};
+use herd_crds::condition::Condition;
+use herd_crds::report::{StopReason, Todo, TodoStatus, Usage};
+use herd_crds::run::{ChildRef, Run, RunResult, RunSpec, RunStatus, TRACEPARENT_ANNOTATION};
 use herd_crds::terminal_text::{for_terminal, one_line};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerState, Event, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
@@ -21,7 +23,7 @@ use crate::outcome::{EXIT_ANSWERED, Outcome, outcome};
 use crate::runs::get_run;
 use crate::table::render as table;
 use crate::tree::age;
-use crate::view::{phase_name, tokens_text, usage_line, view};
+use crate::view::{View, phase_name, tokens_text, usage_line, view};
 
 /// Most Events shown, the latest.
 const EVENTS: usize = 10;
@@ -74,73 +76,106 @@ pub async fn describe(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<
     Ok(EXIT_ANSWERED)
 }
 
-/// The description of `run`.
+/// The description of `run`, its parts in the order they are read.
 pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
     let mut out = String::new();
     let shown = view(run);
     let status = run.status.clone().unwrap_or_default();
-    let field = |out: &mut String, label: &str, value: &str| {
-        let _ = writeln!(out, "{:<16}{}", format!("{label}:"), value);
-    };
-    field(&mut out, "Name", &one_line(&run.name_any()));
-    field(
+    let report = status.report.clone().unwrap_or_default();
+    header(&mut out, run, &shown, &status, now);
+    spec(&mut out, &run.spec);
+    conditions(&mut out, &status.conditions, now);
+    question(&mut out, run);
+    held_calls(&mut out, run);
+    todos(&mut out, &shown.todos);
+    usage(&mut out, &shown.usage);
+    trace_and_stop(&mut out, run, report.stop_reason.as_ref());
+    children(&mut out, around, &shown.children, now);
+    files(&mut out, run, report.result.as_ref());
+    pod_section(
         &mut out,
+        around.pod.as_ref(),
+        status.pod_name.as_deref(),
+        now,
+    );
+    events(&mut out, &around.events, now);
+    out
+}
+
+/// One `Label:          value` line of the header.
+fn field(out: &mut String, label: &str, value: &str) {
+    let _ = writeln!(out, "{:<16}{}", format!("{label}:"), value);
+}
+
+/// The header fields: who the Run is, why it stands where it stands, and when it ran.
+fn header(out: &mut String, run: &Run, shown: &View, status: &RunStatus, now: Timestamp) {
+    field(out, "Name", &one_line(&run.name_any()));
+    field(
+        out,
         "Namespace",
         &one_line(&run.namespace().unwrap_or_default()),
     );
-    field(&mut out, "Agent", &one_line(&run.spec.agent_ref.name));
-    field(&mut out, "Status", &status_text(run));
+    field(out, "Agent", &one_line(&run.spec.agent_ref.name));
+    field(out, "Status", &status_text(run));
     if !shown.reason.is_empty() {
         let mut reason = one_line(&shown.reason);
         if !shown.message.is_empty() {
             reason.push_str(&format!(": {}", one_line(&shown.message)));
         }
-        field(&mut out, "Reason", &reason);
+        field(out, "Reason", &reason);
     }
     if let Some((budget, why)) = crate::budgets::holding(run) {
-        field(&mut out, "Held by", &format!("Budget {budget} ({why})"));
+        field(out, "Held by", &format!("Budget {budget} ({why})"));
     }
     if let Some(title) = &shown.title {
-        field(&mut out, "Title", &one_line(title));
+        field(out, "Title", &one_line(title));
     }
     let labels: Vec<String> = run
         .labels()
         .iter()
         .map(|(k, v)| one_line(&format!("{k}={v}")))
         .collect();
-    field(&mut out, "Labels", &or_none(&labels.join(", ")));
+    field(out, "Labels", &or_none(&labels.join(", ")));
     let parent = run
         .spec
         .parent_ref
         .as_ref()
         .map(|p| one_line(&p.name))
         .unwrap_or_default();
-    field(&mut out, "Parent", &or_none(&parent));
-    let time = |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
-        t.map_or_else(
-            || "<none>".to_owned(),
-            |t| format!("{} ({} ago)", t.0, age(t.0, now)),
-        )
-    };
+    field(out, "Parent", &or_none(&parent));
     field(
-        &mut out,
+        out,
         "Created",
-        &time(run.metadata.creation_timestamp.as_ref()),
+        &time_text(run.metadata.creation_timestamp.as_ref(), now),
     );
-    field(&mut out, "Started", &time(status.start_time.as_ref()));
-    field(&mut out, "Finished", &time(status.completion_time.as_ref()));
-    field(&mut out, "Duration", &duration_text(run, now));
+    field(out, "Started", &time_text(status.start_time.as_ref(), now));
+    field(
+        out,
+        "Finished",
+        &time_text(status.completion_time.as_ref(), now),
+    );
+    field(out, "Duration", &duration_text(run, now));
     if let Some(attempt) = status.attempt {
-        field(&mut out, "Attempt", &attempt.to_string());
+        field(out, "Attempt", &attempt.to_string());
     }
     field(
-        &mut out,
+        out,
         "Pod",
         &or_none(&one_line(status.pod_name.as_deref().unwrap_or_default())),
     );
+}
 
+/// `2026-01-01T00:00:00Z (5m ago)`, or `<none>` when it has not happened.
+fn time_text(time: Option<&Time>, now: Timestamp) -> String {
+    time.map_or_else(
+        || "<none>".to_owned(),
+        |t| format!("{} ({} ago)", t.0, age(t.0, now)),
+    )
+}
+
+/// The Spec: the task, every line of it, then the settings that were given.
+fn spec(out: &mut String, spec: &RunSpec) {
     out.push_str("Spec:\n");
-    let spec = &run.spec;
     let task = for_terminal(&spec.task);
     let mut lines = task.lines();
     let _ = writeln!(out, "  {:<18}{}", "Task:", lines.next().unwrap_or_default());
@@ -177,10 +212,12 @@ pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
         (!spec.responses.is_empty()).then(|| spec.responses.len().to_string()),
     );
     setting("Cancel", spec.cancel.then(|| "requested".to_owned()));
+}
 
-    section(&mut out, "Conditions");
-    let rows: Vec<Vec<String>> = status
-        .conditions
+/// The Conditions table, with each condition's reason and message.
+fn conditions(out: &mut String, conditions: &[Condition], now: Timestamp) {
+    section(out, "Conditions");
+    let rows: Vec<Vec<String>> = conditions
         .iter()
         .map(|c| {
             vec![
@@ -192,171 +229,204 @@ pub fn render(run: &Run, around: &Around<'_>, now: Timestamp) -> String {
             ]
         })
         .collect();
-    indented(
-        &mut out,
-        &rows,
-        &["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
-    );
+    indented(out, &rows, &["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"]);
+}
 
-    if let Outcome::Waiting(question) = outcome(run) {
-        section(&mut out, "Waiting for an answer");
-        let _ = writeln!(
-            out,
-            "  Question {} ({:?}):",
-            one_line(&question.id),
-            question.kind
-        );
-        for line in for_terminal(&question.render()).lines() {
-            let _ = writeln!(out, "    {line}");
-        }
-        let _ = writeln!(
-            out,
-            "  Answer with: kubectl herd answer {} \"...\"",
-            one_line(&run.name_any())
-        );
+/// The question the Run waits on and how to answer it, when it waits for an answer.
+fn question(out: &mut String, run: &Run) {
+    let Outcome::Waiting(question) = outcome(run) else {
+        return;
+    };
+    section(out, "Waiting for an answer");
+    let _ = writeln!(
+        out,
+        "  Question {} ({:?}):",
+        one_line(&question.id),
+        question.kind
+    );
+    for line in for_terminal(&question.render()).lines() {
+        let _ = writeln!(out, "    {line}");
     }
+    let _ = writeln!(
+        out,
+        "  Answer with: kubectl herd answer {} \"...\"",
+        one_line(&run.name_any())
+    );
+}
+
+/// The tool calls held for approval and how to decide them, when there are any.
+fn held_calls(out: &mut String, run: &Run) {
     let held = crate::approve::pending_approvals(run);
-    if !held.is_empty() {
-        section(&mut out, "Waiting for approval");
-        for request in &held {
-            let cut = if request.truncated { " (cut)" } else { "" };
-            let _ = writeln!(
-                out,
-                "  {}  {}{cut}",
-                one_line(&request.id),
-                for_terminal(&one_line(&request.summary()))
-            );
-        }
-        let name = one_line(&run.name_any());
+    if held.is_empty() {
+        return;
+    }
+    section(out, "Waiting for approval");
+    for request in &held {
+        let cut = if request.truncated { " (cut)" } else { "" };
         let _ = writeln!(
             out,
-            "  Decide with: kubectl herd approve {name} ID, or kubectl herd deny {name} ID \
-             --reason \"...\""
+            "  {}  {}{cut}",
+            one_line(&request.id),
+            for_terminal(&one_line(&request.summary()))
         );
     }
-    if !shown.todos.is_empty() {
-        section(&mut out, "Todos");
-        for todo in &shown.todos {
-            let mark = match todo.status {
-                TodoStatus::Pending => "[ ]",
-                TodoStatus::InProgress => "[>]",
-                TodoStatus::Completed => "[x]",
-            };
-            let _ = writeln!(out, "  {mark} {}", one_line(&todo.content));
-        }
+    let name = one_line(&run.name_any());
+    let _ = writeln!(
+        out,
+        "  Decide with: kubectl herd approve {name} ID, or kubectl herd deny {name} ID \
+         --reason \"...\""
+    );
+}
+
+/// The agent's todo list with a mark for each one's state, when it has one.
+fn todos(out: &mut String, todos: &[Todo]) {
+    if todos.is_empty() {
+        return;
     }
+    section(out, "Todos");
+    for todo in todos {
+        let mark = match todo.status {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[>]",
+            TodoStatus::Completed => "[x]",
+        };
+        let _ = writeln!(out, "  {mark} {}", one_line(&todo.content));
+    }
+}
+
+/// The `Usage:` line and its details under it.
+fn usage(out: &mut String, usage: &Usage) {
     let _ = writeln!(
         out,
         "{:<16}{} ({} tokens)",
         "Usage:",
-        usage_line(&shown.usage),
-        tokens_text(shown.usage.total_tokens())
+        usage_line(usage),
+        tokens_text(usage.total_tokens())
     );
-    usage_details(&mut out, &shown.usage);
+    usage_details(out, usage);
+}
+
+/// The `Trace:` and `Stop reason:` fields, each when the Run has one.
+fn trace_and_stop(out: &mut String, run: &Run, stop: Option<&StopReason>) {
     if let Some(trace) = trace_id(run) {
-        field(&mut out, "Trace", &trace);
+        field(out, "Trace", &trace);
     }
-    let report = status.report.clone().unwrap_or_default();
-    if let Some(stop) = report.stop_reason {
-        field(&mut out, "Stop reason", &format!("{stop:?}"));
+    if let Some(stop) = stop {
+        field(out, "Stop reason", &format!("{stop:?}"));
     }
+}
 
-    if !around.children.is_empty() || !shown.children.is_empty() {
-        section(&mut out, "Children");
-        let mut rows: Vec<Vec<String>> = around
-            .children
-            .iter()
-            .map(|c| {
-                vec![
-                    one_line(&c.name_any()),
-                    status_text(c),
-                    tokens_text(view(c).usage.total_tokens()),
-                    duration_text(c, now),
-                ]
-            })
-            .collect();
-        for child in &shown.children {
-            if !around.children.iter().any(|c| c.name_any() == child.name) {
-                rows.push(vec![
-                    one_line(&child.name),
-                    phase_name(child.state).to_owned(),
-                    "-".into(),
-                    "-".into(),
-                ]);
-            }
-        }
-        indented(&mut out, &rows, &["NAME", "STATUS", "TOKENS", "DURATION"]);
+/// The Children table: the child Runs read, then those the status names that were not read.
+fn children(out: &mut String, around: &Around<'_>, named: &[ChildRef], now: Timestamp) {
+    if around.children.is_empty() && named.is_empty() {
+        return;
     }
-    if let Some(result) = &report.result {
-        section(&mut out, "Files");
-        if result.artifacts.is_empty() {
-            out.push_str("  <none>\n");
+    section(out, "Children");
+    let mut rows: Vec<Vec<String>> = around
+        .children
+        .iter()
+        .map(|c| {
+            vec![
+                one_line(&c.name_any()),
+                status_text(c),
+                tokens_text(view(c).usage.total_tokens()),
+                duration_text(c, now),
+            ]
+        })
+        .collect();
+    for child in named {
+        if !around.children.iter().any(|c| c.name_any() == child.name) {
+            rows.push(vec![
+                one_line(&child.name),
+                phase_name(child.state).to_owned(),
+                "-".into(),
+                "-".into(),
+            ]);
         }
-        for file in &result.artifacts {
-            let _ = writeln!(out, "  {} ({} bytes)", one_line(&file.path), file.size);
-        }
-        let _ = writeln!(
-            out,
-            "  The answer: kubectl herd result {}",
-            one_line(&run.name_any())
-        );
     }
+    indented(out, &rows, &["NAME", "STATUS", "TOKENS", "DURATION"]);
+}
 
-    match &around.pod {
+/// The Files the result presents and how to read the answer, once there is a result.
+fn files(out: &mut String, run: &Run, result: Option<&RunResult>) {
+    let Some(result) = result else {
+        return;
+    };
+    section(out, "Files");
+    if result.artifacts.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for file in &result.artifacts {
+        let _ = writeln!(out, "  {} ({} bytes)", one_line(&file.path), file.size);
+    }
+    let _ = writeln!(
+        out,
+        "  The answer: kubectl herd result {}",
+        one_line(&run.name_any())
+    );
+}
+
+/// The Pod's part: its containers, or why `pod_name` could not be read; nothing without a Pod.
+fn pod_section(
+    out: &mut String,
+    pod: Option<&Result<Pod, String>>,
+    pod_name: Option<&str>,
+    now: Timestamp,
+) {
+    match pod {
         None => {}
         Some(Err(why)) => {
             let _ = writeln!(
                 out,
                 "Pod {}: {}",
-                one_line(status.pod_name.as_deref().unwrap_or_default()),
+                one_line(pod_name.unwrap_or_default()),
                 one_line(why)
             );
         }
-        Some(Ok(pod)) => pod_section(&mut out, pod, now),
+        Some(Ok(pod)) => pod_containers(out, pod, now),
     }
+}
 
-    section(&mut out, "Events");
-    match &around.events {
+/// The Events table, the latest [`EVENTS`] of them, or why they could not be read.
+fn events(out: &mut String, read: &Result<Vec<Event>, String>, now: Timestamp) {
+    section(out, "Events");
+    match read {
         Err(why) => {
             let _ = writeln!(out, "  cannot read them: {}", one_line(why));
         }
-        Ok(events) if events.is_empty() => out.push_str("  <none>\n"),
-        Ok(events) => {
-            let mut events: Vec<&Event> = events.iter().collect();
-            events.sort_by_key(|e| event_time(e));
-            let start = events.len().saturating_sub(EVENTS);
-            let rows: Vec<Vec<String>> = events[start..]
-                .iter()
-                .map(|e| {
-                    vec![
-                        event_time(e).map_or_else(|| "<unknown>".to_owned(), |t| age(t, now)),
-                        one_line(e.type_.as_deref().unwrap_or_default()),
-                        one_line(e.reason.as_deref().unwrap_or_default()),
-                        one_line(&format!(
-                            "{}/{}",
-                            e.involved_object
-                                .kind
-                                .as_deref()
-                                .unwrap_or_default()
-                                .to_lowercase(),
-                            e.involved_object.name.as_deref().unwrap_or_default()
-                        )),
-                        one_line(e.message.as_deref().unwrap_or_default()),
-                    ]
-                })
-                .collect();
+        Ok(found) if found.is_empty() => out.push_str("  <none>\n"),
+        Ok(found) => {
+            let mut found: Vec<&Event> = found.iter().collect();
+            found.sort_by_key(|e| event_time(e));
+            let start = found.len().saturating_sub(EVENTS);
+            let rows: Vec<Vec<String>> = found[start..].iter().map(|e| event_row(e, now)).collect();
             indented(
-                &mut out,
+                out,
                 &rows,
                 &["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
             );
         }
     }
-    out
+}
+
+/// One row of the Events table.
+fn event_row(event: &Event, now: Timestamp) -> Vec<String> {
+    let object = &event.involved_object;
+    vec![
+        event_time(event).map_or_else(|| "<unknown>".to_owned(), |t| age(t, now)),
+        one_line(event.type_.as_deref().unwrap_or_default()),
+        one_line(event.reason.as_deref().unwrap_or_default()),
+        one_line(&format!(
+            "{}/{}",
+            object.kind.as_deref().unwrap_or_default().to_lowercase(),
+            object.name.as_deref().unwrap_or_default()
+        )),
+        one_line(event.message.as_deref().unwrap_or_default()),
+    ]
 }
 
 /// The Pod's phase and each container's state.
-fn pod_section(out: &mut String, pod: &Pod, now: Timestamp) {
+fn pod_containers(out: &mut String, pod: &Pod, now: Timestamp) {
     let status = pod.status.clone().unwrap_or_default();
     let _ = writeln!(
         out,
@@ -421,6 +491,7 @@ fn container_state(state: Option<&ContainerState>, now: Timestamp) -> String {
     "Unknown".to_owned()
 }
 
+/// When the Event last happened, by the best time it carries.
 fn event_time(event: &Event) -> Option<Timestamp> {
     event
         .last_timestamp
@@ -492,6 +563,7 @@ fn trace_id(run: &Run) -> Option<String> {
         .then(|| trace.to_ascii_lowercase())
 }
 
+/// The title line of a section.
 fn section(out: &mut String, title: &str) {
     let _ = writeln!(out, "{title}:");
 }
@@ -507,10 +579,12 @@ fn indented(out: &mut String, rows: &[Vec<String>], header: &[&str]) {
     }
 }
 
+/// `yes` or `no`.
 fn yes_no(on: bool) -> String {
     if on { "yes" } else { "no" }.to_owned()
 }
 
+/// The text, or `<none>` when it is empty.
 fn or_none(text: &str) -> String {
     if text.is_empty() {
         "<none>".to_owned()

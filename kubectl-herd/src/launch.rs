@@ -67,15 +67,8 @@ pub async fn run_command(
     let manifest = args.filename.as_deref().map(read_manifest).transpose()?;
     let request = request(args)?;
     let files = read_files(&args.inputs)?;
-    if let Some(run) = &manifest
-        && let Some(namespace) = run.metadata.namespace.as_deref()
-        && namespace != cluster.namespace
-    {
-        return Err(CliError::new(format!(
-            "the manifest's namespace {namespace} is not the namespace {} the command works in \
-             (give -n {namespace}, or leave metadata.namespace out)",
-            cluster.namespace
-        )));
+    if let Some(run) = &manifest {
+        in_namespace(run, cluster)?;
     }
     let agent = manifest
         .as_ref()
@@ -93,15 +86,7 @@ pub async fn run_command(
         return Ok(EXIT_ANSWERED);
     }
 
-    if let Some(why) = check_agent(cluster, &agent).await? {
-        if args.wait {
-            return Err(CliError::new(format!(
-                "{why} (--wait would wait until the Run times out; kubectl herd agents shows \
-                 what it misses)"
-            )));
-        }
-        let _ = writeln!(io.stderr, "warning: {why}; the Run waits until it is ready");
-    }
+    agent_ready(cluster, &agent, args.wait, io).await?;
 
     let dry_run = args.dry_run == Some(DryRun::Server);
     let created = match manifest {
@@ -114,7 +99,6 @@ pub async fn run_command(
             created
         }
     };
-    let name = created.name_any();
     if dry_run {
         print_run(
             &created,
@@ -124,13 +108,57 @@ pub async fn run_command(
         )?;
         return Ok(EXIT_ANSWERED);
     }
+    after_create(cluster, &created, args, io).await
+}
+
+/// Refuses a manifest whose namespace is not the one the command works in.
+fn in_namespace(run: &Run, cluster: &Cluster) -> Result<(), CliError> {
+    match run.metadata.namespace.as_deref() {
+        Some(namespace) if namespace != cluster.namespace => Err(CliError::new(format!(
+            "the manifest's namespace {namespace} is not the namespace {} the command works in \
+             (give -n {namespace}, or leave metadata.namespace out)",
+            cluster.namespace
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Warns when `agent` is not ready; refuses with `--wait`, which would only wait until the
+/// Run times out.
+async fn agent_ready(
+    cluster: &Cluster,
+    agent: &str,
+    wait: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let Some(why) = check_agent(cluster, agent).await? else {
+        return Ok(());
+    };
+    if wait {
+        return Err(CliError::new(format!(
+            "{why} (--wait would wait until the Run times out; kubectl herd agents shows \
+             what it misses)"
+        )));
+    }
+    let _ = writeln!(io.stderr, "warning: {why}; the Run waits until it is ready");
+    Ok(())
+}
+
+/// Follows or waits for the `created` Run, or prints it and how to follow it; the exit code.
+async fn after_create(
+    cluster: &Cluster,
+    created: &Run,
+    args: &RunArgs,
+    io: &mut Io<'_>,
+) -> Result<u8, CliError> {
+    let name = created.name_any();
     if args.follow || args.wait {
         let _ = writeln!(io.stderr, "Run {name} created");
         let mode = if args.wait { Mode::Quiet } else { Mode::Live };
         return follow(cluster, &name, mode, io).await;
     }
     match &args.output {
-        Some(format) => print_run(&created, Some(format), "created", io)?,
+        Some(format) => print_run(created, Some(format), "created", io)?,
         None => {
             let _ = writeln!(io.stdout, "{name}");
         }

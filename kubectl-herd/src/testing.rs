@@ -3,8 +3,14 @@
 #![cfg(test)]
 
 use herd_crds::condition::{Condition, ConditionStatus};
-use herd_crds::report::{Clarification, ClarificationType, StopReason};
-use herd_crds::run::{Response, Run, RunPhase, RunReport, RunResult, RunSpec, RunStatus, phase_of};
+use herd_crds::report::{
+    Artifact, Clarification, ClarificationType, Cost, ModelUsage, StopReason, Todo, TodoStatus,
+    Usage, UsageTotals,
+};
+use herd_crds::run::{
+    ChildRef, ParentRef, Response, Run, RunPhase, RunReport, RunResult, RunSpec, RunStatus,
+    phase_of,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// A Run of Agent `helper` named `name` with `task`, no status.
@@ -136,9 +142,11 @@ pub const GOLDEN_NOW: i64 = 1000;
 /// children (`notes-a` succeeded with a file, `notes-b` waiting for an answer), and `other`,
 /// pending for a missing Agent.
 pub fn family_tree() -> Vec<Run> {
-    use herd_crds::report::{Artifact, Cost, ModelUsage, Todo, TodoStatus, Usage, UsageTotals};
-    use herd_crds::run::{ChildRef, ParentRef};
+    vec![notes(), notes_a(), notes_b(), other()]
+}
 
+/// `notes`, running with a trace, a title, todos, a priced usage and the two children.
+fn notes() -> Run {
     let mut parent = run_with(Some((ConditionStatus::Unknown, "Running")), None, None);
     parent.metadata.name = Some("notes".into());
     parent.metadata.namespace = Some("research".into());
@@ -180,59 +188,72 @@ pub fn family_tree() -> Vec<Run> {
                     status: TodoStatus::InProgress,
                 },
             ];
-            // Priced, two models, and the finished child's totals with it.
-            let usd = |micros| {
-                Some(Cost {
-                    currency: "USD".into(),
-                    micros,
-                })
-            };
-            report.usage = Usage {
-                input_tokens: 1_100,
-                output_tokens: 134,
-                cached_input_tokens: 600,
-                model_calls: 3,
-                tool_calls: 2,
-                cost: usd(2_870),
-                by_model: vec![
-                    ModelUsage {
-                        model: "gpt-4.1".into(),
-                        input_tokens: 1_000,
-                        output_tokens: 120,
-                        cached_input_tokens: 600,
-                        model_calls: 2,
-                    },
-                    ModelUsage {
-                        model: "gpt-4.1-mini".into(),
-                        input_tokens: 100,
-                        output_tokens: 14,
-                        cached_input_tokens: 0,
-                        model_calls: 1,
-                    },
-                ],
-                with_children: Some(UsageTotals {
-                    input_tokens: 1_520,
-                    output_tokens: 214,
-                    cached_input_tokens: 600,
-                    model_calls: 5,
-                    tool_calls: 3,
-                    cost: usd(4_310),
-                }),
-            };
+            report.usage = notes_usage();
         }
     }
-    let child = |name: &str, created: i64| {
-        let mut run = run_named(name);
-        run.metadata.namespace = Some("research".into());
-        run.metadata.creation_timestamp = Some(at(created));
-        run.spec.parent_ref = Some(ParentRef {
-            name: "notes".into(),
-            tool_call_id: format!("call-{name}"),
-        });
-        run.spec.subagent_type = Some("general-purpose".into());
-        run
-    };
-    let mut done = child("notes-a", 200);
+    parent
+}
+
+/// The usage of `notes`: priced, two models, and the finished child's totals with it.
+fn notes_usage() -> Usage {
+    Usage {
+        input_tokens: 1_100,
+        output_tokens: 134,
+        cached_input_tokens: 600,
+        model_calls: 3,
+        tool_calls: 2,
+        cost: Some(usd(2_870)),
+        by_model: vec![
+            ModelUsage {
+                model: "gpt-4.1".into(),
+                input_tokens: 1_000,
+                output_tokens: 120,
+                cached_input_tokens: 600,
+                model_calls: 2,
+            },
+            ModelUsage {
+                model: "gpt-4.1-mini".into(),
+                input_tokens: 100,
+                output_tokens: 14,
+                cached_input_tokens: 0,
+                model_calls: 1,
+            },
+        ],
+        with_children: Some(UsageTotals {
+            input_tokens: 1_520,
+            output_tokens: 214,
+            cached_input_tokens: 600,
+            model_calls: 5,
+            tool_calls: 3,
+            cost: Some(usd(4_310)),
+        }),
+    }
+}
+
+/// `micros` millionths of a US dollar.
+fn usd(micros: u64) -> Cost {
+    Cost {
+        currency: "USD".into(),
+        micros,
+    }
+}
+
+/// A general-purpose child of `notes` named `name`, created at `created`, no status.
+fn child_of_notes(name: &str, created: i64) -> Run {
+    let mut run = run_named(name);
+    run.metadata.namespace = Some("research".into());
+    run.metadata.creation_timestamp = Some(at(created));
+    run.spec.parent_ref = Some(ParentRef {
+        name: "notes".into(),
+        tool_call_id: format!("call-{name}"),
+    });
+    run.spec.subagent_type = Some("general-purpose".into());
+    run
+}
+
+/// `notes-a`, succeeded in 55 s with a priced usage and the file `outputs/note-a.md`.
+fn notes_a() -> Run {
+    let mut done = child_of_notes("notes-a", 200);
     done.status = run_with(
         Some((ConditionStatus::True, "Succeeded")),
         Some(StopReason::Completed),
@@ -245,10 +266,7 @@ pub fn family_tree() -> Vec<Run> {
         if let Some(report) = status.report.as_mut() {
             report.usage.input_tokens = 420;
             report.usage.output_tokens = 80;
-            report.usage.cost = Some(Cost {
-                currency: "USD".into(),
-                micros: 1_440,
-            });
+            report.usage.cost = Some(usd(1_440));
             if let Some(result) = report.result.as_mut() {
                 result.artifacts = vec![Artifact {
                     path: "outputs/note-a.md".into(),
@@ -257,12 +275,22 @@ pub fn family_tree() -> Vec<Run> {
             }
         }
     }
-    let mut waiting = child("notes-b", 210);
+    done
+}
+
+/// `notes-b`, waiting for the answer to question `q-1`.
+fn notes_b() -> Run {
+    let mut waiting = child_of_notes("notes-b", 210);
     waiting.status = question_run("q-1", &[]).status;
     if let Some(status) = waiting.status.as_mut() {
         status.start_time = Some(at(215));
         status.pod_name = Some("notes-b-1".into());
     }
+    waiting
+}
+
+/// `other`, pending because its Agent `writer` is not found.
+fn other() -> Run {
     let mut other = run_with(
         Some((ConditionStatus::Unknown, "AgentNotFound")),
         None,
@@ -272,5 +300,5 @@ pub fn family_tree() -> Vec<Run> {
     other.metadata.namespace = Some("research".into());
     other.metadata.creation_timestamp = Some(at(900));
     other.spec.agent_ref.name = "writer".into();
-    vec![parent, done, waiting, other]
+    other
 }

@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
+use herd_crds::approval::ApprovalRequest;
 use herd_crds::condition::{Condition, ConditionStatus};
-use herd_crds::report::{Cost, ModelUsage, TodoStatus, UsageTotals};
+use herd_crds::report::{Clarification, Cost, ModelUsage, Todo, TodoStatus, Usage, UsageTotals};
 use herd_crds::run::Run;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -20,7 +22,7 @@ use crate::columns::{any_priced, cells_with_cost, cost_text, header_with_cost, s
 use crate::dashboard::runs_page::{Row, created, phase, run_href};
 use crate::logs::log_pod;
 use crate::outcome::pending_question;
-use crate::tree::tree;
+use crate::tree::{Node, tree};
 use crate::view::{phase_name, tokens_text, view};
 
 /// What the Run page shows from the Run and its family.
@@ -202,9 +204,6 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
     let priced = any_priced(nodes.iter().map(|n| n.run));
     let shown = view(run);
     let status = run.status.as_ref();
-    let time = |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
-        t.map(|t| t.0.to_string()).unwrap_or_default()
-    };
     RunPage {
         name: run.name_any(),
         href: run_href(run),
@@ -219,21 +218,12 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
         title: shown.title.clone(),
         attempt: shown.attempt,
         created: created(run),
-        started: time(status.and_then(|s| s.start_time.as_ref())),
-        completed: time(status.and_then(|s| s.completion_time.as_ref())),
+        started: rfc3339(status.and_then(|s| s.start_time.as_ref())),
+        completed: rfc3339(status.and_then(|s| s.completion_time.as_ref())),
         finished: shown.phase.is_finished(),
         cancelling: shown.cancelling,
         can_cancel: cancel_decision(run) == Ok(Cancel::Patch),
-        parent: run.spec.parent_ref.as_ref().map(|p| {
-            (
-                p.name.clone(),
-                format!(
-                    "/runs/{}/{}",
-                    super::runs_page::percent(&namespace),
-                    super::runs_page::percent(&p.name)
-                ),
-            )
-        }),
+        parent: parent_link(run, &namespace),
         labels: run
             .labels()
             .iter()
@@ -243,66 +233,105 @@ pub fn run_page(run: &Run, family: &[Arc<Run>], now: Timestamp) -> RunPage {
         held_by: holding(run),
         tree: nodes
             .iter()
-            .map(|node| Row {
-                href: run_href(node.run),
-                cells: cells_with_cost(&node.label, node.run, false, false, priced, now),
-                phase: phase_name(phase(node.run)),
-                created: created(node.run),
-            })
+            .map(|node| tree_row(node, priced, now))
             .collect(),
         todos_done: shown
             .todos
             .iter()
             .filter(|t| t.status == TodoStatus::Completed)
             .count(),
-        todos: shown
-            .todos
-            .iter()
-            .map(|t| TodoRow {
-                content: t.content.clone(),
-                state: match t.status {
-                    TodoStatus::Pending => "pending",
-                    TodoStatus::InProgress => "in_progress",
-                    TodoStatus::Completed => "completed",
-                },
-            })
-            .collect(),
-        usage: UsageView {
-            model_calls: shown.usage.model_calls,
-            tool_calls: shown.usage.tool_calls,
-            input_tokens: shown.usage.input_tokens,
-            output_tokens: shown.usage.output_tokens,
-            cached_input_tokens: shown.usage.cached_input_tokens,
-            total: tokens_text(shown.usage.total_tokens()),
-            cost: shown.usage.cost.as_ref().map(cost),
-            by_model: shown.usage.by_model.clone(),
-            with_children_cost: shown
-                .usage
-                .with_children
-                .as_ref()
-                .and_then(|t| t.cost.as_ref())
-                .map(cost),
-            with_children: shown.usage.with_children.clone(),
-        },
-        question: pending_question(run).map(|q| QuestionView {
-            id: q.id.clone(),
-            question: q.question.clone(),
-            context: q.context.clone(),
-            options: q.options.clone(),
-        }),
+        todos: shown.todos.iter().map(todo_row).collect(),
+        usage: usage_view(&shown.usage),
+        question: pending_question(run).map(question_view),
         answered: shown.answered,
         approvals: pending_approvals(run)
             .into_iter()
-            .map(|r| ApprovalView {
-                id: r.id.clone(),
-                tool: r.tool.clone(),
-                arguments: r.arguments.clone(),
-                truncated: r.truncated,
-                asked_at: r.asked_at.clone(),
-            })
+            .map(approval_view)
             .collect(),
         conditions: condition_rows(status.map(|s| s.conditions.as_slice()).unwrap_or_default()),
         pod: log_pod(run),
+    }
+}
+
+/// A time as RFC 3339, empty when it has not happened.
+fn rfc3339(time: Option<&Time>) -> String {
+    time.map(|t| t.0.to_string()).unwrap_or_default()
+}
+
+/// A child Run's parent: its name and its page.
+fn parent_link(run: &Run, namespace: &str) -> Option<(String, String)> {
+    run.spec.parent_ref.as_ref().map(|p| {
+        (
+            p.name.clone(),
+            format!(
+                "/runs/{}/{}",
+                super::runs_page::percent(namespace),
+                super::runs_page::percent(&p.name)
+            ),
+        )
+    })
+}
+
+/// The row of one Run of the tree, with `kubectl herd get`'s columns.
+fn tree_row(node: &Node<'_>, priced: bool, now: Timestamp) -> Row {
+    Row {
+        href: run_href(node.run),
+        cells: cells_with_cost(&node.label, node.run, false, false, priced, now),
+        phase: phase_name(phase(node.run)),
+        created: created(node.run),
+    }
+}
+
+/// The row of one todo.
+fn todo_row(todo: &Todo) -> TodoRow {
+    TodoRow {
+        content: todo.content.clone(),
+        state: match todo.status {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+        },
+    }
+}
+
+/// The calls, tokens and costs of `usage`.
+fn usage_view(usage: &Usage) -> UsageView {
+    UsageView {
+        model_calls: usage.model_calls,
+        tool_calls: usage.tool_calls,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        total: tokens_text(usage.total_tokens()),
+        cost: usage.cost.as_ref().map(cost),
+        by_model: usage.by_model.clone(),
+        with_children_cost: usage
+            .with_children
+            .as_ref()
+            .and_then(|t| t.cost.as_ref())
+            .map(cost),
+        with_children: usage.with_children.clone(),
+    }
+}
+
+/// The question the Run waits on.
+fn question_view(question: &Clarification) -> QuestionView {
+    QuestionView {
+        id: question.id.clone(),
+        question: question.question.clone(),
+        context: question.context.clone(),
+        options: question.options.clone(),
+    }
+}
+
+/// A tool call held for approval.
+fn approval_view(request: &ApprovalRequest) -> ApprovalView {
+    ApprovalView {
+        id: request.id.clone(),
+        tool: request.tool.clone(),
+        arguments: request.arguments.clone(),
+        truncated: request.truncated,
+        asked_at: request.asked_at.clone(),
     }
 }
 
