@@ -37,7 +37,7 @@ use herd_crds::terminal_text::{for_terminal, json_line};
 use herd_crds::wire::Answer;
 use herd_sandbox::{Listener, SocketOptions, UnixSocketExecutor};
 use opentelemetry::context::FutureExt as _;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use self::args::{Cli, Command, RunArgs, SandboxArgs};
 use self::progress::{Progress, timed_json_line};
@@ -74,8 +74,10 @@ pub fn process_main() -> ExitCode {
     // single thread too: Landlock binds the calling thread and what it starts later.
     let command = match cli.command {
         Command::Sandbox(args) if !args.ready && !args.listen_stdin => {
+            let signals = watch_stop_signals_early();
             match herd_sandbox::bind_listener(&args.socket) {
                 Ok(listener) => Started::PodSandbox {
+                    signals,
                     layers: herd_sandbox::restrict_pod_sandbox(&args.root),
                     args,
                     listener,
@@ -104,6 +106,8 @@ pub fn process_main() -> ExitCode {
 enum Started {
     /// A Pod's sandbox: its socket bound, Landlock applied (as `layers` say).
     PodSandbox {
+        /// SIGTERM and SIGINT, watched since before the socket was bound.
+        signals: Option<StopSignals>,
         args: SandboxArgs,
         listener: std::os::unix::net::UnixListener,
         layers: Vec<herd_crds::report::SandboxLayer>,
@@ -134,10 +138,11 @@ async fn main(started: Started) -> ExitCode {
     }
     match started {
         Started::PodSandbox {
+            signals,
             args,
             listener,
             layers,
-        } => sandbox(args, Some(listener), layers).await,
+        } => sandbox(args, Some(listener), layers, signals).await,
         Started::Command { command, layers } => match command {
             Command::Run(args) => {
                 let export = telemetry::export::init_from_env();
@@ -148,7 +153,7 @@ async fn main(started: Started) -> ExitCode {
                 code
             }
             Command::Runs(args) => runs::list(&args),
-            Command::Sandbox(args) => sandbox(args, None, layers).await,
+            Command::Sandbox(args) => sandbox(args, None, layers, None).await,
             Command::Pod => pod().await,
         },
     }
@@ -209,11 +214,13 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 }
 
 /// `herd-runner sandbox`: serves on `listener` when it is bound already (a Pod's sandbox),
-/// else on standard input (`--listen-stdin`), telling `layers` in its handshake.
+/// else on standard input (`--listen-stdin`), telling `layers` in its handshake; it stops at
+/// the first of `signals` (watched now when not given).
 async fn sandbox(
     args: SandboxArgs,
     listener: Option<std::os::unix::net::UnixListener>,
     layers: Vec<herd_crds::report::SandboxLayer>,
+    signals: Option<StopSignals>,
 ) -> ExitCode {
     if args.ready {
         return sandbox_ready(&args.socket).await;
@@ -237,8 +244,9 @@ async fn sandbox(
     // a clean ending, exit code 0: a non-zero code would read as a container error on every
     // Run. The commands still running get SIGTERM and a moment, then SIGKILL, well within
     // the Pod's grace period.
-    let stopped = async {
-        next_stop_signal().await;
+    let signals = signals.unwrap_or_else(StopSignals::watch);
+    let stopped = async move {
+        signals.next().await;
     };
     match herd_sandbox::serve(&args.root, listener, layers, stopped).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -368,23 +376,67 @@ fn interrupt_on_signals(json: bool) -> Interrupt {
         .shared()
 }
 
-/// The next SIGINT or SIGTERM.
-async fn next_stop_signal() -> StopSignal {
-    async fn watch(kind: SignalKind, signal: StopSignal) -> StopSignal {
-        match tokio::signal::unix::signal(kind) {
-            Ok(mut watched) => {
-                watched.recv().await;
-                signal
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot watch for {}", signal.name());
-                std::future::pending().await
-            }
+/// SIGINT and SIGTERM watched before the sandbox's socket is bound: a client may connect, and
+/// the kubelet stop the sidecar, before the runtime that serves the socket starts, and their
+/// default action would kill the process. Watched from a runtime without threads (the process
+/// must keep its single thread here), whose watch goes on in the serving runtime: tokio's
+/// watches are process-wide, so the serving runtime hears a signal even from before it started.
+fn watch_stop_signals_early() -> Option<StopSignals> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(early) => Some(early.block_on(async { StopSignals::watch() })),
+        Err(error) => {
+            eprintln!("warning: cannot watch for SIGTERM and SIGINT yet: {error}");
+            None
         }
     }
-    tokio::select! {
-        signal = watch(SignalKind::interrupt(), StopSignal::Interrupt) => signal,
-        signal = watch(SignalKind::terminate(), StopSignal::Terminate) => signal,
+}
+
+/// The next SIGINT or SIGTERM.
+async fn next_stop_signal() -> StopSignal {
+    StopSignals::watch().next().await
+}
+
+/// SIGINT and SIGTERM, watched from the moment this is made: a signal that comes before
+/// anything awaits it is kept for [`StopSignals::next`], not taken by its default action
+/// (which would kill the process).
+struct StopSignals {
+    interrupt: Option<Signal>,
+    terminate: Option<Signal>,
+}
+
+impl StopSignals {
+    /// Watches both now; one that cannot be watched is said in the log and never comes.
+    fn watch() -> Self {
+        let watch = |kind: SignalKind, which: StopSignal| match signal(kind) {
+            Ok(watched) => Some(watched),
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for {}", which.name());
+                None
+            }
+        };
+        StopSignals {
+            interrupt: watch(SignalKind::interrupt(), StopSignal::Interrupt),
+            terminate: watch(SignalKind::terminate(), StopSignal::Terminate),
+        }
+    }
+
+    /// The first of them to come.
+    async fn next(mut self) -> StopSignal {
+        async fn first(watched: Option<&mut Signal>) {
+            match watched {
+                Some(watched) => {
+                    watched.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = first(self.interrupt.as_mut()) => StopSignal::Interrupt,
+            () = first(self.terminate.as_mut()) => StopSignal::Terminate,
+        }
     }
 }
 
