@@ -45,6 +45,8 @@ pub async fn operator_token(
 
 /// As [`operator_token`], but with [`Rbac::Namespaced`] `role.yaml` is bound in `watched`
 /// (which need not hold `namespace`, as a chart release watching other namespaces) instead.
+/// Over 80 lines: the ServiceAccount, each role the chart gives it and its binding, then the
+/// token, in the order a cluster administrator would apply them.
 pub async fn operator_token_watching(
     admin: &Client,
     namespace: &str,

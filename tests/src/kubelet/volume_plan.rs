@@ -91,7 +91,8 @@ pub struct Fetched {
     pub tokens: BTreeMap<TokenKey, String>,
 }
 
-/// What `volume` is on this node.
+/// What `volume` is on this node. Over 80 lines: one case per kind of volume the kubelet
+/// serves, in one place.
 pub fn volume_kind(volume: &Volume) -> VolumeKind {
     let mode = |m: Option<i32>| {
         m.and_then(|m| u32::try_from(m).ok())
