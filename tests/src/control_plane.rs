@@ -46,8 +46,8 @@ impl std::fmt::Debug for KubeControlPlane {
 
 impl KubeControlPlane {
     /// Starts the three servers from the binaries in `assets` and waits until the API server
-    /// is ready. Over 80 lines: the certificates, then each server's command line with why each
-    /// flag is set, in the order they must start, read best as one sequence.
+    /// is ready. Over 80 lines: the certificates and kubeconfigs, then each server's command
+    /// line in the order they must start, read best as one sequence.
     pub async fn start(assets: &Path) -> anyhow::Result<KubeControlPlane> {
         for binary in ["etcd", "kube-apiserver", "kube-controller-manager"] {
             if !assets.join(binary).is_file() {
