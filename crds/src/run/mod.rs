@@ -161,7 +161,7 @@ pub struct RunInput {
 }
 
 /// What a Run may change about its Agent's model.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelOverride {
     /// Another model name at the same provider and endpoint.

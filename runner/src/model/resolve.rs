@@ -12,6 +12,7 @@ use std::time::Duration;
 use herd_crds::agent::ModelPricing;
 /// Which API a model speaks: the Agent's `model.provider`.
 pub use herd_crds::agent::Provider;
+use herd_crds::run::ModelOverride;
 
 use super::anthropic::AnthropicModel;
 use super::error::ModelError;
@@ -34,7 +35,7 @@ pub const STREAM_CHUNK_TIMEOUT: Duration = Duration::from_secs(180);
 /// A model as configured (the Agent's `model`, or the default), with its API key already
 /// read from its Secret or environment variable and its script from its ConfigMap or file.
 #[derive(Clone, PartialEq)]
-pub struct ModelSpec {
+pub struct ConfiguredModel {
     pub provider: Provider,
     /// Model name sent to the provider (for `scripted`, only a label).
     pub name: String,
@@ -60,10 +61,10 @@ pub struct ModelSpec {
     pub pricing: Option<ModelPricing>,
 }
 
-impl ModelSpec {
+impl ConfiguredModel {
     /// A spec with just a provider and a name; everything else unset.
     pub fn new(provider: Provider, name: impl Into<String>) -> Self {
-        ModelSpec {
+        ConfiguredModel {
             provider,
             name: name.into(),
             base_url: None,
@@ -93,9 +94,9 @@ impl ModelSpec {
 }
 
 /// The API key is never printed (specs end up in logs and error reports).
-impl fmt::Debug for ModelSpec {
+impl fmt::Debug for ConfiguredModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelSpec")
+        f.debug_struct("ConfiguredModel")
             .field("provider", &self.provider)
             .field("name", &self.name)
             .field("base_url", &self.base_url)
@@ -117,19 +118,11 @@ impl fmt::Debug for ModelSpec {
     }
 }
 
-/// The Run's `model` override.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ModelOverride {
-    pub name: Option<String>,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u32>,
-}
-
 /// The model a run uses.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
     /// The chosen spec with the Run's override applied; build it with [`build_model`].
-    pub spec: ModelSpec,
+    pub spec: ConfiguredModel,
     /// The options for the run's model calls; `thinking` is off here, the run plan decides it
     /// (`plan::thinking`).
     pub options: CallOptions,
@@ -167,8 +160,8 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ResolveError {
 
 /// Picks the model (Run override > Agent model > default) and the call options.
 pub fn resolve(
-    default: Option<&ModelSpec>,
-    agent: Option<&ModelSpec>,
+    default: Option<&ConfiguredModel>,
+    agent: Option<&ConfiguredModel>,
     run: Option<&ModelOverride>,
 ) -> Result<Resolved, ResolveError> {
     let mut spec = agent.or(default).ok_or(ResolveError::NoModel)?.clone();
@@ -225,7 +218,7 @@ pub fn resolve(
     })
 }
 
-fn validate(spec: &ModelSpec) -> Result<(), ResolveError> {
+fn validate(spec: &ConfiguredModel) -> Result<(), ResolveError> {
     if spec.provider != Provider::Scripted && spec.name.trim().is_empty() {
         return Err(invalid("name", "is empty"));
     }
@@ -263,7 +256,7 @@ fn validate(spec: &ModelSpec) -> Result<(), ResolveError> {
 
 /// Builds the client for `spec` (usually [`Resolved::spec`]); its temperature, maxTokens and
 /// reasoning effort become the client's defaults for calls that leave them unset.
-pub fn build_model(spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ResolveError> {
+pub fn build_model(spec: &ConfiguredModel) -> Result<Arc<dyn ChatModel>, ResolveError> {
     validate(spec)?;
     let defaults = CallOptions {
         temperature: spec.temperature,
@@ -307,24 +300,24 @@ mod tests {
 
     use super::*;
 
-    fn openai(name: &str) -> ModelSpec {
-        ModelSpec {
+    fn openai(name: &str) -> ConfiguredModel {
+        ConfiguredModel {
             base_url: Some("http://localhost:8080/v1".into()),
             temperature: Some(0.3),
             max_tokens: Some(1000),
-            ..ModelSpec::new(Provider::Openai, name)
+            ..ConfiguredModel::new(Provider::Openai, name)
         }
     }
 
     #[test]
     fn the_agent_model_replaces_the_default_whole() {
-        let default = ModelSpec {
+        let default = ConfiguredModel {
             api_key: Some("default-key".into()),
             ..openai("default")
         };
-        let agent = ModelSpec {
+        let agent = ConfiguredModel {
             base_url: Some("http://agent:8000/v1".into()),
-            ..ModelSpec::new(Provider::Openai, "agent-model")
+            ..ConfiguredModel::new(Provider::Openai, "agent-model")
         };
         let resolved = resolve(Some(&default), Some(&agent), None).unwrap();
         assert_eq!(resolved.spec, agent);
@@ -368,7 +361,7 @@ mod tests {
 
     #[test]
     fn the_reasoning_effort_is_dropped_with_a_warning_when_thinking_is_unsupported() {
-        let plain = ModelSpec {
+        let plain = ConfiguredModel {
             reasoning_effort: Some("high".into()),
             ..openai("small")
         };
@@ -384,7 +377,7 @@ mod tests {
         );
         assert!(resolved.warnings[0].contains("`small`"));
 
-        let thinker = ModelSpec {
+        let thinker = ConfiguredModel {
             supports_thinking: true,
             ..plain.clone()
         };
@@ -396,11 +389,11 @@ mod tests {
 
     #[test]
     fn the_public_apis_without_a_key_get_a_warning() {
-        let spec = ModelSpec::new(Provider::Anthropic, "claude-sonnet-4-5");
+        let spec = ConfiguredModel::new(Provider::Anthropic, "claude-sonnet-4-5");
         let resolved = resolve(Some(&spec), None, None).unwrap();
         assert_eq!(resolved.warnings.len(), 1);
         assert!(resolved.warnings[0].contains(ANTHROPIC_BASE_URL));
-        let keyed = ModelSpec {
+        let keyed = ConfiguredModel {
             api_key: Some("k".into()),
             ..spec
         };
@@ -415,43 +408,43 @@ mod tests {
     #[test]
     fn invalid_settings_name_the_field() {
         let cases = [
-            (ModelSpec::new(Provider::Openai, " "), "`name`"),
+            (ConfiguredModel::new(Provider::Openai, " "), "`name`"),
             (
-                ModelSpec {
+                ConfiguredModel {
                     temperature: Some(3.0),
                     ..openai("m")
                 },
                 "`temperature`",
             ),
             (
-                ModelSpec {
+                ConfiguredModel {
                     max_tokens: Some(0),
                     ..openai("m")
                 },
                 "`maxTokens`",
             ),
             (
-                ModelSpec {
+                ConfiguredModel {
                     base_url: Some("localhost:8080".into()),
                     ..openai("m")
                 },
                 "`baseURL`",
             ),
             (
-                ModelSpec {
+                ConfiguredModel {
                     base_url: Some("not a url".into()),
                     ..openai("m")
                 },
                 "`baseURL`",
             ),
             (
-                ModelSpec {
+                ConfiguredModel {
                     request_timeout: Some(Duration::ZERO),
                     ..openai("m")
                 },
                 "`requestTimeout`",
             ),
-            (ModelSpec::new(Provider::Scripted, ""), "no script"),
+            (ConfiguredModel::new(Provider::Scripted, ""), "no script"),
         ];
         for (spec, expected) in cases {
             let message = resolve(None, Some(&spec), None).unwrap_err().to_string();
@@ -462,7 +455,7 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_api_key() {
-        let spec = ModelSpec {
+        let spec = ConfiguredModel {
             api_key: Some("sk-secret-123".into()),
             script: Some("rules: []".into()),
             ..openai("m")
@@ -476,11 +469,11 @@ mod tests {
     #[test]
     fn default_base_urls() {
         assert_eq!(
-            ModelSpec::new(Provider::Openai, "gpt").effective_base_url(),
+            ConfiguredModel::new(Provider::Openai, "gpt").effective_base_url(),
             Some(OPENAI_BASE_URL)
         );
         assert_eq!(
-            ModelSpec::new(Provider::Anthropic, "claude").effective_base_url(),
+            ConfiguredModel::new(Provider::Anthropic, "claude").effective_base_url(),
             Some(ANTHROPIC_BASE_URL)
         );
         assert_eq!(
@@ -493,11 +486,11 @@ mod tests {
     async fn builds_every_provider() {
         let built = build_model(&openai("qwen")).unwrap();
         assert_eq!(built.name(), "qwen");
-        let built = build_model(&ModelSpec::new(Provider::Anthropic, "claude")).unwrap();
+        let built = build_model(&ConfiguredModel::new(Provider::Anthropic, "claude")).unwrap();
         assert_eq!(built.name(), "claude");
-        let scripted = ModelSpec {
+        let scripted = ConfiguredModel {
             script: Some("rules:\n  - respond: {content: hi}\n".into()),
-            ..ModelSpec::new(Provider::Scripted, "")
+            ..ConfiguredModel::new(Provider::Scripted, "")
         };
         let built = build_model(&scripted).unwrap();
         assert_eq!(built.name(), "scripted");
@@ -506,7 +499,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(answer.content, "hi");
-        let broken = ModelSpec {
+        let broken = ConfiguredModel {
             script: Some("rules: [{mach: 1}]".into()),
             ..scripted
         };
@@ -527,7 +520,7 @@ mod tests {
             ))
             .mount(&server)
             .await;
-        let spec = ModelSpec {
+        let spec = ConfiguredModel {
             base_url: Some(format!("{}/v1", server.uri())),
             supports_thinking: true,
             reasoning_effort: Some("low".into()),

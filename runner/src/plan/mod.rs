@@ -18,6 +18,7 @@ use herd_crds::agent::{
     AgentSpec, MemorySpec, ModelSpec as AgentModel, SummarizationSpec, ToolGroup,
 };
 use herd_crds::duration::parse_duration;
+use herd_crds::run::ModelOverride;
 use herd_crds::wire::Answer;
 
 pub use facts::EnvFacts;
@@ -26,7 +27,7 @@ pub(crate) use facts::facts;
 pub use mcp::{McpPlan, McpServerPlan, McpTransport};
 
 use crate::control::SubagentCaps;
-use crate::model::resolve::{ModelOverride, ModelSpec, resolve};
+use crate::model::resolve::{ConfiguredModel, resolve};
 use crate::model::{AgentRole, CallOptions};
 use crate::prompt::budget::ContextBudget;
 use crate::tools::task::SubagentType;
@@ -46,7 +47,7 @@ pub struct RunPlan {
     /// What the user asked.
     pub task: String,
     /// The model, with the Run's override applied and its key and script read.
-    pub model: ModelSpec,
+    pub model: ConfiguredModel,
     /// The lead's call options (thinking decided); see [`RunPlan::call_options`].
     pub options: CallOptions,
     /// Settings that were dropped or look wrong, for the user to see.
@@ -272,12 +273,12 @@ impl RunPlan {
     }
 }
 
-/// The Agent's model as the runner's `ModelSpec`, with the key and script the shell read.
+/// The Agent's model as the runner's `ConfiguredModel`, with the key and script the shell read.
 fn agent_model(
     model: &AgentModel,
     api_key: Option<String>,
     script: Option<String>,
-) -> Result<ModelSpec, PlanError> {
+) -> Result<ConfiguredModel, PlanError> {
     use herd_crds::agent::ReasoningEffort;
     let request_timeout = model
         .request_timeout
@@ -285,7 +286,7 @@ fn agent_model(
         .map(parse_duration)
         .transpose()
         .map_err(|error| PlanError(format!("spec.model.requestTimeout: {error}")))?;
-    let mut spec = ModelSpec::new(model.provider, model.name.clone());
+    let mut spec = ConfiguredModel::new(model.provider, model.name.clone());
     spec.base_url = model.base_url.clone();
     spec.api_key = api_key;
     spec.temperature = model.temperature;

@@ -5,7 +5,7 @@
 //! (on by default), it is turned off silently, since nobody asked for it on this model.
 //! Subagents never think (`RunPlan::call_options`).
 
-use crate::model::resolve::ModelSpec;
+use crate::model::resolve::ConfiguredModel;
 
 /// The decision, and what to tell the user about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub(super) struct Thinking {
 }
 
 /// Thinking for the lead: `chosen` by the Run or the command line, else `default`.
-pub(super) fn decide(chosen: Option<bool>, default: bool, model: &ModelSpec) -> Thinking {
+pub(super) fn decide(chosen: Option<bool>, default: bool, model: &ConfiguredModel) -> Thinking {
     let wanted = chosen.unwrap_or(default);
     if !wanted || model.supports_thinking {
         return Thinking {
@@ -38,10 +38,10 @@ mod tests {
     use super::*;
     use crate::model::resolve::Provider;
 
-    fn model(supports_thinking: bool) -> ModelSpec {
-        ModelSpec {
+    fn model(supports_thinking: bool) -> ConfiguredModel {
+        ConfiguredModel {
             supports_thinking,
-            ..ModelSpec::new(Provider::Openai, "small")
+            ..ConfiguredModel::new(Provider::Openai, "small")
         }
     }
 

@@ -11,10 +11,10 @@ use herd_crds::wire::Answer;
 use serde::{Deserialize, Serialize};
 
 use super::manifests::LocalManifests;
-use crate::model::resolve::ModelOverride;
 use crate::plan::{
     ApiKeys, EnvFacts, PlanError, PlanInputs, RunChoices, RunPlan, Standing, plan_run,
 };
+use herd_crds::run::ModelOverride;
 
 /// Command-line choices that override the manifests.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

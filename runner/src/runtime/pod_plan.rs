@@ -8,7 +8,6 @@ use std::time::Duration;
 use herd_crds::agent::{AgentSpec, header_env_var};
 use herd_crds::wire::RunConfig;
 
-use crate::model::resolve::ModelOverride;
 use crate::plan::{
     ApiKeys, EnvFacts, PlanError, PlanInputs, RunChoices, RunPlan, Standing, plan_run,
 };
@@ -31,11 +30,7 @@ pub fn pod_plan(config: &RunConfig, facts: &EnvFacts) -> Result<RunPlan, PlanErr
             task: run.task.clone(),
             plan_mode: run.plan_mode,
             thinking: run.thinking,
-            model: run.model.as_ref().map(|over| ModelOverride {
-                name: over.name.clone(),
-                temperature: over.temperature,
-                max_tokens: over.max_tokens,
-            }),
+            model: run.model.clone(),
             base_url: None,
             subagent_type: run.subagent_type.clone(),
             answers: config.responses.clone(),

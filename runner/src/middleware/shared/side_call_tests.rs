@@ -20,7 +20,7 @@ use crate::control::ControlPlane;
 use crate::memory::extract::MEMORY_SYSTEM_PROMPT;
 use crate::middleware::chain::{ChainRole, StandardChain};
 use crate::middleware::summarization::SUMMARY_SYSTEM_PROMPT;
-use crate::model::resolve::{ModelSpec, Provider, build_model};
+use crate::model::resolve::{ConfiguredModel, Provider, build_model};
 use crate::model::{AgentRole, CallContext, ChatModel, ModelErrorKind};
 use crate::plan::{RunPlan, test_plan};
 use crate::test_doubles::{self, QueuedModel, RecordingControl, RecordingObserver, text};
@@ -94,9 +94,9 @@ impl Respond for Recorder {
 }
 
 fn openai_at(base_url: String) -> Arc<dyn ChatModel> {
-    let spec = ModelSpec {
+    let spec = ConfiguredModel {
         base_url: Some(base_url),
-        ..ModelSpec::new(Provider::Openai, "local-model")
+        ..ConfiguredModel::new(Provider::Openai, "local-model")
     };
     build_model(&spec).unwrap()
 }
