@@ -11,11 +11,12 @@ use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
-use tracing::{debug, info};
+use tracing::info;
 
+use super::lifecycle::{log_failure, under_lease};
 use super::prologue::begin;
 use crate::apply::apply_status;
 use crate::controller_state::{Shared, key};
@@ -88,22 +89,16 @@ pub fn controller(
     let by_skill = agents.clone();
     let by_secret = agents.clone();
     let default_model = shared.default_model.clone();
-    let stream = Controller::for_stream(agent_stream, agents.clone())
+    let controller = Controller::for_stream(agent_stream, agents.clone())
         .watches_stream(skill_stream, move |skill: Skill| {
             agents_using_skill(&by_skill, &skill)
         })
         .watches_stream(secret_stream, move |secret: PartialObjectMeta<Secret>| {
             agents_using_secret(&by_secret, &secret, default_model.as_ref())
-        })
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .reconcile_all_on(leader_gained)
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, context)
-        .map(|result| {
-            if let Err(error) = result {
-                debug!(%error, "agent controller");
-            }
         });
+    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+        .run(reconcile, error_policy, context)
+        .map(log_failure("agent"));
     (stream, synced)
 }
 

@@ -10,12 +10,13 @@ use futures::{Stream, StreamExt};
 use herd_crds::budget::Budget;
 use herd_crds::run::Run;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::budget_views::{in_namespace, run_usage};
+use super::lifecycle::{log_failure, under_lease};
 use super::prologue::begin;
 use crate::apply::apply_status;
 use crate::controller_state::{Shared, key};
@@ -74,16 +75,10 @@ pub fn controller(
         runs,
         runs_synced,
     });
-    let stream = Controller::for_stream(budget_stream.applied_objects(), budgets.clone())
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .reconcile_all_on(leader_gained)
-        .graceful_shutdown_on(shutdown)
+    let controller = Controller::for_stream(budget_stream.applied_objects(), budgets.clone());
+    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
         .run(reconcile, error_policy, context)
-        .map(|result| {
-            if let Err(error) = result {
-                debug!(%error, "budget controller");
-            }
-        });
+        .map(log_failure("budget"));
     (stream, synced, budgets)
 }
 

@@ -9,6 +9,7 @@ pub mod budget_admission;
 pub mod budget_allowance;
 pub mod budget_views;
 pub mod create_child;
+pub mod lifecycle;
 pub mod prologue;
 pub mod run;
 pub mod run_accept;

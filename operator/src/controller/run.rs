@@ -14,11 +14,12 @@ use herd_crds::run::{Run, RunPhase, RunReport, RunStatus, phase_of};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
+use super::lifecycle::{log_failure, under_lease};
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
 use super::run_answers::judge_answers;
@@ -183,22 +184,16 @@ pub fn controller(
         images: runs,
     });
     let waiting = run_store.clone();
-    let stream = Controller::for_stream(run_stream, run_store)
+    let controller = Controller::for_stream(run_stream, run_store)
         .owns_stream(pod_stream)
         .owns_stream(cm_stream)
         .watches_stream(agent_stream, move |agent: Agent| {
             runs_waiting_for(&waiting, &agent)
         })
-        .reconcile_on(woken)
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .reconcile_all_on(leader_gained)
-        .graceful_shutdown_on(shutdown)
+        .reconcile_on(woken);
+    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
         .run(reconcile, error_policy, context)
-        .map(|result| {
-            if let Err(error) = result {
-                debug!(%error, "run controller");
-            }
-        });
+        .map(log_failure("run"));
     (stream, synced, caches)
 }
 

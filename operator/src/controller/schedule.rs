@@ -14,11 +14,12 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
+use super::lifecycle::{log_failure, under_lease};
 use super::prologue::begin;
 use super::run_objects::{namespace_terminating, owned_by};
 use crate::apply::apply_status;
@@ -68,17 +69,11 @@ pub fn controller(
         shared,
         runs: runs.clone(),
     });
-    let stream = Controller::for_stream(schedule_stream.applied_objects(), schedules)
-        .watches_stream(run_stream.touched_objects(), |run: Run| schedule_of(&run))
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .reconcile_all_on(leader_gained)
-        .graceful_shutdown_on(shutdown)
+    let controller = Controller::for_stream(schedule_stream.applied_objects(), schedules)
+        .watches_stream(run_stream.touched_objects(), |run: Run| schedule_of(&run));
+    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
         .run(reconcile, error_policy, context)
-        .map(|result| {
-            if let Err(error) = result {
-                debug!(%error, "schedule controller");
-            }
-        });
+        .map(log_failure("schedule"));
     (stream, synced)
 }
 

@@ -14,12 +14,13 @@ use herd_crds::run::{Run, phase_of};
 use herd_crds::skill::{Skill, SkillStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
-use tracing::{debug, info};
+use tracing::info;
 
+use super::lifecycle::{log_failure, under_lease};
 use super::prologue::begin;
 use super::run_context::RunCaches;
 use super::run_objects::owned_by;
@@ -138,7 +139,7 @@ pub fn controller(
         runs: caches.runs,
         agents,
     });
-    let stream = Controller::for_stream(skill_stream, skills.clone())
+    let controller = Controller::for_stream(skill_stream, skills.clone())
         // A version ConfigMap changing, a Run finishing (see SkillWake).
         .reconcile_on(woken)
         // An Agent moving to a new version may free an old one.
@@ -150,16 +151,10 @@ pub fn controller(
                 .flat_map(|s| s.resolved_skills.iter())
                 .map(|s| ObjectRef::new(&s.name).within(&namespace))
                 .collect::<Vec<_>>()
-        })
-        .with_config(ControllerConfig::default().concurrency(concurrency))
-        .reconcile_all_on(leader_gained)
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, context)
-        .map(|result| {
-            if let Err(error) = result {
-                debug!(%error, "skill controller");
-            }
         });
+    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+        .run(reconcile, error_policy, context)
+        .map(log_failure("skill"));
     (stream, synced)
 }
 
