@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::metrics::Metrics;
@@ -68,8 +68,13 @@ async fn readyz(State(state): State<HttpState>) -> impl IntoResponse {
     }
 }
 
-async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
-    match state.metrics.encode() {
+async fn metrics(State(state): State<HttpState>) -> Response {
+    openmetrics(&state.metrics)
+}
+
+/// `metrics` as `/metrics` answers them, plain or secure: the OpenMetrics text.
+pub fn openmetrics(metrics: &Metrics) -> Response {
+    match metrics.encode() {
         Ok(text) => (
             StatusCode::OK,
             [(

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, TokenReviewStatus};
@@ -24,6 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
 use tracing::{error, info};
 
+use crate::http::openmetrics;
 use crate::metrics::Metrics;
 use crate::run_api::authenticate::{REVIEW_TTL, bearer_token, token_hash};
 use crate::run_api::certificate::{ServingCertificate, follow_secret, server_config};
@@ -144,18 +145,7 @@ async fn secure_metrics(State(secure): State<Arc<Secure>>, headers: HeaderMap) -
     if let Err(refused) = secure.check(&headers).await {
         return refused.into_response();
     }
-    match secure.metrics.encode() {
-        Ok(text) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    openmetrics(&secure.metrics)
 }
 
 /// Serves `/metrics` on `listener` with the certificate of the run API's TLS Secret in
