@@ -10,77 +10,34 @@ use std::time::SystemTime;
 use opentelemetry::global;
 use opentelemetry::trace::{Span as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
-use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::SdkTracerProvider;
 
 /// The operator's tracer (the instrumentation scope of its spans).
 pub const TRACER_NAME: &str = "herd-operator";
-
-/// The variables that name an endpoint; without one nothing is exported.
-const ENDPOINT_VARIABLES: [&str; 2] = [
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-];
 
 /// Installs the OTLP/HTTP exporter (batching in its own thread, bounded queue) as the
 /// process's tracer provider when the environment names an endpoint; the caller shuts it down
 /// to send what is queued.
 pub fn init_from_env() -> Option<SdkTracerProvider> {
-    global::set_text_map_propagator(TraceContextPropagator::new());
-    let configured = ENDPOINT_VARIABLES
-        .iter()
-        .any(|name| std::env::var(name).is_ok_and(|value| !value.is_empty()));
-    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|value| value == "true");
-    if !configured || disabled {
+    if !herd_otlp::export_wanted_from_env() {
         return None;
     }
-    let ratio = std::env::var("OTEL_TRACES_SAMPLER_ARG")
-        .ok()
-        .and_then(|text| text.trim().parse::<f64>().ok())
-        .filter(|ratio| (0.0..=1.0).contains(ratio))
-        .unwrap_or(1.0);
-    install(None, ratio)
+    install(None, herd_otlp::sampling_ratio_from_env())
 }
 
 /// Installs the exporter to the OTLP/HTTP base URL `endpoint` (as `OTEL_EXPORTER_OTLP_ENDPOINT`
 /// names it), for an operator run in another program's process (the e2e suite).
 pub fn export_to(endpoint: &str) -> Option<SdkTracerProvider> {
     global::set_text_map_propagator(TraceContextPropagator::new());
-    install(
-        Some(format!("{}/v1/traces", endpoint.trim_end_matches('/'))),
-        1.0,
-    )
+    install(Some(herd_otlp::traces_url(endpoint)), 1.0)
 }
 
 /// Installs the exporter, to `endpoint` or where the `OTEL_*` variables say, keeping
 /// `ratio` of new traces.
 fn install(endpoint: Option<String>, ratio: f64) -> Option<SdkTracerProvider> {
-    let mut builder = SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary);
-    if let Some(endpoint) = endpoint {
-        builder = builder.with_endpoint(endpoint);
-    }
-    let exporter = match builder.build() {
-        Ok(exporter) => exporter,
-        Err(error) => {
-            tracing::warn!(%error, "traces are not exported: the OTLP exporter cannot be built");
-            return None;
-        }
-    };
-    let service = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| TRACER_NAME.to_owned());
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(BatchSpanProcessor::builder(exporter).build())
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            ratio,
-        ))))
-        .with_resource(Resource::builder().with_service_name(service).build())
-        .build();
+    let exporter = herd_otlp::exporter(endpoint)?;
+    let provider = herd_otlp::batching_provider(exporter, ratio, TRACER_NAME);
     global::set_tracer_provider(provider.clone());
     Some(provider)
 }

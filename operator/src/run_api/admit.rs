@@ -3,7 +3,6 @@
 //! a refusal), the attempt, then the Run's request rate.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::HeaderMap;
@@ -71,7 +70,7 @@ impl RunApi {
         )?;
         self.attempts.saw(&uid, attempt);
         self.limiter
-            .take(&uid, Instant::now())
+            .take(&uid)
             .map_err(|wait| Failure::rate_limited(retry_after_seconds(wait)))?;
         Ok(Admitted {
             path,

@@ -1,82 +1,54 @@
-//! A token bucket of requests per Run (docs/run-api.md: 20 requests/s), so one runner in a loop cannot
-//! crowd out the others or the API server behind the run API. Pure: the clock is passed in.
+//! A rate limit of requests per Run (docs/run-api.md: 20 requests/s, with a burst of as many),
+//! so one runner in a loop cannot crowd out the others or the API server behind the run API.
+//! `governor`'s keyed GCRA limiter does the counting; the clock is a parameter so the tests
+//! move time by hand.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::HashMapStateStore;
+use governor::{Quota, RateLimiter as KeyedLimiter};
 
 /// Requests per second each Run may make, and the burst it may save up.
-pub const REQUESTS_PER_SECOND: u32 = 20;
-/// Buckets kept before the full ones (idle Runs) are forgotten.
+pub const REQUESTS_PER_SECOND: NonZeroU32 = match NonZeroU32::new(20) {
+    Some(rate) => rate,
+    // Evaluated while compiling: 20 is not zero.
+    None => unreachable!(),
+};
+/// Runs remembered before those whose state is as good as fresh (idle Runs) are forgotten.
 const PRUNE_ABOVE: usize = 1024;
 
-/// One Run's bucket: `tokens` left at `updated`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Bucket {
-    tokens: f64,
-    updated: Instant,
-}
-
-impl Bucket {
-    fn refilled(self, now: Instant, rate: f64, burst: f64) -> Bucket {
-        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        Bucket {
-            tokens: (self.tokens + elapsed * rate).min(burst),
-            updated: now,
-        }
-    }
-}
-
-/// Token buckets by Run.
-#[derive(Debug)]
-pub struct RateLimiter {
-    rate: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<String, Bucket>>,
+/// Requests per Run, limited.
+pub struct RateLimiter<C: Clock = DefaultClock> {
+    limiter: KeyedLimiter<String, HashMapStateStore<String>, C, NoOpMiddleware<C::Instant>>,
+    clock: C,
 }
 
 impl Default for RateLimiter {
     fn default() -> Self {
-        Self::new(REQUESTS_PER_SECOND)
+        Self::with_clock(REQUESTS_PER_SECOND, DefaultClock::default())
     }
 }
 
-impl RateLimiter {
-    /// `per_second` requests a second per Run, with a burst of as many.
-    pub fn new(per_second: u32) -> Self {
+impl<C: Clock + Clone> RateLimiter<C> {
+    /// `per_second` requests a second per Run, with a burst of as many, timed by `clock`.
+    pub fn with_clock(per_second: NonZeroU32, clock: C) -> Self {
         RateLimiter {
-            rate: f64::from(per_second.max(1)),
-            burst: f64::from(per_second.max(1)),
-            buckets: Mutex::new(HashMap::new()),
+            limiter: KeyedLimiter::hashmap_with_clock(Quota::per_second(per_second), clock.clone()),
+            clock,
         }
     }
 
-    /// Takes one token of `run`'s bucket at `now`, or says how long until one is there.
-    pub fn take(&self, run: &str, now: Instant) -> Result<(), Duration> {
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if buckets.len() > PRUNE_ABOVE {
-            let (rate, burst) = (self.rate, self.burst);
-            buckets.retain(|_, bucket| bucket.refilled(now, rate, burst).tokens < burst);
+    /// Lets one request of `run` through, or says how long until one may go.
+    pub fn take(&self, run: &str) -> Result<(), Duration> {
+        if self.limiter.len() > PRUNE_ABOVE {
+            self.limiter.retain_recent();
         }
-        let full = Bucket {
-            tokens: self.burst,
-            updated: now,
-        };
-        let bucket = buckets.entry(run.to_owned()).or_insert(full);
-        let current = bucket.refilled(now, self.rate, self.burst);
-        if current.tokens >= 1.0 {
-            *bucket = Bucket {
-                tokens: current.tokens - 1.0,
-                ..current
-            };
-            Ok(())
-        } else {
-            *bucket = current;
-            Err(Duration::from_secs_f64((1.0 - current.tokens) / self.rate))
-        }
+        self.limiter
+            .check_key(&run.to_owned())
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
     }
 }
 
@@ -88,48 +60,51 @@ pub fn retry_after_seconds(wait: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use governor::clock::FakeRelativeClock;
+
     use super::*;
+
+    fn limiter() -> (RateLimiter<FakeRelativeClock>, FakeRelativeClock) {
+        let clock = FakeRelativeClock::default();
+        (
+            RateLimiter::with_clock(REQUESTS_PER_SECOND, clock.clone()),
+            clock,
+        )
+    }
 
     #[test]
     fn a_burst_of_twenty_then_twenty_a_second() {
-        let limiter = RateLimiter::default();
-        let start = Instant::now();
+        let (limiter, clock) = limiter();
         for i in 0..20 {
-            assert!(limiter.take("ns/r", start).is_ok(), "request {i}");
+            assert!(limiter.take("ns/r").is_ok(), "request {i}");
         }
-        let wait = limiter.take("ns/r", start).unwrap_err();
+        let wait = limiter.take("ns/r").unwrap_err();
         assert!(
             wait > Duration::ZERO && wait <= Duration::from_millis(50),
             "{wait:?}"
         );
-        assert!(limiter.take("ns/other", start).is_ok(), "per Run");
-        let later = start + Duration::from_millis(50);
-        assert!(
-            limiter.take("ns/r", later).is_ok(),
-            "one token back after 50 ms"
-        );
-        assert!(limiter.take("ns/r", later).is_err());
-        let much_later = start + Duration::from_secs(60);
+        assert!(limiter.take("ns/other").is_ok(), "per Run");
+        clock.advance(Duration::from_millis(50));
+        assert!(limiter.take("ns/r").is_ok(), "one request more after 50 ms");
+        assert!(limiter.take("ns/r").is_err());
+        clock.advance(Duration::from_secs(60));
         for i in 0..20 {
-            assert!(limiter.take("ns/r", much_later).is_ok(), "refilled {i}");
+            assert!(limiter.take("ns/r").is_ok(), "refilled {i}");
         }
-        assert!(
-            limiter.take("ns/r", much_later).is_err(),
-            "never above the burst"
-        );
+        assert!(limiter.take("ns/r").is_err(), "never above the burst");
     }
 
     #[test]
     fn a_steady_rate_is_served_and_a_faster_one_is_cut_to_it() {
-        let limiter = RateLimiter::default();
-        let start = Instant::now();
+        let (limiter, clock) = limiter();
         let (mut served, mut refused) = (0, 0);
         // 40 requests a second for 10 seconds.
-        for i in 0..400 {
-            match limiter.take("r", start + Duration::from_millis(25 * i)) {
+        for _ in 0..400 {
+            match limiter.take("r") {
                 Ok(()) => served += 1,
                 Err(_) => refused += 1,
             }
+            clock.advance(Duration::from_millis(25));
         }
         assert!((210..=221).contains(&served), "served {served}");
         assert_eq!(served + refused, 400);
@@ -137,16 +112,13 @@ mod tests {
 
     #[test]
     fn idle_runs_are_forgotten_past_the_prune_size() {
-        let limiter = RateLimiter::default();
-        let start = Instant::now();
+        let (limiter, clock) = limiter();
         for i in 0..=PRUNE_ABOVE {
-            limiter.take(&format!("r{i}"), start).unwrap();
+            limiter.take(&format!("r{i}")).unwrap();
         }
-        limiter
-            .take("busy", start + Duration::from_secs(10))
-            .unwrap();
-        let kept = limiter.buckets.lock().unwrap().len();
-        assert_eq!(kept, 1, "only the bucket just used");
+        clock.advance(Duration::from_secs(10));
+        limiter.take("busy").unwrap();
+        assert_eq!(limiter.limiter.len(), 1, "only the Run just seen");
     }
 
     #[test]

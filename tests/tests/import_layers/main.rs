@@ -36,7 +36,7 @@ struct Known {
     why: &'static str,
 }
 
-const CRATES: [Rules; 6] = [
+const CRATES: [Rules; 7] = [
     Rules {
         dir: "crds",
         // The resource types, each above what its spec and status are made of: the manifests
@@ -64,6 +64,12 @@ const CRATES: [Rules; 6] = [
             ],
             &["rules", "terminal_text"],
         ],
+        known: &[],
+    },
+    Rules {
+        dir: "otlp",
+        // One file, no modules: nothing to layer.
+        layers: &[],
         known: &[],
     },
     Rules {
@@ -240,7 +246,9 @@ fn check(rules: &Rules, tree: &ModuleTree) -> Vec<String> {
         }
     }
     let all = arrows(tree);
-    if all.iter().all(|arrow| !arrow.parent.is_empty()) {
+    // A crate of one file has nothing to import between; any other that shows no import
+    // between its top-level modules was not read right.
+    if top_level.len() > 1 && all.iter().all(|arrow| !arrow.parent.is_empty()) {
         failures.push("no import between top-level modules was read".to_owned());
     }
     let (known, arrows): (Vec<Arrow>, Vec<Arrow>) = all
