@@ -7,32 +7,25 @@ use anyhow::ensure;
 use herd_crds::condition::ConditionStatus;
 use herd_crds::run::Run;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::Api;
 use serde_json::json;
 
 use super::run_fixtures::{
-    create_agent, create_run, message, run_until, succeeded, terminate_agent,
+    create_agent, create_run, message, pending_run, run_until, succeeded, terminate_agent,
 };
-use super::support::{start_leader, test_config};
+use super::support::{Clients, start_leader, test_config};
 
 /// With `--max-active-per-namespace=1` a second top-level Run waits `Queued` with "namespace at
 /// 1/1", gets no Pod and is not rewritten while it waits; it starts once the first ends.
 pub async fn namespace_cap_queues_top_level_runs(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.admission.max_active_per_namespace = 1;
     let running = start_leader(config, operator).await?;
     create_agent(&admin, &namespace).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    create_run(&admin, &namespace, "first").await?;
-    run_until(&runs, "first", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    pending_run(&admin, &namespace, "first").await?;
     create_run(&admin, &namespace, "second").await?;
     let waiting = run_until(&runs, "second", "Queued under the namespace cap", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == "namespace at 1/1"

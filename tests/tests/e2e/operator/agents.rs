@@ -11,7 +11,7 @@ use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_leader, start_only, test_config};
+use super::support::{Clients, has_condition, start_leader, start_only, test_config};
 use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -70,9 +70,7 @@ fn conditions(agent: &Agent) -> &[herd_crds::condition::Condition] {
 /// With `all_namespaces`, the operator runs without `--watch-namespaces` (the cluster-wide RBAC
 /// variant).
 pub async fn agent_waits_for_its_skill(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
     all_namespaces: bool,
 ) -> anyhow::Result<()> {
     let watched: Vec<&str> = if all_namespaces {
@@ -156,9 +154,7 @@ pub async fn agent_waits_for_its_skill(
 /// A Secret without `herd.dev/model-credentials: "true"` makes the Agent `SecretNotAllowed`
 /// and `Stalled`; labelling it makes the Agent `Ready`.
 pub async fn unlabelled_secret_is_not_allowed(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
@@ -206,9 +202,7 @@ pub async fn unlabelled_secret_is_not_allowed(
 /// (one `kubectl apply -f dir/` in file order) is polled: it becomes `Ready` within seconds, not
 /// after a minute's requeue.
 pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
@@ -258,9 +252,7 @@ const SOON: Duration = Duration::from_secs(15);
 /// each become an immutable ConfigMap `<skill>-<digest8>`; an older version nothing uses (no
 /// Agent resolves to it, no unfinished Run's snapshot names it) is deleted.
 pub async fn skill_versions_become_immutable_config_maps(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);

@@ -10,11 +10,10 @@ use anyhow::{Context, ensure};
 use herd_e2e::operator_requests::{WRITE_VERBS, per_unit, request_counts, table, total};
 use herd_e2e::wait::wait_for;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::{Api, ListParams};
 
 use super::run_fixtures::{create_agent, create_run};
-use super::support::{http_get, start_leader, test_config};
+use super::support::{Clients, http_get, start_leader, test_config};
 
 /// Runs measured.
 const RUNS: usize = 100;
@@ -44,9 +43,7 @@ const RETRIED: f64 = 0.05;
 /// live reads each, one snapshot, Pod and status write each, no NetworkPolicy and no Event,
 /// printed by verb and resource.
 pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     // No cap: a Run a cap holds costs a `Queued` status write more, by design.

@@ -22,10 +22,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
 use super::run_fixtures::{
-    WAIT, create_agent_spec, create_run, message, run_until, start_agent, succeeded,
-    terminate_agent,
+    WAIT, complete, create_agent_spec, create_run, message, reaches, run_until, start_agent,
+    succeeded,
 };
-use super::support::{start_leader, test_config};
+use super::support::{Clients, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A ready Agent `helper` that delegates with these `subagents`, `runDefaults` and tool groups.
@@ -69,28 +69,6 @@ fn ask(call: &str, kind: &str) -> ChildRequest {
         tokens_left: None,
         seconds_left: None,
     }
-}
-
-/// Plays the runner and the kubelet for one attempt: a completed report, as the run API writes
-/// it, then the `agent` container exits 0.
-async fn complete(admin: &Client, namespace: &str, run: &str) -> anyhow::Result<()> {
-    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
-            "result": {"text": "done"}}}});
-    runs.patch_status(
-        run,
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
-    )
-    .await?;
-    terminate_agent(
-        admin,
-        namespace,
-        &format!("{run}-1"),
-        json!({"exitCode": 0, "reason": "Completed"}),
-    )
-    .await
 }
 
 /// What a Pod watch saw of some Runs' Pods.
@@ -173,9 +151,7 @@ async fn with_going_pods(
 /// them, `restarts` times killing the operator (no Lease release) and starting a new one midway;
 /// no Run ever has a second Pod of an attempt, and the parent's status lists all 30.
 pub async fn children_under_max_concurrent(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
     restarts: usize,
 ) -> anyhow::Result<()> {
     const CHILDREN: usize = 30;
@@ -226,7 +202,7 @@ pub async fn children_under_max_concurrent(
             continue;
         }
         if let Some(run) = going.into_iter().find(|r| !completed.contains(r)) {
-            complete(&admin, &namespace, &run).await?;
+            complete(&admin, &namespace, &run, "done").await?;
             completed.insert(run);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -290,9 +266,7 @@ pub enum Cap {
 /// but the parent's children and a grandchild start under the parent's `maxConcurrent` alone,
 /// and everything ends: no deadlock. The waiting Run starts once the parent has ended.
 pub async fn caps_with_nested_runs(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
     cap: Cap,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
@@ -358,17 +332,14 @@ pub async fn caps_with_nested_runs(
     })
     .await?;
     for run in [&grandchild, &kids[0], &kids[1]] {
-        complete(&admin, &namespace, run).await?;
-        run_until(&runs, run, "Succeeded", |r| {
-            succeeded(r, ConditionStatus::True, "Succeeded")
-        })
-        .await?;
+        complete(&admin, &namespace, run, "done").await?;
+        reaches(&runs, run, ConditionStatus::True, "Succeeded").await?;
     }
     run_until(&runs, &kids[2], "the third child once a slot freed", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    complete(&admin, &namespace, &kids[2]).await?;
+    complete(&admin, &namespace, &kids[2], "done").await?;
     run_until(&runs, "p1", "the parent counts its 3 children done", |r| {
         r.status
             .as_ref()
@@ -376,7 +347,7 @@ pub async fn caps_with_nested_runs(
             .is_some_and(|c| c.succeeded == 3 && c.active == 0 && c.queued == 0)
     })
     .await?;
-    complete(&admin, &namespace, "p1").await?;
+    complete(&admin, &namespace, "p1", "done").await?;
     run_until(&runs, "p1", "the parent Succeeded", |r| {
         succeeded(r, ConditionStatus::True, "Succeeded")
     })
@@ -410,9 +381,7 @@ async fn snapshot_of(admin: &Client, namespace: &str, run: &str) -> anyhow::Resu
 /// request is the same child. A finished child outlives its TTL while its parent lives; the
 /// parent's end cancels the unfinished child, and its deletion takes both along.
 pub async fn children_never_exceed_their_parent(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator.clone()).await?;
@@ -513,7 +482,7 @@ pub async fn children_never_exceed_their_parent(
         succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == "parent at 1/1"
     })
     .await?;
-    complete(&admin, &namespace, &first).await?;
+    complete(&admin, &namespace, &first, "done").await?;
     run_until(&runs, &first, "the first child Succeeded", |r| {
         succeeded(r, ConditionStatus::True, "Succeeded")
     })
@@ -551,9 +520,7 @@ pub async fn children_never_exceed_their_parent(
 /// With a `ReadWriteMany` workspace claim, a child's Pod mounts its parent's claim and the child
 /// has none of its own.
 pub async fn a_child_shares_a_read_write_many_workspace(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator.clone()).await?;

@@ -6,20 +6,17 @@ use anyhow::{Context, ensure};
 use herd_crds::condition::ConditionStatus;
 use herd_crds::skill::Skill;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
-use super::support::{has_condition, http_get, test_config};
+use super::support::{Clients, has_condition, http_get, test_config};
 use herd_e2e::wait::wait_for;
 
 /// Two operators, one Lease: exactly one leads, both are ready; killing the leader (no
 /// release, as in a crash) hands the Lease over within its duration, and the new leader
 /// reconciles.
 pub async fn killed_leader_hands_over(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let first = herd_operator::start(
         test_config(&[&namespace], &namespace, "first")?,
@@ -111,9 +108,7 @@ fn leases_renew_time(spec: &k8s_openapi::api::coordination::v1::LeaseSpec) -> an
 /// A gracefully stopped leader releases the Lease: `run` returns `Ok`, and a second operator
 /// leads without waiting for expiry.
 pub async fn graceful_shutdown_releases_the_lease(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let first = super::support::start_leader(
         test_config(&[&namespace], &namespace, "first")?,
@@ -142,9 +137,7 @@ pub async fn graceful_shutdown_releases_the_lease(
 /// Another holder taking the Lease (as after a network partition) makes the operator stop
 /// with an error: it must not act once it may no longer lead.
 pub async fn lost_lease_stops_the_operator(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let mut running =
         super::support::start_leader(test_config(&[&namespace], &namespace, "victim")?, operator)
@@ -171,9 +164,7 @@ pub async fn lost_lease_stops_the_operator(
 /// A served CRD older than the operator (its `herd.dev/api-version` annotation) gets an Event
 /// naming the upgrade command; the operator keeps working.
 pub async fn outdated_crd_is_reported(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     use k8s_openapi::api::events::v1::Event;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -22,8 +22,8 @@ use herd_e2e::{TestEnv, operator_rbac::Rbac};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::run_fixtures::{create_agent, run_until, succeeded};
-use super::support::{start_leader, test_config};
+use super::run_fixtures::{create_agent, reaches, run_until, succeeded};
+use super::support::{Clients, start_leader, test_config};
 
 /// The test's name, for the message when `prometheus` is missing.
 pub const TEST: &str = "operator::prometheus_evaluates_the_charts_alerts_and_dashboard";
@@ -50,7 +50,7 @@ pub async fn prometheus_evaluates_the_charts_alerts_and_dashboard(
     let Some(prometheus) = PROMETHEUS.find(TEST)? else {
         return Ok(());
     };
-    let (operator, admin, namespace) = super::clients(&env, Rbac::Namespaced).await?;
+    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
     let config = test_config(&[&namespace], &namespace, "prometheus")?;
     let running = start_leader(config, operator).await?;
     finish_a_run(&admin, &namespace).await?;
@@ -209,10 +209,7 @@ async fn finish_a_run(admin: &kube::Client, namespace: &str) -> anyhow::Result<(
     let cancel = json!({"spec": {"cancel": true}});
     runs.patch("waits", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
-    run_until(&runs, "waits", "Cancelled", |r| {
-        succeeded(r, ConditionStatus::False, "Cancelled")
-    })
-    .await?;
+    reaches(&runs, "waits", ConditionStatus::False, "Cancelled").await?;
     Ok(())
 }
 

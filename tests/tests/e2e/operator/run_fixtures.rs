@@ -124,6 +124,62 @@ pub(crate) async fn run_until(
     .await
 }
 
+/// Waits until the Run `name`'s `Succeeded` condition is `(status, reason)`.
+pub(crate) async fn reaches(
+    runs: &Api<Run>,
+    name: &str,
+    status: ConditionStatus,
+    reason: &str,
+) -> anyhow::Result<Run> {
+    run_until(runs, name, reason, |r| succeeded(r, status, reason)).await
+}
+
+/// Creates the Run `name` ([`create_run`]) and waits until its Pod is created (`PodPending`).
+pub(crate) async fn pending_run(
+    admin: &Client,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Run> {
+    create_run(admin, namespace, name).await?;
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    reaches(&runs, name, ConditionStatus::Unknown, "PodPending").await
+}
+
+/// Writes `report` (attempt, seq, stopReason, …) into the Run `name`'s status as the run API
+/// writes it: applied by its field manager, `herd-runapi`.
+pub(crate) async fn write_report(runs: &Api<Run>, name: &str, report: Value) -> anyhow::Result<()> {
+    let patch = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
+        "status": {"report": report}});
+    runs.patch_status(
+        name,
+        &PatchParams::apply("herd-runapi").force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Plays the runner and the kubelet for one attempt: a completed report with `text`, as the run
+/// API writes it, then the `agent` container exits 0.
+pub(crate) async fn complete(
+    admin: &Client,
+    namespace: &str,
+    run: &str,
+    text: &str,
+) -> anyhow::Result<()> {
+    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    let report =
+        json!({"attempt": 1, "seq": 1, "stopReason": "completed", "result": {"text": text}});
+    write_report(&runs, run, report).await?;
+    terminate_agent(
+        admin,
+        namespace,
+        &format!("{run}-1"),
+        json!({"exitCode": 0, "reason": "Completed"}),
+    )
+    .await
+}
+
 pub(crate) fn succeeded(run: &Run, status: ConditionStatus, reason: &str) -> bool {
     run.status
         .as_ref()

@@ -16,27 +16,22 @@ use serde_json::{Value, json};
 
 use super::run_fixtures::{
     WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
-    message, run_until, start_agent, start_restricted, succeeded, terminate_agent,
+    message, pending_run, reaches, run_until, start_agent, start_restricted, succeeded,
+    terminate_agent, write_report,
 };
-use super::support::{http_get, start_leader, start_only, test_config};
+use super::support::{Clients, http_get, start_leader, start_only, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A Run becomes exactly its snapshot and Pod, admitted under `restricted`, its egress opened by
 /// its egress set's NetworkPolicy; the key reaches `agent` only, by `secretKeyRef`; the
 /// per-namespace ServiceAccount and default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
 pub async fn run_becomes_snapshot_policy_and_pod(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "hello").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let started = run_until(&runs, "hello", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    let started = pending_run(&admin, &namespace, "hello").await?;
     let status = started.status.clone().context("no status")?;
     ensure!(status.start_time.is_some(), "startTime is written");
     ensure!(status.attempt == Some(1));
@@ -115,10 +110,7 @@ pub async fn run_becomes_snapshot_policy_and_pod(
         json!({"exitCode": 1, "reason": "Error", "message": "model endpoint refused"}),
     )
     .await?;
-    let failed = run_until(&runs, "hello", "Failed", |r| {
-        succeeded(r, ConditionStatus::False, "Failed")
-    })
-    .await?;
+    let failed = reaches(&runs, "hello", ConditionStatus::False, "Failed").await?;
     ensure!(
         message(&failed) == "the agent exited with code 1: model endpoint refused",
         "{}",
@@ -132,17 +124,12 @@ pub async fn run_becomes_snapshot_policy_and_pod(
 /// A Run applied before its Agent waits with `AgentNotFound`, then proceeds to its Pod; an
 /// OOM-killed agent ends it `OOMKilled`.
 pub async fn run_waits_for_its_agent(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_run(&admin, &namespace, "early").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let waiting = run_until(&runs, "early", "AgentNotFound", |r| {
-        succeeded(r, ConditionStatus::Unknown, "AgentNotFound")
-    })
-    .await?;
+    let waiting = reaches(&runs, "early", ConditionStatus::Unknown, "AgentNotFound").await?;
     ensure!(
         waiting
             .status
@@ -163,10 +150,7 @@ pub async fn run_waits_for_its_agent(
         json!({"exitCode": 137, "reason": "OOMKilled"}),
     )
     .await?;
-    run_until(&runs, "early", "OOMKilled", |r| {
-        succeeded(r, ConditionStatus::False, "OOMKilled")
-    })
-    .await?;
+    reaches(&runs, "early", ConditionStatus::False, "OOMKilled").await?;
     running.shutdown().await?;
     Ok(())
 }
@@ -175,25 +159,17 @@ pub async fn run_waits_for_its_agent(
 /// `ModelError` with the result's text), written as the run API writes it; the controller's
 /// status writes never take `report` over.
 pub async fn a_terminal_report_decides(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "answered").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    run_until(&runs, "answered", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
-            "usage": {"inputTokens": 5, "outputTokens": 2}, "result": {"text": "hello"}}}});
-    runs.patch_status(
+    pending_run(&admin, &namespace, "answered").await?;
+    write_report(
+        &runs,
         "answered",
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
+        json!({"attempt": 1, "seq": 1, "stopReason": "completed",
+            "usage": {"inputTokens": 5, "outputTokens": 2}, "result": {"text": "hello"}}),
     )
     .await?;
     terminate_agent(
@@ -203,10 +179,7 @@ pub async fn a_terminal_report_decides(
         json!({"exitCode": 0, "reason": "Completed"}),
     )
     .await?;
-    let done = run_until(&runs, "answered", "Succeeded", |r| {
-        succeeded(r, ConditionStatus::True, "Succeeded")
-    })
-    .await?;
+    let done = reaches(&runs, "answered", ConditionStatus::True, "Succeeded").await?;
     let status = done.status.context("no status")?;
     ensure!(
         status.report.and_then(|r| r.result).map(|r| r.text) == Some("hello".into()),
@@ -240,24 +213,15 @@ pub async fn a_terminal_report_decides(
     );
 
     // The operator's caches keep no result: its text reaches the message from a live read.
-    create_run(&admin, &namespace, "refused").await?;
-    run_until(&runs, "refused", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "modelError",
-            "result": {"text": "the endpoint refused the key"}}}});
-    runs.patch_status(
+    pending_run(&admin, &namespace, "refused").await?;
+    write_report(
+        &runs,
         "refused",
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
+        json!({"attempt": 1, "seq": 1, "stopReason": "modelError",
+            "result": {"text": "the endpoint refused the key"}}),
     )
     .await?;
-    let failed = run_until(&runs, "refused", "ModelError", |r| {
-        succeeded(r, ConditionStatus::False, "ModelError")
-    })
-    .await?;
+    let failed = reaches(&runs, "refused", ConditionStatus::False, "ModelError").await?;
     ensure!(
         message(&failed) == "model error: the endpoint refused the key",
         "{}",
@@ -270,31 +234,17 @@ pub async fn a_terminal_report_decides(
 /// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
 /// Run whose snapshot disappeared fails `SnapshotLost` rather than re-reading its Agent.
-pub async fn cancel_and_ttl(
-    operator: Client,
-    admin: Client,
-    namespace: String,
-) -> anyhow::Result<()> {
+pub async fn cancel_and_ttl(Clients(operator, admin, namespace): Clients) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "busy").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    run_until(&runs, "busy", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    pending_run(&admin, &namespace, "busy").await?;
     start_agent(&admin, &namespace, "busy-1").await?;
-    run_until(&runs, "busy", "Running", |r| {
-        succeeded(r, ConditionStatus::Unknown, "Running")
-    })
-    .await?;
+    reaches(&runs, "busy", ConditionStatus::Unknown, "Running").await?;
     let cancel = json!({"spec": {"cancel": true}});
     runs.patch("busy", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
-    run_until(&runs, "busy", "Cancelled", |r| {
-        succeeded(r, ConditionStatus::False, "Cancelled")
-    })
-    .await?;
+    reaches(&runs, "busy", ConditionStatus::False, "Cancelled").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     wait_for("the cancelled Run's pod to go", WAIT, || async {
         Ok(pods.get_opt("busy-1").await?.is_none().then_some(()))
@@ -365,20 +315,14 @@ pub async fn cancel_and_ttl(
 /// new Pod on the same workspace claim), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
 /// as has no rights beyond self-review.
 pub async fn eviction_is_retried(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
     kubeconfig: std::path::PathBuf,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     let claimed = json!({"workspace": {"persistentVolumeClaim": {"size": "1Gi"}}});
     create_agent_with(&admin, &namespace, json!({"retries": 1}), claimed).await?;
-    create_run(&admin, &namespace, "evicted").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    run_until(&runs, "evicted", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    pending_run(&admin, &namespace, "evicted").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
         "message": "The node was low on resource: memory."}});
@@ -420,10 +364,7 @@ pub async fn eviction_is_retried(
     );
     pods.patch_status("evicted-2", &PatchParams::default(), &Patch::Merge(&evict))
         .await?;
-    let done = run_until(&runs, "evicted", "Evicted", |r| {
-        succeeded(r, ConditionStatus::False, "Evicted")
-    })
-    .await?;
+    let done = reaches(&runs, "evicted", ConditionStatus::False, "Evicted").await?;
     ensure!(
         message(&done) == "the pod was evicted: The node was low on resource: memory.",
         "{}",
@@ -464,9 +405,7 @@ pub async fn eviction_is_retried(
 /// The operator enforces `timeout` itself from `startTime`, whatever the Pod is doing: the Run
 /// ends `TimedOut` and its running Pod is deleted.
 pub async fn timeout_while_the_pod_runs(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -477,20 +416,11 @@ pub async fn timeout_while_the_pod_runs(
         "spec": {"agentRef": {"name": "helper"}, "task": "Take your time.", "timeout": "4s"},
     }))?;
     runs.create(&PostParams::default(), &run).await?;
-    run_until(&runs, "slow", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    reaches(&runs, "slow", ConditionStatus::Unknown, "PodPending").await?;
     start_agent(&admin, &namespace, "slow-1").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    run_until(&runs, "slow", "Running", |r| {
-        succeeded(r, ConditionStatus::Unknown, "Running")
-    })
-    .await?;
-    let done = run_until(&runs, "slow", "TimedOut", |r| {
-        succeeded(r, ConditionStatus::False, "TimedOut")
-    })
-    .await?;
+    reaches(&runs, "slow", ConditionStatus::Unknown, "Running").await?;
+    let done = reaches(&runs, "slow", ConditionStatus::False, "TimedOut").await?;
     ensure!(
         message(&done) == "the timeout of 4s passed",
         "{}",
@@ -507,9 +437,7 @@ pub async fn timeout_while_the_pod_runs(
 /// The API server refusing the Pod (here the RuntimeClass admission: the Agent's
 /// `runtimeClassName` does not exist) fails the Run `InvalidSpec` with the server's message.
 pub async fn refused_pod_is_invalid_spec(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent_with(
@@ -521,10 +449,7 @@ pub async fn refused_pod_is_invalid_spec(
     .await?;
     create_run(&admin, &namespace, "refused").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let failed = run_until(&runs, "refused", "InvalidSpec", |r| {
-        succeeded(r, ConditionStatus::False, "InvalidSpec")
-    })
-    .await?;
+    let failed = reaches(&runs, "refused", ConditionStatus::False, "InvalidSpec").await?;
     ensure!(
         message(&failed).contains("no-such-runtime"),
         "the server's message: {}",
@@ -539,9 +464,7 @@ pub async fn refused_pod_is_invalid_spec(
 /// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
 /// it), and is deleted once that Run is cancelled.
 pub async fn old_skill_version_lives_while_a_run_uses_it(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
@@ -607,10 +530,7 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
     let cancel = json!({"spec": {"cancel": true}});
     runs.patch("pinned", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
-    run_until(&runs, "pinned", "Cancelled", |r| {
-        succeeded(r, ConditionStatus::False, "Cancelled")
-    })
-    .await?;
+    reaches(&runs, "pinned", ConditionStatus::False, "Cancelled").await?;
     wait_for("the old version deleted", WAIT, || async {
         Ok(cms.get_opt(&old_name).await?.is_none().then_some(()))
     })
@@ -624,9 +544,7 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
 /// `WaitingForInput` with `InputRequired`; unanswered past `inputTimeout` it ends
 /// `InputTimedOut` and its Pod is deleted.
 pub async fn run_input_times_out(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -637,24 +555,16 @@ pub async fn run_input_times_out(
         "spec": {"agentRef": {"name": "helper"}, "task": "Ask first.", "inputTimeout": "2s"},
     }))?;
     runs.create(&PostParams::default(), &run).await?;
-    run_until(&runs, "asking", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    reaches(&runs, "asking", ConditionStatus::Unknown, "PodPending").await?;
     start_agent(&admin, &namespace, "asking-1").await?;
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "inputRequired",
-            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}}});
-    runs.patch_status(
+    write_report(
+        &runs,
         "asking",
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
+        json!({"attempt": 1, "seq": 1, "stopReason": "inputRequired",
+            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}),
     )
     .await?;
-    let waiting = run_until(&runs, "asking", "WaitingForInput", |r| {
-        succeeded(r, ConditionStatus::Unknown, "WaitingForInput")
-    })
-    .await?;
+    let waiting = reaches(&runs, "asking", ConditionStatus::Unknown, "WaitingForInput").await?;
     ensure!(
         message(&waiting) == "Which region?",
         "{}",
@@ -667,10 +577,7 @@ pub async fn run_input_times_out(
             .any(|c| c.type_ == "InputRequired" && c.status == ConditionStatus::True)),
         "InputRequired is True"
     );
-    run_until(&runs, "asking", "InputTimedOut", |r| {
-        succeeded(r, ConditionStatus::False, "InputTimedOut")
-    })
-    .await?;
+    reaches(&runs, "asking", ConditionStatus::False, "InputTimedOut").await?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
     wait_for("the timed-out Run's pod to go", WAIT, || async {
         Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
@@ -684,9 +591,7 @@ pub async fn run_input_times_out(
 /// with the ConfigMap's name instead of starting a Pod without the skill, and starts once the
 /// Skill is back with the same content.
 pub async fn run_waits_for_its_skill_version(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
@@ -754,9 +659,7 @@ pub async fn run_waits_for_its_skill_version(
 /// deletes its Runs and Pods; the operator's refusals there are final, not retried), and the
 /// operator, watching all namespaces, settles and goes on serving other namespaces.
 pub async fn namespace_deleted_while_a_run_is_active(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let doomed = herd_e2e::namespace::create_namespace(
@@ -768,17 +671,10 @@ pub async fn namespace_deleted_while_a_run_is_active(
     let config = test_config(&[], &namespace, "only")?;
     let running = start_leader(config, operator).await?;
     create_agent_with(&admin, &doomed, json!({"retries": 2}), json!({})).await?;
-    create_run(&admin, &doomed, "doomed").await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &doomed);
-    run_until(&runs, "doomed", "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
+    pending_run(&admin, &doomed, "doomed").await?;
     start_agent(&admin, &doomed, "doomed-1").await?;
-    run_until(&runs, "doomed", "Running", |r| {
-        succeeded(r, ConditionStatus::Unknown, "Running")
-    })
-    .await?;
+    reaches(&runs, "doomed", ConditionStatus::Unknown, "Running").await?;
     // Every state the Run shows until it is gone: none may be an outcome, since a Run going
     // away with its namespace is not decided (garbage collection taking its snapshot or Pod
     // first must not read as InvalidSpec or PodFailed).

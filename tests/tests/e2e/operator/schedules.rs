@@ -10,13 +10,14 @@ use herd_crds::condition::ConditionStatus;
 use herd_crds::run::Run;
 use herd_crds::schedule::Schedule;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
 use super::run_fixtures::{
-    WAIT, create_agent, enforce_restricted, run_until, succeeded, terminate_agent,
+    WAIT, complete, create_agent, enforce_restricted, reaches, run_until, start_restricted,
+    succeeded,
 };
-use super::support::{has_condition, start_leader, test_config};
+use super::support::{Clients, has_condition, start_leader, start_only, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A Schedule of Runs of Agent `helper`; `spec`'s fields replace the plain ones.
@@ -73,30 +74,9 @@ async fn wait_for_runs(runs: &Api<Run>, schedule: &str, count: usize) -> anyhow:
 /// Plays the runner and the kubelet: the Run's first Pod reports success and exits 0.
 async fn finish(admin: &Client, namespace: &str, run: &str) -> anyhow::Result<()> {
     let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
-    run_until(&runs, run, "PodPending", |r| {
-        succeeded(r, ConditionStatus::Unknown, "PodPending")
-    })
-    .await?;
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "completed",
-            "result": {"text": "brief"}}}});
-    runs.patch_status(
-        run,
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
-    )
-    .await?;
-    terminate_agent(
-        admin,
-        namespace,
-        &format!("{run}-1"),
-        json!({"exitCode": 0, "reason": "Completed"}),
-    )
-    .await?;
-    run_until(&runs, run, "Succeeded", |r| {
-        succeeded(r, ConditionStatus::True, "Succeeded")
-    })
-    .await?;
+    reaches(&runs, run, ConditionStatus::Unknown, "PodPending").await?;
+    complete(admin, namespace, run, "brief").await?;
+    reaches(&runs, run, ConditionStatus::True, "Succeeded").await?;
     Ok(())
 }
 
@@ -110,12 +90,9 @@ fn condition_is(schedule: &Schedule, type_: &str, status: ConditionStatus, reaso
 /// `@every 5s`: each slot's Run is named after it, owned and labelled; finished Runs are kept
 /// to the history limit; deleting the Schedule deletes its Runs.
 pub async fn every_five_seconds(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let running = start_leader(test_config(&[&namespace], &namespace, "only")?, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     let schedule = create_schedule(
         &admin,
@@ -190,12 +167,9 @@ pub async fn every_five_seconds(
 /// `Forbid` creates no Run while one goes, and the waiting slot's after it ends; `Replace`
 /// cancels the going Run for the new one.
 pub async fn forbid_and_replace(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
-    let running = start_leader(test_config(&[&namespace], &namespace, "only")?, operator).await?;
+    let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
 
@@ -237,9 +211,7 @@ pub async fn forbid_and_replace(
 /// An operator killed before a slot, and another started after it: the slot's Run is created
 /// once, and every Run is a distinct slot.
 pub async fn killed_across_a_slot(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     enforce_restricted(&admin, &namespace).await?;
     let first = start_leader(
@@ -296,8 +268,8 @@ pub async fn killed_across_a_slot(
 /// an unknown time zone is `Accepted=False`; a Run the API server refuses makes the Schedule
 /// `Ready=False`; a template naming a missing Agent gives Runs that say so, the Schedule stays
 /// Accepted.
-pub async fn bad_inputs(operator: Client, admin: Client, namespace: String) -> anyhow::Result<()> {
-    let running = start_leader(test_config(&[&namespace], &namespace, "only")?, operator).await?;
+pub async fn bad_inputs(Clients(operator, admin, namespace): Clients) -> anyhow::Result<()> {
+    let running = start_only(operator, &namespace).await?;
     let refused = create_schedule(&admin, &namespace, "shape", json!({"schedule": "* * *"}))
         .await
         .err()
@@ -386,9 +358,12 @@ pub async fn bad_inputs(operator: Client, admin: Client, namespace: String) -> a
     .await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     let orphan = wait_for_runs(&runs, "nobody", 1).await?.remove(0);
-    run_until(&runs, &name(&orphan), "AgentNotFound", |r| {
-        succeeded(r, ConditionStatus::Unknown, "AgentNotFound")
-    })
+    reaches(
+        &runs,
+        &name(&orphan),
+        ConditionStatus::Unknown,
+        "AgentNotFound",
+    )
     .await?;
     let nobody = schedules.get("nobody").await?;
     ensure!(

@@ -18,13 +18,13 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use super::run_fixtures::WAIT;
-use super::support::{http_get, start_leader, test_config};
+use super::support::{Clients, http_get, start_leader, test_config};
 
 /// The test's name.
 pub const TEST: &str = "operator::secure_metrics_need_an_allowed_token";
 
 pub async fn secure_metrics_need_an_allowed_token(env: TestEnv) -> anyhow::Result<()> {
-    let (operator, admin, namespace) = super::clients(&env, Rbac::Namespaced).await?;
+    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
     bind_cluster_role(&admin, &namespace, "auth-clusterrole.yaml", SERVICE_ACCOUNT).await?;
     bind_cluster_role(&admin, &namespace, "reader-clusterrole.yaml", "prometheus").await?;
     let reader = token(&admin, &namespace, "prometheus").await?;

@@ -6,11 +6,27 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use herd_crds::condition::{Condition, ConditionStatus, find_condition};
+use herd_e2e::TestEnv;
 use herd_operator::{Config, Running};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use herd_e2e::operator_rbac::Rbac;
+
+/// What an operator test starts from: a client as the operator's ServiceAccount (bound as the
+/// test's [`Rbac`] says), a cluster-admin client, and the test's namespace, in that order.
+pub struct Clients(pub Client, pub Client, pub String);
+
+impl Clients {
+    /// The clients of `env`'s namespace, the operator's bound as `rbac` says.
+    pub async fn new(env: &TestEnv, rbac: Rbac) -> anyhow::Result<Clients> {
+        let admin = env.client();
+        let namespace = env.namespace().to_owned();
+        let operator =
+            operator_client(&admin, env.cluster().kubeconfig(), &namespace, rbac).await?;
+        Ok(Clients(operator, admin, namespace))
+    }
+}
 
 /// Creates the ServiceAccount `herd-operator` in `namespace`, binds it as `rbac` says (plus
 /// `tokenreview-clusterrole.yaml`), and returns a client authenticated with its token.

@@ -12,9 +12,9 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::run_fixtures::{
-    WAIT, create_agent, create_run, message, run_until, succeeded, terminate_agent,
+    WAIT, create_agent, create_run, message, run_until, succeeded, terminate_agent, write_report,
 };
-use super::support::{start_leader, test_config};
+use super::support::{Clients, start_leader, test_config};
 
 /// How many Runs are suspended, and the namespace cap they would fill ten times over.
 const SUSPENDED: usize = 200;
@@ -33,13 +33,11 @@ async fn suspend(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<
     })
     .await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
-    let report = json!({"apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "status": {"report": {"attempt": 1, "seq": 1, "stopReason": "inputRequired",
-            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}}});
-    runs.patch_status(
+    write_report(
+        &runs,
         name,
-        &PatchParams::apply("herd-runapi").force(),
-        &Patch::Apply(&report),
+        json!({"attempt": 1, "seq": 1, "stopReason": "inputRequired",
+            "clarification": {"id": "q1", "question": "Which region?", "type": "missing_info"}}),
     )
     .await?;
     terminate_agent(
@@ -60,9 +58,7 @@ async fn suspend(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<
 /// Run still starts, and an answer resumes a suspended Run in attempt 2 (admitted like any
 /// start).
 pub async fn suspended_runs_hold_no_slot(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.admission.max_active_per_namespace = CAP;

@@ -4,12 +4,11 @@
 use anyhow::{Context, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use super::run_fixtures::{WAIT, container, create_agent, create_run};
-use super::support::{http_get, start_leader, test_config};
+use super::support::{Clients, http_get, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 /// Whether `bundle` verifies `leaf` for `name` now, as a Run pod's client would.
@@ -40,9 +39,7 @@ fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
 /// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
 /// the leaf.
 pub async fn run_api_tls_precedes_the_pod(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
     let stale: ConfigMap = serde_json::from_value(json!({
@@ -138,9 +135,7 @@ pub async fn run_api_tls_precedes_the_pod(
 /// before, and copies the new bundle (which still trusts the old CA) into the namespace's
 /// `herd-run-api-ca`, all without any Run or Pod.
 pub async fn tls_is_renewed_and_copied_without_a_pod(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     use herd_operator::decide::run_api_tls::{
         CA_NOT_AFTER, CA_NOT_BEFORE, LEAF_NAMES, LEAF_NOT_AFTER, LEAF_NOT_BEFORE, leaf_names,
@@ -236,9 +231,7 @@ fn cert_manager_secret(name: &str) -> anyhow::Result<(Secret, String)> {
 /// serves its leaf, a Run's namespace gets its `ca.crt`, and a renewal reaches the namespace's
 /// copy at once, the Secret untouched by the operator.
 pub async fn external_tls_is_read_never_written(
-    operator: Client,
-    admin: Client,
-    namespace: String,
+    Clients(operator, admin, namespace): Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.run_api_tls = herd_operator::config::RunApiTlsMode::External;

@@ -20,11 +20,11 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use super::support::{AUDIENCE, send};
+use super::support::{AUDIENCE, run_api_config, send};
 use crate::operator::run_fixtures::{
     WAIT, create_agent_spec, create_run, message, terminate_agent,
 };
-use crate::operator::support::{Rbac, http_get, operator_client, start_leader, test_config};
+use crate::operator::support::{Clients, Rbac, http_get, start_leader};
 
 /// The Budget's limit.
 const LIMIT: u64 = 1000;
@@ -81,17 +81,8 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let admin = env.client();
-    let namespace = env.namespace().to_owned();
-    let operator = operator_client(
-        &admin,
-        env.cluster().kubeconfig(),
-        &namespace,
-        Rbac::Namespaced,
-    )
-    .await?;
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
-    config.runs.run_api_url = "https://127.0.0.1:8443".into();
+    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+    let mut config = run_api_config(&namespace)?;
     config.admission.max_active_per_namespace = 10;
     let mut running = start_leader(config.clone(), operator.clone()).await?;
     create_agent_spec(

@@ -22,7 +22,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::support::{AUDIENCE, Fixture, send};
-use crate::operator::run_fixtures::{message, run_until, start_agent, succeeded};
+use crate::operator::run_fixtures::{message, reaches, run_until, start_agent};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn checkpoint(len: usize) -> Vec<u8> {
@@ -319,10 +319,7 @@ pub async fn a_checkpoint_too_large_fails_the_run(env: TestEnv) -> anyhow::Resul
     .expect(200)?;
     ensure!(stored.stop_reason == StopReason::CheckpointTooLarge);
     let runs = fixture.runs();
-    let failed = run_until(&runs, "huge", "CheckpointTooLarge", |r| {
-        succeeded(r, ConditionStatus::False, "CheckpointTooLarge")
-    })
-    .await?;
+    let failed = reaches(&runs, "huge", ConditionStatus::False, "CheckpointTooLarge").await?;
     let why = message(&failed);
     ensure!(
         why.starts_with("the checkpoint was too large: ")

@@ -25,7 +25,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::support::{AUDIENCE, Fixture, send};
-use crate::operator::run_fixtures::{WAIT, message, run_until, succeeded};
+use crate::operator::run_fixtures::{WAIT, message, reaches, run_until};
 use crate::operator::support::http_get;
 
 fn report_of(run: &Run) -> Option<&herd_crds::run::RunReport> {
@@ -251,10 +251,7 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
         stored.metadata.creation_timestamp.as_ref() <= Some(&report_time),
         "the ConfigMap before the report"
     );
-    let done = run_until(&runs, "hello", "Succeeded", |r| {
-        succeeded(r, ConditionStatus::True, "Succeeded")
-    })
-    .await?;
+    let done = reaches(&runs, "hello", ConditionStatus::True, "Succeeded").await?;
     ensure!(
         done.status
             .as_ref()
@@ -327,10 +324,7 @@ pub async fn a_result_too_large_fails_the_run(env: TestEnv) -> anyhow::Result<()
     .expect(200)?;
     ensure!(accepted.stop_reason == StopReason::ResultTooLarge);
     let runs = fixture.runs();
-    let failed = run_until(&runs, "big", "ResultTooLarge", |r| {
-        succeeded(r, ConditionStatus::False, "ResultTooLarge")
-    })
-    .await?;
+    let failed = reaches(&runs, "big", ConditionStatus::False, "ResultTooLarge").await?;
     let why = message(&failed);
     ensure!(
         why.starts_with("the result was too large: ") && why.contains("over its limit of 921600"),
@@ -495,10 +489,7 @@ pub async fn usage_split_children_and_cost_reach_status_and_metrics(
     )
     .await?
     .expect::<ResultAccepted>(200)?;
-    let ended = run_until(&runs, "priced", "Succeeded", |r| {
-        succeeded(r, ConditionStatus::True, "Succeeded")
-    })
-    .await?;
+    let ended = reaches(&runs, "priced", ConditionStatus::True, "Succeeded").await?;
     let usage = &report_of(&ended).context("a report")?.usage;
     let total = usage.with_children.as_ref().context("withChildren")?;
     ensure!(

@@ -15,7 +15,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until};
-use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
+use crate::operator::support::{Clients, Rbac, start_leader, test_config};
 
 /// The audience of runner tokens.
 pub const AUDIENCE: &str = "herd.dev";
@@ -28,6 +28,14 @@ pub struct Fixture {
     https: reqwest::Client,
 }
 
+/// [`test_config`] for the test's namespace, the run API's URL at 127.0.0.1 (what its
+/// certificate is valid for).
+pub fn run_api_config(namespace: &str) -> anyhow::Result<herd_operator::Config> {
+    let mut config = test_config(&[namespace], namespace, "only")?;
+    config.runs.run_api_url = "https://127.0.0.1:8443".into();
+    Ok(config)
+}
+
 impl Fixture {
     /// Starts a leading operator for the test's namespace whose run API's certificate is valid
     /// for 127.0.0.1, and an Agent `helper` with these `runDefaults`; waits for the CA bundle.
@@ -38,18 +46,8 @@ impl Fixture {
     /// [`Fixture::start`] with the Agent `helper`'s spec fields `spec` (over a plain spec).
     pub async fn start_with(env: TestEnv, spec: serde_json::Value) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let admin = env.client();
-        let namespace = env.namespace().to_owned();
-        let operator = operator_client(
-            &admin,
-            env.cluster().kubeconfig(),
-            &namespace,
-            Rbac::Namespaced,
-        )
-        .await?;
-        let mut config = test_config(&[&namespace], &namespace, "only")?;
-        config.runs.run_api_url = "https://127.0.0.1:8443".into();
-        let running = start_leader(config, operator).await?;
+        let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+        let running = start_leader(run_api_config(&namespace)?, operator).await?;
         create_agent_spec(&admin, &namespace, spec).await?;
         Ok(Fixture {
             admin,

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::leaks;
 use crate::operator::run_fixtures::create_agent_spec;
-use crate::operator::support::{Rbac, operator_client, start_leader, test_config};
+use crate::operator::support::{Clients, Rbac, start_leader, test_config};
 
 /// The model key every scenario's Agent is given; it must never be seen outside the Secret and
 /// the `agent` container's environment.
@@ -68,15 +68,7 @@ impl Scenario {
     ) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         leaks::capture_operator_logs();
-        let admin = env.client();
-        let namespace = env.namespace().to_owned();
-        let operator = operator_client(
-            &admin,
-            env.cluster().kubeconfig(),
-            &namespace,
-            Rbac::Namespaced,
-        )
-        .await?;
+        let Clients(operator, admin, namespace) = Clients::new(env, Rbac::Namespaced).await?;
         let mut config = test_config(&[&namespace], &namespace, "only")?;
         let (host, kubelet) = match env.node() {
             Some(node) => {
