@@ -60,6 +60,7 @@ pub const RESPONSE_KIND_RULE: &str =
 pub const RESPONSE_KIND_MESSAGE: &str = "a response has either an answer or a decision (approve or deny), and a reason only with a decision";
 
 /// Tool calls that need a person's yes first.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalSpec {
@@ -81,7 +82,6 @@ pub struct ApprovalSpec {
     )]
     pub commands: Vec<String>,
     /// How long a request waits, 1s to 720h. Absent: the Run's `inputTimeout`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(
         validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
@@ -89,7 +89,7 @@ pub struct ApprovalSpec {
     )]
     pub timeout: Option<String>,
     /// After the timeout: `deny` (default) or `fail` the Run (`ApprovalTimedOut`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::optional_enum::<OnApprovalTimeout>")]
     pub on_timeout: Option<OnApprovalTimeout>,
 }

@@ -48,6 +48,7 @@ pub(crate) fn is_zero(value: &u64) -> bool {
 
 /// Tokens and calls a run has used so far: the lead agent and its in-process work, and with its
 /// children in `withChildren`.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
@@ -70,7 +71,6 @@ pub struct Usage {
     #[serde(default)]
     pub tool_calls: u32,
     /// What these tokens cost, when the Agent's model has `pricing`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
     /// The tokens by model (at most 16; models past the first fifteen are summed as `other`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -78,7 +78,6 @@ pub struct Usage {
     pub by_model: Vec<ModelUsage>,
     /// This Run's usage plus that of every child Run it delegated to (and theirs), once a
     /// child has ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with_children: Option<UsageTotals>,
 }
 
@@ -437,6 +436,7 @@ pub enum ClarificationType {
 }
 
 /// An open question from the agent to the user.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Clarification {
@@ -450,7 +450,6 @@ pub struct Clarification {
     #[serde(rename = "type")]
     pub kind: ClarificationType,
     /// Why the agent asks, if it said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub context: Option<String>,
     /// Suggested answers, if the agent offered a choice.
@@ -458,7 +457,6 @@ pub struct Clarification {
     #[schemars(length(max = 24))]
     pub options: Vec<String>,
     /// When the question was asked (RFC 3339), e.g. `2026-01-31T09:30:00Z`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new(crate::rules::DATE_TIME).message(crate::rules::expression(crate::rules::DATE_TIME_MESSAGE)))]
     pub asked_at: Option<String>,

@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 /// The derive would wrap `Option<E>` in `anyOf` and kube's rewrite hoists the enum's own
 /// description over the field's, so `kubectl explain` would describe the type instead of the
 /// field. `None` is never serialized (every such field skips it), so `null` need not validate.
+///
+/// Such a field keeps `#[serde(default)]`: behind `schema_with` schemars no longer sees the
+/// `Option`, and without `default` it would list the field as required.
 pub(crate) fn optional_enum<E: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     let mut schema = E::json_schema(generator);
     if let Some(object) = schema.as_object_mut() {

@@ -58,11 +58,11 @@ pub struct SkillSpec {
 }
 
 /// What the operator observed about a Skill.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillStatus {
     /// The `metadata.generation` this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Accepted` (reasons `InvalidFrontmatter`, `NameMismatch`, `TooLarge`) and `Ready`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -70,11 +70,9 @@ pub struct SkillStatus {
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// SHA-256 of the content and files, hex; the rendered ConfigMap is `<skill>-<digest8>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     pub digest: Option<String>,
     /// The frontmatter's `description`, shown by `kubectl get skills`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub description: Option<String>,
 }

@@ -19,6 +19,7 @@ pub const MAX_BODY: usize = 64 * 1024;
 ///
 /// The runner turns it into the same run plan `herd-runner run` makes from the manifests, so
 /// a Run in a pod and the same manifests on a laptop run the same configuration.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RunConfig {
@@ -31,7 +32,6 @@ pub struct RunConfig {
     /// The Agent's name.
     pub agent_name: String,
     /// The text of `model.scriptFrom`, for the `scripted` provider.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
     /// The Run spec (task, plan mode, thinking, model override; `subagentType` on a child).
     pub run: RunSpec,
@@ -42,15 +42,12 @@ pub struct RunConfig {
     pub seconds_left: u64,
     /// How long a question waits for its answer in the Pod before the Pod posts its checkpoint
     /// and ends (the Run is `Suspended`); absent: it waits in the Pod.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_after_seconds: Option<u64>,
     /// Model calls still allowed (a child never gets more than its parent has left).
     pub max_model_calls: u32,
     /// Tokens still allowed, when the Run has a budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_budget: Option<u64>,
     /// The checkpoint to resume from, when an earlier attempt asked a question (gzip, base64).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_gzip_base64: Option<String>,
     /// Answers given so far, by question id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -138,6 +135,7 @@ pub struct ProgressBody {
 
 /// `POST /v1/runs/{ns}/{name}/children`: start a child Run for one `task` call (idempotent on
 /// `toolCallId`).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildRequest {
@@ -152,13 +150,10 @@ pub struct ChildRequest {
     pub subagent_type: String,
     /// Model calls the parent has left; the child gets at most this many (and never more than
     /// the parent's snapshot allows).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls_left: Option<u32>,
     /// Tokens the parent has left, when it has a budget; the child's budget is at most this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_left: Option<u64>,
     /// Seconds the parent has left; the child's deadline is at most this far away.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_left: Option<u64>,
 }
 
@@ -173,21 +168,19 @@ pub enum ChildStatus {
 }
 
 /// `GET /v1/runs/{ns}/{name}/children/{toolCallId}?wait=...`: a child's outcome (long-polled).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildOutcome {
     /// The child Run's name.
     pub name: String,
     /// `None` while the child is still going (the long poll ended without an outcome).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<ChildStatus>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
     /// The child's final answer (truncated like `status.report.result.text`).
     #[serde(default)]
     pub result: String,
     /// Why it failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default)]
     pub usage: Usage,
@@ -219,6 +212,7 @@ pub struct CheckpointReport {
 
 /// An answer to a clarification question, or a decision on an approval request
 /// (`spec.responses[]`).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
@@ -227,10 +221,8 @@ pub struct Answer {
     #[serde(default)]
     pub answer: String,
     /// The decision on an approval request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<crate::approval::ApprovalDecision>,
     /// Why, with a decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -288,14 +280,13 @@ pub struct ApprovalAsk {
 }
 
 /// `GET /v1/runs/{ns}/{name}/answers/{id}?wait=...`: the answer, once given (long-polled).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerPoll {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
     /// Seconds left before the Run's deadline when the poll ended: the runner re-bases its own
     /// deadline on it (the time a question waits counts against `inputTimeout`, not `timeout`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_left: Option<u64>,
 }
 
@@ -328,6 +319,7 @@ pub struct PresentedFile {
 }
 
 /// `POST /v1/runs/{ns}/{name}/result`: the final answer and presented files.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultReport {
@@ -336,7 +328,6 @@ pub struct ResultReport {
     pub stop_reason: StopReason,
     /// The full final answer (the API truncates what goes into status).
     pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<Todo>,
@@ -345,7 +336,6 @@ pub struct ResultReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<PresentedFile>,
     /// Why the run failed, when `stop_reason` is a failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -382,16 +372,13 @@ pub struct Fact {
 }
 
 /// Summaries of who the user is and what they work on.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryContext {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub personal: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_of_mind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<String>,
 }
 

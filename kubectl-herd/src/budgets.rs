@@ -10,7 +10,7 @@ use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::catalog::{chosen, print};
+use crate::catalog::list as list_chosen;
 use crate::cli::CatalogArgs;
 use crate::connect::Cluster;
 use crate::error::CliError;
@@ -100,16 +100,7 @@ pub fn table(budgets: &[Budget], all_namespaces: bool, now: Timestamp) -> String
 
 /// `kubectl herd budgets`.
 pub async fn list(cluster: &Cluster, args: &CatalogArgs, io: &mut Io<'_>) -> Result<u8, CliError> {
-    let budgets: Vec<Budget> = chosen(cluster, args).await?;
-    let all = args.all_namespaces;
-    let now = Timestamp::now();
-    print(
-        &budgets,
-        args,
-        |budgets| table(budgets, all, now),
-        cluster,
-        io,
-    )
+    list_chosen(cluster, args, io, table).await
 }
 
 /// The Budget holding `run` (its `Succeeded` reason `BudgetExceeded`, whose message starts

@@ -144,7 +144,7 @@ fn shorten(text: &str) -> String {
 }
 
 /// The objects of kind `K` the arguments choose; an error names the missing ones.
-pub(crate) async fn chosen<K>(cluster: &Cluster, args: &CatalogArgs) -> Result<Vec<K>, CliError>
+async fn chosen<K>(cluster: &Cluster, args: &CatalogArgs) -> Result<Vec<K>, CliError>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -195,7 +195,7 @@ where
 }
 
 /// Prints `objects` as the table `rows` makes, or in the `-o` format.
-pub(crate) fn print<K>(
+fn print<K>(
     objects: &[K],
     args: &CatalogArgs,
     table: impl FnOnce(&[K]) -> String,
@@ -224,29 +224,48 @@ where
     Ok(EXIT_ANSWERED)
 }
 
+/// `kubectl herd <kind>s`: the objects the arguments choose, as the table `table` makes
+/// (given whether all namespaces are listed, and the time now), or in the `-o` format.
+pub(crate) async fn list<K>(
+    cluster: &Cluster,
+    args: &CatalogArgs,
+    io: &mut Io<'_>,
+    table: impl FnOnce(&[K], bool, Timestamp) -> String,
+) -> Result<u8, CliError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    let objects: Vec<K> = chosen(cluster, args).await?;
+    let all = args.all_namespaces;
+    let now = Timestamp::now();
+    print(
+        &objects,
+        args,
+        |objects| table(objects, all, now),
+        cluster,
+        io,
+    )
+}
+
 /// `kubectl herd agents`.
 pub async fn agents(
     cluster: &Cluster,
     args: &CatalogArgs,
     io: &mut Io<'_>,
 ) -> Result<u8, CliError> {
-    let agents: Vec<Agent> = chosen(cluster, args).await?;
-    let all = args.all_namespaces;
     let wide = args.output == Some(Output::Wide);
-    let now = Timestamp::now();
-    print(
-        &agents,
-        args,
-        |agents| {
-            let rows: Vec<Vec<String>> = agents
-                .iter()
-                .map(|a| agent_row(a, all, wide, now))
-                .collect();
-            render(&agent_header(all, wide), &rows)
-        },
-        cluster,
-        io,
-    )
+    list(cluster, args, io, |agents: &[Agent], all, now| {
+        let rows: Vec<Vec<String>> = agents
+            .iter()
+            .map(|a| agent_row(a, all, wide, now))
+            .collect();
+        render(&agent_header(all, wide), &rows)
+    })
+    .await
 }
 
 /// `kubectl herd skills`.
@@ -255,17 +274,9 @@ pub async fn skills(
     args: &CatalogArgs,
     io: &mut Io<'_>,
 ) -> Result<u8, CliError> {
-    let skills: Vec<Skill> = chosen(cluster, args).await?;
-    let all = args.all_namespaces;
-    let now = Timestamp::now();
-    print(
-        &skills,
-        args,
-        |skills| {
-            let rows: Vec<Vec<String>> = skills.iter().map(|s| skill_row(s, all, now)).collect();
-            render(&skill_header(all), &rows)
-        },
-        cluster,
-        io,
-    )
+    list(cluster, args, io, |skills: &[Skill], all, now| {
+        let rows: Vec<Vec<String>> = skills.iter().map(|s| skill_row(s, all, now)).collect();
+        render(&skill_header(all), &rows)
+    })
+    .await
 }

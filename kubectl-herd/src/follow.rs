@@ -19,7 +19,7 @@ use crate::answer::answer;
 use crate::approve::{decide, decided_line, pending_approvals};
 use crate::connect::Cluster;
 use crate::error::CliError;
-use crate::io::Io;
+use crate::io::{BoxFuture, Io, Prompt};
 use crate::outcome::{EXIT_FAILED, EXIT_INPUT_REQUIRED, EXIT_INTERRUPTED, Outcome, outcome};
 use crate::presence::{Presence, Seen};
 use crate::result::{print_answer, read_answer, stopped};
@@ -300,6 +300,24 @@ impl Follower<'_> {
         }
     }
 
+    /// The line the person types, or `None` on an interrupt. The spinner would draw over the
+    /// typed line: it goes while the person types.
+    async fn read_typed(
+        &mut self,
+        prompt: &mut dyn Prompt,
+        interrupt: &mut BoxFuture<'_, ()>,
+    ) -> Option<Option<String>> {
+        let spinning = self.display.pause();
+        let typed = tokio::select! {
+            typed = prompt.read_line() => Some(typed),
+            () = interrupt => None,
+        };
+        if spinning {
+            self.display = Display::new(true, false, self.display.since);
+        }
+        typed
+    }
+
     /// Shows the question; answers it with what the person at the terminal types, or without
     /// one prints it as JSON on stdout and stops with exit code 3.
     async fn ask(
@@ -328,15 +346,7 @@ impl Follower<'_> {
             );
             return Ok(Step::Exit(EXIT_INPUT_REQUIRED));
         };
-        // The spinner would draw over the typed line: it goes while the person types.
-        let spinning = self.display.pause();
-        let typed = tokio::select! {
-            typed = prompt.read_line() => Some(typed),
-            () = &mut io.interrupt => None,
-        };
-        if spinning {
-            self.display = Display::new(true, false, self.display.since);
-        }
+        let typed = self.read_typed(&mut **prompt, &mut io.interrupt).await;
         let Some(typed) = typed else {
             self.display.done();
             let _ = writeln!(
@@ -410,15 +420,7 @@ impl Follower<'_> {
                     for_terminal(&request.summary())
                 ),
             );
-            // The spinner would draw over the typed line: it goes while the person types.
-            let spinning = self.display.pause();
-            let typed = tokio::select! {
-                typed = prompt.read_line() => Some(typed),
-                () = &mut io.interrupt => None,
-            };
-            if spinning {
-                self.display = Display::new(true, false, self.display.since);
-            }
+            let typed = self.read_typed(&mut **prompt, &mut io.interrupt).await;
             let still = format!(
                 "Run {name} still holds {} (kubectl herd approve {name} {})",
                 one_line(&request.id),

@@ -16,7 +16,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
-use crate::catalog::{chosen, print};
+use crate::catalog::list as list_chosen;
 use crate::cli::{CatalogArgs, ScheduleArgs};
 use crate::connect::Cluster;
 use crate::error::{CliError, Target, api_error};
@@ -207,16 +207,7 @@ pub fn row(schedule: &Schedule, all_namespaces: bool, now: Timestamp) -> Vec<Str
 
 /// `kubectl herd schedules`.
 pub async fn list(cluster: &Cluster, args: &CatalogArgs, io: &mut Io<'_>) -> Result<u8, CliError> {
-    let schedules: Vec<Schedule> = chosen(cluster, args).await?;
-    let all = args.all_namespaces;
-    let now = Timestamp::now();
-    print(
-        &schedules,
-        args,
-        |schedules| table(schedules, all, now),
-        cluster,
-        io,
-    )
+    list_chosen(cluster, args, io, table).await
 }
 
 /// The Schedules as `kubectl herd schedules` prints them.

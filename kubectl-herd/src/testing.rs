@@ -74,11 +74,16 @@ pub fn run_with(
     run
 }
 
-/// A Run `r` waiting on the question `id` ("Which colour?", options teal and red), with
-/// `responses` given.
-pub fn question_run(id: &str, responses: &[Response]) -> Run {
+/// A Run `r` that waits for a person (`InputRequired` with `reason` and `message`), with
+/// `responses` given; `ask` puts the question or requests into its report.
+fn waiting_run(
+    reason: &str,
+    message: &str,
+    responses: &[Response],
+    ask: impl FnOnce(&mut RunReport),
+) -> Run {
     let mut run = run_with(
-        Some((ConditionStatus::Unknown, "WaitingForInput")),
+        Some((ConditionStatus::Unknown, reason)),
         Some(StopReason::InputRequired),
         None,
     );
@@ -87,24 +92,32 @@ pub fn question_run(id: &str, responses: &[Response]) -> Run {
         status.conditions.push(Condition::new(
             "InputRequired",
             ConditionStatus::True,
-            "WaitingForInput",
-            "Which colour?",
+            reason,
+            message,
             None,
             at(0),
         ));
         status.phase = Some(RunPhase::InputRequired);
         if let Some(report) = status.report.as_mut() {
-            report.clarification = Some(Clarification {
-                id: id.to_owned(),
-                question: "Which colour?".into(),
-                kind: ClarificationType::MissingInfo,
-                context: None,
-                options: vec!["teal".into(), "red".into()],
-                asked_at: None,
-            });
+            ask(report);
         }
     }
     run
+}
+
+/// A Run `r` waiting on the question `id` ("Which colour?", options teal and red), with
+/// `responses` given.
+pub fn question_run(id: &str, responses: &[Response]) -> Run {
+    waiting_run("WaitingForInput", "Which colour?", responses, |report| {
+        report.clarification = Some(Clarification {
+            id: id.to_owned(),
+            question: "Which colour?".into(),
+            kind: ClarificationType::MissingInfo,
+            context: None,
+            options: vec!["teal".into(), "red".into()],
+            asked_at: None,
+        });
+    })
 }
 
 /// A Run holding `requests` for approval, with `responses` given.
@@ -112,27 +125,9 @@ pub fn approval_run(
     requests: &[herd_crds::approval::ApprovalRequest],
     responses: &[Response],
 ) -> Run {
-    let mut run = run_with(
-        Some((ConditionStatus::Unknown, "WaitingForApproval")),
-        Some(StopReason::InputRequired),
-        None,
-    );
-    run.spec.responses = responses.to_vec();
-    if let Some(status) = run.status.as_mut() {
-        status.conditions.push(Condition::new(
-            "InputRequired",
-            ConditionStatus::True,
-            "WaitingForApproval",
-            "approve?",
-            None,
-            at(0),
-        ));
-        status.phase = Some(RunPhase::InputRequired);
-        if let Some(report) = status.report.as_mut() {
-            report.approvals = requests.to_vec();
-        }
-    }
-    run
+    waiting_run("WaitingForApproval", "approve?", responses, |report| {
+        report.approvals = requests.to_vec();
+    })
 }
 
 /// The moment the golden tests are taken at: 1000 s after the epoch.

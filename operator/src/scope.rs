@@ -59,6 +59,30 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// A cache of every `K` in the scope, watched with [`watch_config`]: see [`cached_watch`].
+    pub fn cached<K>(
+        &self,
+        client: &Client,
+        synced: Synced,
+        slim: fn(&mut K),
+    ) -> (
+        Store<K>,
+        impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    )
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        cached_watch(self.api::<K>(client), watch_config(), synced, slim)
+    }
+}
+
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -27,6 +27,7 @@ pub struct McpSpec {
 }
 
 /// One MCP server: streamable HTTP (`url`) or stdio (`command`).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
@@ -43,7 +44,6 @@ pub struct McpServerSpec {
     pub name: String,
     /// The endpoint of a streamable HTTP server, an http or https URL such as
     /// `https://mcp.example.com/mcp`. Exclusive with `command`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
     #[x_kube(validation = Rule::new(crate::rules::HTTP_URL).message(crate::rules::expression(crate::rules::HTTP_URL_MESSAGE)))]
     pub url: Option<String>,
@@ -57,7 +57,6 @@ pub struct McpServerSpec {
     /// The command of a stdio server, run in the sandbox (in a Run's `sandbox` container, which
     /// must contain it; locally in the confined sandbox, where your home is hidden), e.g.
     /// `[python3, -m, mcp_server_time]`. Exclusive with `url`; at most 32 items.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32), inner(length(max = 4096)))]
     pub command: Option<Vec<String>>,
     /// Environment variables of a stdio server, as plain values: the sandbox holds no secret.
@@ -68,24 +67,18 @@ pub struct McpServerSpec {
     pub env: Vec<McpEnvVar>,
     /// The server's tools the agent gets, by the server's own names (at most 128, each once).
     /// Absent: all of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128), inner(length(max = 128)))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub tools: Option<Vec<String>>,
     /// CIDRs the HTTP server lives in (e.g. `10.30.0.0/16`), opened in the Run's
     /// NetworkPolicy (at most 16). Absent: the public internet (`0.0.0.0/0` and `::/0` minus
     /// private ranges).
-    #[serde(
-        rename = "egressCIDRs",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "egressCIDRs")]
     #[schemars(length(max = 16), inner(length(max = 64)))]
     #[x_kube(validation = Rule::new(crate::rules::CIDRS).message(crate::rules::expression(crate::rules::CIDRS_MESSAGE)))]
     pub egress_cidrs: Option<Vec<String>>,
     /// How long starting the server, or one of its tool calls, may take, 1s to 168h, e.g.
     /// `2m`. Absent: `60s`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(
         validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),

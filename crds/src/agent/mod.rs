@@ -28,6 +28,7 @@ pub use settings::{
 };
 
 /// The agent's configuration: model, SOUL, skills, tools, limits and sandbox.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[kube(
     group = "herd.dev",
@@ -50,19 +51,15 @@ pub use settings::{
 #[allow(clippy::duplicated_attributes)]
 pub struct AgentSpec {
     /// The chat model. Absent: the operator's default model (a Helm value).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSpec>,
     /// The agent's SOUL.md: its identity, values and working style, inline (at most 32 KiB).
     /// Exclusive with `soulFrom`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32768))]
     pub soul: Option<String>,
     /// The SOUL.md taken from a ConfigMap key, for long texts. Exclusive with `soul`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soul_from: Option<ValueFrom>,
     /// Skills the agent may use, by name (built-in or Skill resources). Absent: every enabled
     /// skill; `[]`: none; a list: only those (each name once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(max = 64)))]
     #[x_kube(
         merge_strategy = ListMerge::Set,
@@ -70,14 +67,11 @@ pub struct AgentSpec {
     )]
     pub skills: Option<Vec<String>>,
     /// Tool groups the agent may use: `web`, `file:read`, `file:write`, `bash`. Absent: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4))]
     pub tool_groups: Option<Vec<ToolGroup>>,
     /// Settings of individual tools.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ToolsSpec>,
     /// Model Context Protocol servers whose tools the agent gets, named `<server>__<tool>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpSpec>,
     /// Delegation to subagents, each task a child Run.
     #[serde(default)]
@@ -104,7 +98,6 @@ pub struct AgentSpec {
     #[schemars(extend("default" = {}))]
     pub observability: ObservabilitySpec,
     /// Tool calls that need a person's yes first (docs/approval.md); Runs only add to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<crate::approval::ApprovalSpec>,
 }
 

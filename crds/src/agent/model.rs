@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::refs::{SecretKeyRef, ValueFrom};
 
 /// The chat model an Agent uses.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelSpec {
@@ -19,40 +20,33 @@ pub struct ModelSpec {
     pub name: String,
     /// Base URL of the API, an http or https URL, e.g. `http://vllm.models:8000/v1`. Absent: the provider's public
     /// endpoint.
-    #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "baseURL")]
     #[schemars(length(max = 2048))]
     #[x_kube(validation = Rule::new(crate::rules::HTTP_URL).message(crate::rules::expression(crate::rules::HTTP_URL_MESSAGE)))]
     pub base_url: Option<String>,
     /// The Secret key holding the API key. The Secret must carry the label
     /// `herd.dev/model-credentials: "true"`. Absent: requests carry no key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_secret_ref: Option<SecretKeyRef>,
     /// Sampling temperature, 0 to 2. Absent: the server's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 2.0))]
     pub temperature: Option<f64>,
     /// Most tokens one answer may have. Absent: the server's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_tokens: Option<u32>,
     /// The model's context window in tokens. When set, the system prompt's optional sections
     /// shrink to fit half of it, so small local models work.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub context_window: Option<u32>,
     /// Whether the model accepts images (enables `view_image`). Absent: false.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_vision: Option<bool>,
     /// Whether the model can think before answering (extended thinking / reasoning). Absent:
     /// false; with false, `thinking` in runs is ignored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_thinking: Option<bool>,
     /// Reasoning effort to request from reasoning models: `low`, `medium` or `high`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::optional_enum::<ReasoningEffort>")]
     pub reasoning_effort: Option<ReasoningEffort>,
     /// How long one model request may take, 1s to 168h, e.g. `5m`. Absent: 10m.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(
         validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
@@ -61,25 +55,18 @@ pub struct ModelSpec {
     pub request_timeout: Option<String>,
     /// Retries of a failed model request (rate limits, 5xx, timeouts), after the first try.
     /// Absent: 2, so three attempts in all (DeerFlow's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 10))]
     pub max_retries: Option<u32>,
     /// CIDRs the model endpoint lives in (e.g. `10.20.0.0/16`), opened in the Agent's NetworkPolicy (at most 16).
     /// Absent: the public internet (`0.0.0.0/0` and `::/0` minus private ranges).
-    #[serde(
-        rename = "egressCIDRs",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "egressCIDRs")]
     #[schemars(length(max = 16), inner(length(max = 64)))]
     #[x_kube(validation = Rule::new(crate::rules::CIDRS).message(crate::rules::expression(crate::rules::CIDRS_MESSAGE)))]
     pub egress_cidrs: Option<Vec<String>>,
     /// For `provider: scripted`: the ConfigMap key holding the script (YAML rules matching on
     /// role, subagent type, purpose, attempt and the last message's text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_from: Option<ValueFrom>,
     /// Prices of this model; with them, Runs show what they cost. Absent: no cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pricing: Option<ModelPricing>,
 }
 

@@ -9,13 +9,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where and how a Run's pod executes tools.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxSpec {
     /// Image of the `sandbox` container, which runs the model's tool calls. It must contain the
     /// `herd-runner` binary. No whitespace; pin it with `@sha256:<64 hex digits>` if you like.
     /// Absent: the operator's default image (Debian slim with bash, coreutils, python3 and git).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     #[x_kube(validation = Rule::new(crate::rules::IMAGE).message(crate::rules::expression(crate::rules::IMAGE_MESSAGE)))]
     pub image: Option<String>,
@@ -25,11 +25,9 @@ pub struct SandboxSpec {
     /// A request set here above the default limit raises that limit to it; a limit set here
     /// below the default request lowers that request to it. The `ephemeral-storage` limit (else
     /// request) also sizes the emptyDir workspace (default `10Gi`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<SandboxResources>,
     /// RuntimeClass of the pod (a DNS-1123 subdomain), e.g. `gvisor` or `kata` for stronger
     /// isolation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new(crate::rules::DNS_SUBDOMAIN).message(crate::rules::expression(crate::rules::DNS_SUBDOMAIN_MESSAGE)))]
     pub runtime_class_name: Option<String>,
@@ -49,7 +47,6 @@ pub struct SandboxSpec {
     pub workspace: WorkspaceSpec,
     /// Where the pod may connect to, besides DNS, the run API and the model endpoint. Absent:
     /// `Internet` when the `web` tool group is on, else `None`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<EgressSpec>,
 }
 

@@ -36,6 +36,7 @@ pub struct ToolsSpec {
 }
 
 /// The search engine behind `web_search`.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebSearchSpec {
@@ -43,13 +44,12 @@ pub struct WebSearchSpec {
     pub provider: WebSearchProvider,
     /// Base URL of the engine, an http or https URL, e.g. `http://searxng.search:8080`. Required for `searxng`;
     /// absent for `tavily` means its public API.
-    #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "baseURL")]
     #[schemars(length(max = 2048))]
     #[x_kube(validation = Rule::new(crate::rules::HTTP_URL).message(crate::rules::expression(crate::rules::HTTP_URL_MESSAGE)))]
     pub base_url: Option<String>,
     /// The Secret key holding the engine's API key (labelled
     /// `herd.dev/model-credentials: "true"`, like model keys).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_secret_ref: Option<SecretKeyRef>,
 }
 
@@ -138,6 +138,7 @@ fn default_suspend_after() -> String {
 
 /// Defaults for this Agent's Runs; a Run may override `planMode`, `thinking`, `timeout` and
 /// `inputTimeout` (`suspendAfter` is the Agent's alone).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDefaultsSpec {
@@ -177,7 +178,6 @@ pub struct RunDefaultsSpec {
     #[schemars(range(min = 1))]
     pub max_model_calls: u32,
     /// Most tokens (input plus output) one Run may use, children included. Absent: no budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub token_budget: Option<u64>,
     /// How often a Run is retried after an infrastructure failure (eviction, node loss, a Pod
@@ -192,7 +192,6 @@ pub struct RunDefaultsSpec {
     /// Pods of earlier attempts, such as an evicted one, are kept until then for `kubectl
     /// describe`), snapshot, result, checkpoint, NetworkPolicy and workspace claim. Absent: kept
     /// until deleted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<u32>,
 }

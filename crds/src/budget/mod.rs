@@ -74,30 +74,26 @@ pub struct BudgetSpec {
 }
 
 /// The most a window may use; absent limits are not checked.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new(crate::rules::BUDGET_SOME_LIMIT).message(crate::rules::BUDGET_SOME_LIMIT_MESSAGE))]
 pub struct BudgetLimits {
     /// Input plus output tokens, as the model providers report them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub tokens: Option<u64>,
     /// Input (prompt) tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub input_tokens: Option<u64>,
     /// Output (completion) tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub output_tokens: Option<u64>,
     /// Runs started in the window: a Run counts once, when its first Pod is admitted; child
     /// Runs count too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub runs: Option<u64>,
     /// What the Runs' tokens cost, as priced by their Agents' `model.pricing`. A Run priced in
     /// another currency, or not priced, does not count against it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostLimit>,
 }
 

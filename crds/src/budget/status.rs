@@ -14,11 +14,11 @@ use crate::report::is_zero;
 pub const MAX_MARKS: usize = 2000;
 
 /// A Budget's ledger and conditions.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BudgetStatus {
     /// The `metadata.generation` this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (reasons `Counting`, `InvalidWindow`, `UnknownTimeZone`) and `Exceeded` (True
     /// with reason `LimitReached` while a limit is reached, else False with `WithinLimits`),
@@ -28,14 +28,11 @@ pub struct BudgetStatus {
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// The window in a few words (`24h`, `Day Europe/Berlin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 96))]
     pub window: Option<String>,
     /// When the current window started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_start: Option<Time>,
     /// When the current window ends and `used` starts again from zero.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_end: Option<Time>,
     /// What the selected Runs used in the current window.
     #[serde(default)]
@@ -52,16 +49,13 @@ pub struct BudgetStatus {
     #[schemars(extend("default" = {}))]
     pub reserved: BudgetUsage,
     /// `used` of the tightest limit, for `kubectl get` (e.g. `12034 tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     pub used_summary: Option<String>,
     /// That limit (e.g. `20000 tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     pub limit_summary: Option<String>,
     /// Every Run that finished before this time is counted in full (or belongs to an earlier
     /// window); a finished Run's mark is dropped once it is older.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_before: Option<Time>,
     /// What was counted of each Run not settled yet, so a report is added once, a replayed
     /// or older report not at all, and an operator restart picks up where it stopped (at most

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const PERIOD_RANGE_SECONDS: RangeInclusive<u64> = 10..=366 * 86_400;
 
 /// The window usage is counted over: exactly one of `period` and `calendar`.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new(crate::rules::BUDGET_WINDOW_ONE).message(crate::rules::BUDGET_WINDOW_ONE_MESSAGE))]
@@ -20,18 +21,15 @@ pub struct BudgetWindow {
     /// A fixed period, `<number><unit>` with unit `s`, `m`, `h` or `d` (e.g. `24h`, `7d`,
     /// `30d`), 10s to 366d: windows follow each other from the Budget's first window, which
     /// starts when the operator first sees the Budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 2, max = 8))]
     #[x_kube(validation = Rule::new(crate::rules::BUDGET_PERIOD).message(crate::rules::expression(crate::rules::BUDGET_PERIOD_MESSAGE)))]
     pub period: Option<String>,
     /// A calendar window: `Day` (from midnight), `Week` (from Monday midnight) or `Month`
     /// (from the first, midnight), in `timeZone`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calendar: Option<Calendar>,
     /// The IANA time zone of a `calendar` window, e.g. `Europe/Berlin`. Absent: UTC. A window
     /// across a daylight-saving change is 23 or 25 hours long; a zone the operator does not
     /// know makes the Budget `Ready=False` (reason `UnknownTimeZone`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(validation = Rule::new(crate::rules::TIME_ZONE).message(crate::rules::expression(crate::rules::TIME_ZONE_MESSAGE)))]
     pub time_zone: Option<String>,

@@ -29,6 +29,7 @@ pub const MAX_INPUTS: usize = 16;
 pub const TRACEPARENT_ANNOTATION: &str = "herd.dev/traceparent";
 
 /// A task for an Agent. Everything but `responses` and `cancel` is fixed once created.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[kube(
     group = "herd.dev",
@@ -71,18 +72,14 @@ pub struct RunSpec {
     #[x_kube(merge_strategy = ListMerge::Atomic)]
     pub inputs: Vec<RunInput>,
     /// Overrides of the Agent's model settings for this Run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelOverride>,
     /// Plan mode: the agent keeps a todo list shown in the status. Absent: the Agent's
     /// `runDefaults.planMode`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_mode: Option<bool>,
     /// Let the model think before answering. Absent: the Agent's `runDefaults.thinking`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<bool>,
     /// Time limit from the Run's start, queue time and retries included, 1s to 168h, e.g.
     /// `1h`. Absent: the Agent's `runDefaults.timeout`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(
         validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
@@ -91,7 +88,6 @@ pub struct RunSpec {
     pub timeout: Option<String>,
     /// How long a question may wait for an answer, 1s to 720h, e.g. `2h`. Absent: the Agent's
     /// `runDefaults.inputTimeout`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(
         validation = Rule::new(crate::rules::DURATION).message(crate::rules::DURATION_MESSAGE),
@@ -101,14 +97,11 @@ pub struct RunSpec {
     /// Tool calls that need a person's yes before they run, in addition to the Agent's
     /// `approval` (a Run can add rules, never remove them); `timeout` and `onTimeout` replace
     /// the Agent's where set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<crate::approval::ApprovalSpec>,
     /// The Run that delegated this one (set by the operator on child Runs, with
     /// `subagentType`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_ref: Option<ParentRef>,
     /// The subagent type of a child Run: `general-purpose` or `bash` (set with `parentRef`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub subagent_type: Option<String>,
     /// Answers to the agent's questions and decisions on its tool calls: append `{id,
@@ -131,7 +124,6 @@ pub struct RunSpec {
     /// Seconds after which the finished Run is deleted, with what it owns (its Pods, the
     /// Failed ones of earlier attempts included). Absent: the Agent's
     /// `runDefaults.ttlSecondsAfterFinished`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<u32>,
 }
@@ -161,19 +153,17 @@ pub struct RunInput {
 }
 
 /// What a Run may change about its Agent's model.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelOverride {
     /// Another model name at the same provider and endpoint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub name: Option<String>,
     /// Sampling temperature, 0 to 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 2.0))]
     pub temperature: Option<f64>,
     /// Most tokens one answer may have.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_tokens: Option<u32>,
 }
@@ -191,6 +181,7 @@ pub struct ParentRef {
 }
 
 /// An answer to one of the agent's questions, or a decision on one of its tool calls.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
@@ -204,16 +195,14 @@ pub struct Response {
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
     /// The answer to a question, as text (at most 16 KiB). Exclusive with `decision`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 16384))]
     pub answer: Option<String>,
     /// The decision on a tool call: `approve` runs it as the model sent it, `deny` tells the
     /// model `denied by a person: <reason>`. Exclusive with `answer`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::optional_enum::<crate::approval::ApprovalDecision>")]
     pub decision: Option<crate::approval::ApprovalDecision>,
     /// Why, with a decision (the model reads it after a denial; at most 1024 characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub reason: Option<String>,
 }

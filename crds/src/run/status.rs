@@ -15,15 +15,14 @@ use crate::report::{Artifact, Clarification, SandboxReport, StopReason, Todo, Us
 pub const MAX_RESULT_TEXT: usize = 16_384;
 
 /// What became of a Run.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStatus {
     /// The runner's report (title, todos, usage, question, result), written only through the run
     /// API (field manager `herd-runapi`), always as a whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<RunReport>,
     /// The `metadata.generation` the controller's part describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Succeeded` (Unknown while the Run goes, with reasons `Queued`, `PodPending`, `Running`,
     /// `WaitingForInput`, `Suspended`, `AgentNotFound`, `AgentNotReady`; True; or False with `Failed`,
@@ -40,35 +39,28 @@ pub struct RunStatus {
     pub conditions: Vec<Condition>,
     /// A one-word summary of the conditions, for display only: `Pending`, `Queued`, `Running`,
     /// `InputRequired`, `Suspended`, `Succeeded`, `Failed` or `Cancelled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::optional_enum::<RunPhase>")]
     pub phase: Option<RunPhase>,
     /// The current attempt's pod, `<run>-<attempt>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub pod_name: Option<String>,
     /// The current attempt, 1 for the first pod; more after infrastructure failures and after
     /// each resumption from `Suspended`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// How many attempts resumed a suspended wait; they are no retries (`retries` does not
     /// count them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumptions: Option<u32>,
     /// Seconds the Run spent waiting for a person in waits that have ended. They do not count
     /// against `timeout`: the working time is the time since `startTime` less these and the
     /// current wait.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_seconds: Option<u64>,
     /// When the current wait for a person began (the `InputRequired=True` transition);
     /// `inputTimeout` counts from here and `timeout` stands still. Absent while the agent works.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_since: Option<Time>,
     /// When the Run was first admitted; `timeout` counts from here, less the time waited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
     /// When the Run finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<Time>,
     /// The child Runs this Run delegated to, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -76,16 +68,15 @@ pub struct RunStatus {
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
     pub children: Vec<ChildRef>,
     /// How many children are in each state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_counts: Option<ChildCounts>,
     /// Name of the ConfigMap holding the Agent spec and skill digests snapshotted at admission.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub snapshot: Option<String>,
 }
 
 /// The runner's report of a Run. A write with a lower `attempt`, or the same attempt and a lower
 /// `seq`, is rejected, so a delayed progress write never erases a result or a question.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new(crate::rules::REPORT_NOT_STALE).message(crate::rules::REPORT_NOT_STALE_MESSAGE))]
@@ -95,7 +86,6 @@ pub struct RunReport {
     /// Increases with every report of one attempt.
     pub seq: u64,
     /// A short title of the conversation, written by the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 256))]
     pub title: Option<String>,
     /// The agent's plan (plan mode).
@@ -108,7 +98,6 @@ pub struct RunReport {
     #[schemars(extend("default" = {}))]
     pub usage: Usage,
     /// The open question, while the Run waits for an answer in `spec.responses`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarification: Option<Clarification>,
     /// The tool calls waiting for a person's decision in `spec.responses` (`kubectl herd
     /// approve` / `deny`), all of one turn.
@@ -117,16 +106,14 @@ pub struct RunReport {
     #[x_kube(merge_strategy = ListMerge::Atomic)]
     pub approvals: Vec<crate::approval::ApprovalRequest>,
     /// The final answer, once there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
     /// Why the agent loop stopped, once it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::optional_enum::<StopReason>")]
     pub stop_reason: Option<StopReason>,
     /// The layers of isolation around the tools (Landlock, seccomp, capabilities...), as
     /// the attempt's `sandbox` container told them when it started; kept for the attempt
     /// once reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxReport>,
 }
 

@@ -25,6 +25,7 @@ fn default_failed_history() -> u32 {
 }
 
 /// When to create Runs, and what each one is.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[kube(
     group = "herd.dev",
@@ -55,17 +56,14 @@ pub struct ScheduleSpec {
     /// e.g. `0 9 * * 1-5`), a macro (`@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`),
     /// or `@every <duration>` (e.g. `@every 15m`, counted from the Unix epoch). Set this or
     /// `at`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     #[x_kube(validation = Rule::new(crate::rules::CRON_SHAPE).message(crate::rules::expression(crate::rules::CRON_SHAPE_MESSAGE)))]
     pub schedule: Option<String>,
     /// One time to create a single Run, RFC 3339 (e.g. `2026-03-01T09:00:00+01:00`); the
     /// Schedule suspends itself once that Run is created. Set this or `schedule`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = 64))]
     pub at: Option<Time>,
     /// The IANA time zone `schedule` is read in, e.g. `Europe/Berlin`. Absent: UTC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(validation = Rule::new(crate::rules::TIME_ZONE).message(crate::rules::expression(crate::rules::TIME_ZONE_MESSAGE)))]
     pub time_zone: Option<String>,
@@ -78,7 +76,6 @@ pub struct ScheduleSpec {
     pub concurrency_policy: ConcurrencyPolicy,
     /// Seconds after a slot within which its Run may still be created (after an operator
     /// outage, or a `Forbid` wait); a slot missed by more is skipped. Absent: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub starting_deadline_seconds: Option<u32>,
     /// Set to true to create no more Runs; Runs already created go on. Default false.

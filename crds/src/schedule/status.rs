@@ -11,11 +11,11 @@ use crate::condition::Condition;
 pub const MAX_ACTIVE: usize = 32;
 
 /// A Schedule's slots and Runs.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleStatus {
     /// The `metadata.generation` this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Accepted` (reasons `InvalidSchedule`, `UnknownTimeZone`) and `Ready` (reasons
     /// `Scheduled`, `Suspended`, `Finished`, `RunRejected`, `NotAccepted`), with kstatus'
@@ -25,13 +25,10 @@ pub struct ScheduleStatus {
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// The slot of the latest Run created on the timetable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_schedule_time: Option<Time>,
     /// When the latest successful Run of this Schedule finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_successful_time: Option<Time>,
     /// The next slot, absent while suspended or when no slot is left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_schedule_time: Option<Time>,
     /// The Runs of this Schedule that have not finished (at most 32 listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -39,7 +36,6 @@ pub struct ScheduleStatus {
     #[x_kube(merge_strategy = ListMerge::Atomic)]
     pub active: Vec<ActiveRun>,
     /// How many Runs of this Schedule have not finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_count: Option<u32>,
 }
 

@@ -56,20 +56,10 @@ pub fn controller(
     let (agents_synced, skills_synced, secrets_synced) =
         (synced[0].clone(), synced[1].clone(), synced[2].clone());
     let client = &shared.client;
-    let (agents, agent_stream) = cached_watch(
-        scope.api::<Agent>(client),
-        watch_config(),
-        agents_synced,
-        slim_metadata,
-    );
+    let (agents, agent_stream) = scope.cached::<Agent>(client, agents_synced, slim_metadata);
     let agent_stream = agent_stream.applied_objects();
 
-    let (skills, skill_stream) = cached_watch(
-        scope.api::<Skill>(client),
-        watch_config(),
-        skills_synced,
-        slim_metadata,
-    );
+    let (skills, skill_stream) = scope.cached::<Skill>(client, skills_synced, slim_metadata);
     let skill_stream = skill_stream.touched_objects();
 
     // An `Api` of `PartialObjectMeta` watches metadata only: Secret data never reaches us.

@@ -24,7 +24,7 @@ use crate::decide::budget_ledger::Limit;
 use crate::decide::budget_status::next_status;
 use crate::error::Error;
 use crate::metrics::budget::BudgetLabels;
-use crate::scope::{Scope, Synced, cached_watch, watch_config};
+use crate::scope::{Scope, Synced};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
@@ -57,12 +57,8 @@ pub fn controller(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>, Store<Budget>) {
     let synced = vec![Synced::default()];
-    let (budgets, budget_stream) = cached_watch(
-        scope.api::<Budget>(&shared.client),
-        watch_config(),
-        synced[0].clone(),
-        slim_metadata,
-    );
+    let (budgets, budget_stream) =
+        scope.cached::<Budget>(&shared.client, synced[0].clone(), slim_metadata);
     let metrics_of = shared.clone();
     // A deleted Budget's gauges go with it (a reconcile never sees the deletion).
     let budget_stream = budget_stream.inspect(move |event| {

@@ -133,12 +133,7 @@ pub fn controller(
             skills.run(&snapshots, event);
         })
         .applied_objects();
-    let (agents, agent_stream) = cached_watch(
-        scope.api::<Agent>(client),
-        watch_config(),
-        agents_synced,
-        slim_metadata,
-    );
+    let (agents, agent_stream) = scope.cached::<Agent>(client, agents_synced, slim_metadata);
     let agent_stream = agent_stream.touched_objects();
     let (pods, pod_stream) = cached_watch(
         scope.api::<Pod>(client),

@@ -53,12 +53,8 @@ pub fn controller(
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let client = &shared.client;
-    let (schedules, schedule_stream) = cached_watch(
-        scope.api::<Schedule>(client),
-        watch_config(),
-        synced[0].clone(),
-        slim_metadata,
-    );
+    let (schedules, schedule_stream) =
+        scope.cached::<Schedule>(client, synced[0].clone(), slim_metadata);
     let (runs, run_stream) = cached_watch(
         scope.api::<Run>(client),
         watch_config().labels(labels::SCHEDULE),

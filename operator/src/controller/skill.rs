@@ -33,7 +33,7 @@ use crate::decide::skill_version::{config_map_name, desired_config_map};
 use crate::decide::skill_version_gc::{unused_versions, versions_in_use};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, Synced, cached_watch, watch_config};
+use crate::scope::{Scope, Synced};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
@@ -119,19 +119,9 @@ pub fn controller(
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let (skills_synced, agents_synced) = (synced[0].clone(), synced[1].clone());
     let client = &shared.client;
-    let (skills, skill_stream) = cached_watch(
-        scope.api::<Skill>(client),
-        watch_config(),
-        skills_synced,
-        slim_metadata,
-    );
+    let (skills, skill_stream) = scope.cached::<Skill>(client, skills_synced, slim_metadata);
     let skill_stream = skill_stream.applied_objects();
-    let (agents, agent_stream) = cached_watch(
-        scope.api::<Agent>(client),
-        watch_config(),
-        agents_synced,
-        slim_metadata,
-    );
+    let (agents, agent_stream) = scope.cached::<Agent>(client, agents_synced, slim_metadata);
     let agent_stream = agent_stream.touched_objects();
     let context = Arc::new(Context {
         shared,

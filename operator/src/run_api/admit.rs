@@ -5,10 +5,13 @@
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use herd_crds::run::Run;
 use herd_crds::wire::{
-    ApprovalAsk, ChildRequest, ClarificationRequest, MemoryUpdate, ProgressBody, ResultReport,
+    ApprovalAsk, CheckpointReport, ChildRequest, ClarificationRequest, MAX_BODY, MAX_LARGE_BODY,
+    MemoryUpdate, ProgressBody, ResultReport,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::ObjectRef;
@@ -152,50 +155,70 @@ pub fn check_live(live: &Run, admitted: &Admitted) -> Result<(), Failure> {
 
 /// A runner's body that names the attempt it is of.
 pub trait OfAttempt {
+    /// The most bytes a body of this kind may have.
+    const MAX_BODY: usize;
     /// The attempt the body says it is of.
     fn attempt(&self) -> u32;
 }
 
 impl OfAttempt for ProgressBody {
+    const MAX_BODY: usize = MAX_BODY;
     fn attempt(&self) -> u32 {
         self.report.attempt
     }
 }
 
-impl OfAttempt for ResultReport {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
+/// Implements [`OfAttempt`] for bodies that carry their attempt in an `attempt` field, each
+/// with its size limit.
+macro_rules! of_attempt {
+    ($($body:ty: $limit:expr),+ $(,)?) => {$(
+        impl OfAttempt for $body {
+            const MAX_BODY: usize = $limit;
+            fn attempt(&self) -> u32 {
+                self.attempt
+            }
+        }
+    )+};
 }
 
-impl OfAttempt for ChildRequest {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
+of_attempt!(
+    ResultReport: MAX_LARGE_BODY,
+    ChildRequest: MAX_BODY,
+    ClarificationRequest: MAX_LARGE_BODY,
+    ApprovalAsk: MAX_LARGE_BODY,
+    MemoryUpdate: MAX_BODY,
+    CheckpointReport: MAX_LARGE_BODY,
+);
 
-impl OfAttempt for ClarificationRequest {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
+/// A runner's POST to `/v1/runs/{namespace}/{name}/…`, admitted, with its body read (at most
+/// `T::MAX_BODY` bytes) and of the attempt the Pod serves.
+pub struct Posted<T>(
+    /// The request let through.
+    pub Admitted,
+    /// Its body.
+    pub T,
+);
 
-impl OfAttempt for ApprovalAsk {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
+impl<T: DeserializeOwned + OfAttempt> FromRequest<Arc<RunApi>> for Posted<T> {
+    type Rejection = Response;
 
-impl OfAttempt for MemoryUpdate {
-    fn attempt(&self) -> u32 {
-        self.attempt
+    async fn from_request(request: Request, api: &Arc<RunApi>) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let Path(path) = Path::<(String, String)>::from_request_parts(&mut parts, api)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let (admitted, body) = api
+            .admit_with_body(path, &parts.headers, body, T::MAX_BODY)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self(admitted, body))
     }
 }
 
 impl RunApi {
     /// Admits a request with a body of at most `limit` bytes, then reads the body, which must
     /// be of the attempt the Pod serves.
-    pub async fn admit_with_body<T: DeserializeOwned + OfAttempt>(
+    async fn admit_with_body<T: DeserializeOwned + OfAttempt>(
         &self,
         path: (String, String),
         headers: &HeaderMap,

@@ -7,16 +7,15 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::response::Response;
 use herd_crds::approval::{
     ApprovalRequest, MAX_APPROVAL_ARGUMENTS, MAX_APPROVAL_ID, MAX_PENDING_APPROVALS,
 };
-use herd_crds::wire::{ApprovalAsk, MAX_LARGE_BODY};
+use herd_crds::wire::ApprovalAsk;
 
 use super::RunApi;
+use super::admit::Posted;
 use super::clarification::store_awaiting;
 use super::failure::Failure;
 use super::report::{Awaiting, truncate_chars};
@@ -64,13 +63,8 @@ pub fn checked_requests(requests: Vec<ApprovalRequest>) -> Result<Vec<ApprovalRe
 /// `POST /v1/runs/{namespace}/{name}/approval`.
 pub async fn approval(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, request): Posted<ApprovalAsk>,
 ) -> Result<Response, Failure> {
-    let (admitted, request): (_, ApprovalAsk) = api
-        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
-        .await?;
     let requests = checked_requests(request.approvals)?;
     store_awaiting(
         &api,

@@ -20,7 +20,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use tracing::info;
 
 use super::RunApi;
-use super::admit::Admitted;
+use super::admit::{Admitted, Posted};
 use super::authorize::RunPath;
 use super::child_outcome::{child_outcome, deleted, going};
 use super::failure::Failure;
@@ -43,12 +43,9 @@ const PATH_KEPT: &AsciiSet = &NON_ALPHANUMERIC
 /// already, with its outcome once it has ended.
 pub async fn start_child(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
     headers: HeaderMap,
-    body: Body,
+    Posted(admitted, request): Posted<ChildRequest>,
 ) -> Result<Response, Failure> {
-    let (admitted, request): (_, ChildRequest) =
-        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let traceparent = headers
         .get("traceparent")
         .and_then(|value| value.to_str().ok());

@@ -6,18 +6,15 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::response::{IntoResponse, Json, Response};
 use herd_crds::report::{Clarification, StopReason};
-use herd_crds::wire::{ClarificationRequest, MAX_LARGE_BODY, ResultAccepted};
+use herd_crds::wire::{ClarificationRequest, ResultAccepted};
 use kube::Resource;
 use tracing::info;
 
 use super::RunApi;
-use super::admit::Admitted;
-use super::admit::check_live;
+use super::admit::{Admitted, Posted, check_live};
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
 use super::progress::RunInstance;
@@ -58,13 +55,8 @@ pub fn checked_question(question: Clarification) -> Result<Clarification, Failur
 /// `POST /v1/runs/{namespace}/{name}/clarification`.
 pub async fn clarification(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, request): Posted<ClarificationRequest>,
 ) -> Result<Response, Failure> {
-    let (admitted, request): (_, ClarificationRequest) = api
-        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
-        .await?;
     if admitted.run.spec.parent_ref.is_some() {
         return Err(Failure::bad_request(
             "a child Run cannot ask the user a question",

@@ -6,36 +6,24 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use herd_crds::run::Run;
-use herd_crds::wire::{CheckpointReport, MAX_LARGE_BODY};
+use herd_crds::wire::CheckpointReport;
 use kube::{Api, Resource};
 use tracing::info;
 
 use super::RunApi;
-use super::admit::{OfAttempt, check_live};
+use super::admit::{Posted, check_live};
 use super::checkpoint::{decode_checkpoint, too_large, write_checkpoint};
 use super::failure::Failure;
-
-impl OfAttempt for CheckpointReport {
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-}
 
 /// `POST /v1/runs/{namespace}/{name}/checkpoint`: 204 once the checkpoint is written.
 pub async fn interruption(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, report): Posted<CheckpointReport>,
 ) -> Result<Response, Failure> {
-    let (admitted, report): (_, CheckpointReport) = api
-        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
-        .await?;
     let gzip = decode_checkpoint(&report.checkpoint_gzip_base64)?;
     let name = &admitted.path.name;
     let namespace = &admitted.path.namespace;

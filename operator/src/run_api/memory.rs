@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Json, Response};
@@ -20,7 +19,7 @@ use kube::api::{Api, PostParams};
 use tracing::info;
 
 use super::RunApi;
-use super::admit::Admitted;
+use super::admit::{Admitted, Posted};
 use super::authorize::RunPath;
 use super::failure::Failure;
 use super::memory_config_map::{MemoryOwner, memory_config_map, read_document};
@@ -96,12 +95,8 @@ pub async fn read_memory(
 /// written.
 pub async fn update_memory(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, update): Posted<MemoryUpdate>,
 ) -> Result<Response, Failure> {
-    let (admitted, update): (_, MemoryUpdate) =
-        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     let (owner, max_facts) = api.memory_owner(&admitted).await?;
     let name = owner.config_map_name();
     let namespace = &admitted.path.namespace;

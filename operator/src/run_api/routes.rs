@@ -6,14 +6,13 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use herd_crds::report::StopReason;
 use herd_crds::run::Run;
-use herd_crds::wire::{MAX_BODY, MAX_LARGE_BODY, ProgressBody, ResultAccepted, ResultReport};
+use herd_crds::wire::{MAX_BODY, ProgressBody, ResultAccepted, ResultReport};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
@@ -21,7 +20,7 @@ use kube::{Api, Resource};
 use tracing::info;
 
 use super::RunApi;
-use super::admit::{Admitted, check_live};
+use super::admit::{Admitted, Posted, check_live};
 use super::answers::answer;
 use super::approval::approval;
 use super::authorize::RunPath;
@@ -155,12 +154,8 @@ impl RunApi {
 
 async fn progress(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, report): Posted<ProgressBody>,
 ) -> Result<Response, Failure> {
-    let (admitted, report): (_, ProgressBody) =
-        api.admit_with_body(path, &headers, body, MAX_BODY).await?;
     count_usage(
         &api,
         &admitted,
@@ -208,13 +203,8 @@ fn count_usage(
 
 async fn result(
     State(api): State<Arc<RunApi>>,
-    Path(path): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted(admitted, report): Posted<ResultReport>,
 ) -> Result<Response, Failure> {
-    let (admitted, report): (_, ResultReport) = api
-        .admit_with_body(path, &headers, body, MAX_LARGE_BODY)
-        .await?;
     if report.stop_reason == StopReason::Interrupted {
         return Err(Failure::bad_request(
             "an interrupted runner posts its checkpoint (POST checkpoint), not a result",
