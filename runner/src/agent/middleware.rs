@@ -46,6 +46,11 @@ pub trait Middleware: Send + Sync {
         Flow::Continue
     }
 
+    /// Edits this call's own request before it goes on; changes are not persisted. The chain
+    /// runs it just before this middleware's `wrap_model_call`, so a middleware that only
+    /// rewrites the request cannot forget to pass it on or answer in the model's place.
+    fn rewrite_request(&self, _state: &ThreadState, _request: &mut ModelRequest) {}
+
     /// Around the model call. `request` is this call's own copy: changes are not persisted.
     async fn wrap_model_call(
         &self,
@@ -84,7 +89,7 @@ impl ModelNext<'_> {
     pub async fn run(
         self,
         state: &ThreadState,
-        request: ModelRequest,
+        mut request: ModelRequest,
     ) -> Result<AssistantMessage, ModelError> {
         match self.rest.split_first() {
             Some((first, rest)) => {
@@ -93,6 +98,7 @@ impl ModelNext<'_> {
                     model: self.model,
                     on_delta: self.on_delta,
                 };
+                first.rewrite_request(state, &mut request);
                 first.wrap_model_call(state, request, next).await
             }
             None => self.model.complete(&request, self.on_delta).await,
