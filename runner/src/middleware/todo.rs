@@ -17,11 +17,11 @@ use herd_crds::report::{Todo as TodoItem, TodoStatus};
 
 use super::shared::last_turn::last_assistant;
 use super::shared::reminders::PendingReminders;
-use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult, ToolNext, ToolRequest};
+use crate::model::ModelRequest;
 use crate::prompt::render_todo_system;
 use crate::tag_escaping::escape_tags;
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 use crate::tools::ToolOutput;
 
 /// Completion nudges per run (DeerFlow's `_MAX_COMPLETION_REMINDERS`).
@@ -129,13 +129,8 @@ impl Middleware for TodoMiddleware {
         }
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.pending.deliver(state, request, next).await
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        self.pending.deliver(call, next).await
     }
 
     async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {
