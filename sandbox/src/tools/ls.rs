@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn files_and_missing_paths_are_errors() -> std::io::Result<()> {
-        let (_dir, paths) = workspace_with(&[("a.txt", "")])?;
+        let (dir, paths) = workspace_with(&[("a.txt", "")])?;
         let ls = |path: &str| {
             run(
                 &paths,
@@ -156,6 +156,7 @@ mod tests {
             ls("/mnt/user-data/workspace").content,
             "/mnt/user-data/workspace/\n  a.txt\n"
         );
+        let roots = SandboxRoots::under(dir.path());
         std::fs::remove_file(roots.user_data.join("workspace/a.txt"))?;
         assert_eq!(
             ls("/mnt/user-data/workspace").content,
