@@ -46,14 +46,14 @@ pub trait Middleware: Send + Sync {
         Flow::Continue
     }
 
-    /// Around the model call. `request` is this call's own copy: changes are not persisted.
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        next.run(state, request).await
+    /// Edits this call's own request before it goes on; changes are not persisted. The chain
+    /// runs it just before this middleware's `wrap_model_call`, so a middleware that only
+    /// rewrites the request cannot forget to pass it on or answer in the model's place.
+    fn rewrite_request(&self, _state: &ThreadState, _request: &mut ModelRequest) {}
+
+    /// Around the model call. `call.request` is this call's own copy: changes are not persisted.
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        next.run(call).await
     }
 
     /// After every model call; the new assistant message is the thread's last message.
@@ -72,6 +72,18 @@ pub trait Middleware: Send + Sync {
     async fn after_agent(&self, _state: &mut ThreadState) {}
 }
 
+/// What a model call through the chain ends in: the assistant's answer or why there is none.
+pub type ModelResult = Result<AssistantMessage, ModelError>;
+
+/// One model call on its way through the chain.
+#[derive(Clone)]
+pub struct ModelCall<'a> {
+    /// The thread as of this call; the chain reads it, the loop alone changes it.
+    pub state: &'a ThreadState,
+    /// This call's own request, built fresh for it: changes are not persisted.
+    pub request: ModelRequest,
+}
+
 /// The rest of the model-call chain, ending at the model itself.
 pub struct ModelNext<'a> {
     pub(crate) rest: &'a [Arc<dyn Middleware>],
@@ -80,12 +92,8 @@ pub struct ModelNext<'a> {
 }
 
 impl ModelNext<'_> {
-    /// Passes the request to the next middleware, or to the model after the last one.
-    pub async fn run(
-        self,
-        state: &ThreadState,
-        request: ModelRequest,
-    ) -> Result<AssistantMessage, ModelError> {
+    /// Passes the call to the next middleware, or its request to the model after the last one.
+    pub async fn run(self, mut call: ModelCall<'_>) -> ModelResult {
         match self.rest.split_first() {
             Some((first, rest)) => {
                 let next = ModelNext {
@@ -93,9 +101,10 @@ impl ModelNext<'_> {
                     model: self.model,
                     on_delta: self.on_delta,
                 };
-                first.wrap_model_call(state, request, next).await
+                first.rewrite_request(call.state, &mut call.request);
+                first.wrap_model_call(call, next).await
             }
-            None => self.model.complete(&request, self.on_delta).await,
+            None => self.model.complete(&call.request, self.on_delta).await,
         }
     }
 }

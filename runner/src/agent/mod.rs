@@ -8,7 +8,7 @@ pub(crate) mod tool_calls;
 pub(crate) mod tool_registry;
 
 pub use events::{AgentEvent, NoObserver, Observer, SideCallKind};
-pub use middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
+pub use middleware::{Flow, Middleware, ModelCall, ModelNext, ModelResult, ToolNext, ToolRequest};
 pub use run_loop::{Agent, Limits, RunEnv, RunError, RunOutcome};
 pub use run_resources::RunResources;
 pub use tool_registry::ToolRegistry;

@@ -20,7 +20,7 @@ use crate::thread::{
 use crate::tools::{ToolContext, ToolOutput};
 
 use super::events::{AgentEvent, Observer};
-use super::middleware::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
+use super::middleware::{Flow, Middleware, ModelCall, ModelNext, ToolNext, ToolRequest};
 use super::tool_calls::{self, Refusals};
 use super::tool_registry::ToolRegistry;
 
@@ -426,7 +426,10 @@ impl Agent {
             model: self.model.as_ref(),
             on_delta: &on_delta,
         };
-        let result = next.run(state, request).with_context(span.context()).await;
+        let result = next
+            .run(ModelCall { state, request })
+            .with_context(span.context())
+            .await;
         span.finish(&result, self.model.name());
         state.usage.model_calls = call;
         let mut message = result?;
@@ -646,6 +649,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::agent::ModelResult;
     use crate::model::ModelError;
     use crate::test_doubles::{
         self, EchoTool, FixedTool, QueuedModel, RecordingControl, RecordingObserver, calls, text,
@@ -682,14 +686,9 @@ mod tests {
             self.push("before_model");
             Flow::Continue
         }
-        async fn wrap_model_call(
-            &self,
-            state: &ThreadState,
-            request: ModelRequest,
-            next: ModelNext<'_>,
-        ) -> Result<AssistantMessage, crate::model::ModelError> {
+        async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
             self.push("wrap_model:in");
-            let result = next.run(state, request).await;
+            let result = next.run(call).await;
             self.push("wrap_model:out");
             result
         }
@@ -1059,18 +1058,12 @@ mod tests {
         fn name(&self) -> &'static str {
             "request-only"
         }
-        async fn wrap_model_call(
-            &self,
-            state: &ThreadState,
-            mut request: ModelRequest,
-            next: ModelNext<'_>,
-        ) -> Result<AssistantMessage, crate::model::ModelError> {
+        fn rewrite_request(&self, _state: &ThreadState, request: &mut ModelRequest) {
             request.messages.push(Message::hidden_user(
                 "r",
                 MessageKind::LoopWarning,
                 "be brief",
             ));
-            next.run(state, request).await
         }
     }
 

@@ -10,17 +10,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::catalog::{DeferredCatalog, MAX_RESULTS};
-use crate::model::ToolSchema;
-use crate::tools::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
+use crate::tools::{ToolContext, ToolOutput, TypedTool};
 
 /// The tool's name.
 pub const TOOL_SEARCH: &str = "tool_search";
 
-const DESCRIPTION: &str = "Load deferred tools (listed by name in <available-deferred-tools>) so you can call them. Query forms: \"select:name_a,name_b\" loads those exactly; keywords (e.g. \"current time\") return the best matches; \"+word\" requires a word. Loaded tools stay available for the rest of the run.";
-
 /// The tool's argument.
 #[derive(Deserialize, JsonSchema)]
-struct ToolSearchArgs {
+pub struct ToolSearchArgs {
     /// `select:A,B`, or keywords, optionally with `+required` words.
     query: String,
 }
@@ -37,24 +34,12 @@ impl ToolSearch {
 }
 
 #[async_trait]
-impl Tool for ToolSearch {
-    fn name(&self) -> &str {
-        TOOL_SEARCH
-    }
+impl TypedTool for ToolSearch {
+    const NAME: &'static str = TOOL_SEARCH;
+    const DESCRIPTION: &'static str = "Load deferred tools (listed by name in <available-deferred-tools>) so you can call them. Query forms: \"select:name_a,name_b\" loads those exactly; keywords (e.g. \"current time\") return the best matches; \"+word\" requires a word. Loaded tools stay available for the rest of the run.";
+    type Args = ToolSearchArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<ToolSearchArgs>(TOOL_SEARCH, DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-        let args: ToolSearchArgs = match parse_args(TOOL_SEARCH, arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: ToolSearchArgs, _ctx: &ToolContext) -> ToolOutput {
         let found = self.catalog.search(&args.query);
         let mut notes = Vec::new();
         if !found.unknown.is_empty() {
@@ -102,6 +87,8 @@ impl Tool for ToolSearch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ToolSchema;
+    use crate::tools::Tool;
     use crate::tools::web::test_context::context;
 
     fn catalog() -> Arc<DeferredCatalog> {

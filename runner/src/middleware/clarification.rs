@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 
 use crate::agent::{Middleware, ToolNext, ToolRequest};
-use crate::tools::ToolOutput;
 use crate::tools::ask_clarification::AskClarification;
+use crate::tools::{Tool, ToolOutput};
 
 /// The tool this middleware intercepts.
 pub const TOOL: &str = "ask_clarification";
@@ -54,7 +54,8 @@ impl Middleware for ClarificationMiddleware {
                 ));
             }
         };
-        AskClarification::ask(&request.ctx.call_id, arguments)
+        // Through the tool itself, so its argument check and answer are the tool's own.
+        AskClarification.call(arguments, &request.ctx).await
     }
 }
 

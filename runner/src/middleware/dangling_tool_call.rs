@@ -13,11 +13,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use herd_sandbox::truncation::truncate_chars;
 
-use crate::agent::{Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{
-    AssistantMessage, Message, MessageKind, MessageMeta, ThreadState, ToolMessage, ToolStatus,
-};
+use crate::agent::Middleware;
+use crate::model::ModelRequest;
+use crate::thread::{Message, MessageKind, MessageMeta, ThreadState, ToolMessage, ToolStatus};
 
 /// The result given to a call that never got one.
 pub const INTERRUPTED: &str = "[Tool call was interrupted and did not return a result.]";
@@ -91,18 +89,12 @@ impl Middleware for DanglingToolCall {
         "DanglingToolCall"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, _state: &ThreadState, request: &mut ModelRequest) {
         // Almost every request is already well formed; checking costs no allocation per
         // message, rebuilding the transcript costs several.
         if !self.already_valid(&request.messages) {
             request.messages = repair(std::mem::take(&mut request.messages));
         }
-        next.run(state, request).await
     }
 }
 
@@ -300,7 +292,7 @@ mod tests {
 
     use super::*;
     use crate::test_doubles::{self, QueuedModel, text};
-    use crate::thread::ToolCall;
+    use crate::thread::{AssistantMessage, ToolCall};
 
     fn assistant(id: &str, calls: &[(&str, &str, &str)]) -> Message {
         Message::Assistant(AssistantMessage {

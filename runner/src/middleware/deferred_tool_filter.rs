@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 
-use crate::agent::{Middleware, ModelNext, ToolNext, ToolRequest};
+use crate::agent::{Middleware, ToolNext, ToolRequest};
 use crate::mcp::tool_search::TOOL_SEARCH;
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, ThreadState};
+use crate::model::ModelRequest;
+use crate::thread::ThreadState;
 use crate::tools::ToolOutput;
 
 /// Keeps unpromoted deferred tools out of requests and refuses calls to them.
@@ -36,12 +36,7 @@ impl Middleware for DeferredToolFilter {
         "DeferredToolFilter"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, state: &ThreadState, request: &mut ModelRequest) {
         if request
             .tools
             .iter()
@@ -54,7 +49,6 @@ impl Middleware for DeferredToolFilter {
                 .cloned()
                 .collect();
         }
-        next.run(state, request).await
     }
 
     async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {

@@ -7,7 +7,7 @@
 //!   tool records finished delegations itself; here calls without that record are added:
 //!   running ones, and ones that failed before reaching a subagent), and successful reads of
 //!   `/mnt/skills/{public,custom}/<name>/SKILL.md` into `skill_context`.
-//! - wrap_model_call, per request only: after the leading system messages, a system message
+//! - rewrite_request, per request only: after the leading system messages, a system message
 //!   saying the following is data, not instructions, and a hidden `<durable_context_data>`
 //!   message with the capped summary, the ledger and the skill references.
 
@@ -17,12 +17,12 @@ use async_trait::async_trait;
 use herd_sandbox::truncation::{head_tail, truncate_chars};
 
 use super::shared::active_skills::skill_file_ref;
-use crate::agent::{Flow, Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Flow, Middleware};
+use crate::model::ModelRequest;
 use crate::skills::parse_skill_md;
 use crate::tag_escaping::escape_tags;
 use crate::thread::state::{Delegation, DelegationStatus, SkillContext};
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState, ToolMessage, ToolStatus};
+use crate::thread::{Message, MessageKind, ThreadState, ToolMessage, ToolStatus};
 
 /// Longest summary injected (DeerFlow's cap): two thirds from the start, the rest from the end.
 pub const SUMMARY_MAX_CHARS: usize = 6000;
@@ -64,12 +64,7 @@ impl Middleware for DurableContext {
         Flow::Continue
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, state: &ThreadState, request: &mut ModelRequest) {
         if let Some(data) = render_data(state) {
             let position = request
                 .messages
@@ -82,7 +77,6 @@ impl Middleware for DurableContext {
             ];
             request.messages.splice(position..position, injected);
         }
-        next.run(state, request).await
     }
 }
 
@@ -271,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
-    use crate::thread::ToolCall;
+    use crate::thread::{AssistantMessage, ToolCall};
     use crate::tools::task::Task;
 
     fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {

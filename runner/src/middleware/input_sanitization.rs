@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use regex::Regex;
 
-use crate::agent::{Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::agent::Middleware;
+use crate::model::ModelRequest;
+use crate::thread::{Message, ThreadState};
 
 /// Tag names that never pass through untrusted text unescaped (DeerFlow's denylist): the
 /// framework's own blocks, because a forged one mimics trusted context, and the usual
@@ -155,14 +155,8 @@ impl Middleware for InputSanitization {
         "InputSanitization"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, _state: &ThreadState, request: &mut ModelRequest) {
         sanitize(&mut request.messages);
-        next.run(state, request).await
     }
 }
 

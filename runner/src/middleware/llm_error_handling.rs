@@ -20,9 +20,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::Rng;
 
-use crate::agent::{AgentEvent, Middleware, ModelNext, Observer};
-use crate::model::{ModelError, ModelErrorKind, ModelRequest};
-use crate::thread::{AssistantMessage, ThreadState};
+use crate::agent::{AgentEvent, Middleware, ModelCall, ModelNext, ModelResult, Observer};
+use crate::model::{ModelError, ModelErrorKind};
 
 use super::shared::circuit_breaker::{Admission, CircuitBreaker};
 
@@ -173,12 +172,7 @@ impl Middleware for LlmErrorHandling {
         "LLMErrorHandling"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
         let model = next.model.name().to_owned();
         let max_attempts = self.settings.max_attempts;
         let mut previous_delay = self.settings.base_delay;
@@ -187,7 +181,7 @@ impl Middleware for LlmErrorHandling {
             if let Admission::Refused { retry_in } = self.breaker.admit() {
                 return Err(self.breaker_open(&model, retry_in, last_error.as_ref()));
             }
-            let error = match again(&next).run(state, request.clone()).await {
+            let error = match again(&next).run(call.clone()).await {
                 Ok(message) => {
                     self.breaker.record_success();
                     return Ok(message);
@@ -237,8 +231,10 @@ mod tests {
     use herd_crds::report::StopReason;
 
     use super::*;
+    use crate::middleware::shared::test_doubles::direct_call;
     use crate::model::ChatModel;
     use crate::test_doubles::{self, QueuedModel, RecordingObserver, text};
+    use crate::thread::{AssistantMessage, ThreadState};
 
     fn error(kind: ModelErrorKind, status: u16, message: &str) -> ModelError {
         ModelError {
@@ -264,22 +260,10 @@ mod tests {
         )
     }
 
-    async fn call(
-        middleware: &LlmErrorHandling,
-        model: &dyn ChatModel,
-    ) -> Result<AssistantMessage, ModelError> {
+    async fn call(middleware: &LlmErrorHandling, model: &dyn ChatModel) -> ModelResult {
         let state = ThreadState::new("t");
-        let request = ModelRequest {
-            messages: state.messages.clone(),
-            ..ModelRequest::default()
-        };
-        let sink = |_| {};
-        let next = ModelNext {
-            rest: &[],
-            model,
-            on_delta: &sink,
-        };
-        middleware.wrap_model_call(&state, request, next).await
+        let (call, next) = direct_call(&state, model);
+        middleware.wrap_model_call(call, next).await
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,9 +28,8 @@ use herd_crds::report::StopReason;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::agent::{Flow, Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, MessageKind, ThreadState, ToolCall};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult};
+use crate::thread::{MessageKind, ThreadState, ToolCall};
 
 use super::shared::last_turn::{
     last_assistant, last_assistant_mut, settle_stop_reason, strip_tool_calls,
@@ -259,13 +258,8 @@ impl Middleware for LoopDetection {
         Flow::Continue
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.pending.deliver(state, request, next).await
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        self.pending.deliver(call, next).await
     }
 
     async fn after_agent(&self, _state: &mut ThreadState) {

@@ -16,11 +16,10 @@ use sha2::{Digest, Sha256};
 
 use super::input_sanitization::last_genuine_user_index;
 use super::shared::active_skills::ActiveSkills;
-use crate::agent::{Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Middleware, ModelCall, ModelNext, ModelResult};
 use crate::skills::{Skill, SkillCategory};
 use crate::tag_escaping::escape_attribute;
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
+use crate::thread::{AssistantMessage, Message, MessageKind};
 
 /// A SKILL.md larger than this is not loaded (the sandbox's own limit for skill files).
 pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
@@ -133,15 +132,10 @@ impl Middleware for SkillActivation {
         "SkillActivation"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    async fn wrap_model_call(&self, mut call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
         // The thread's own copy: earlier middlewares may have framed the request's text.
-        if let Some(index) = last_genuine_user_index(&state.messages) {
-            let target = &state.messages[index];
+        if let Some(index) = last_genuine_user_index(&call.state.messages) {
+            let target = &call.state.messages[index];
             let known = self.recorded().iter().any(|a| a.target_id == target.id());
             if !known && let Some((skill, task)) = self.parse(target.text()) {
                 match self.read_skill(skill).await {
@@ -168,12 +162,13 @@ impl Middleware for SkillActivation {
             }
         }
         for activation in self.recorded() {
-            let position = request
+            let position = call
+                .request
                 .messages
                 .iter()
                 .position(|m| matches!(m, Message::User(_)) && m.id() == activation.target_id);
             if let Some(position) = position {
-                request.messages.insert(
+                call.request.messages.insert(
                     position,
                     Message::hidden_user(
                         format!("{}__slash_activation", activation.target_id),
@@ -183,7 +178,7 @@ impl Middleware for SkillActivation {
                 );
             }
         }
-        next.run(state, request).await
+        next.run(call).await
     }
 }
 
@@ -197,6 +192,7 @@ mod tests {
     use herd_sandbox::SandboxResponse;
 
     use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
+    use crate::thread::ThreadState;
     use crate::tools::ask_clarification::AskClarification;
 
     fn skill(name: &str, category: SkillCategory) -> Skill {

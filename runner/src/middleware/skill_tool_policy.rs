@@ -12,10 +12,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::shared::active_skills::{ActiveSkills, loaded_skill_paths};
-use crate::agent::{Middleware, ModelNext, ToolNext, ToolRequest};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Middleware, ToolNext, ToolRequest};
+use crate::model::ModelRequest;
 use crate::skills::Skill;
-use crate::thread::{AssistantMessage, ThreadState};
+use crate::thread::ThreadState;
 use crate::tools::ToolOutput;
 
 /// Framework tools that stay available under any skill policy: DeerFlow's set (they read and
@@ -98,12 +98,7 @@ impl Middleware for SkillToolPolicy {
         "SkillToolPolicy"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, state: &ThreadState, request: &mut ModelRequest) {
         if let Some(allowed) = self.allowed_tools(state) {
             request.tools = request
                 .tools
@@ -112,7 +107,6 @@ impl Middleware for SkillToolPolicy {
                 .cloned()
                 .collect();
         }
-        next.run(state, request).await
     }
 
     async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {

@@ -7,9 +7,9 @@
 
 use async_trait::async_trait;
 
-use crate::agent::{Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, Message, ThreadState};
+use crate::agent::Middleware;
+use crate::model::ModelRequest;
+use crate::thread::{Message, ThreadState};
 
 /// Between the system prompt and each merged message.
 pub const SEPARATOR: &str = "\n\n";
@@ -57,14 +57,8 @@ impl Middleware for SystemMessageCoalescing {
         "SystemMessageCoalescing"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        coalesce(&mut request);
-        next.run(state, request).await
+    fn rewrite_request(&self, _state: &ThreadState, request: &mut ModelRequest) {
+        coalesce(request);
     }
 }
 

@@ -19,8 +19,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 
-use crate::agent::{Flow, Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult};
 use crate::thread::{AssistantMessage, FinishReason, MessageKind, ThreadState};
 
 use super::shared::last_turn::{last_assistant, last_assistant_mut, turn_used_tools};
@@ -112,13 +111,8 @@ impl Middleware for TerminalResponse {
         Flow::Continue
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.pending.deliver(state, request, next).await
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        self.pending.deliver(call, next).await
     }
 }
 

@@ -1,8 +1,8 @@
 //! Todo (plan mode; DeerFlow's `TodoMiddleware` over LangChain's `TodoListMiddleware`): the
 //! agent keeps a plan with `write_todos`, and the framework keeps the agent honest about it.
 //!
-//! - wrap_model_call: the `<todo_list_system>` instructions ride on every request (unless the
-//!   system prompt already has them), and a queued completion nudge is delivered.
+//! - rewrite_request: the `<todo_list_system>` instructions ride on every request (unless the
+//!   system prompt already has them); wrap_model_call delivers a queued completion nudge.
 //! - before_model: when the list exists but no `write_todos` call is visible any more (e.g.
 //!   summarized away), a hidden `todo_reminder` with the current list is added once.
 //! - after_model: a final answer while items are unfinished queues a nudge for the next call
@@ -17,11 +17,11 @@ use herd_crds::report::{Todo as TodoItem, TodoStatus};
 
 use super::shared::last_turn::last_assistant;
 use super::shared::reminders::PendingReminders;
-use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
-use crate::model::{ModelError, ModelRequest};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult, ToolNext, ToolRequest};
+use crate::model::ModelRequest;
 use crate::prompt::render_todo_system;
 use crate::tag_escaping::escape_tags;
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
+use crate::thread::{Message, MessageKind, ThreadState};
 use crate::tools::ToolOutput;
 
 /// Completion nudges per run (DeerFlow's `_MAX_COMPLETION_REMINDERS`).
@@ -120,19 +120,17 @@ impl Middleware for TodoMiddleware {
         Flow::JumpToModel
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    fn rewrite_request(&self, _state: &ThreadState, request: &mut ModelRequest) {
         if !request.system.contains(SYSTEM_TAG) {
             if !request.system.is_empty() {
                 request.system.push_str("\n\n");
             }
             request.system.push_str(&render_todo_system());
         }
-        self.pending.deliver(state, request, next).await
+    }
+
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        self.pending.deliver(call, next).await
     }
 
     async fn wrap_tool_call(&self, request: ToolRequest<'_>, next: ToolNext<'_>) -> ToolOutput {

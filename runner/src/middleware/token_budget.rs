@@ -21,9 +21,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use herd_crds::report::StopReason;
 
-use crate::agent::{Flow, Middleware, ModelNext};
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, MessageKind, ThreadState};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult};
+use crate::thread::{MessageKind, ThreadState};
 
 use super::shared::last_turn::{last_assistant_mut, settle_stop_reason, strip_tool_calls};
 use super::shared::reminders::PendingReminders;
@@ -124,13 +123,8 @@ impl Middleware for TokenBudget {
         Flow::Continue
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
-        self.pending.deliver(state, request, next).await
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
+        self.pending.deliver(call, next).await
     }
 
     async fn after_agent(&self, _state: &mut ThreadState) {
@@ -147,7 +141,7 @@ mod tests {
 
     use super::*;
     use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
-    use crate::thread::Message;
+    use crate::thread::{AssistantMessage, Message};
     use crate::tools::write_todos::WriteTodos;
 
     fn costly(message: AssistantMessage, tokens: u64) -> AssistantMessage {

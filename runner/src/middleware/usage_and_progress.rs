@@ -33,10 +33,10 @@ use herd_crds::wire::{
 };
 use tokio::time::Instant;
 
-use crate::agent::{Flow, Middleware, ModelNext, ToolNext, ToolRequest};
+use crate::agent::{Flow, Middleware, ModelCall, ModelNext, ModelResult, ToolNext, ToolRequest};
 use crate::control::ControlPlane;
 use crate::mcp::names::SEPARATOR as MCP_SEPARATOR;
-use crate::model::{ModelError, ModelRequest};
+use crate::model::ModelRequest;
 use crate::thread::{AssistantMessage, Message, ThreadState, ToolStatus};
 use crate::tools::ToolOutput;
 
@@ -280,17 +280,13 @@ impl Middleware for UsageAndProgress {
         "UsageAndProgress"
     }
 
-    async fn wrap_model_call(
-        &self,
-        state: &ThreadState,
-        request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    async fn wrap_model_call(&self, call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
         // Counted now rather than cloning the request: the estimate is only needed when the
         // provider reports no usage, and a clone of a long thread costs far more than a count.
-        let input = input_chars(&request);
+        let input = input_chars(&call.request);
+        let call_number = call.state.usage.model_calls.saturating_add(1);
         let started = Instant::now();
-        let mut answer = next.run(state, request).await?;
+        let mut answer = next.run(call).await?;
         self.note_model_call(started.elapsed());
         let estimated = answer.usage.is_none();
         if estimated {
@@ -303,7 +299,7 @@ impl Middleware for UsageAndProgress {
         let usage = answer.usage.clone().unwrap_or_default();
         tracing::info!(
             agent = %self.agent,
-            call = state.usage.model_calls.saturating_add(1),
+            call = call_number,
             input_tokens = usage.input_tokens,
             output_tokens = usage.output_tokens,
             estimated,

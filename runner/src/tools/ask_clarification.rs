@@ -6,8 +6,7 @@ use herd_sandbox::truncation::truncate_chars;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolOutput, TypedTool};
 
 /// Most options offered with one question (DeerFlow's form limit).
 pub const MAX_OPTIONS: usize = 24;
@@ -33,9 +32,6 @@ pub struct AskClarificationArgs {
 
 /// The `ask_clarification` tool.
 pub struct AskClarification;
-
-// When to ask is in the system prompt's `<clarification_system>`; this only says what it does.
-const DESCRIPTION: &str = "Ask the user a question; the run pauses until they answer.";
 
 impl AskClarification {
     /// Turns validated arguments into the question the control plane reports.
@@ -65,13 +61,9 @@ impl AskClarification {
         })
     }
 
-    /// The question `arguments` ask, as the output that interrupts the run with it; arguments
+    /// The question `args` ask, as the output that interrupts the run with it; arguments
     /// that do not make a question are an error for the model.
-    pub fn ask(call_id: &str, arguments: serde_json::Value) -> ToolOutput {
-        let args: AskClarificationArgs = match parse_args("ask_clarification", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    pub fn ask(call_id: &str, args: AskClarificationArgs) -> ToolOutput {
         match AskClarification::question(call_id, args) {
             Ok(question) => {
                 let mut output = ToolOutput::ok(question.render());
@@ -98,21 +90,14 @@ fn question_id(call_id: &str) -> String {
 }
 
 #[async_trait]
-impl Tool for AskClarification {
-    fn name(&self) -> &str {
-        "ask_clarification"
-    }
+impl TypedTool for AskClarification {
+    const NAME: &'static str = "ask_clarification";
+    // When to ask is in the system prompt's `<clarification_system>`; this only says what it does.
+    const DESCRIPTION: &'static str = "Ask the user a question; the run pauses until they answer.";
+    type Args = AskClarificationArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<AskClarificationArgs>("ask_clarification", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        AskClarification::ask(&ctx.call_id, arguments)
+    async fn run(&self, args: AskClarificationArgs, ctx: &ToolContext) -> ToolOutput {
+        AskClarification::ask(&ctx.call_id, args)
     }
 }
 

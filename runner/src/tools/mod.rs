@@ -7,6 +7,7 @@ pub(crate) mod present_files;
 pub mod sandbox_tools;
 pub(crate) mod schema;
 pub(crate) mod task;
+mod typed_tool;
 pub(crate) mod view_image;
 pub(crate) mod web;
 pub(crate) mod web_fetch;
@@ -26,6 +27,7 @@ use crate::model::ToolSchema;
 use crate::thread::state::{Delegation, ViewedImage};
 use crate::thread::{ImagePart, ToolStatus};
 pub use herd_crds::agent::ToolGroup;
+pub use typed_tool::TypedTool;
 
 /// What a tool needs from the run.
 #[derive(Clone)]

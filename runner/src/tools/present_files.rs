@@ -5,8 +5,7 @@ use herd_sandbox::SandboxClient;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolOutput, TypedTool};
 
 /// Where deliverables live.
 pub const OUTPUTS: &str = "/mnt/user-data/outputs/";
@@ -22,8 +21,6 @@ pub struct PresentFilesArgs {
 
 /// The `present_files` tool.
 pub struct PresentFiles;
-
-const DESCRIPTION: &str = "Show finished files from /mnt/user-data/outputs to the user.";
 
 /// Checks that a path names a presentable file and returns it in canonical form.
 pub fn presentable_path(path: &str) -> Result<String, String> {
@@ -48,24 +45,13 @@ pub fn presentable_path(path: &str) -> Result<String, String> {
 }
 
 #[async_trait]
-impl Tool for PresentFiles {
-    fn name(&self) -> &str {
-        "present_files"
-    }
+impl TypedTool for PresentFiles {
+    const NAME: &'static str = "present_files";
+    const DESCRIPTION: &'static str =
+        "Show finished files from /mnt/user-data/outputs to the user.";
+    type Args = PresentFilesArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<PresentFilesArgs>("present_files", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args: PresentFilesArgs = match parse_args("present_files", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: PresentFilesArgs, ctx: &ToolContext) -> ToolOutput {
         if args.filepaths.is_empty() {
             return ToolOutput::error("Error: filepaths is empty.");
         }

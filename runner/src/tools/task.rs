@@ -7,8 +7,7 @@ use herd_sandbox::truncation::head_tail;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolOutput, TypedTool};
 use crate::thread::state::{Delegation, DelegationStatus};
 
 /// The built-in subagent types.
@@ -54,9 +53,6 @@ pub struct TaskArgs {
 
 /// The `task` tool.
 pub struct Task;
-
-// When to delegate is in the system prompt's `<subagent_system>`.
-const DESCRIPTION: &str = "Run a subagent on a sub-task and return its result.";
 
 /// Longest excerpt of a result kept in the delegation ledger.
 const BRIEF_CHARS: usize = 2000;
@@ -107,24 +103,13 @@ pub fn brief(text: &str, max_chars: usize) -> String {
 }
 
 #[async_trait]
-impl Tool for Task {
-    fn name(&self) -> &str {
-        "task"
-    }
+impl TypedTool for Task {
+    const NAME: &'static str = "task";
+    // When to delegate is in the system prompt's `<subagent_system>`.
+    const DESCRIPTION: &'static str = "Run a subagent on a sub-task and return its result.";
+    type Args = TaskArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<TaskArgs>("task", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args: TaskArgs = match parse_args("task", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: TaskArgs, ctx: &ToolContext) -> ToolOutput {
         let request = ChildRequest {
             attempt: ctx.attempt,
             tool_call_id: ctx.call_id.clone(),

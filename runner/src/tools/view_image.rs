@@ -5,8 +5,7 @@ use herd_sandbox::{FileContent, SandboxClient};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolGroup, ToolOutput, TypedTool};
 use crate::thread::ImagePart;
 use crate::thread::state::ViewedImage;
 
@@ -23,8 +22,6 @@ pub struct ViewImageArgs {
 /// The `view_image` tool.
 pub struct ViewImage;
 
-const DESCRIPTION: &str = "Look at an image file (PNG, JPEG, GIF, WebP) in the sandbox.";
-
 /// The MIME type of a supported image, by extension.
 pub fn image_mime_type(path: &str) -> Option<&'static str> {
     let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
@@ -38,24 +35,14 @@ pub fn image_mime_type(path: &str) -> Option<&'static str> {
 }
 
 #[async_trait]
-impl Tool for ViewImage {
-    fn name(&self) -> &str {
-        "view_image"
-    }
+impl TypedTool for ViewImage {
+    const NAME: &'static str = "view_image";
+    const GROUP: Option<ToolGroup> = Some(ToolGroup::FileRead);
+    const DESCRIPTION: &'static str =
+        "Look at an image file (PNG, JPEG, GIF, WebP) in the sandbox.";
+    type Args = ViewImageArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        Some(ToolGroup::FileRead)
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<ViewImageArgs>("view_image", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args: ViewImageArgs = match parse_args("view_image", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: ViewImageArgs, ctx: &ToolContext) -> ToolOutput {
         let Some(mime_type) = image_mime_type(&args.image_path) else {
             return ToolOutput::error(format!(
                 "Error: '{}' is not a PNG, JPEG, GIF or WebP file.",

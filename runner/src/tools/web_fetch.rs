@@ -18,8 +18,7 @@ use super::web::allowed_ranges::AllowedRanges;
 use super::web::html::html_to_text;
 use super::web::http::{BodyError, client_builder, error_chain, find_source, read_capped};
 use super::web::resolver::GuardedResolver;
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolGroup, ToolOutput, TypedTool};
 
 /// The largest `max_chars` a call may ask for.
 pub const MAX_CHARS_LIMIT: usize = 100_000;
@@ -54,7 +53,7 @@ impl Default for WebFetchConfig {
 // Arguments of `web_fetch`. A plain comment: schemars would send a doc comment to the model
 // as the schema's description, costing tokens on every request.
 #[derive(Deserialize, JsonSchema)]
-struct WebFetchArgs {
+pub struct WebFetchArgs {
     /// Why you fetch it, in a few words.
     description: String,
     url: String,
@@ -62,8 +61,6 @@ struct WebFetchArgs {
     #[schemars(range(min = 1, max = 100_000))]
     max_chars: Option<usize>,
 }
-
-const DESCRIPTION: &str = "Fetch an http(s) page as text, links as footnotes.";
 
 /// Why a fetch failed; the text is what the model reads.
 #[derive(Debug, thiserror::Error)]
@@ -369,24 +366,13 @@ fn render(page: &FetchedPage, max_chars: usize) -> String {
 }
 
 #[async_trait]
-impl Tool for WebFetch {
-    fn name(&self) -> &str {
-        "web_fetch"
-    }
+impl TypedTool for WebFetch {
+    const NAME: &'static str = "web_fetch";
+    const GROUP: Option<ToolGroup> = Some(ToolGroup::Web);
+    const DESCRIPTION: &'static str = "Fetch an http(s) page as text, links as footnotes.";
+    type Args = WebFetchArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        Some(ToolGroup::Web)
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<WebFetchArgs>("web_fetch", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        let args: WebFetchArgs = match parse_args("web_fetch", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: WebFetchArgs, ctx: &ToolContext) -> ToolOutput {
         tracing::debug!(description = %args.description, url = %args.url, "web_fetch");
         let max_chars = args
             .max_chars
@@ -415,6 +401,7 @@ mod tests {
 
     use super::*;
     use crate::thread::ToolStatus;
+    use crate::tools::Tool;
     use crate::tools::web::test_context::context;
 
     /// The ranges the local test servers listen in.

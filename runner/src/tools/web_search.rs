@@ -9,8 +9,7 @@ use serde::Deserialize;
 
 use super::web::search::compact;
 use super::web::{SearchProvider, SearchResult};
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolGroup, ToolOutput, TypedTool};
 
 /// Results returned when the call does not say.
 pub const DEFAULT_RESULTS: usize = 5;
@@ -27,7 +26,7 @@ const MAX_QUERY_CHARS: usize = 400;
 // Arguments of `web_search`. A plain comment: schemars would send a doc comment to the model
 // as the schema's description, costing tokens on every request.
 #[derive(Deserialize, JsonSchema)]
-struct WebSearchArgs {
+pub struct WebSearchArgs {
     /// Why you search, in a few words.
     description: String,
     query: String,
@@ -35,8 +34,6 @@ struct WebSearchArgs {
     #[schemars(range(min = 1, max = 10))]
     max_results: Option<usize>,
 }
-
-const DESCRIPTION: &str = "Search the web: titles, URLs and snippets.";
 
 /// The `web_search` tool.
 pub struct WebSearch {
@@ -78,24 +75,13 @@ fn render(query: &str, results: &[SearchResult]) -> String {
 }
 
 #[async_trait]
-impl Tool for WebSearch {
-    fn name(&self) -> &str {
-        "web_search"
-    }
+impl TypedTool for WebSearch {
+    const NAME: &'static str = "web_search";
+    const GROUP: Option<ToolGroup> = Some(ToolGroup::Web);
+    const DESCRIPTION: &'static str = "Search the web: titles, URLs and snippets.";
+    type Args = WebSearchArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        Some(ToolGroup::Web)
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<WebSearchArgs>("web_search", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-        let args: WebSearchArgs = match parse_args("web_search", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: WebSearchArgs, _ctx: &ToolContext) -> ToolOutput {
         tracing::debug!(description = %args.description, query = %args.query, "web_search");
         let query = compact(&args.query, MAX_QUERY_CHARS);
         if query.is_empty() {
@@ -125,6 +111,7 @@ mod tests {
 
     use super::*;
     use crate::thread::ToolStatus;
+    use crate::tools::Tool;
     use crate::tools::web::searxng::Searxng;
     use crate::tools::web::tavily::Tavily;
     use crate::tools::web::test_context::context;

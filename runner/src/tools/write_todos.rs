@@ -5,8 +5,7 @@ use herd_crds::report::{Todo, TodoStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolGroup, ToolOutput, parse_args, schema_for};
-use crate::model::ToolSchema;
+use super::{ToolContext, ToolOutput, TypedTool};
 
 /// Most items in a plan.
 pub const MAX_TODOS: usize = 50;
@@ -20,28 +19,14 @@ pub struct WriteTodosArgs {
 /// The `write_todos` tool.
 pub struct WriteTodos;
 
-// How to plan is in the system prompt's `<todo_list_system>`.
-const DESCRIPTION: &str = "Replace your plan with this todo list.";
-
 #[async_trait]
-impl Tool for WriteTodos {
-    fn name(&self) -> &str {
-        "write_todos"
-    }
+impl TypedTool for WriteTodos {
+    const NAME: &'static str = "write_todos";
+    // How to plan is in the system prompt's `<todo_list_system>`.
+    const DESCRIPTION: &'static str = "Replace your plan with this todo list.";
+    type Args = WriteTodosArgs;
 
-    fn group(&self) -> Option<ToolGroup> {
-        None
-    }
-
-    fn schema(&self) -> ToolSchema {
-        schema_for::<WriteTodosArgs>("write_todos", DESCRIPTION)
-    }
-
-    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
-        let args: WriteTodosArgs = match parse_args("write_todos", arguments) {
-            Ok(args) => args,
-            Err(output) => return output,
-        };
+    async fn run(&self, args: WriteTodosArgs, _ctx: &ToolContext) -> ToolOutput {
         if args.todos.len() > MAX_TODOS {
             return ToolOutput::error(format!(
                 "Error: at most {MAX_TODOS} todos; merge small steps."

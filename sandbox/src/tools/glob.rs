@@ -102,21 +102,16 @@ fn relative_pattern<'a>(pattern: &'a str, virtual_dir: &str) -> Result<&'a str, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::SandboxRoots;
+    use crate::tools::workspace_with;
 
     fn setup() -> std::io::Result<(tempfile::TempDir, SandboxPaths)> {
-        let dir = tempfile::tempdir()?;
-        let roots = SandboxRoots::under(dir.path());
-        let ws = roots.user_data.join("workspace");
-        std::fs::create_dir_all(ws.join("src/util"))?;
-        std::fs::create_dir_all(ws.join(".git"))?;
-        std::fs::write(ws.join("a.py"), "")?;
-        std::fs::write(ws.join("src/b.py"), "")?;
-        std::fs::write(ws.join("src/util/c.py"), "")?;
-        std::fs::write(ws.join("src/util/d.txt"), "")?;
-        std::fs::write(ws.join(".git/e.py"), "")?;
-        let paths = SandboxPaths::new(&roots)?;
-        Ok((dir, paths))
+        workspace_with(&[
+            ("a.py", ""),
+            ("src/b.py", ""),
+            ("src/util/c.py", ""),
+            ("src/util/d.txt", ""),
+            (".git/e.py", ""),
+        ])
     }
 
     fn glob(paths: &SandboxPaths, pattern: &str, dirs: bool, max: Option<usize>) -> String {

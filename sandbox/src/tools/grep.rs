@@ -173,18 +173,14 @@ fn passes(filter: Option<&(GlobMatcher, bool)>, relative: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::SandboxRoots;
+    use crate::tools::workspace_with;
 
     fn setup() -> std::io::Result<(tempfile::TempDir, SandboxPaths)> {
-        let dir = tempfile::tempdir()?;
-        let roots = SandboxRoots::under(dir.path());
-        let ws = roots.user_data.join("workspace");
-        std::fs::create_dir_all(ws.join("src"))?;
-        std::fs::write(ws.join("notes.md"), "TODO: write tests\nnothing\n")?;
-        std::fs::write(ws.join("src/lib.rs"), "fn a() {}\n// todo(x): more\n")?;
-        std::fs::write(ws.join("src/blob.bin"), b"todo\0\0\0")?;
-        let paths = SandboxPaths::new(&roots)?;
-        Ok((dir, paths))
+        workspace_with(&[
+            ("notes.md", "TODO: write tests\nnothing\n"),
+            ("src/lib.rs", "fn a() {}\n// todo(x): more\n"),
+            ("src/blob.bin", "todo\0\0\0"),
+        ])
     }
 
     fn args(pattern: &str) -> GrepArgs {
@@ -228,26 +224,32 @@ mod tests {
             literal: true,
             ..args("todo(")
         };
-        assert_eq!(
-            run(&paths, &literal).content,
-            "/mnt/user-data/workspace/src/lib.rs:2: // todo(x): more"
-        );
         let globbed = GrepArgs {
             glob: Some("*.md".into()),
             ..args("todo")
         };
-        assert_eq!(
-            run(&paths, &globbed).content,
-            "/mnt/user-data/workspace/notes.md:1: TODO: write tests"
-        );
         let one_file = GrepArgs {
             path: "src/lib.rs".into(),
             ..args("fn")
         };
-        assert_eq!(
-            run(&paths, &one_file).content,
-            "/mnt/user-data/workspace/src/lib.rs:1: fn a() {}"
-        );
+        let cases = [
+            (
+                literal,
+                "/mnt/user-data/workspace/src/lib.rs:2: // todo(x): more",
+            ),
+            (
+                globbed,
+                "/mnt/user-data/workspace/notes.md:1: TODO: write tests",
+            ),
+            (one_file, "/mnt/user-data/workspace/src/lib.rs:1: fn a() {}"),
+            (
+                args("zzz"),
+                "No matches for 'zzz' in /mnt/user-data/workspace",
+            ),
+        ];
+        for (case, expected) in cases {
+            assert_eq!(run(&paths, &case).content, expected, "{}", case.pattern);
+        }
         let capped = GrepArgs {
             max_results: Some(1),
             ..args("todo")
@@ -256,10 +258,6 @@ mod tests {
             run(&paths, &capped)
                 .content
                 .ends_with("[stopped at 1 matches; narrow the pattern, path or glob]")
-        );
-        assert_eq!(
-            run(&paths, &args("zzz")).content,
-            "No matches for 'zzz' in /mnt/user-data/workspace"
         );
         Ok(())
     }

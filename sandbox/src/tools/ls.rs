@@ -103,6 +103,7 @@ mod tests {
 
     use super::*;
     use crate::paths::SandboxRoots;
+    use crate::tools::workspace_with;
 
     #[test]
     fn lists_two_levels_hides_internals_and_escaping_links() -> std::io::Result<()> {
@@ -136,11 +137,7 @@ mod tests {
 
     #[test]
     fn files_and_missing_paths_are_errors() -> std::io::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let roots = SandboxRoots::under(dir.path());
-        std::fs::create_dir_all(roots.user_data.join("workspace"))?;
-        std::fs::write(roots.user_data.join("workspace/a.txt"), "")?;
-        let paths = SandboxPaths::new(&roots)?;
+        let (dir, paths) = workspace_with(&[("a.txt", "")])?;
         let ls = |path: &str| {
             run(
                 &paths,
@@ -159,6 +156,7 @@ mod tests {
             ls("/mnt/user-data/workspace").content,
             "/mnt/user-data/workspace/\n  a.txt\n"
         );
+        let roots = SandboxRoots::under(dir.path());
         std::fs::remove_file(roots.user_data.join("workspace/a.txt"))?;
         assert_eq!(
             ls("/mnt/user-data/workspace").content,

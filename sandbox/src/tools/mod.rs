@@ -105,6 +105,31 @@ pub(crate) fn invalid_args(tool: &str, error: &serde_json::Error) -> ToolReply {
     ))
 }
 
+/// A sandbox under a temporary directory whose workspace holds `files` (path relative to the
+/// workspace, content); parent folders are made, and a path ending in `/` is an empty folder.
+#[cfg(test)]
+pub(crate) fn workspace_with<C: AsRef<[u8]>>(
+    files: &[(&str, C)],
+) -> std::io::Result<(tempfile::TempDir, SandboxPaths)> {
+    let dir = tempfile::tempdir()?;
+    let roots = crate::paths::SandboxRoots::under(dir.path());
+    let workspace = roots.user_data.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    for (path, content) in files {
+        let host = workspace.join(path);
+        if path.ends_with('/') {
+            std::fs::create_dir_all(&host)?;
+            continue;
+        }
+        if let Some(parent) = host.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&host, content)?;
+    }
+    let paths = SandboxPaths::new(&roots)?;
+    Ok((dir, paths))
+}
+
 /// Hex SHA-256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

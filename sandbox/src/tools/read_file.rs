@@ -109,16 +109,10 @@ fn cap(selected: &str, first_line: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::SandboxRoots;
-    use crate::tools::sha256_hex;
+    use crate::tools::{sha256_hex, workspace_with};
 
     fn setup(content: &[u8]) -> std::io::Result<(tempfile::TempDir, SandboxPaths)> {
-        let dir = tempfile::tempdir()?;
-        let roots = SandboxRoots::under(dir.path());
-        std::fs::create_dir_all(roots.user_data.join("workspace"))?;
-        std::fs::write(roots.user_data.join("workspace/f.txt"), content)?;
-        let paths = SandboxPaths::new(&roots)?;
-        Ok((dir, paths))
+        workspace_with(&[("f.txt", content)])
     }
 
     fn read(paths: &SandboxPaths, start: Option<u64>, end: Option<u64>) -> ToolReply {

@@ -57,6 +57,7 @@ pub(crate) fn run(paths: &SandboxPaths, args: &WriteFileArgs) -> ToolReply {
 mod tests {
     use super::*;
     use crate::paths::SandboxRoots;
+    use crate::tools::workspace_with;
 
     fn write(paths: &SandboxPaths, path: &str, content: &str, append: bool) -> ToolReply {
         run(
@@ -90,10 +91,7 @@ mod tests {
 
     #[test]
     fn refuses_large_writes_skills_and_directories() -> std::io::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let roots = SandboxRoots::under(dir.path());
-        std::fs::create_dir_all(roots.user_data.join("workspace/d"))?;
-        let paths = SandboxPaths::new(&roots)?;
+        let (_dir, paths) = workspace_with(&[("d/", "")])?;
         let big = "x".repeat(MAX_WRITE_BYTES + 1);
         let reply = write(&paths, "big.txt", &big, false);
         assert!(reply.is_error);

@@ -7,9 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::agent::ModelNext;
-use crate::model::{ModelError, ModelRequest};
-use crate::thread::{AssistantMessage, Message, MessageKind, ThreadState};
+use crate::agent::{ModelCall, ModelNext, ModelResult};
+use crate::thread::{Message, MessageKind};
 
 /// A bounded queue of reminder texts for the next model request.
 pub struct PendingReminders {
@@ -66,25 +65,20 @@ impl PendingReminders {
     /// Sends `request` on with the queued reminders appended as one hidden user message.
     /// When the call fails they are queued again: LLMErrorHandling sits outside and retries
     /// through this same hook, and the retry must still carry them.
-    pub async fn deliver(
-        &self,
-        state: &ThreadState,
-        mut request: ModelRequest,
-        next: ModelNext<'_>,
-    ) -> Result<AssistantMessage, ModelError> {
+    pub async fn deliver(&self, mut call: ModelCall<'_>, next: ModelNext<'_>) -> ModelResult {
         let taken = std::mem::take(&mut *self.lock());
         if taken.is_empty() {
-            return next.run(state, request).await;
+            return next.run(call).await;
         }
         let id = format!(
             "{}:{}",
             self.kind.as_str(),
-            state.usage.model_calls.saturating_add(1)
+            call.state.usage.model_calls.saturating_add(1)
         );
-        request
+        call.request
             .messages
             .push(Message::hidden_user(id, self.kind, taken.join("\n\n")));
-        let result = next.run(state, request).await;
+        let result = next.run(call).await;
         if result.is_err() {
             let mut queue = self.lock();
             let newer = std::mem::take(&mut *queue);
@@ -103,23 +97,15 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::model::{ChatModel, ModelErrorKind};
+    use crate::middleware::shared::test_doubles::direct_call;
+    use crate::model::{ChatModel, ModelError, ModelErrorKind};
     use crate::test_doubles::{QueuedModel, text};
-    use crate::thread::MessageKind;
+    use crate::thread::{MessageKind, ThreadState};
 
     async fn send(reminders: &PendingReminders, model: &dyn ChatModel) -> bool {
         let state = ThreadState::new("t");
-        let request = ModelRequest {
-            messages: state.messages.clone(),
-            ..ModelRequest::default()
-        };
-        let sink = |_| {};
-        let next = ModelNext {
-            rest: &[],
-            model,
-            on_delta: &sink,
-        };
-        reminders.deliver(&state, request, next).await.is_ok()
+        let (call, next) = direct_call(&state, model);
+        reminders.deliver(call, next).await.is_ok()
     }
 
     #[tokio::test]

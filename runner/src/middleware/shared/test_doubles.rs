@@ -1,6 +1,6 @@
 //! Test doubles for the middleware tests: tools with fixed answers, a tool that forwards to
-//! the sandbox, a real sandbox in a temporary directory, and a way to push one tool call
-//! through one middleware.
+//! the sandbox, a real sandbox in a temporary directory, and ways to push one tool call
+//! through one middleware or one model call through one hook.
 
 use std::sync::Arc;
 
@@ -10,9 +10,9 @@ use herd_sandbox::{
     InProcessExecutor, SandboxClient, SandboxHost, SandboxResponse, SandboxRoots, ToolExecutor,
 };
 
-use crate::agent::{Middleware, ToolNext, ToolRegistry, ToolRequest};
+use crate::agent::{Middleware, ModelCall, ModelNext, ToolNext, ToolRegistry, ToolRequest};
 use crate::control::Budget;
-use crate::model::ToolSchema;
+use crate::model::{ChatModel, ModelRequest, StreamDelta, ToolSchema};
 pub use crate::test_doubles::FixedTool;
 use crate::test_doubles::RecordingControl;
 use crate::thread::{ThreadState, ToolCall};
@@ -119,4 +119,23 @@ pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
         name: name.into(),
         arguments: arguments.to_string(),
     }
+}
+
+/// A model call for `state` (its messages as the request) and a chain that ends straight at
+/// `model`: for calling one model-call hook by hand.
+pub fn direct_call<'a>(
+    state: &'a ThreadState,
+    model: &'a dyn ChatModel,
+) -> (ModelCall<'a>, ModelNext<'a>) {
+    fn ignore(_: StreamDelta) {}
+    let request = ModelRequest {
+        messages: state.messages.clone(),
+        ..ModelRequest::default()
+    };
+    let next = ModelNext {
+        rest: &[],
+        model,
+        on_delta: &ignore,
+    };
+    (ModelCall { state, request }, next)
 }
