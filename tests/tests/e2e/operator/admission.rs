@@ -18,7 +18,11 @@ use super::support::{Clients, start_leader, test_config};
 /// With `--max-active-per-namespace=1` a second top-level Run waits `Queued` with "namespace at
 /// 1/1", gets no Pod and is not rewritten while it waits; it starts once the first ends.
 pub async fn namespace_cap_queues_top_level_runs(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.admission.max_active_per_namespace = 1;

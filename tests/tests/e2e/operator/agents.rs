@@ -70,7 +70,11 @@ fn conditions(agent: &Agent) -> &[herd_crds::condition::Condition] {
 /// With `all_namespaces`, the operator runs without `--watch-namespaces` (the cluster-wide RBAC
 /// variant).
 pub async fn agent_waits_for_its_skill(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
     all_namespaces: bool,
 ) -> anyhow::Result<()> {
     let watched: Vec<&str> = if all_namespaces {
@@ -154,7 +158,11 @@ pub async fn agent_waits_for_its_skill(
 /// A Secret without `herd.dev/model-credentials: "true"` makes the Agent `SecretNotAllowed`
 /// and `Stalled`; labelling it makes the Agent `Ready`.
 pub async fn unlabelled_secret_is_not_allowed(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
@@ -202,7 +210,11 @@ pub async fn unlabelled_secret_is_not_allowed(
 /// (one `kubectl apply -f dir/` in file order) is polled: it becomes `Ready` within seconds, not
 /// after a minute's requeue.
 pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
@@ -252,7 +264,11 @@ const SOON: Duration = Duration::from_secs(15);
 /// each become an immutable ConfigMap `<skill>-<digest8>`; an older version nothing uses (no
 /// Agent resolves to it, no unfinished Run's snapshot names it) is deleted.
 pub async fn skill_versions_become_immutable_config_maps(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);

@@ -43,7 +43,11 @@ const RETRIED: f64 = 0.05;
 /// live reads each, one snapshot, Pod and status write each, no NetworkPolicy and no Event,
 /// printed by verb and resource.
 pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     // No cap: a Run a cap holds costs a `Queued` status write more, by design.

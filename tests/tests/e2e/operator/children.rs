@@ -151,7 +151,11 @@ async fn with_going_pods(
 /// them, `restarts` times killing the operator (no Lease release) and starting a new one midway;
 /// no Run ever has a second Pod of an attempt, and the parent's status lists all 30.
 pub async fn children_under_max_concurrent(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
     restarts: usize,
 ) -> anyhow::Result<()> {
     const CHILDREN: usize = 30;
@@ -266,7 +270,11 @@ pub enum Cap {
 /// but the parent's children and a grandchild start under the parent's `maxConcurrent` alone,
 /// and everything ends: no deadlock. The waiting Run starts once the parent has ended.
 pub async fn caps_with_nested_runs(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
     cap: Cap,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
@@ -381,7 +389,11 @@ async fn snapshot_of(admin: &Client, namespace: &str, run: &str) -> anyhow::Resu
 /// request is the same child. A finished child outlives its TTL while its parent lives; the
 /// parent's end cancels the unfinished child, and its deletion takes both along.
 pub async fn children_never_exceed_their_parent(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator.clone()).await?;
@@ -520,7 +532,11 @@ pub async fn children_never_exceed_their_parent(
 /// With a `ReadWriteMany` workspace claim, a child's Pod mounts its parent's claim and the child
 /// has none of its own.
 pub async fn a_child_shares_a_read_write_many_workspace(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let config = test_config(&[&namespace], &namespace, "only")?;
     let running = start_leader(config, operator.clone()).await?;

@@ -16,7 +16,11 @@ use herd_e2e::wait::wait_for;
 /// release, as in a crash) hands the Lease over within its duration, and the new leader
 /// reconciles.
 pub async fn killed_leader_hands_over(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let first = herd_operator::start(
         test_config(&[&namespace], &namespace, "first")?,
@@ -108,7 +112,11 @@ fn leases_renew_time(spec: &k8s_openapi::api::coordination::v1::LeaseSpec) -> an
 /// A gracefully stopped leader releases the Lease: `run` returns `Ok`, and a second operator
 /// leads without waiting for expiry.
 pub async fn graceful_shutdown_releases_the_lease(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let first = super::support::start_leader(
         test_config(&[&namespace], &namespace, "first")?,
@@ -137,7 +145,11 @@ pub async fn graceful_shutdown_releases_the_lease(
 /// Another holder taking the Lease (as after a network partition) makes the operator stop
 /// with an error: it must not act once it may no longer lead.
 pub async fn lost_lease_stops_the_operator(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let mut running =
         super::support::start_leader(test_config(&[&namespace], &namespace, "victim")?, operator)
@@ -164,7 +176,11 @@ pub async fn lost_lease_stops_the_operator(
 /// A served CRD older than the operator (its `herd.dev/api-version` annotation) gets an Event
 /// naming the upgrade command; the operator keeps working.
 pub async fn outdated_crd_is_reported(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     use k8s_openapi::api::events::v1::Event;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

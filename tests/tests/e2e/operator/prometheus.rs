@@ -50,7 +50,11 @@ pub async fn prometheus_evaluates_the_charts_alerts_and_dashboard(
     let Some(prometheus) = PROMETHEUS.find(TEST)? else {
         return Ok(());
     };
-    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+    let Clients {
+        operator,
+        admin,
+        namespace,
+    } = Clients::new(&env, Rbac::Namespaced).await?;
     let config = test_config(&[&namespace], &namespace, "prometheus")?;
     let running = start_leader(config, operator).await?;
     finish_a_run(&admin, &namespace).await?;

@@ -26,7 +26,11 @@ use herd_e2e::wait::wait_for;
 /// its egress set's NetworkPolicy; the key reaches `agent` only, by `secretKeyRef`; the
 /// per-namespace ServiceAccount and default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
 pub async fn run_becomes_snapshot_policy_and_pod(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -124,7 +128,11 @@ pub async fn run_becomes_snapshot_policy_and_pod(
 /// A Run applied before its Agent waits with `AgentNotFound`, then proceeds to its Pod; an
 /// OOM-killed agent ends it `OOMKilled`.
 pub async fn run_waits_for_its_agent(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_run(&admin, &namespace, "early").await?;
@@ -159,7 +167,11 @@ pub async fn run_waits_for_its_agent(
 /// `ModelError` with the result's text), written as the run API writes it; the controller's
 /// status writes never take `report` over.
 pub async fn a_terminal_report_decides(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -234,7 +246,13 @@ pub async fn a_terminal_report_decides(
 /// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
 /// Run whose snapshot disappeared fails `SnapshotLost` rather than re-reading its Agent.
-pub async fn cancel_and_ttl(Clients(operator, admin, namespace): Clients) -> anyhow::Result<()> {
+pub async fn cancel_and_ttl(
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
+) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
@@ -315,7 +333,11 @@ pub async fn cancel_and_ttl(Clients(operator, admin, namespace): Clients) -> any
 /// new Pod on the same workspace claim), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
 /// as has no rights beyond self-review.
 pub async fn eviction_is_retried(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
     kubeconfig: std::path::PathBuf,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
@@ -405,7 +427,11 @@ pub async fn eviction_is_retried(
 /// The operator enforces `timeout` itself from `startTime`, whatever the Pod is doing: the Run
 /// ends `TimedOut` and its running Pod is deleted.
 pub async fn timeout_while_the_pod_runs(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -437,7 +463,11 @@ pub async fn timeout_while_the_pod_runs(
 /// The API server refusing the Pod (here the RuntimeClass admission: the Agent's
 /// `runtimeClassName` does not exist) fails the Run `InvalidSpec` with the server's message.
 pub async fn refused_pod_is_invalid_spec(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent_with(
@@ -464,7 +494,11 @@ pub async fn refused_pod_is_invalid_spec(
 /// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
 /// it), and is deleted once that Run is cancelled.
 pub async fn old_skill_version_lives_while_a_run_uses_it(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
@@ -544,7 +578,11 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
 /// `WaitingForInput` with `InputRequired`; unanswered past `inputTimeout` it ends
 /// `InputTimedOut` and its Pod is deleted.
 pub async fn run_input_times_out(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -591,7 +629,11 @@ pub async fn run_input_times_out(
 /// with the ConfigMap's name instead of starting a Pod without the skill, and starts once the
 /// Skill is back with the same content.
 pub async fn run_waits_for_its_skill_version(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
@@ -659,7 +701,11 @@ pub async fn run_waits_for_its_skill_version(
 /// deletes its Runs and Pods; the operator's refusals there are final, not retried), and the
 /// operator, watching all namespaces, settles and goes on serving other namespaces.
 pub async fn namespace_deleted_while_a_run_is_active(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let doomed = herd_e2e::namespace::create_namespace(

@@ -90,7 +90,11 @@ fn condition_is(schedule: &Schedule, type_: &str, status: ConditionStatus, reaso
 /// `@every 5s`: each slot's Run is named after it, owned and labelled; finished Runs are kept
 /// to the history limit; deleting the Schedule deletes its Runs.
 pub async fn every_five_seconds(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -167,7 +171,11 @@ pub async fn every_five_seconds(
 /// `Forbid` creates no Run while one goes, and the waiting slot's after it ends; `Replace`
 /// cancels the going Run for the new one.
 pub async fn forbid_and_replace(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let running = start_restricted(&admin, operator, &namespace).await?;
     create_agent(&admin, &namespace).await?;
@@ -211,7 +219,11 @@ pub async fn forbid_and_replace(
 /// An operator killed before a slot, and another started after it: the slot's Run is created
 /// once, and every Run is a distinct slot.
 pub async fn killed_across_a_slot(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     enforce_restricted(&admin, &namespace).await?;
     let first = start_leader(
@@ -268,7 +280,13 @@ pub async fn killed_across_a_slot(
 /// an unknown time zone is `Accepted=False`; a Run the API server refuses makes the Schedule
 /// `Ready=False`; a template naming a missing Agent gives Runs that say so, the Schedule stays
 /// Accepted.
-pub async fn bad_inputs(Clients(operator, admin, namespace): Clients) -> anyhow::Result<()> {
+pub async fn bad_inputs(
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
+) -> anyhow::Result<()> {
     let running = start_only(operator, &namespace).await?;
     let refused = create_schedule(&admin, &namespace, "shape", json!({"schedule": "* * *"}))
         .await

@@ -24,7 +24,11 @@ use super::support::{Clients, http_get, start_leader, test_config};
 pub const TEST: &str = "operator::secure_metrics_need_an_allowed_token";
 
 pub async fn secure_metrics_need_an_allowed_token(env: TestEnv) -> anyhow::Result<()> {
-    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+    let Clients {
+        operator,
+        admin,
+        namespace,
+    } = Clients::new(&env, Rbac::Namespaced).await?;
     bind_cluster_role(&admin, &namespace, "auth-clusterrole.yaml", SERVICE_ACCOUNT).await?;
     bind_cluster_role(&admin, &namespace, "reader-clusterrole.yaml", "prometheus").await?;
     let reader = token(&admin, &namespace, "prometheus").await?;

@@ -13,9 +13,15 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use herd_e2e::operator_rbac::Rbac;
 
-/// What an operator test starts from: a client as the operator's ServiceAccount (bound as the
-/// test's [`Rbac`] says), a cluster-admin client, and the test's namespace, in that order.
-pub struct Clients(pub Client, pub Client, pub String);
+/// What an operator test starts from.
+pub struct Clients {
+    /// A client as the operator's ServiceAccount, bound as the test's [`Rbac`] says.
+    pub operator: Client,
+    /// A cluster-admin client, for what the test itself reads and writes.
+    pub admin: Client,
+    /// The test's namespace.
+    pub namespace: String,
+}
 
 impl Clients {
     /// The clients of `env`'s namespace, the operator's bound as `rbac` says.
@@ -24,7 +30,11 @@ impl Clients {
         let namespace = env.namespace().to_owned();
         let operator =
             operator_client(&admin, env.cluster().kubeconfig(), &namespace, rbac).await?;
-        Ok(Clients(operator, admin, namespace))
+        Ok(Clients {
+            operator,
+            admin,
+            namespace,
+        })
     }
 }
 

@@ -58,7 +58,11 @@ async fn suspend(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<
 /// Run still starts, and an answer resumes a suspended Run in attempt 2 (admitted like any
 /// start).
 pub async fn suspended_runs_hold_no_slot(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.admission.max_active_per_namespace = CAP;

@@ -39,7 +39,11 @@ fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
 /// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
 /// the leaf.
 pub async fn run_api_tls_precedes_the_pod(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
     let stale: ConfigMap = serde_json::from_value(json!({
@@ -135,7 +139,11 @@ pub async fn run_api_tls_precedes_the_pod(
 /// before, and copies the new bundle (which still trusts the old CA) into the namespace's
 /// `herd-run-api-ca`, all without any Run or Pod.
 pub async fn tls_is_renewed_and_copied_without_a_pod(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     use herd_operator::decide::run_api_tls::{
         CA_NOT_AFTER, CA_NOT_BEFORE, LEAF_NAMES, LEAF_NOT_AFTER, LEAF_NOT_BEFORE, leaf_names,
@@ -231,7 +239,11 @@ fn cert_manager_secret(name: &str) -> anyhow::Result<(Secret, String)> {
 /// serves its leaf, a Run's namespace gets its `ca.crt`, and a renewal reaches the namespace's
 /// copy at once, the Secret untouched by the operator.
 pub async fn external_tls_is_read_never_written(
-    Clients(operator, admin, namespace): Clients,
+    Clients {
+        operator,
+        admin,
+        namespace,
+    }: Clients,
 ) -> anyhow::Result<()> {
     let mut config = test_config(&[&namespace], &namespace, "only")?;
     config.run_api_tls = herd_operator::config::RunApiTlsMode::External;

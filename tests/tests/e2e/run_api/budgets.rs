@@ -81,7 +81,11 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+    let Clients {
+        operator,
+        admin,
+        namespace,
+    } = Clients::new(&env, Rbac::Namespaced).await?;
     let mut config = run_api_config(&namespace)?;
     config.admission.max_active_per_namespace = 10;
     let mut running = start_leader(config.clone(), operator.clone()).await?;

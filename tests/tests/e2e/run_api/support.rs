@@ -46,7 +46,11 @@ impl Fixture {
     /// [`Fixture::start`] with the Agent `helper`'s spec fields `spec` (over a plain spec).
     pub async fn start_with(env: TestEnv, spec: serde_json::Value) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let Clients(operator, admin, namespace) = Clients::new(&env, Rbac::Namespaced).await?;
+        let Clients {
+            operator,
+            admin,
+            namespace,
+        } = Clients::new(&env, Rbac::Namespaced).await?;
         let running = start_leader(run_api_config(&namespace)?, operator).await?;
         create_agent_spec(&admin, &namespace, spec).await?;
         Ok(Fixture {

@@ -68,7 +68,11 @@ impl Scenario {
     ) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         leaks::capture_operator_logs();
-        let Clients(operator, admin, namespace) = Clients::new(env, Rbac::Namespaced).await?;
+        let Clients {
+            operator,
+            admin,
+            namespace,
+        } = Clients::new(env, Rbac::Namespaced).await?;
         let mut config = test_config(&[&namespace], &namespace, "only")?;
         let (host, kubelet) = match env.node() {
             Some(node) => {
