@@ -98,6 +98,20 @@ pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'
     conditions.iter().find(|c| c.type_ == type_)
 }
 
+/// The condition of type `type_` as it was in `before` (absent the first time) and as it is in
+/// `after`, when its status or reason differs between them: a change a person hears of (an
+/// Event, a log line). `None` when it is unchanged, or absent from `after`.
+pub fn changed_condition<'a>(
+    before: &'a [Condition],
+    after: &'a [Condition],
+    type_: &str,
+) -> Option<(Option<&'a Condition>, &'a Condition)> {
+    let old = find_condition(before, type_);
+    let new = find_condition(after, type_)?;
+    let same = old.is_some_and(|old| old.status == new.status && old.reason == new.reason);
+    (!same).then_some((old, new))
+}
+
 /// Whether the condition of the given type is present with status `True`.
 pub fn is_condition_true(conditions: &[Condition], type_: &str) -> bool {
     find_condition(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
@@ -113,6 +127,37 @@ mod tests {
 
     fn ready(status: ConditionStatus, reason: &str, now: i64) -> Condition {
         Condition::new("Ready", status, reason, "", Some(1), at(now))
+    }
+
+    #[test]
+    fn a_change_is_a_new_status_or_reason_not_a_new_message() {
+        let pending = ready(ConditionStatus::False, "SkillNotFound", 10);
+        let mut reworded = pending.clone();
+        reworded.message = "another message".to_owned();
+        let other_reason = ready(ConditionStatus::False, "SecretNotFound", 20);
+        let done = ready(ConditionStatus::True, "Ready", 30);
+
+        let first = changed_condition(&[], std::slice::from_ref(&pending), "Ready");
+        assert_eq!(first, Some((None, &pending)), "the first time is a change");
+        let unchanged = [pending.clone()];
+        assert_eq!(
+            changed_condition(&unchanged, std::slice::from_ref(&reworded), "Ready"),
+            None
+        );
+        assert_eq!(
+            changed_condition(&unchanged, std::slice::from_ref(&other_reason), "Ready"),
+            Some((Some(&pending), &other_reason))
+        );
+        assert_eq!(
+            changed_condition(&unchanged, std::slice::from_ref(&done), "Ready"),
+            Some((Some(&pending), &done))
+        );
+        assert_eq!(changed_condition(&unchanged, &[], "Ready"), None, "gone");
+        assert_eq!(
+            changed_condition(&unchanged, &unchanged, "Stalled"),
+            None,
+            "another type"
+        );
     }
 
     #[test]

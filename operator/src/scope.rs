@@ -57,9 +57,7 @@ impl Scope {
             Scope::Namespace(namespace) => Api::namespaced(client.clone(), namespace),
         }
     }
-}
 
-impl Scope {
     /// A cache of every `K` in the scope, watched with [`watch_config`]: see [`cached_watch`].
     pub fn cached<K>(
         &self,

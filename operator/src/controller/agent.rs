@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use herd_crds::agent::{Agent, AgentStatus, ModelSpec};
-use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::condition::{ConditionStatus, changed_condition, find_condition};
 use herd_crds::reason::condition_type;
 use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -235,13 +235,11 @@ fn labelled_state(labels: &std::collections::BTreeMap<String, String>) -> Secret
 
 /// An Event and a log line when `Ready` changes.
 fn announce(shared: &Shared, agent: &Agent, before: &AgentStatus, after: &AgentStatus) {
-    let old = find_condition(&before.conditions, condition_type::READY);
-    let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
+    let Some((_, new)) =
+        changed_condition(&before.conditions, &after.conditions, condition_type::READY)
+    else {
         return;
     };
-    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
-        return;
-    }
     let ready = new.status == ConditionStatus::True;
     let note = if ready {
         "the agent is ready".to_owned()

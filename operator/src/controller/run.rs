@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use herd_crds::agent::Agent;
-use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::condition::{ConditionStatus, changed_condition, find_condition};
 use herd_crds::duration::parse_duration;
 use herd_crds::reason::{condition_type, run as reason};
 use herd_crds::run::{Run, RunPhase, RunReport, RunStatus, phase_of};
@@ -727,13 +727,13 @@ fn announce(
     if let Some(why) = retried {
         shared.event(run, true, "Retrying", why.to_owned());
     }
-    let old = find_condition(&before.conditions, condition_type::SUCCEEDED);
-    let Some(new) = find_condition(&after.conditions, condition_type::SUCCEEDED) else {
+    let Some((old, new)) = changed_condition(
+        &before.conditions,
+        &after.conditions,
+        condition_type::SUCCEEDED,
+    ) else {
         return;
     };
-    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
-        return;
-    }
     info!(run = %run.name_any(), namespace = ?run.namespace(), reason = %new.reason, "run status changed");
     if let Some(event) = succeeded_event(old, new) {
         shared.event(run, event.warning, &event.reason, event.message);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::condition::{ConditionStatus, changed_condition, find_condition};
 use herd_crds::reason::{condition_type, schedule as reason};
 use herd_crds::run::{Run, RunSpec};
 use herd_crds::schedule::Schedule;
@@ -349,13 +349,11 @@ fn announce(
     before: &herd_crds::schedule::ScheduleStatus,
     after: &herd_crds::schedule::ScheduleStatus,
 ) {
-    let old = find_condition(&before.conditions, condition_type::READY);
-    let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
+    let Some((_, new)) =
+        changed_condition(&before.conditions, &after.conditions, condition_type::READY)
+    else {
         return;
     };
-    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
-        return;
-    }
     info!(schedule = %schedule.name_any(), namespace = ?schedule.namespace(), ready = ?new.status, reason = %new.reason, message = %new.message, "schedule status changed");
 }
 

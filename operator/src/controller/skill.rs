@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::{Stream, StreamExt};
 use herd_crds::agent::Agent;
-use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::condition::{ConditionStatus, changed_condition, find_condition};
 use herd_crds::reason::condition_type;
 use herd_crds::run::{Run, phase_of};
 use herd_crds::skill::{Skill, SkillStatus};
@@ -340,13 +340,11 @@ async fn ensure_config_map(
 
 /// An Event and a log line when `Ready` changes.
 fn announce(shared: &Shared, skill: &Skill, before: &SkillStatus, after: &SkillStatus) {
-    let old = find_condition(&before.conditions, condition_type::READY);
-    let Some(new) = find_condition(&after.conditions, condition_type::READY) else {
+    let Some((_, new)) =
+        changed_condition(&before.conditions, &after.conditions, condition_type::READY)
+    else {
         return;
     };
-    if old.is_some_and(|old| old.status == new.status && old.reason == new.reason) {
-        return;
-    }
     let ready = new.status == ConditionStatus::True;
     info!(skill = %skill.name_any(), namespace = ?skill.namespace(), ready, reason = %new.reason, "skill status changed");
     let reason = find_condition(&after.conditions, condition_type::STALLED)
