@@ -36,6 +36,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use herd_e2e::operator_requests::{WRITE_VERBS, per_unit, request_counts, table, total};
+use herd_e2e::process::resident_memory;
 use operator_process::{Operator, ready_agent};
 
 const BURST: usize = 1_000;
@@ -84,24 +85,6 @@ impl Operator {
             last = now;
         }
         Ok(())
-    }
-
-    /// Resident and peak resident memory, in MiB.
-    fn memory(&self) -> anyhow::Result<(f64, f64)> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let field = |name: &str| -> anyhow::Result<f64> {
-            let line = status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .with_context(|| format!("no {name} in /proc status"))?;
-            let kib: f64 = line
-                .split_whitespace()
-                .nth(1)
-                .context("no value")?
-                .parse()?;
-            Ok(kib / 1024.0)
-        };
-        Ok((field("VmRSS:")?, field("VmHWM:")?))
     }
 }
 
@@ -213,7 +196,7 @@ async fn run_pod_template(cluster: &Cluster) -> anyhow::Result<Value> {
     let admin = cluster.client();
     let namespace = create_namespace(&admin, "bench::warm-up", PodSecurity::Unset).await?;
     let operator = Operator::start(cluster, &namespace, &[]).await?;
-    ready_agent(&admin, &namespace).await?;
+    ready_agent(&admin, &namespace, json!({"provider": "openai", "name": "m"})).await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     runs.create(&PostParams::default(), &run("warm-up", "Say hello.")?)
         .await?;
@@ -332,7 +315,7 @@ async fn runs_to_pods(cluster: &Cluster, round: usize) -> anyhow::Result<(f64, f
         ],
     )
     .await?;
-    ready_agent(&admin, &namespace).await?;
+    ready_agent(&admin, &namespace, json!({"provider": "openai", "name": "m"})).await?;
     let before = request_counts(&operator.metrics().await?);
 
     let seen = pods_seen(Api::namespaced(admin.clone(), &namespace));
@@ -386,7 +369,7 @@ async fn memory(cluster: &Cluster) -> anyhow::Result<()> {
     let empty = {
         let operator = Operator::start(cluster, &namespace, &[]).await?;
         operator.settle().await?;
-        operator.memory()?
+        resident_memory(operator.child.id())?
     };
     println!(
         "memory: no Run cached: RSS {:.1} MiB (peak {:.1})",
@@ -435,7 +418,7 @@ async fn memory(cluster: &Cluster) -> anyhow::Result<()> {
     let with_runs = {
         let operator = Operator::start(cluster, &namespace, &[]).await?;
         operator.settle().await?;
-        operator.memory()?
+        resident_memory(operator.child.id())?
     };
     println!(
         "memory: {CACHED} Runs cached: RSS {:.1} MiB (peak {:.1}) (target <= 64 MiB)",
@@ -446,7 +429,7 @@ async fn memory(cluster: &Cluster) -> anyhow::Result<()> {
     let with_snapshots = {
         let operator = Operator::start(cluster, &namespace, &[]).await?;
         operator.settle().await?;
-        operator.memory()?
+        resident_memory(operator.child.id())?
     };
     println!(
         "memory: {CACHED} Runs and their snapshot ConfigMaps cached: RSS {:.1} MiB (peak {:.1})",

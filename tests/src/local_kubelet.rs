@@ -7,8 +7,12 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::TestEnv;
+use crate::cluster::Cluster;
 use crate::process::Server;
 use crate::wait::wait_for;
+
+/// The server's name: its log is `local-kubelet.log`.
+const NAME: &str = "local-kubelet";
 
 /// What the kubelet logs once its node is ready and it watches Pods.
 const READY_LINE: &str = "is ready; taking Pods from";
@@ -31,17 +35,28 @@ impl LocalKubelet {
             .context("a folder for local-kubelet")?;
         let folder = dir.path().to_path_buf();
         env.hold(dir);
+        env.attach_log(Server::log_file(&folder, NAME));
+        Self::start_in(&folder, env.cluster(), env.namespace(), exe).await
+    }
+
+    /// Starts `exe` for the Pods of `namespace` with its state and log in `folder`, and waits
+    /// until it is ready: for a benchmark, which has no test to attach them to.
+    pub async fn start_in(
+        folder: &Path,
+        cluster: &Cluster,
+        namespace: &str,
+        exe: &Path,
+    ) -> anyhow::Result<LocalKubelet> {
         let state = folder.join("state");
         let args = [
             "--kubeconfig".to_owned(),
-            env.cluster().kubeconfig().display().to_string(),
+            cluster.kubeconfig().display().to_string(),
             "--namespace".to_owned(),
-            env.namespace().to_owned(),
+            namespace.to_owned(),
             "--state-dir".to_owned(),
             state.display().to_string(),
         ];
-        let mut server = Server::start("local-kubelet", &folder, exe, &args)?;
-        env.attach_log(server.log());
+        let mut server = Server::start(NAME, folder, exe, &args)?;
         let log = server.log().to_path_buf();
         wait_for("local-kubelet to be ready", Duration::from_secs(30), || {
             let running = server.check_running();

@@ -47,9 +47,14 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Starts `program args...` with its output in `<dir>/<name>.log`.
+    /// Where the server `name` started in `dir` writes its output.
+    pub fn log_file(dir: &Path, name: &str) -> PathBuf {
+        dir.join(format!("{name}.log"))
+    }
+
+    /// Starts `program args...` with its output in [`Server::log_file`].
     pub fn start(name: &str, dir: &Path, program: &Path, args: &[String]) -> anyhow::Result<Self> {
-        let log = dir.join(format!("{name}.log"));
+        let log = Self::log_file(dir, name);
         let pid_file = dir.join(format!("{name}.pid"));
         let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone()?;
@@ -124,6 +129,24 @@ impl Drop for Server {
     }
 }
 
+/// The resident and peak resident memory of process `pid`, in MiB (`VmRSS` and `VmHWM`).
+pub fn resident_memory(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> anyhow::Result<f64> {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .with_context(|| format!("no {name} in /proc/{pid}/status"))?;
+        let kib: f64 = line
+            .split_whitespace()
+            .nth(1)
+            .context("no value")?
+            .parse()?;
+        Ok(kib / 1024.0)
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,3 +215,4 @@ mod tests {
         assert!(error.contains("broken flag"), "{error}");
     }
 }
+

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const TOKEN_ENV: &str = "HERD_BENCH_TOKEN";
 const KUBECONFIG_ENV: &str = "HERD_BENCH_KUBECONFIG";
@@ -168,8 +168,8 @@ async fn token_again(admin: &Client, namespace: &str) -> anyhow::Result<String> 
     Ok(token.status.context("no token")?.token)
 }
 
-/// A ready Agent `helper` without skills, its model key a labelled Secret.
-pub async fn ready_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> {
+/// A ready Agent `helper` of `model` without skills, its model key a labelled Secret.
+pub async fn ready_agent(admin: &Client, namespace: &str, model: Value) -> anyhow::Result<()> {
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "model-key", "labels": {"herd.dev/model-credentials": "true"}},
         "stringData": {"api-key": "k"},
@@ -177,11 +177,12 @@ pub async fn ready_agent(admin: &Client, namespace: &str) -> anyhow::Result<()> 
     Api::<Secret>::namespaced(admin.clone(), namespace)
         .create(&PostParams::default(), &secret)
         .await?;
-    let agent: Agent = serde_json::from_value(json!({
+    let mut agent = json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Agent", "metadata": {"name": "helper"},
-        "spec": {"model": {"provider": "openai", "name": "m",
-            "apiKeySecretRef": {"name": "model-key", "key": "api-key"}}, "skills": []},
-    }))?;
+        "spec": {"model": model, "skills": []},
+    });
+    agent["spec"]["model"]["apiKeySecretRef"] = json!({"name": "model-key", "key": "api-key"});
+    let agent: Agent = serde_json::from_value(agent)?;
     let agents: Api<Agent> = Api::namespaced(admin.clone(), namespace);
     agents.create(&PostParams::default(), &agent).await?;
     herd_e2e::wait::wait_for("the Agent ready", Duration::from_secs(60), || async {
