@@ -654,20 +654,20 @@ mod tests {
     #[tokio::test]
     async fn refuses_other_schemes_and_bad_urls() {
         let tool = local(WebFetchConfig::default());
-        let out = call(&tool, "file:///etc/passwd".to_owned()).await;
-        assert!(
-            out.content.contains("unsupported URL scheme \"file\""),
-            "{}",
-            out.content
-        );
-        let out = call(&tool, "not a url".to_owned()).await;
-        assert!(out.content.contains("invalid URL"), "{}", out.content);
-        let out = tool.call(json!({"url": 5}), &context()).await;
-        assert!(
-            out.content.contains("invalid arguments for web_fetch"),
-            "{}",
-            out.content
-        );
+        for (arguments, expected) in [
+            (
+                json!({"description": "test", "url": "file:///etc/passwd"}),
+                "unsupported URL scheme \"file\"",
+            ),
+            (
+                json!({"description": "test", "url": "not a url"}),
+                "invalid URL",
+            ),
+            (json!({"url": 5}), "invalid arguments for web_fetch"),
+        ] {
+            let out = tool.call(arguments, &context()).await;
+            assert!(out.content.contains(expected), "{}", out.content);
+        }
     }
 
     #[tokio::test]
