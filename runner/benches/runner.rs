@@ -10,6 +10,9 @@
 // A benchmark that cannot set itself up should stop loudly.
 #![allow(clippy::expect_used)]
 
+#[path = "../tests/scripted/mod.rs"]
+mod scripted;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use herd_runner::agent::NoObserver;
 use herd_runner::runtime::local::{LocalRequest, run_local};
 use herd_runner::runtime::local_plan::Overrides;
+use scripted::{indented, scripted_agent};
 
 const REPEATS: usize = 7;
 
@@ -28,38 +32,22 @@ const REPEATS: usize = 7;
 /// summarization are on, so the whole chain runs. Rules follow the previous tool result, so
 /// they still match after summarization compacts the thread.
 fn agent_manifest(calls: usize, summarization: &str) -> String {
-    let rules = script_rules(calls, "      ");
-    format!(
-        r#"apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: bench}}
-spec:
-  model:
-    provider: scripted
-    name: bench
-    scriptFrom: {{configMapKeyRef: {{name: bench-script, key: script.yaml}}}}
-  subagents: {{enabled: true}}
+    let spec = format!(
+        "  subagents: {{enabled: true}}
   runDefaults: {{planMode: true, maxModelCalls: {max}}}
   memory: {{enabled: true}}
-  summarization: {summarization}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: bench-script}}
-data:
-  script.yaml: |
-    rules:
-{rules}"#,
+  summarization: {summarization}",
         max = calls + 5,
-    )
+    );
+    scripted_agent("bench", "bench", &spec, &script(calls))
 }
 
-/// The script's rules, each line indented by `indent`.
-fn script_rules(calls: usize, indent: &str) -> String {
+/// The script of [`agent_manifest`]: the side calls' rules, then one per model call.
+fn script(calls: usize) -> String {
     let mut rules = String::from(
-        "      - match: {purpose: memory}\n        respond: {content: '{\"operations\": []}'}\n\
-         \x20     - match: {purpose: title}\n        respond: {content: Bench}\n\
-         \x20     - match: {purpose: summary}\n        respond: {content: 'Steps so far: listing.'}\n",
+        "- match: {purpose: memory}\n  respond: {content: '{\"operations\": []}'}\n\
+         - match: {purpose: title}\n  respond: {content: Bench}\n\
+         - match: {purpose: summary}\n  respond: {content: 'Steps so far: listing.'}\n",
     );
     for step in 1..calls {
         let matcher = if step == 1 {
@@ -82,17 +70,14 @@ fn script_rules(calls: usize, indent: &str) -> String {
             ),
         };
         rules.push_str(&format!(
-            "      - match: {matcher}\n        respond: {{content: 'Step {step}.', toolCalls: [{call}]}}\n"
+            "- match: {matcher}\n  respond: {{content: 'Step {step}.', toolCalls: [{call}]}}\n"
         ));
     }
     rules.push_str(&format!(
-        "      - match: {{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}\n        respond: {{content: Done.}}\n",
+        "- match: {{role: lead, lastMessage: {{role: tool, contains: \"s{}x\"}}}}\n  respond: {{content: Done.}}\n",
         calls - 1
     ));
-    rules
-        .lines()
-        .map(|line| format!("{indent}{}\n", line.trim_start_matches("      ")))
-        .collect()
+    format!("rules:\n{}", indented(&rules, "  "))
 }
 
 /// Summarization as the Agent's defaults have it (the tokenizer stays unloaded).
@@ -126,8 +111,7 @@ fn loop_only_time(
 
     let workdir = Workdir::prepare(&dir.join(format!("loop-{calls}"))).expect("work folder");
     let sandbox = SandboxHost::new(&workdir.roots).expect("sandbox");
-    let script = format!("rules:\n{}", script_rules(calls, "  "));
-    let model = ScriptedModel::from_yaml(&script).expect("script");
+    let model = ScriptedModel::from_yaml(&script(calls)).expect("script");
     let agent = Agent {
         name: "lead".into(),
         system_prompt: "You are a benchmark.".into(),

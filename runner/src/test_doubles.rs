@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use herd_crds::report::{Clarification, StopReason, Usage};
+use herd_crds::report::{Clarification, ClarificationType, StopReason, Usage};
 use herd_crds::wire::{
     ChildOutcome, ChildRequest, ChildStatus, MemoryDocument, MemoryOperation, ProgressReport,
     ResultReport,
@@ -17,10 +17,37 @@ use herd_sandbox::testing::FakeExecutor;
 use crate::agent::{
     Agent, AgentEvent, Limits, Middleware, NoObserver, Observer, RunEnv, ToolRegistry,
 };
+use crate::control::checkpoint::Checkpoint;
 use crate::control::{AskOutcome, Budget, ControlError, ControlPlane};
 use crate::model::{CallContext, CallOptions, ChatModel, DeltaSink, ModelError, ModelRequest};
 use crate::thread::{AssistantMessage, ThreadState, ToolCall};
 use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// Tools of the file, bash and web groups: the prompt of an Agent without those groups names
+/// none of them.
+pub const GROUP_TOOLS: [&str; 5] = [
+    "read_file",
+    "write_file",
+    "str_replace",
+    "bash",
+    "web_fetch",
+];
+
+/// The checkpoint of a run that asked "Which market?" (a question for missing information,
+/// offering `options`) with its thread at `state`.
+pub fn market_question(options: &[&str], state: ThreadState) -> Checkpoint {
+    Checkpoint::question(
+        Clarification {
+            id: "q-call_1_0".into(),
+            question: "Which market?".into(),
+            kind: ClarificationType::MissingInfo,
+            context: None,
+            options: options.iter().map(|&option| option.to_owned()).collect(),
+            asked_at: None,
+        },
+        state,
+    )
+}
 
 /// Answers model calls from a queue and records every request.
 #[derive(Default)]

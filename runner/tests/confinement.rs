@@ -7,12 +7,15 @@
 // Test helpers outside #[test] functions: a failure to set up must fail the test loudly.
 #![allow(clippy::expect_used)]
 
+mod scripted;
+
 use std::io::Write as _;
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, PoisonError};
 
+use scripted::scripted_agent;
 use serde_json::{Value, json};
 
 const NOBODY: u32 = 65534;
@@ -160,25 +163,7 @@ fn script(stage: &Path) -> Value {
 }
 
 fn manifest(stage: &Path) -> String {
-    format!(
-        "apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: confined}}
-spec:
-  model:
-    provider: scripted
-    name: confined
-    scriptFrom: {{configMapKeyRef: {{name: confined-script, key: script.yaml}}}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: confined-script}}
-data:
-  script.yaml: |
-    {}
-",
-        script(stage)
-    )
+    scripted_agent("confined", "confined", "", &script(stage).to_string())
 }
 
 /// What one confined run showed: the first line of each bash result, in order.

@@ -14,10 +14,13 @@
 // Test helpers outside #[test] functions: a failure to set up must fail the test loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod scripted;
+
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+use scripted::{indented, scripted_agent};
 use serde_json::Value;
 
 /// The header value the HTTP server accepts.
@@ -105,20 +108,8 @@ fn manifests_with(port: u16, key: &str, stdio: &[(&str, &str, &str)], rules: &st
             format!("      - name: {name}\n        command: {command}\n        env: {env}\n")
         })
         .collect();
-    let indented: String = rules
-        .lines()
-        .map(|line| format!("      {line}\n"))
-        .collect();
-    format!(
-        "apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: mcp-test}}
-spec:
-  model:
-    provider: scripted
-    name: script
-    scriptFrom: {{configMapKeyRef: {{name: script, key: script.yaml}}}}
-  toolGroups: []
+    let spec = format!(
+        "  toolGroups: []
   mcp:
     servers:
       - name: catalog
@@ -126,23 +117,22 @@ spec:
         headers:
           - name: X-Api-Key
             secretKeyRef: {{name: catalog-key, key: key}}
-{stdio}---
+{stdio}"
+    );
+    let script = format!(
+        "rules:\n  - match: {{purpose: title}}\n    respond: {{content: MCP test}}\n{}",
+        indented(rules, "  ")
+    );
+    format!(
+        "{}---
 apiVersion: v1
 kind: Secret
 metadata:
   name: catalog-key
   labels: {{herd.dev/model-credentials: \"true\"}}
 stringData: {{key: {key}}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: script}}
-data:
-  script.yaml: |
-    rules:
-      - match: {{purpose: title}}
-        respond: {{content: MCP test}}
-{indented}"
+",
+        scripted_agent("mcp-test", "script", &spec, &script)
     )
 }
 
@@ -179,6 +169,11 @@ fn finished<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
         .iter()
         .filter(|e| e["event"] == "tool_finished" && e["name"] == name)
         .collect()
+}
+
+/// What the tool call's `tool_finished` event shows of its result.
+fn preview(finished: &Value) -> &str {
+    finished["preview"].as_str().unwrap_or_default()
 }
 
 fn warnings(events: &[Value]) -> Vec<&str> {
@@ -221,21 +216,13 @@ fn the_models_calls_reach_both_servers_and_the_results_reach_the_model() {
     assert_eq!(answer(&events), "the model saw the release", "{events:?}");
     let release = finished(&events, "catalog__lookup_release");
     assert_eq!(release[0]["ok"], true);
-    assert!(
-        release[0]["preview"]
-            .as_str()
-            .unwrap()
-            .contains("herd 4.2.0")
-    );
+    assert!(preview(release[0]).contains("herd 4.2.0"));
     let time = finished(&events, "time__get_current_time");
     assert_eq!(time[0]["ok"], true, "{events:?}");
     let failing = finished(&events, "catalog__fail_always");
     assert_eq!(failing[0]["ok"], false);
     assert!(
-        failing[0]["preview"]
-            .as_str()
-            .unwrap()
-            .contains("the warehouse is closed"),
+        preview(failing[0]).contains("the warehouse is closed"),
         "{failing:?}"
     );
     assert!(!stderr.contains(KEY) && !String::from_utf8_lossy(&output.stdout).contains(KEY));
@@ -271,12 +258,7 @@ fn a_wrong_header_is_a_clear_warning_and_the_servers_tools_are_absent() {
     assert!(!warning.contains("not-the-key"), "{warning}");
     let call = finished(&events, "catalog__lookup_release");
     assert_eq!(call[0]["ok"], false);
-    assert!(
-        call[0]["preview"]
-            .as_str()
-            .unwrap()
-            .contains("there is no tool named")
-    );
+    assert!(preview(call[0]).contains("there is no tool named"));
 }
 
 #[test]
@@ -306,13 +288,7 @@ fn deferred_tools_are_names_until_tool_search_promotes_one() {
     let calls = finished(&events, "catalog__inventory_03");
     assert_eq!(calls.len(), 2, "{events:?}");
     assert_eq!(calls[0]["ok"], false);
-    assert!(
-        calls[0]["preview"]
-            .as_str()
-            .unwrap()
-            .contains("deferred tool"),
-        "{calls:?}"
-    );
+    assert!(preview(calls[0]).contains("deferred tool"), "{calls:?}");
     let search = finished(&events, "tool_search");
     assert_eq!(search[0]["ok"], true);
     assert_eq!(calls[1]["ok"], true);

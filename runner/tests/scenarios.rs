@@ -6,39 +6,23 @@
 // Test helpers outside #[test] functions: a failure to spawn must fail the test loudly.
 #![allow(clippy::expect_used)]
 
+mod scripted;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use scripted::{indented, scripted_agent};
+
 /// An Agent on a scripted model; `spec` is extra YAML under `spec:`, `rules` the script's
-/// rules (indented by six spaces inside the ConfigMap).
+/// rules after the one answering the title.
 fn manifest(spec: &str, rules: &str) -> String {
-    let rules: String = rules
-        .lines()
-        .map(|line| format!("      {line}\n"))
-        .collect();
-    format!(
-        "apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: scenario}}
-spec:
-  model:
-    provider: scripted
-    name: scenario
-    scriptFrom: {{configMapKeyRef: {{name: scenario-script, key: script.yaml}}}}
-{spec}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: scenario-script}}
-data:
-  script.yaml: |
-    rules:
-      - match: {{purpose: title}}
-        respond: {{content: Scenario}}
-{rules}"
-    )
+    let script = format!(
+        "rules:\n  - match: {{purpose: title}}\n    respond: {{content: Scenario}}\n{}",
+        indented(rules, "  ")
+    );
+    scripted_agent("scenario", "scenario", spec, &script)
 }
 
 /// Runs the agent with `--json` and returns the final `result` event.

@@ -7,11 +7,13 @@
 #![allow(clippy::expect_used)]
 
 mod otlp;
+mod scripted;
 
 use std::path::Path;
 use std::process::Output;
 
 use otlp::{ReceivedSpan, Receiver};
+use scripted::scripted_agent;
 
 /// The trace the "operator" started: the run continues it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -24,51 +26,41 @@ const TASK_PHRASE: &str = "compare the herons";
 /// An Agent delegating once to a subagent, then answering; `capture` is its
 /// `observability.captureContent`.
 fn manifest(capture: bool) -> String {
-    format!(
-        r#"apiVersion: herd.dev/v1alpha1
-kind: Agent
-metadata: {{name: tracer}}
-spec:
-  model:
-    provider: scripted
-    name: trace-script
-    scriptFrom: {{configMapKeyRef: {{name: trace-script, key: script.yaml}}}}
-  subagents: {{enabled: true, maxConcurrent: 2, maxTotal: 2}}
+    let spec = format!(
+        "  subagents: {{enabled: true, maxConcurrent: 2, maxTotal: 2}}
   memory: {{enabled: false}}
-  observability: {{captureContent: {capture}}}
----
+  observability: {{captureContent: {capture}}}"
+    );
+    let script = r#"rules:
+  - match: {purpose: title}
+    respond: {content: "Herons", usage: {inputTokens: 7, outputTokens: 2}}
+  - match: {role: lead, call: 1}
+    respond:
+      usage: {inputTokens: 111, outputTokens: 22}
+      toolCalls:
+        - name: task
+          arguments: {description: "Look", prompt: "Look at the herons.", subagent_type: general-purpose}
+  - match: {role: subagent, call: 1}
+    respond:
+      usage: {inputTokens: 21, outputTokens: 2}
+      toolCalls:
+        - name: bash
+          arguments: {description: "Count", command: "echo herons"}
+  - match: {role: subagent}
+    respond: {content: "Grey and great.", usage: {inputTokens: 33, outputTokens: 4}}
+  - match: {role: lead, call: 2}
+    respond: {content: "Both are herons.", usage: {inputTokens: 55, outputTokens: 6}}
+"#;
+    format!(
+        "{}---
 apiVersion: herd.dev/v1alpha1
 kind: Run
 metadata: {{name: traced}}
 spec:
   agentRef: {{name: tracer}}
-  task: "Please {TASK_PHRASE} of the marsh."
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: trace-script}}
-data:
-  script.yaml: |
-    rules:
-      - match: {{purpose: title}}
-        respond: {{content: "Herons", usage: {{inputTokens: 7, outputTokens: 2}}}}
-      - match: {{role: lead, call: 1}}
-        respond:
-          usage: {{inputTokens: 111, outputTokens: 22}}
-          toolCalls:
-            - name: task
-              arguments: {{description: "Look", prompt: "Look at the herons.", subagent_type: general-purpose}}
-      - match: {{role: subagent, call: 1}}
-        respond:
-          usage: {{inputTokens: 21, outputTokens: 2}}
-          toolCalls:
-            - name: bash
-              arguments: {{description: "Count", command: "echo herons"}}
-      - match: {{role: subagent}}
-        respond: {{content: "Grey and great.", usage: {{inputTokens: 33, outputTokens: 4}}}}
-      - match: {{role: lead, call: 2}}
-        respond: {{content: "Both are herons.", usage: {{inputTokens: 55, outputTokens: 6}}}}
-"#
+  task: \"Please {TASK_PHRASE} of the marsh.\"
+",
+        scripted_agent("tracer", "trace-script", &spec, script)
     )
 }
 

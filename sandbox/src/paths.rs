@@ -336,6 +336,13 @@ mod tests {
         paths: SandboxPaths,
     }
 
+    impl Fixture {
+        /// `input` resolved for `access`; a refusal fails the test.
+        fn resolved(&self, input: &str, access: Access) -> io::Result<ResolvedPath> {
+            self.paths.resolve(input, access).map_err(io::Error::other)
+        }
+    }
+
     fn fixture() -> io::Result<Fixture> {
         let dir = tempfile::tempdir()?;
         let base = dir.path().canonicalize()?;
@@ -371,10 +378,7 @@ mod tests {
     #[test]
     fn relative_paths_resolve_in_the_workspace() -> io::Result<()> {
         let f = fixture()?;
-        let resolved = f
-            .paths
-            .resolve("notes/a.md", Access::Write)
-            .map_err(io::Error::other)?;
+        let resolved = f.resolved("notes/a.md", Access::Write)?;
         assert_eq!(resolved.virtual_path, "/mnt/user-data/workspace/notes/a.md");
         assert_eq!(
             resolved.host,
@@ -387,10 +391,7 @@ mod tests {
     #[test]
     fn dot_segments_and_repeated_slashes_are_normalized() -> io::Result<()> {
         let f = fixture()?;
-        let resolved = f
-            .paths
-            .resolve(" /mnt//user-data/./outputs/ ", Access::Read)
-            .map_err(io::Error::other)?;
+        let resolved = f.resolved(" /mnt//user-data/./outputs/ ", Access::Read)?;
         assert_eq!(resolved.virtual_path, "/mnt/user-data/outputs");
         Ok(())
     }
@@ -446,10 +447,7 @@ mod tests {
     #[test]
     fn configmap_symlink_trees_are_followed() -> io::Result<()> {
         let f = fixture()?;
-        let resolved = f
-            .paths
-            .resolve("/mnt/skills/custom/review/SKILL.md", Access::Read)
-            .map_err(io::Error::other)?;
+        let resolved = f.resolved("/mnt/skills/custom/review/SKILL.md", Access::Read)?;
         assert_eq!(std::fs::read_to_string(&resolved.host)?, "custom");
         assert!(
             f.paths
@@ -462,10 +460,7 @@ mod tests {
     #[test]
     fn links_inside_the_same_root_are_followed() -> io::Result<()> {
         let f = fixture()?;
-        let resolved = f
-            .paths
-            .resolve("inner/report.md", Access::Write)
-            .map_err(io::Error::other)?;
+        let resolved = f.resolved("inner/report.md", Access::Write)?;
         assert_eq!(
             resolved.virtual_path,
             "/mnt/user-data/workspace/inner/report.md"

@@ -186,26 +186,15 @@ impl Checkpoint {
 
 #[cfg(test)]
 mod tests {
-    use herd_crds::report::ClarificationType;
-
     use super::*;
+    use crate::test_doubles::market_question;
 
     fn checkpoint() -> Checkpoint {
         let mut state = ThreadState::new("Map the market.");
         state
             .messages
             .push(Message::user("u-2", "ünïcode ".repeat(1000)));
-        Checkpoint::question(
-            Clarification {
-                id: "q-call_1_0".into(),
-                question: "Which market?".into(),
-                kind: ClarificationType::MissingInfo,
-                context: None,
-                options: vec!["EU".into()],
-                asked_at: None,
-            },
-            state,
-        )
+        market_question(&["EU"], state)
     }
 
     #[test]

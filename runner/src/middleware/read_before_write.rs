@@ -229,6 +229,25 @@ mod tests {
         calls(calls_of_turn)
     }
 
+    /// Runs `task` through the gate in a fresh local sandbox, the model taking `turns` and
+    /// then answering; returns the thread and what the report file holds at the end.
+    async fn run_turns(task: &str, turns: Vec<AssistantMessage>) -> (ThreadState, String) {
+        let (dir, executor) = local_sandbox();
+        let model = QueuedModel::new(turns.into_iter().chain([text("done")]).collect());
+        let (agent, mut env) = test_doubles::agent(
+            model,
+            file_tools(),
+            vec![Arc::new(ReadBeforeWrite::new())],
+            Arc::new(RecordingControl::default()),
+        );
+        env.executor = executor;
+        let mut state = ThreadState::new(task);
+        agent.run(&mut state, &env).await.unwrap();
+        let host = dir.path().canonicalize().unwrap();
+        let written = std::fs::read_to_string(host.join("user-data/workspace/report.md")).unwrap();
+        (state, written)
+    }
+
     fn statuses(state: &ThreadState) -> Vec<(String, ToolStatus)> {
         state
             .messages
@@ -254,28 +273,21 @@ mod tests {
 
     #[tokio::test]
     async fn writes_need_a_read_of_the_current_version_and_every_write_invalidates_it() {
-        let (dir, executor) = local_sandbox();
-        let model = QueuedModel::new(vec![
-            turn(&[write("# Report\n", false)]), // new file: allowed
-            turn(&[write("## Again\n", true)]),  // exists, never read: blocked
-            turn(&[read()]),
-            turn(&[write("## Part 2\n", true)]), // read at this version: allowed
-            turn(&[write("## Part 3\n", true)]), // the last write changed it: blocked
-            turn(&[(
-                "str_replace",
-                json!({"description": "s", "path": FILE, "old_str": "Report", "new_str": "R"}),
-            )]), // blocked too
-            text("done"),
-        ]);
-        let (agent, mut env) = test_doubles::agent(
-            model,
-            file_tools(),
-            vec![Arc::new(ReadBeforeWrite::new())],
-            Arc::new(RecordingControl::default()),
-        );
-        env.executor = executor;
-        let mut state = ThreadState::new("write a report");
-        agent.run(&mut state, &env).await.unwrap();
+        let (state, written) = run_turns(
+            "write a report",
+            vec![
+                turn(&[write("# Report\n", false)]), // new file: allowed
+                turn(&[write("## Again\n", true)]),  // exists, never read: blocked
+                turn(&[read()]),
+                turn(&[write("## Part 2\n", true)]), // read at this version: allowed
+                turn(&[write("## Part 3\n", true)]), // the last write changed it: blocked
+                turn(&[(
+                    "str_replace",
+                    json!({"description": "s", "path": FILE, "old_str": "Report", "new_str": "R"}),
+                )]), // blocked too
+            ],
+        )
+        .await;
         use ToolStatus::{Error, Success};
         assert_eq!(
             statuses(&state),
@@ -288,8 +300,6 @@ mod tests {
                 ("str_replace".into(), Error),
             ]
         );
-        let host = dir.path().canonicalize().unwrap();
-        let written = std::fs::read_to_string(host.join("user-data/workspace/report.md")).unwrap();
         assert_eq!(written, "# Report\n## Part 2\n");
         let blocked = state
             .messages
@@ -316,30 +326,21 @@ mod tests {
 
     #[tokio::test]
     async fn two_writes_in_one_turn_cannot_share_one_read() {
-        let (dir, executor) = local_sandbox();
-        let model = QueuedModel::new(vec![
-            turn(&[write("v1\n", false)]),
-            turn(&[read()]),
-            turn(&[write("a\n", true), write("b\n", true)]),
-            text("done"),
-        ]);
-        let (agent, mut env) = test_doubles::agent(
-            model,
-            file_tools(),
-            vec![Arc::new(ReadBeforeWrite::new())],
-            Arc::new(RecordingControl::default()),
-        );
-        env.executor = executor;
-        let mut state = ThreadState::new("t");
-        agent.run(&mut state, &env).await.unwrap();
+        let (state, written) = run_turns(
+            "t",
+            vec![
+                turn(&[write("v1\n", false)]),
+                turn(&[read()]),
+                turn(&[write("a\n", true), write("b\n", true)]),
+            ],
+        )
+        .await;
         let last_two: Vec<ToolStatus> =
             statuses(&state).iter().rev().take(2).map(|s| s.1).collect();
         assert_eq!(
             last_two.iter().filter(|s| **s == ToolStatus::Error).count(),
             1
         );
-        let host = dir.path().canonicalize().unwrap();
-        let written = std::fs::read_to_string(host.join("user-data/workspace/report.md")).unwrap();
         assert!(written == "v1\na\n" || written == "v1\nb\n", "{written}");
     }
 

@@ -69,6 +69,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::agent::RunOutcome;
     use crate::middleware::shared::test_doubles::{FixedTool, run_tool};
     use crate::test_doubles::{self, QueuedModel, RecordingControl, calls, text};
     use crate::thread::{Message, ThreadState, ToolStatus};
@@ -98,28 +99,48 @@ mod tests {
             .collect()
     }
 
+    /// Runs a thread whose model calls `bash` with both `commands` in one turn, then answers
+    /// `answer`; commands matching `pattern` need the approval of `control`.
+    async fn run_one_turn(
+        bash: &Arc<FixedTool>,
+        control: Arc<RecordingControl>,
+        pattern: &str,
+        commands: [&str; 2],
+        answer: &str,
+    ) -> (Arc<QueuedModel>, ThreadState, RunOutcome) {
+        let model = QueuedModel::new(vec![
+            calls(&commands.map(|command| ("bash", json!({"command": command})))),
+            text(answer),
+        ]);
+        let (agent, env) = test_doubles::agent(
+            model.clone(),
+            vec![bash.clone()],
+            vec![middleware(&[pattern])],
+            control,
+        );
+        let mut state = ThreadState::new("run the commands");
+        let outcome = agent.run(&mut state, &env).await.unwrap();
+        (model, state, outcome)
+    }
+
     #[tokio::test]
     async fn a_matching_call_is_held_with_its_request_and_others_run() {
         let tool = Arc::new(FixedTool::ok("bash", "ran"));
-        let held = run_tool(
-            middleware(&["rm -rf"]),
-            tool.clone(),
-            "bash",
-            json!({"command": "rm -rf build/"}),
-        )
-        .await;
+        let run_bash = |command: &str| {
+            run_tool(
+                middleware(&["rm -rf"]),
+                tool.clone(),
+                "bash",
+                json!({"command": command}),
+            )
+        };
+        let held = run_bash("rm -rf build/").await;
         assert_eq!(tool.calls(), 0, "the tool did not run");
         let request = held.effect.approval.unwrap();
         assert_eq!(request.tool, "bash");
         assert_eq!(request.summary(), "bash: rm -rf build/");
         assert_eq!(request.id, "a-c1");
-        let free = run_tool(
-            middleware(&["rm -rf"]),
-            tool.clone(),
-            "bash",
-            json!({"command": "ls"}),
-        )
-        .await;
+        let free = run_bash("ls").await;
         assert_eq!(free.content, "ran");
         assert!(free.effect.approval.is_none());
     }
@@ -135,21 +156,14 @@ mod tests {
             Verdict::deny(Some("keep the cache".into())),
             Verdict::approve(),
         ]);
-        let model = QueuedModel::new(vec![
-            calls(&[
-                ("bash", json!({"command": "rm -rf cache/"})),
-                ("bash", json!({"command": "rm -rf build/"})),
-            ]),
-            text("Removed build/ only."),
-        ]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![bash.clone()],
-            vec![middleware(&["^rm "])],
+        let (model, state, outcome) = run_one_turn(
+            &bash,
             control.clone(),
-        );
-        let mut state = ThreadState::new("clean up");
-        let outcome = agent.run(&mut state, &env).await.unwrap();
+            "^rm ",
+            ["rm -rf cache/", "rm -rf build/"],
+            "Removed build/ only.",
+        )
+        .await;
         assert_eq!(outcome.stop_reason, StopReason::Completed);
         let asked = control.approvals.lock().unwrap().clone();
         assert_eq!(asked.len(), 1, "one ask for the whole turn");
@@ -178,21 +192,14 @@ mod tests {
     async fn an_undecided_request_suspends_and_the_resumed_thread_settles_it() {
         let bash = Arc::new(FixedTool::ok("bash", "pushed"));
         let waiting = Arc::new(RecordingControl::default());
-        let model = QueuedModel::new(vec![
-            calls(&[
-                ("bash", json!({"command": "git push"})),
-                ("bash", json!({"command": "git status"})),
-            ]),
-            text("Pushed."),
-        ]);
-        let (agent, env) = test_doubles::agent(
-            model.clone(),
-            vec![bash.clone()],
-            vec![middleware(&["git push"])],
-            waiting.clone(),
-        );
-        let mut state = ThreadState::new("push it");
-        let outcome = agent.run(&mut state, &env).await.unwrap();
+        let (model, mut state, outcome) = run_one_turn(
+            &bash,
+            waiting,
+            "git push",
+            ["git push", "git status"],
+            "Pushed.",
+        )
+        .await;
         assert_eq!(outcome.stop_reason, StopReason::InputRequired);
         assert_eq!(bash.calls(), 1, "git status ran, git push waits");
         assert_eq!(state.awaiting_approval.len(), 1);

@@ -95,11 +95,10 @@ fn lost_message(presented: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::test_doubles::market_question;
     use base64::Engine as _;
     use herd_crds::agent::WorkspaceClaimSpec;
-    use herd_crds::report::{Clarification, ClarificationType};
-
-    use super::*;
 
     fn config(checkpoint: Option<&Checkpoint>) -> RunConfig {
         let mut config: RunConfig = serde_json::from_value(serde_json::json!({
@@ -123,17 +122,7 @@ mod tests {
         state
             .artifacts
             .push("/mnt/user-data/outputs/draft.md".into());
-        Checkpoint::question(
-            Clarification {
-                id: "q-call_1_0".into(),
-                question: "Which market?".into(),
-                kind: ClarificationType::MissingInfo,
-                context: None,
-                options: vec![],
-                asked_at: None,
-            },
-            state,
-        )
+        market_question(&[], state)
     }
 
     #[test]

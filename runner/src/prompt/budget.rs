@@ -35,72 +35,57 @@ pub(crate) struct Detail {
     pub minimal: bool,
 }
 
-/// Detail levels from richest to leanest; each step drops a little more.
+/// Everything: the first step.
+const FULL: Detail = Detail {
+    examples: true,
+    response_style: true,
+    citations: "full",
+    skill_description_chars: None,
+    compact: false,
+    minimal: false,
+};
+const NO_EXAMPLES: Detail = Detail {
+    examples: false,
+    ..FULL
+};
+const SHORT_CITATIONS: Detail = Detail {
+    response_style: false,
+    citations: "short",
+    ..NO_EXAMPLES
+};
+const SKILLS_CUT_TO_120: Detail = Detail {
+    skill_description_chars: Some(120),
+    ..SHORT_CITATIONS
+};
+const COMPACT: Detail = Detail {
+    citations: "off",
+    compact: true,
+    ..SKILLS_CUT_TO_120
+};
+const SKILLS_CUT_TO_60: Detail = Detail {
+    skill_description_chars: Some(60),
+    ..COMPACT
+};
+const SKILL_NAMES_ONLY: Detail = Detail {
+    skill_description_chars: Some(0),
+    ..SKILLS_CUT_TO_60
+};
+const MINIMAL: Detail = Detail {
+    minimal: true,
+    ..SKILL_NAMES_ONLY
+};
+
+/// Detail levels from richest to leanest; each step is the one before it with a little more
+/// dropped.
 pub(crate) const STEPS: [Detail; 8] = [
-    Detail {
-        examples: true,
-        response_style: true,
-        citations: "full",
-        skill_description_chars: None,
-        compact: false,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: true,
-        citations: "full",
-        skill_description_chars: None,
-        compact: false,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "short",
-        skill_description_chars: None,
-        compact: false,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "short",
-        skill_description_chars: Some(120),
-        compact: false,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "off",
-        skill_description_chars: Some(120),
-        compact: true,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "off",
-        skill_description_chars: Some(60),
-        compact: true,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "off",
-        skill_description_chars: Some(0),
-        compact: true,
-        minimal: false,
-    },
-    Detail {
-        examples: false,
-        response_style: false,
-        citations: "off",
-        skill_description_chars: Some(0),
-        compact: true,
-        minimal: true,
-    },
+    FULL,
+    NO_EXAMPLES,
+    SHORT_CITATIONS,
+    SKILLS_CUT_TO_120,
+    COMPACT,
+    SKILLS_CUT_TO_60,
+    SKILL_NAMES_ONLY,
+    MINIMAL,
 ];
 
 /// Tokens a chat template adds around tool schemas (Qwen 2.5's tool preamble and wrappers

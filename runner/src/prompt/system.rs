@@ -76,6 +76,7 @@ mod tests {
     use crate::prompt::fixtures::{cl100k_tokens, default_agent, full_agent};
     use crate::prompt::tokenizer::count_tokens;
     use crate::skills::{Skill, SkillCategory};
+    use crate::test_doubles::GROUP_TOOLS;
 
     #[test]
     fn default_agent_golden() {
@@ -333,16 +334,8 @@ mod tests {
             ..default_agent()
         };
         let prompt = render_system_prompt(&bare).unwrap();
-        for absent in [
-            "read_file",
-            "write_file",
-            "str_replace",
-            "bash",
-            "web_fetch",
-            "`task`",
-            "write_todos",
-            "<skill_system>",
-        ] {
+        let not_offered = ["`task`", "write_todos", "<skill_system>"];
+        for absent in GROUP_TOOLS.into_iter().chain(not_offered) {
             assert!(!prompt.contains(absent), "{absent} named in:\n{prompt}");
         }
         insta::assert_snapshot!("no_tool_groups", prompt);

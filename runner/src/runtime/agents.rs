@@ -394,7 +394,7 @@ mod tests {
     use crate::agent::NoObserver;
     use crate::plan::{SubagentSettings, test_plan};
     use crate::skills::SkillCatalog;
-    use crate::test_doubles::{QueuedModel, RecordingControl};
+    use crate::test_doubles::{GROUP_TOOLS, QueuedModel, RecordingControl};
 
     fn public_skills() -> Vec<Skill> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills/public");
@@ -739,13 +739,7 @@ mod tests {
 
         let no_groups = agents_of(None, false, |plan| plan.tool_groups = Some(Vec::new()));
         let lead = no_groups.lead(&control, None).unwrap();
-        for absent in [
-            "read_file",
-            "write_file",
-            "str_replace",
-            "bash",
-            "web_fetch",
-        ] {
+        for absent in GROUP_TOOLS {
             assert!(!lead.system_prompt.contains(absent), "{absent}");
         }
     }

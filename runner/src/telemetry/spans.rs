@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use herd_crds::report::{StopReason, Usage};
 use opentelemetry::global::BoxedTracer;
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::trace::{SpanKind, SpanRef, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 
 use super::content::{truncated, truncated_json};
@@ -80,22 +80,18 @@ impl Telemetry {
         if let Some(temperature) = request.options.temperature {
             attributes.push(KeyValue::new(names::REQUEST_TEMPERATURE, temperature));
         }
-        if self.capture_content {
-            attributes.push(KeyValue::new(
-                names::SYSTEM_INSTRUCTIONS,
-                truncated(&request.system),
-            ));
-            attributes.push(KeyValue::new(
-                names::INPUT_MESSAGES,
-                truncated_json(&request.messages),
-            ));
-        }
+        let content = || {
+            [
+                KeyValue::new(names::SYSTEM_INSTRUCTIONS, truncated(&request.system)),
+                KeyValue::new(names::INPUT_MESSAGES, truncated_json(&request.messages)),
+            ]
+        };
         ModelCallSpan {
-            cx: start(
-                &self.tracer,
+            cx: self.start_with_content(
                 format!("chat {model}"),
                 SpanKind::Client,
                 attributes,
+                content,
             ),
             capture_content: self.capture_content,
             started: Instant::now(),
@@ -105,27 +101,41 @@ impl Telemetry {
 
     /// Starts `execute_tool {tool}` under the current context for `call`.
     pub fn tool_call_span(&self, call: &ToolCall) -> ToolCallSpan {
-        let mut attributes = vec![
+        let attributes = vec![
             KeyValue::new(names::OPERATION_NAME, "execute_tool"),
             KeyValue::new(names::TOOL_NAME, call.name.clone()),
             KeyValue::new(names::TOOL_CALL_ID, call.id.clone()),
             KeyValue::new(names::TOOL_TYPE, "function"),
         ];
-        if self.capture_content {
-            attributes.push(KeyValue::new(
-                names::TOOL_CALL_ARGUMENTS,
-                truncated(&call.arguments),
-            ));
-        }
         ToolCallSpan {
-            cx: start(
-                &self.tracer,
+            cx: self.start_with_content(
                 format!("execute_tool {}", call.name),
                 SpanKind::Internal,
                 attributes,
+                || {
+                    [KeyValue::new(
+                        names::TOOL_CALL_ARGUMENTS,
+                        truncated(&call.arguments),
+                    )]
+                },
             ),
             capture_content: self.capture_content,
         }
+    }
+
+    /// Starts span `name` like [`start`], adding the `content` attributes (prompt text, tool
+    /// arguments) only when the Agent opted in to capturing content.
+    fn start_with_content<const N: usize>(
+        &self,
+        name: String,
+        kind: SpanKind,
+        mut attributes: Vec<KeyValue>,
+        content: impl FnOnce() -> [KeyValue; N],
+    ) -> Context {
+        if self.capture_content {
+            attributes.extend(content());
+        }
+        start(&self.tracer, name, kind, attributes)
     }
 }
 
@@ -153,14 +163,7 @@ impl AgentSpan {
         if let Some(reason) = reason {
             span.set_attribute(KeyValue::new(names::STOP_REASON, format!("{reason:?}")));
         }
-        span.set_attribute(KeyValue::new(
-            names::USAGE_INPUT_TOKENS,
-            saturating_i64(usage.input_tokens),
-        ));
-        span.set_attribute(KeyValue::new(
-            names::USAGE_OUTPUT_TOKENS,
-            saturating_i64(usage.output_tokens),
-        ));
+        set_usage(&span, usage);
         if let Some(error) = error {
             span.set_status(Status::error(truncated(error)));
         }
@@ -195,14 +198,7 @@ impl ModelCallSpan {
                     span.set_attribute(KeyValue::new(names::RESPONSE_ID, message.id.clone()));
                 }
                 if let Some(usage) = &message.usage {
-                    span.set_attribute(KeyValue::new(
-                        names::USAGE_INPUT_TOKENS,
-                        saturating_i64(usage.input_tokens),
-                    ));
-                    span.set_attribute(KeyValue::new(
-                        names::USAGE_OUTPUT_TOKENS,
-                        saturating_i64(usage.output_tokens),
-                    ));
+                    set_usage(&span, usage);
                 }
                 if let Some(reason) = &message.finish_reason {
                     let reasons = vec![StringValue::from(finish_reason_name(reason))];
@@ -326,6 +322,18 @@ fn error_type(error: &ModelError) -> String {
         Ok(serde_json::Value::String(kind)) => kind,
         _ => format!("{:?}", error.kind),
     }
+}
+
+/// Sets the conventions' input and output token counts of `usage` on `span`.
+fn set_usage(span: &SpanRef<'_>, usage: &Usage) {
+    span.set_attribute(KeyValue::new(
+        names::USAGE_INPUT_TOKENS,
+        saturating_i64(usage.input_tokens),
+    ));
+    span.set_attribute(KeyValue::new(
+        names::USAGE_OUTPUT_TOKENS,
+        saturating_i64(usage.output_tokens),
+    ));
 }
 
 /// Token counts as OpenTelemetry's integer type.

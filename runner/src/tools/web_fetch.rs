@@ -421,6 +421,39 @@ mod tests {
             .await
     }
 
+    /// Answers GET `route` with `response`.
+    fn get(route: &str, response: ResponseTemplate) -> Mock {
+        Mock::given(method("GET"))
+            .and(path(route))
+            .respond_with(response)
+    }
+
+    /// A local server with `mock` mounted.
+    async fn serving(mock: Mock) -> MockServer {
+        let server = MockServer::start().await;
+        mock.mount(&server).await;
+        server
+    }
+
+    /// What a tool on loopback with the default settings answers for `route` of `server`.
+    async fn fetch_from(server: &MockServer, route: &str) -> ToolOutput {
+        let tool = local(WebFetchConfig::default());
+        call(&tool, format!("{}{route}", server.uri())).await
+    }
+
+    /// What a tool on loopback with `config` answers for `route` of a server answering it
+    /// with `response`.
+    async fn fetch(route: &str, response: ResponseTemplate, config: WebFetchConfig) -> ToolOutput {
+        let server = serving(get(route, response)).await;
+        call(&local(config), format!("{}{route}", server.uri())).await
+    }
+
+    /// Checks that the call for `case` failed, saying `expected`.
+    fn assert_refused(case: &str, out: &ToolOutput, expected: &str) {
+        assert_eq!(out.status, ToolStatus::Error, "{case}: {}", out.content);
+        assert!(out.content.contains(expected), "{case}: {}", out.content);
+    }
+
     fn html(body: &str) -> ResponseTemplate {
         ResponseTemplate::new(200)
             .set_body_raw(body.as_bytes().to_vec(), "text/html; charset=utf-8")
@@ -428,20 +461,12 @@ mod tests {
 
     #[tokio::test]
     async fn html_page_becomes_text_with_url_and_title_first() {
-        let server = MockServer::start().await;
-        Mock::given(method("GET"))
-            .and(path("/page"))
-            .respond_with(html(
-                "<html><head><title>Release notes</title><script>track()</script></head>\
-                 <body><h1>v1.2</h1><p>Faster <a href='/dl'>downloads</a>.</p></body></html>",
-            ))
-            .mount(&server)
-            .await;
-        let out = call(
-            &local(WebFetchConfig::default()),
-            format!("{}/page", server.uri()),
-        )
-        .await;
+        let page = html(
+            "<html><head><title>Release notes</title><script>track()</script></head>\
+             <body><h1>v1.2</h1><p>Faster <a href='/dl'>downloads</a>.</p></body></html>",
+        );
+        let server = serving(get("/page", page)).await;
+        let out = fetch_from(&server, "/page").await;
         assert_eq!(out.status, ToolStatus::Success, "{}", out.content);
         let expected = format!(
             "URL: {uri}/page\nTitle: Release notes\n\n# v1.2\n\nFaster [downloads][1].\n\n\
@@ -453,20 +478,15 @@ mod tests {
 
     #[tokio::test]
     async fn follows_redirects_and_reports_the_final_url() {
-        let server = MockServer::start().await;
-        Mock::given(path("/old"))
-            .respond_with(ResponseTemplate::new(301).insert_header("location", "/new"))
-            .mount(&server)
-            .await;
-        Mock::given(path("/new"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("moved here"))
-            .mount(&server)
-            .await;
-        let out = call(
-            &local(WebFetchConfig::default()),
-            format!("{}/old", server.uri()),
+        let moved = ResponseTemplate::new(301).insert_header("location", "/new");
+        let server = serving(get("/old", moved)).await;
+        get(
+            "/new",
+            ResponseTemplate::new(200).set_body_string("moved here"),
         )
+        .mount(&server)
         .await;
+        let out = fetch_from(&server, "/old").await;
         assert_eq!(out.status, ToolStatus::Success, "{}", out.content);
         assert_eq!(
             out.content,
@@ -476,76 +496,44 @@ mod tests {
 
     #[tokio::test]
     async fn stops_after_the_redirect_limit() {
-        let server = MockServer::start().await;
-        Mock::given(path("/loop"))
-            .respond_with(ResponseTemplate::new(302).insert_header("location", "/loop"))
-            .expect(3)
-            .mount(&server)
-            .await;
+        let looping = ResponseTemplate::new(302).insert_header("location", "/loop");
+        let server = serving(get("/loop", looping).expect(3)).await;
         let tool = local(WebFetchConfig {
             max_redirects: 2,
             ..WebFetchConfig::default()
         });
         let out = call(&tool, format!("{}/loop", server.uri())).await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(
-            out.content.contains("more than 2 redirects"),
-            "{}",
-            out.content
-        );
+        assert_refused("/loop", &out, "more than 2 redirects");
     }
 
     #[tokio::test]
     async fn refuses_bodies_over_the_cap() {
-        let server = MockServer::start().await;
-        Mock::given(path("/big"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(4096)))
-            .mount(&server)
-            .await;
-        let tool = local(WebFetchConfig {
+        let config = WebFetchConfig {
             max_body_bytes: 1024,
             ..WebFetchConfig::default()
-        });
-        let out = call(&tool, format!("{}/big", server.uri())).await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(
-            out.content.contains("larger than 1024 bytes"),
-            "{}",
-            out.content
-        );
+        };
+        let big = ResponseTemplate::new(200).set_body_string("x".repeat(4096));
+        let out = fetch("/big", big, config).await;
+        assert_refused("/big", &out, "larger than 1024 bytes");
     }
 
     #[tokio::test]
     async fn times_out_on_slow_servers() {
-        let server = MockServer::start().await;
-        Mock::given(path("/slow"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_string("late")
-                    .set_delay(Duration::from_secs(30)),
-            )
-            .mount(&server)
-            .await;
-        let tool = local(WebFetchConfig {
+        let config = WebFetchConfig {
             timeout: Duration::from_millis(200),
             ..WebFetchConfig::default()
-        });
-        let out = call(&tool, format!("{}/slow", server.uri())).await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(
-            out.content.contains("timed out after 0.2s"),
-            "{}",
-            out.content
-        );
+        };
+        let slow = ResponseTemplate::new(200)
+            .set_body_string("late")
+            .set_delay(Duration::from_secs(30));
+        let out = fetch("/slow", slow, config).await;
+        assert_refused("/slow", &out, "timed out after 0.2s");
     }
 
     #[tokio::test]
     async fn never_outlives_the_run_deadline() {
-        let server = MockServer::start().await;
-        Mock::given(path("/slow"))
-            .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(30)))
-            .mount(&server)
-            .await;
+        let slow = ResponseTemplate::new(200).set_delay(Duration::from_secs(30));
+        let server = serving(get("/slow", slow)).await;
         let mut ctx = context();
         ctx.budget.deadline = Some(tokio::time::Instant::now());
         let out = local(WebFetchConfig::default())
@@ -554,60 +542,32 @@ mod tests {
                 &ctx,
             )
             .await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(
-            out.content.contains("timed out after 0s"),
-            "{}",
-            out.content
-        );
+        assert_refused("/slow", &out, "timed out after 0s");
     }
 
     #[tokio::test]
     async fn refuses_non_text_naming_the_type() {
-        let server = MockServer::start().await;
-        Mock::given(path("/logo"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(vec![0x89, b'P', b'N', b'G'], "image/png"),
-            )
-            .mount(&server)
-            .await;
-        let out = call(
-            &local(WebFetchConfig::default()),
-            format!("{}/logo", server.uri()),
-        )
-        .await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(out.content.contains("image/png"), "{}", out.content);
+        let png =
+            ResponseTemplate::new(200).set_body_raw(vec![0x89, b'P', b'N', b'G'], "image/png");
+        let out = fetch("/logo", png, WebFetchConfig::default()).await;
+        assert_refused("/logo", &out, "image/png");
     }
 
     #[tokio::test]
     async fn reports_http_errors() {
-        let server = MockServer::start().await;
-        Mock::given(path("/gone"))
-            .respond_with(ResponseTemplate::new(404))
-            .mount(&server)
-            .await;
-        let out = call(
-            &local(WebFetchConfig::default()),
-            format!("{}/gone", server.uri()),
+        let out = fetch(
+            "/gone",
+            ResponseTemplate::new(404),
+            WebFetchConfig::default(),
         )
         .await;
-        assert_eq!(out.status, ToolStatus::Error);
-        assert!(
-            out.content.contains("HTTP 404 Not Found"),
-            "{}",
-            out.content
-        );
+        assert_refused("/gone", &out, "HTTP 404 Not Found");
     }
 
     #[tokio::test]
     async fn refuses_private_addresses_unless_allowed() {
-        let server = MockServer::start().await;
-        Mock::given(method("GET"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("internal"))
-            .expect(0)
-            .mount(&server)
-            .await;
+        let internal = ResponseTemplate::new(200).set_body_string("internal");
+        let server = serving(get("/", internal).expect(0)).await;
         let tool = WebFetch::new(WebFetchConfig::default());
         let port = server.address().port();
         for url in [
@@ -617,23 +577,14 @@ mod tests {
             "http://[::1]/".to_owned(),
         ] {
             let out = call(&tool, url.clone()).await;
-            assert_eq!(out.status, ToolStatus::Error, "{url}");
-            assert!(
-                out.content.contains("refusing to fetch"),
-                "{url}: {}",
-                out.content
-            );
+            assert_refused(&url, &out, "refusing to fetch");
         }
     }
 
     #[tokio::test]
     async fn egress_cidrs_open_exactly_their_ranges() {
-        let server = MockServer::start().await;
-        Mock::given(path("/internal"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("internal service"))
-            .expect(2)
-            .mount(&server)
-            .await;
+        let internal = ResponseTemplate::new(200).set_body_string("internal service");
+        let server = serving(get("/internal", internal).expect(2)).await;
         let port = server.address().port();
         let url = format!("http://127.0.0.1:{port}/internal");
         let only = |cidrs: &[&str]| {
@@ -696,45 +647,39 @@ mod tests {
         });
         for from in ["/to-other-loopback", "/to-metadata", "/to-ipv6-loopback"] {
             let out = call(&tool, format!("http://127.0.0.1:{port}{from}")).await;
-            assert_eq!(out.status, ToolStatus::Error, "{from}");
-            assert!(
-                out.content.contains("refusing to fetch"),
-                "{from}: {}",
-                out.content
-            );
+            assert_refused(from, &out, "refusing to fetch");
         }
     }
 
     #[tokio::test]
     async fn refuses_other_schemes_and_bad_urls() {
         let tool = local(WebFetchConfig::default());
-        let out = call(&tool, "file:///etc/passwd".to_owned()).await;
-        assert!(
-            out.content.contains("unsupported URL scheme \"file\""),
-            "{}",
-            out.content
-        );
-        let out = call(&tool, "not a url".to_owned()).await;
-        assert!(out.content.contains("invalid URL"), "{}", out.content);
-        let out = tool.call(json!({"url": 5}), &context()).await;
-        assert!(
-            out.content.contains("invalid arguments for web_fetch"),
-            "{}",
-            out.content
-        );
+        for (arguments, expected) in [
+            (
+                json!({"description": "test", "url": "file:///etc/passwd"}),
+                "unsupported URL scheme \"file\"",
+            ),
+            (
+                json!({"description": "test", "url": "not a url"}),
+                "invalid URL",
+            ),
+            (json!({"url": 5}), "invalid arguments for web_fetch"),
+        ] {
+            let out = tool.call(arguments, &context()).await;
+            assert!(out.content.contains(expected), "{}", out.content);
+        }
     }
 
     #[tokio::test]
     async fn passes_json_and_plain_text_through_and_truncates() {
-        let server = MockServer::start().await;
-        Mock::given(path("/data"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true})))
-            .mount(&server)
-            .await;
-        Mock::given(path("/notes"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("é".repeat(50)))
-            .mount(&server)
-            .await;
+        let data = ResponseTemplate::new(200).set_body_json(json!({"ok": true}));
+        let server = serving(get("/data", data)).await;
+        get(
+            "/notes",
+            ResponseTemplate::new(200).set_body_string("é".repeat(50)),
+        )
+        .mount(&server)
+        .await;
         let tool = local(WebFetchConfig::default());
         let out = call(&tool, format!("{}/data", server.uri())).await;
         assert_eq!(
@@ -759,15 +704,23 @@ mod tests {
 
     #[test]
     fn classifies_content_types() {
-        assert_eq!(classify("text/html; charset=utf-8"), Kind::Html);
-        assert_eq!(classify("application/xhtml+xml"), Kind::Html);
-        assert_eq!(classify("text/markdown"), Kind::Text);
-        assert_eq!(classify("application/ld+json"), Kind::Text);
-        assert_eq!(classify("application/rss+xml"), Kind::Text);
-        assert_eq!(classify("application/pdf"), Kind::Other);
-        assert_eq!(sniff(b"  <!DOCTYPE html><p>x"), Kind::Html);
-        assert_eq!(sniff(b"plain words"), Kind::Text);
-        assert_eq!(sniff(&[0xff, 0x00, 0x10]), Kind::Other);
+        for (content_type, kind) in [
+            ("text/html; charset=utf-8", Kind::Html),
+            ("application/xhtml+xml", Kind::Html),
+            ("text/markdown", Kind::Text),
+            ("application/ld+json", Kind::Text),
+            ("application/rss+xml", Kind::Text),
+            ("application/pdf", Kind::Other),
+        ] {
+            assert_eq!(classify(content_type), kind, "{content_type}");
+        }
+        for (body, kind) in [
+            (&b"  <!DOCTYPE html><p>x"[..], Kind::Html),
+            (b"plain words", Kind::Text),
+            (&[0xff, 0x00, 0x10], Kind::Other),
+        ] {
+            assert_eq!(sniff(body), kind, "{body:?}");
+        }
     }
 
     #[test]

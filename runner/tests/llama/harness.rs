@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use libtest_mimic::Failed;
 use serde_json::Value;
-use wiremock::ResponseTemplate;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 /// The server as the tests see it.
 #[derive(Debug)]
@@ -336,6 +337,27 @@ pub fn run_agent(manifest: &str, dir: &Path, extra: &[&str]) -> Result<RunOutput
 fn path_str(path: &Path) -> Result<&str, Failed> {
     path.to_str()
         .ok_or_else(|| format!("{} is not UTF-8", path.display()).into())
+}
+
+/// A mock server standing in front of the server, answering every POST with `responder`
+/// (which passes requests on with [`relay`] or [`forward`]), and `provider`'s base URL on it.
+pub fn proxy(
+    provider: Provider,
+    responder: impl Respond + 'static,
+) -> Result<(MockServer, String), Failed> {
+    let proxy = block_on(async {
+        let proxy = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(responder)
+            .mount(&proxy)
+            .await;
+        Ok(proxy)
+    })?;
+    let base = match provider {
+        Provider::OpenAi => format!("{}/v1", proxy.uri()),
+        Provider::Anthropic => proxy.uri(),
+    };
+    Ok((proxy, base))
 }
 
 /// Sends `request` (as a mock server received it) on to the same path of `server`, and answers

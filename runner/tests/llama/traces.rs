@@ -6,10 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
-use crate::harness::{Provider, Server, block_on, forward, herd_runner_with_env, wire_agent};
+use crate::harness::{Provider, Server, forward, herd_runner_with_env, proxy, wire_agent};
 use crate::otlp::{ReceivedSpan, Receiver};
 
 /// The test, once per provider.
@@ -122,18 +121,7 @@ fn chat_spans_carry_the_servers_usage(server: &Server, provider: Provider) -> Re
         server_root: server.anthropic_base(),
         answers: answers.clone(),
     };
-    let proxy = block_on(async {
-        let proxy = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(keeping)
-            .mount(&proxy)
-            .await;
-        Ok(proxy)
-    })?;
-    let base = match provider {
-        Provider::OpenAi => format!("{}/v1", proxy.uri()),
-        Provider::Anthropic => proxy.uri(),
-    };
+    let (_proxy, base) = proxy(provider, keeping)?;
     let file = dir.path().join("agent.yaml");
     std::fs::write(&file, wire_agent(provider, &base, 12))?;
     let work = dir.path().join("work");

@@ -5,11 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use libtest_mimic::{Failed, Trial};
 use serde_json::{Value, json};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::harness::{
-    Provider, RunOutput, Server, block_on, relay, run_agent, wire_agent, with_server,
+    Provider, RunOutput, Server, block_on, proxy, relay, run_agent, wire_agent, with_server,
 };
 
 /// The tests of this module, each once per provider.
@@ -256,23 +255,12 @@ fn calls_sharing_an_id_reach_the_server_paired(
         std::fs::write(outputs.join(file), file)?;
     }
     let root = server.anthropic_base();
-    let proxy = block_on(async {
-        let proxy = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(MisbehavingFirst {
-                first: ResponseTemplate::new(200)
-                    .set_body_raw(twin_calls(provider), "text/event-stream"),
-                server_root: root,
-                requests: AtomicUsize::new(0),
-            })
-            .mount(&proxy)
-            .await;
-        Ok(proxy)
-    })?;
-    let base = match provider {
-        Provider::OpenAi => format!("{}/v1", proxy.uri()),
-        Provider::Anthropic => proxy.uri(),
+    let misbehaving = MisbehavingFirst {
+        first: ResponseTemplate::new(200).set_body_raw(twin_calls(provider), "text/event-stream"),
+        server_root: root,
+        requests: AtomicUsize::new(0),
     };
+    let (proxy, base) = proxy(provider, misbehaving)?;
     let output = run_agent(
         &wire_agent(provider, &base, 12),
         dir.path(),

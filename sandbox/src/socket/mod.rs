@@ -11,12 +11,12 @@ pub(crate) use server::{serve, serve_listener, serve_stdin};
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::sync::Arc;
     use std::time::Duration;
 
     use serde_json::json;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
     use super::client::SocketOptions;
     use super::server::SandboxServer;
@@ -26,7 +26,7 @@ mod tests {
     use crate::in_process::InProcessExecutor;
     use crate::paths::SandboxRoots;
     use crate::protocol::{
-        InputCopy, PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse,
+        InputCopy, PROTOCOL_VERSION, RUNNER_VERSION, SandboxRequest, SandboxResponse, StdioCommand,
     };
     use crate::testing::{fake_sandbox, hello};
 
@@ -87,6 +87,46 @@ mod tests {
         Ok(tokio::spawn(async move {
             let _ = server.run().await;
         }))
+    }
+
+    /// Stops a server task and waits until it is gone, so its socket reads as stale, not live.
+    async fn stop(server: tokio::task::JoinHandle<()>) {
+        server.abort();
+        let _ = server.await;
+    }
+
+    /// A server over [`sandbox`] in a fresh temporary dir, listening on `<dir>/s.sock`.
+    struct Served {
+        dir: tempfile::TempDir,
+        socket: PathBuf,
+        server: tokio::task::JoinHandle<()>,
+    }
+
+    impl Served {
+        async fn start() -> anyhow::Result<Served> {
+            let dir = tempfile::tempdir()?;
+            let socket = dir.path().join("s.sock");
+            let server = start(&socket, sandbox(dir.path())?).await?;
+            Ok(Served {
+                dir,
+                socket,
+                server,
+            })
+        }
+
+        /// A client of the server, with the tests' [`options`].
+        async fn connect(&self) -> anyhow::Result<UnixSocketExecutor> {
+            Ok(UnixSocketExecutor::connect_with(&self.socket, options()).await?)
+        }
+    }
+
+    /// A stdio program `label` running `script` with bash.
+    fn bash_program(label: &str, script: &str) -> StdioCommand {
+        StdioCommand {
+            label: label.into(),
+            argv: vec!["bash".into(), "-c".into(), script.into()],
+            env: vec![],
+        }
     }
 
     // Over 80 lines: every request kind, sent to the socket and to an in-process sandbox
@@ -223,19 +263,15 @@ mod tests {
             ),
             "{copied:?}"
         );
-        server.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = server.await;
+        stop(server).await;
         Ok(())
     }
 
     #[tokio::test]
     async fn many_requests_are_in_flight_at_once_over_one_or_several_connections() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let server = start(&socket, sandbox(dir.path())?).await?;
-        let first = Arc::new(UnixSocketExecutor::connect_with(&socket, options()).await?);
-        let second = Arc::new(UnixSocketExecutor::connect_with(&socket, options()).await?);
+        let served = Served::start().await?;
+        let first = Arc::new(served.connect().await?);
+        let second = Arc::new(served.connect().await?);
         let mut calls = tokio::task::JoinSet::new();
         for n in 0..24u32 {
             let executor = if n % 2 == 0 {
@@ -262,33 +298,25 @@ mod tests {
             };
             assert_eq!(content, format!("{n}\n"));
         }
-        server.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = server.await;
+        stop(served.server).await;
         Ok(())
     }
 
     #[tokio::test]
     async fn the_client_reconnects_after_the_server_restarts() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let server = start(&socket, sandbox(dir.path())?).await?;
-        let executor = UnixSocketExecutor::connect_with(&socket, options()).await?;
+        let served = Served::start().await?;
+        let executor = served.connect().await?;
         assert!(matches!(
             executor.execute(SandboxRequest::Prepare).await?,
             SandboxResponse::Done { .. }
         ));
-        server.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = server.await;
-        until_stale(&socket).await;
+        stop(served.server).await;
+        until_stale(&served.socket).await;
         // The old socket file is left behind, as after a crash; the new server replaces it.
-        let restarted = start(&socket, sandbox(dir.path())?).await?;
+        let restarted = start(&served.socket, sandbox(served.dir.path())?).await?;
         let response = executor.execute(SandboxRequest::ListUploads).await?;
         assert!(matches!(response, SandboxResponse::Uploads { files } if files.len() == 1));
-        restarted.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = restarted.await;
+        stop(restarted).await;
         Ok(())
     }
 
@@ -325,24 +353,17 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(&line)?;
             answers.insert(value["id"].as_u64().unwrap_or(0), value["response"].clone());
         }
-        assert_eq!(answers[&41]["kind"], "error");
-        assert!(
-            answers[&41]["message"]
-                .as_str()
-                .unwrap_or("")
-                .contains("over the sandbox's 1024-byte limit")
-        );
-        assert_eq!(answers[&42]["kind"], "error");
-        assert!(
-            answers[&42]["message"]
-                .as_str()
-                .unwrap_or("")
-                .contains("malformed sandbox request")
-        );
+        let refusals = [
+            (41, "over the sandbox's 1024-byte limit"),
+            (42, "malformed sandbox request"),
+        ];
+        for (id, expected) in refusals {
+            assert_eq!(answers[&id]["kind"], "error", "{id}");
+            let message = answers[&id]["message"].as_str().unwrap_or("");
+            assert!(message.contains(expected), "{id}: {message}");
+        }
         assert_eq!(answers[&43]["kind"], "uploads");
-        task.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = task.await;
+        stop(task).await;
         until_stale(&socket).await;
 
         // The client refuses what the server would refuse, without sending it.
@@ -361,9 +382,7 @@ mod tests {
         assert!(
             matches!(response, SandboxResponse::Error { message } if message.contains("over the sandbox's 100-byte limit"))
         );
-        restarted.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = restarted.await;
+        stop(restarted).await;
         Ok(())
     }
 
@@ -383,9 +402,7 @@ mod tests {
         let executor = UnixSocketExecutor::connect_with(&socket, quick).await?;
         let error = executor.execute(SandboxRequest::Prepare).await.err();
         assert!(error.is_some_and(|e| e.to_string().contains("did not answer within 200ms")));
-        silent.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = silent.await;
+        stop(silent).await;
 
         let missing = SocketOptions {
             connect_wait: Duration::from_millis(100),
@@ -433,31 +450,19 @@ mod tests {
                 assert!(error.contains(&ours), "{error}");
                 assert!(error.contains("sandbox.image"), "{error}");
             }
-            server.abort();
-            let _ = server.await;
+            stop(server).await;
         }
         Ok(())
     }
 
     #[tokio::test]
     async fn a_stdio_program_gets_a_connection_of_its_own_and_dies_with_it() -> TestResult {
-        use crate::protocol::StdioCommand;
-        use tokio::io::AsyncReadExt;
-
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let server = start(&socket, sandbox(dir.path())?).await?;
-        let executor = UnixSocketExecutor::connect_with(&socket, options()).await?;
-        let echo = StdioCommand {
-            label: "echo".into(),
-            argv: vec![
-                "bash".into(),
-                "-c".into(),
-                "echo $$ > /mnt/user-data/workspace/pid; while read l; do echo \"got $l\"; done"
-                    .into(),
-            ],
-            env: vec![],
-        };
+        let served = Served::start().await?;
+        let executor = served.connect().await?;
+        let echo = bash_program(
+            "echo",
+            "echo $$ > /mnt/user-data/workspace/pid; while read l; do echo \"got $l\"; done",
+        );
         let mut pipe = executor.open_stdio(echo.clone()).await?;
         // Ordinary requests still work on the executor's own connection meanwhile.
         assert!(matches!(
@@ -469,7 +474,7 @@ mod tests {
         let mut reply = vec![0u8; 16];
         pipe.reader.read_exact(&mut reply).await?;
         assert_eq!(reply, b"got one\ngot two\n");
-        let pid_file = dir.path().join("user-data/workspace/pid");
+        let pid_file = served.dir.path().join("user-data/workspace/pid");
         let pid: i32 = std::fs::read_to_string(&pid_file)?.trim().parse()?;
         drop(pipe);
         let gone = async {
@@ -494,29 +499,18 @@ mod tests {
                 .is_some_and(|e| e.starts_with("cannot start no-such-mcp-server")),
             "{error:?}"
         );
-        server.abort();
-        let _ = server.await;
+        stop(served.server).await;
         Ok(())
     }
 
     #[tokio::test]
     async fn a_stdio_programs_last_words_on_stderr_are_kept_for_the_agent() -> TestResult {
-        use crate::protocol::StdioCommand;
-        use tokio::io::AsyncReadExt;
-
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let server = start(&socket, sandbox(dir.path())?).await?;
-        let executor = UnixSocketExecutor::connect_with(&socket, options()).await?;
-        let failing = StdioCommand {
-            label: "failing".into(),
-            argv: vec![
-                "bash".into(),
-                "-c".into(),
-                "for i in $(seq 1 30); do echo \"line $i\" >&2; done; exit 3".into(),
-            ],
-            env: vec![],
-        };
+        let served = Served::start().await?;
+        let executor = served.connect().await?;
+        let failing = bash_program(
+            "failing",
+            "for i in $(seq 1 30); do echo \"line $i\" >&2; done; exit 3",
+        );
         let mut pipe = executor.open_stdio(failing).await?;
         let mut out = Vec::new();
         pipe.reader.read_to_end(&mut out).await?;
@@ -524,17 +518,14 @@ mod tests {
         let expected: Vec<String> = (11..=30).map(|i| format!("line {i}")).collect();
         assert_eq!(lines, expected);
         assert!(executor.stdio_stderr(pipe.stderr + 100).await.is_empty());
-        server.abort();
-        let _ = server.await;
+        stop(served.server).await;
         Ok(())
     }
 
     #[tokio::test]
     async fn spawn_stdio_is_refused_after_other_requests_on_a_connection() -> TestResult {
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let server = start(&socket, sandbox(dir.path())?).await?;
-        let stream = tokio::net::UnixStream::connect(&socket).await?;
+        let served = Served::start().await?;
+        let stream = tokio::net::UnixStream::connect(&served.socket).await?;
         let (read_half, mut write_half) = stream.into_split();
         let mut lines = BufReader::new(read_half).lines();
         write_half
@@ -546,8 +537,7 @@ mod tests {
             .await?;
         let line = lines.next_line().await?.unwrap_or_default();
         assert!(line.contains("must be the first request"), "{line}");
-        server.abort();
-        let _ = server.await;
+        stop(served.server).await;
         Ok(())
     }
 
@@ -561,9 +551,7 @@ mod tests {
             .await
             .err();
         assert!(live.is_some_and(|e| e.to_string().contains("already serving")));
-        server.abort();
-        // Wait until the aborted server is gone, so its socket reads as stale, not live.
-        let _ = server.await;
+        stop(server).await;
 
         let file = dir.path().join("plain");
         std::fs::write(&file, "not a socket")?;

@@ -209,25 +209,25 @@ mod tests {
     fn files_are_fetched_in_order_while_they_fit_under_the_cap() {
         let mut budget = FileBudget::default();
         let mib = 1024 * 1024;
-        assert_eq!(
-            budget.plan(0, 6 * mib),
-            Planned::Fetch {
-                n: 0,
-                max_bytes: 10 * mib
+        // Each file's declared size and the room left when it is fetched (`None`: skipped);
+        // a fetched file counts at its declared size before the next is planned.
+        let files = [
+            (6 * mib, Some(10 * mib)),
+            (5 * mib, None),
+            (4 * mib, Some(4 * mib)),
+            (1, None),
+            (0, Some(0)),
+        ];
+        for (n, (size, room)) in files.into_iter().enumerate() {
+            let expected = match room {
+                Some(max_bytes) => Planned::Fetch { n, max_bytes },
+                None => Planned::Skip { n },
+            };
+            assert_eq!(budget.plan(n, size), expected, "file {n}");
+            if room.is_some() {
+                budget.fetched(size);
             }
-        );
-        budget.fetched(6 * mib);
-        assert_eq!(budget.plan(1, 5 * mib), Planned::Skip { n: 1 });
-        assert_eq!(
-            budget.plan(2, 4 * mib),
-            Planned::Fetch {
-                n: 2,
-                max_bytes: 4 * mib
-            }
-        );
-        budget.fetched(4 * mib);
-        assert_eq!(budget.plan(3, 1), Planned::Skip { n: 3 });
-        assert_eq!(budget.plan(4, 0), Planned::Fetch { n: 4, max_bytes: 0 });
+        }
     }
 
     #[test]

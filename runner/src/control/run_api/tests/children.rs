@@ -4,7 +4,7 @@
 #![cfg(test)]
 
 use anyhow::Context as _;
-use herd_crds::wire::{ChildRequest, ChildStatus};
+use herd_crds::wire::{ChildOutcome, ChildRequest, ChildStatus};
 use herd_sandbox::{InProcessExecutor, SandboxClient, SandboxHost, SandboxRoots};
 
 use super::super::test_server::{Canned, Reply, canned};
@@ -73,6 +73,17 @@ fn completed(artifacts: &[(&str, usize)]) -> Reply {
     )
 }
 
+/// Runs the child of `request()` under `parent()` against a run API answering `replies`,
+/// with a fresh sandbox receiving the child's files.
+async fn run_child_into_sandbox(replies: Canned) -> anyhow::Result<(Setup, Sandbox, ChildOutcome)> {
+    let setup = Setup::new(canned(replies)).await;
+    let sandbox = sandbox().await?;
+    let control = setup.control(vec![]);
+    control.use_sandbox(sandbox.executor.clone());
+    let outcome = control.run_child(request(), parent()).await?;
+    Ok((setup, sandbox, outcome))
+}
+
 fn outputs(sandbox: &Sandbox, path: &str) -> PathBuf {
     sandbox.roots.user_data.join("outputs").join(path)
 }
@@ -82,7 +93,7 @@ fn outputs(sandbox: &Sandbox, path: &str) -> PathBuf {
 #[tokio::test]
 async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() -> anyhow::Result<()>
 {
-    let setup = Setup::new(canned(Canned {
+    let (setup, sandbox, outcome) = run_child_into_sandbox(Canned {
         child_polls: vec![
             running(),
             running(),
@@ -99,13 +110,8 @@ async fn a_child_is_started_once_awaited_and_its_files_land_in_outputs_child() -
             ),
         ],
         ..Canned::default()
-    }))
-    .await;
-    let sandbox = sandbox().await?;
-    let control = setup.control(vec![]);
-    control.use_sandbox(sandbox.executor.clone());
-
-    let outcome = control.run_child(request(), parent()).await?;
+    })
+    .await?;
 
     assert_eq!(outcome.status, Some(ChildStatus::Completed));
     assert_eq!(outcome.usage.input_tokens, 900);
@@ -183,7 +189,7 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() -> anyhow::Res
         ("/mnt/user-data/outputs/e.bin", 2 * MIB),
         ("/mnt/user-data/workspace/f.txt", 1),
     ];
-    let setup = Setup::new(canned(Canned {
+    let (setup, sandbox, outcome) = run_child_into_sandbox(Canned {
         child_polls: vec![completed(&artifacts)],
         child_files: vec![
             Reply::file("/mnt/user-data/outputs/a.bin", &vec![b'a'; 6 * MIB]),
@@ -199,13 +205,8 @@ async fn files_past_10_mib_are_skipped_and_hostile_ones_refused() -> anyhow::Res
             Reply::file("/mnt/user-data/workspace/f.txt", b"f"),
         ],
         ..Canned::default()
-    }))
-    .await;
-    let sandbox = sandbox().await?;
-    let control = setup.control(vec![]);
-    control.use_sandbox(sandbox.executor.clone());
-
-    let outcome = control.run_child(request(), parent()).await?;
+    })
+    .await?;
 
     let fetched: Vec<String> = setup
         .server
