@@ -175,30 +175,31 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     };
     for scope in Scope::from_list(&config.watch_namespaces) {
         info!(%scope, "watching");
-        let (agents, agent_caches) = agent::controller(scope.clone(), shared.clone(), &lifecycle);
+        let (agents, agent_caches) =
+            agent::controller(scope.clone(), shared.clone(), lifecycle.clone());
         let (skill_wake, skill_woken) = SkillWake::channel();
         let (runs, run_synced, run_caches) = run::controller(
             scope.clone(),
             shared.clone(),
             run_setup.clone(),
             skill_wake,
-            &lifecycle,
+            lifecycle.clone(),
         );
         let (skills, skill_caches) = skill::controller(
             scope.clone(),
             shared.clone(),
             run_caches.clone(),
             skill_woken,
-            &lifecycle,
+            lifecycle.clone(),
         );
         let (schedules, schedule_caches) =
-            schedule::controller(scope.clone(), shared.clone(), &lifecycle);
+            schedule::controller(scope.clone(), shared.clone(), lifecycle.clone());
         let (budgets, budget_caches, budget_store) = budget::controller(
             scope.clone(),
             shared.clone(),
             run_caches.runs.clone(),
             run_synced.clone(),
-            &lifecycle,
+            lifecycle.clone(),
         );
         admission.register_budgets(budget_store);
         readiness.extend(budget_caches);

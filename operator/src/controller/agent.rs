@@ -49,7 +49,7 @@ pub struct Context {
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    lifecycle: &Lifecycle,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..3).map(|_| Synced::default()).collect();
     let (agents_synced, skills_synced, secrets_synced) =
@@ -85,7 +85,7 @@ pub fn controller(
         .watches_stream(secret_stream, move |secret: PartialObjectMeta<Secret>| {
             agents_using_secret(&by_secret, &secret, default_model.as_ref())
         });
-    let stream = under_lease(controller, lifecycle)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("agent"));
     (stream, synced)

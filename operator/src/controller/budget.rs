@@ -52,7 +52,7 @@ pub fn controller(
     shared: Arc<Shared>,
     runs: Store<Run>,
     runs_synced: Vec<Synced>,
-    lifecycle: &Lifecycle,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>, Store<Budget>) {
     let synced = vec![Synced::default()];
     let (budgets, budget_stream) =
@@ -70,7 +70,7 @@ pub fn controller(
         runs_synced,
     });
     let controller = Controller::for_stream(budget_stream.applied_objects(), budgets.clone());
-    let stream = under_lease(controller, lifecycle)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("budget"));
     (stream, synced, budgets)

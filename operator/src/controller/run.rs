@@ -90,7 +90,7 @@ pub fn controller(
     shared: Arc<Shared>,
     setup: RunSetup,
     skills: SkillWake,
-    lifecycle: &Lifecycle,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>, RunCaches) {
     let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
     let (runs_synced, agents_synced, pods_synced, cms_synced) = (
@@ -184,7 +184,7 @@ pub fn controller(
             runs_waiting_for(&waiting, &agent)
         })
         .reconcile_on(woken);
-    let stream = under_lease(controller, lifecycle)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("run"));
     (stream, synced, caches)

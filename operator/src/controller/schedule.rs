@@ -48,7 +48,7 @@ pub struct Context {
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    lifecycle: &Lifecycle,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let client = &shared.client;
@@ -66,7 +66,7 @@ pub fn controller(
     });
     let controller = Controller::for_stream(schedule_stream.applied_objects(), schedules)
         .watches_stream(run_stream.touched_objects(), |run: Run| schedule_of(&run));
-    let stream = under_lease(controller, lifecycle)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("schedule"));
     (stream, synced)

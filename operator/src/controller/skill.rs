@@ -109,7 +109,7 @@ pub fn controller(
     shared: Arc<Shared>,
     caches: RunCaches,
     woken: UnboundedReceiver<ObjectRef<Skill>>,
-    lifecycle: &Lifecycle,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let (skills_synced, agents_synced) = (synced[0].clone(), synced[1].clone());
@@ -137,7 +137,7 @@ pub fn controller(
                 .map(|s| ObjectRef::new(&s.name).within(&namespace))
                 .collect::<Vec<_>>()
         });
-    let stream = under_lease(controller, lifecycle)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("skill"));
     (stream, synced)
