@@ -20,6 +20,14 @@ pub struct ApplyContext {
     pub max_facts: usize,
 }
 
+/// What an `add` operation would store: its content trimmed, or `None` when that is empty or
+/// the model is not sure enough of it (its confidence below [`MIN_CONFIDENCE`], or no number).
+pub fn content_to_add(content: &str, confidence: f64) -> Option<&str> {
+    let content = content.trim();
+    let sure = confidence.is_finite() && confidence >= MIN_CONFIDENCE;
+    (sure && !content.is_empty()).then_some(content)
+}
+
 /// Applies `operations` in order and bumps the revision.
 pub fn apply_operations(
     document: &mut MemoryDocument,
@@ -33,10 +41,9 @@ pub fn apply_operations(
                 category,
                 confidence,
             } => {
-                let content = content.trim();
-                if content.is_empty() || !confidence.is_finite() || *confidence < MIN_CONFIDENCE {
+                let Some(content) = content_to_add(content, *confidence) else {
                     continue;
-                }
+                };
                 if let Some(existing) = document
                     .facts
                     .iter_mut()

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::condition::Condition;
 use crate::formats::is_relative_path;
 use crate::rules;
-use crate::validation::{Checker, FieldErrors, validate_object, validate_spec};
+use crate::validation::{Checker, validate_methods};
 
 /// Most characters of `content` (256 KiB).
 pub const MAX_CONTENT: usize = 262_144;
@@ -89,24 +89,14 @@ pub fn is_valid_skill_name(name: &str) -> bool {
         })
 }
 
-impl Skill {
+validate_methods! {
     /// Checks the rules the API server checks on create: the name and the spec's size limits.
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_object(
-            self.metadata.name.as_deref(),
-            is_valid_skill_name,
-            rules::SKILL_NAME_MESSAGE,
-            |c| self.spec.check(c),
-        )
-    }
+    Skill, name by is_valid_skill_name, rules::SKILL_NAME_MESSAGE;
+    /// Checks the spec's size limits and file paths.
+    SkillSpec
 }
 
 impl SkillSpec {
-    /// Checks the spec's size limits and file paths.
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_spec(|c| self.check(c))
-    }
-
     fn check(&self, c: &mut Checker) {
         c.max_length("spec.content", &self.content, MAX_CONTENT);
         c.max_properties("spec.files", self.files.len(), MAX_FILES);

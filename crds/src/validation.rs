@@ -37,30 +37,41 @@ impl fmt::Display for FieldErrors {
     }
 }
 
-/// Checks an object as the API server does on create: `metadata.name` by the resource's rule
-/// (`name_ok`, else `name_message`), then the spec's rules (`check_spec`).
-pub(crate) fn validate_object(
-    name: Option<&str>,
-    name_ok: fn(&str) -> bool,
-    name_message: &str,
-    check_spec: impl FnOnce(&mut Checker),
-) -> Result<(), FieldErrors> {
-    let mut checker = Checker::default();
-    checker.check(
-        name_ok(name.unwrap_or_default()),
-        "metadata.name",
-        name_message,
-    );
-    check_spec(&mut checker);
-    checker.finish()
-}
+/// The `validate()` methods of a resource and of its spec, with their doc comments: the
+/// resource's checks `metadata.name` by `name_ok` (else `name_message`), then the spec's rules;
+/// the spec's checks its rules alone. The spec's own `check(&self, &mut Checker)` records them.
+macro_rules! validate_methods {
+    (
+        $(#[$object_doc:meta])*
+        $object:ty, name by $name_ok:expr, $name_message:expr;
+        $(#[$spec_doc:meta])*
+        $spec:ty
+    ) => {
+        impl $object {
+            $(#[$object_doc])*
+            pub fn validate(&self) -> Result<(), $crate::validation::FieldErrors> {
+                let mut checker = $crate::validation::Checker::default();
+                checker.check(
+                    $name_ok(self.metadata.name.as_deref().unwrap_or_default()),
+                    "metadata.name",
+                    $name_message,
+                );
+                self.spec.check(&mut checker);
+                checker.finish()
+            }
+        }
 
-/// Checks a spec's rules alone.
-pub(crate) fn validate_spec(check_spec: impl FnOnce(&mut Checker)) -> Result<(), FieldErrors> {
-    let mut checker = Checker::default();
-    check_spec(&mut checker);
-    checker.finish()
+        impl $spec {
+            $(#[$spec_doc])*
+            pub fn validate(&self) -> Result<(), $crate::validation::FieldErrors> {
+                let mut checker = $crate::validation::Checker::default();
+                self.check(&mut checker);
+                checker.finish()
+            }
+        }
+    };
 }
+pub(crate) use validate_methods;
 
 /// The Agent and Run name rule: at most 63 characters (names go into label values).
 pub(crate) fn fits_a_label(name: &str) -> bool {

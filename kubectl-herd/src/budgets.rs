@@ -15,7 +15,7 @@ use crate::cli::CatalogArgs;
 use crate::connect::Cluster;
 use crate::error::CliError;
 use crate::io::Io;
-use crate::table::render;
+use crate::table::{namespaced_header, namespaced_row, render};
 use crate::tree::age;
 
 /// What `kubectl herd get` takes for the Budgets rather than a Run's name.
@@ -23,22 +23,19 @@ pub const KIND_NAMES: [&str; 3] = ["budgets", "budget", "hbudget"];
 
 /// The Budgets table's header (`-A` adds NAMESPACE).
 pub fn header(all_namespaces: bool) -> Vec<&'static str> {
-    let mut header = if all_namespaces {
-        vec!["NAMESPACE"]
-    } else {
-        vec![]
-    };
-    header.extend([
-        "NAME",
-        "WINDOW",
-        "USED",
-        "LIMIT",
-        "EXCEEDED",
-        "RESETS",
-        "ON EXCEEDED",
-        "AGE",
-    ]);
-    header
+    namespaced_header(
+        all_namespaces,
+        &[
+            "NAME",
+            "WINDOW",
+            "USED",
+            "LIMIT",
+            "EXCEEDED",
+            "RESETS",
+            "ON EXCEEDED",
+            "AGE",
+        ],
+    )
 }
 
 /// A Budget's row: its window, the tightest limit's use and value, whether a limit is reached
@@ -48,11 +45,7 @@ pub fn row(budget: &Budget, all_namespaces: bool, now: Timestamp) -> Vec<String>
     let status = budget.status.clone().unwrap_or_default();
     let ready = find_condition(&status.conditions, condition_type::READY);
     let exceeded = find_condition(&status.conditions, condition_type::EXCEEDED);
-    let mut row = if all_namespaces {
-        vec![budget.namespace().unwrap_or_default()]
-    } else {
-        vec![]
-    };
+    let mut row = namespaced_row(all_namespaces, budget);
     let exceeded = match (ready, exceeded) {
         (Some(ready), _) if ready.status == ConditionStatus::False => {
             format!("Unknown ({})", one_line(&ready.reason))

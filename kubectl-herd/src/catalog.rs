@@ -15,11 +15,11 @@ use serde::de::DeserializeOwned;
 
 use crate::cli::CatalogArgs;
 use crate::connect::Cluster;
-use crate::error::{CliError, Target, api_error};
+use crate::error::{CliError, api_error};
 use crate::io::Io;
 use crate::outcome::EXIT_ANSWERED;
 use crate::output::{Output, print_objects};
-use crate::table::render;
+use crate::table::{namespaced_header, namespaced_row, render};
 use crate::tree::age;
 
 /// Most characters of a message in a column.
@@ -27,14 +27,12 @@ const MESSAGE_WIDTH: usize = 60;
 
 /// The Agents table's header (`-A` adds NAMESPACE, `-o wide` MESSAGE).
 pub fn agent_header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
-    let mut header = if all_namespaces {
-        vec!["NAMESPACE"]
-    } else {
-        vec![]
-    };
-    header.extend([
-        "NAME", "READY", "REASON", "MODEL", "SKILLS", "MISSING", "AGE",
-    ]);
+    let mut header = namespaced_header(
+        all_namespaces,
+        &[
+            "NAME", "READY", "REASON", "MODEL", "SKILLS", "MISSING", "AGE",
+        ],
+    );
     if wide {
         header.push("MESSAGE");
     }
@@ -55,11 +53,7 @@ pub fn agent_row(agent: &Agent, all_namespaces: bool, wide: bool, now: Timestamp
         .map(|c| shorten(&one_line(&c.message)))
         .unwrap_or_default();
     let skills = agent.spec.skills.clone().unwrap_or_default();
-    let mut row = if all_namespaces {
-        vec![agent.namespace().unwrap_or_default()]
-    } else {
-        vec![]
-    };
+    let mut row = namespaced_row(all_namespaces, agent);
     row.extend([
         one_line(&agent.name_any()),
         ready.map_or("Unknown".to_owned(), |c| format!("{:?}", c.status)),
@@ -93,13 +87,10 @@ pub fn agent_row(agent: &Agent, all_namespaces: bool, wide: bool, now: Timestamp
 
 /// The Skills table's header.
 pub fn skill_header(all_namespaces: bool) -> Vec<&'static str> {
-    let mut header = if all_namespaces {
-        vec!["NAMESPACE"]
-    } else {
-        vec![]
-    };
-    header.extend(["NAME", "READY", "REASON", "ENABLED", "DESCRIPTION", "AGE"]);
-    header
+    namespaced_header(
+        all_namespaces,
+        &["NAME", "READY", "REASON", "ENABLED", "DESCRIPTION", "AGE"],
+    )
 }
 
 /// A Skill's row.
@@ -107,11 +98,7 @@ pub fn skill_row(skill: &Skill, all_namespaces: bool, now: Timestamp) -> Vec<Str
     let status = skill.status.as_ref();
     let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
     let ready = find_condition(conditions, condition_type::READY);
-    let mut row = if all_namespaces {
-        vec![skill.namespace().unwrap_or_default()]
-    } else {
-        vec![]
-    };
+    let mut row = namespaced_row(all_namespaces, skill);
     row.extend([
         one_line(&skill.name_any()),
         ready.map_or("Unknown".to_owned(), |c| format!("{:?}", c.status)),
@@ -162,12 +149,7 @@ where
         ..ListParams::default()
     };
     let object = format!("the {kind}s");
-    let target = Target {
-        doing: "listing",
-        object: &object,
-        namespace: &cluster.namespace,
-        not_found: "Herd's CRDs may not be installed",
-    };
+    let target = cluster.target("listing", &object, "Herd's CRDs may not be installed");
     let items = api
         .list(&params)
         .await

@@ -6,9 +6,9 @@ use herd_crds::report::Cost;
 use herd_crds::run::{Run, RunPhase};
 use herd_crds::terminal_text::one_line;
 use jiff::Timestamp;
-use kube::ResourceExt;
 
 use crate::outcome::pending_question;
+use crate::table::{namespaced_header, namespaced_row};
 use crate::tree::age;
 use crate::view::{phase_name, tokens_text, view};
 
@@ -22,11 +22,10 @@ pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
 
 /// [`header`] with `COST` after `TOKENS` when `priced` (a Run listed is: [`any_priced`]).
 pub fn header_with_cost(all_namespaces: bool, wide: bool, priced: bool) -> Vec<&'static str> {
-    let mut header = Vec::new();
-    if all_namespaces {
-        header.push("NAMESPACE");
-    }
-    header.extend(["NAME", "AGENT", "STATUS", "TITLE", "TOKENS"]);
+    let mut header = namespaced_header(
+        all_namespaces,
+        &["NAME", "AGENT", "STATUS", "TITLE", "TOKENS"],
+    );
     if priced {
         header.push("COST");
     }
@@ -83,10 +82,7 @@ pub fn cells_with_cost(
     now: Timestamp,
 ) -> Vec<String> {
     let shown = view(run);
-    let mut cells = Vec::new();
-    if all_namespaces {
-        cells.push(run.namespace().unwrap_or_default());
-    }
+    let mut cells = namespaced_row(all_namespaces, run);
     cells.extend([
         one_line(label),
         one_line(&run.spec.agent_ref.name),

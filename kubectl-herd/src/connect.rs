@@ -8,7 +8,7 @@ use herd_crds::terminal_text::one_line;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::error::CliError;
+use crate::error::{CliError, Target};
 
 /// A client and the namespace commands work in.
 #[derive(Clone)]
@@ -17,6 +17,19 @@ pub struct Cluster {
     pub client: Client,
     /// The namespace of the Runs.
     pub namespace: String,
+}
+
+impl Cluster {
+    /// What a request in the cluster's namespace was about, for its error message: `doing`
+    /// to `object`, and what to do when it does not exist (`not_found`).
+    pub fn target<'a>(&'a self, doing: &'a str, object: &'a str, not_found: &'a str) -> Target<'a> {
+        Target {
+            doing,
+            object,
+            namespace: &self.namespace,
+            not_found,
+        }
+    }
 }
 
 impl std::fmt::Debug for Cluster {

@@ -7,7 +7,7 @@ use kube::api::PostParams;
 
 use crate::cli::{DryRun, RunArgs};
 use crate::connect::Cluster;
-use crate::error::{CliError, Target, api_error};
+use crate::error::{CliError, api_error};
 use crate::follow::{Mode, follow};
 use crate::io::Io;
 use crate::manifest::{RunRequest, check_duration, parse_label, run_manifest, ttl_seconds};
@@ -180,12 +180,7 @@ async fn create(cluster: &Cluster, run: &Run, dry_run: bool) -> Result<Run, CliE
     runs(cluster).create(&post, run).await.map_err(|e| {
         api_error(
             &e,
-            Target {
-                doing: "creating",
-                object: &object,
-                namespace: &cluster.namespace,
-                not_found: "the namespace may not exist",
-            },
+            cluster.target("creating", &object, "the namespace may not exist"),
         )
     })
 }

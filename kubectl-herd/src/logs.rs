@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Api, LogParams};
 
 use crate::connect::Cluster;
-use crate::error::{CliError, Target, api_error};
+use crate::error::{CliError, api_error};
 use crate::io::Io;
 use crate::runs::get_run;
 use crate::view::{phase_name, view};
@@ -60,12 +60,7 @@ pub async fn logs(
         "the pod of Run {name} is gone: a finished, cancelled or retried Run's pod is deleted, \
          and its logs with it"
     );
-    let target = Target {
-        doing: "reading",
-        object: &object,
-        namespace: &cluster.namespace,
-        not_found: &gone,
-    };
+    let target = cluster.target("reading", &object, &gone);
     let params = LogParams {
         container: Some(container.to_owned()),
         follow,

@@ -13,7 +13,7 @@ use kube::api::Api;
 use serde::Deserialize;
 
 use crate::connect::Cluster;
-use crate::error::{CliError, Target, api_error};
+use crate::error::{CliError, api_error};
 use crate::io::Io;
 use crate::outcome::{EXIT_ANSWERED, EXIT_STOPPED, Outcome, outcome};
 use crate::runs::get_run;
@@ -222,12 +222,7 @@ async fn read_result(cluster: &Cluster, run: &Run) -> Result<Option<ConfigMap>, 
     let name = result_name(&run.name_any());
     let object = format!("ConfigMap {name}");
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
-    let target = Target {
-        doing: "reading",
-        object: &object,
-        namespace: &cluster.namespace,
-        not_found: "the Run's result is gone",
-    };
+    let target = cluster.target("reading", &object, "the Run's result is gone");
     let Some(config_map) = config_maps
         .get_opt(&name)
         .await

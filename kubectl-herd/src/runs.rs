@@ -16,12 +16,7 @@ pub fn runs(cluster: &Cluster) -> Api<Run> {
 
 /// The error target of the Run `name` while `doing`.
 pub fn run_target<'a>(cluster: &'a Cluster, object: &'a str, doing: &'a str) -> Target<'a> {
-    Target {
-        doing,
-        object,
-        namespace: &cluster.namespace,
-        not_found: RUN_NOT_FOUND,
-    }
+    cluster.target(doing, object, RUN_NOT_FOUND)
 }
 
 /// Reads the Run `name`.

@@ -19,10 +19,10 @@ use serde_json::json;
 use crate::catalog::list as list_chosen;
 use crate::cli::{CatalogArgs, ScheduleArgs};
 use crate::connect::Cluster;
-use crate::error::{CliError, Target, api_error};
+use crate::error::{CliError, api_error};
 use crate::io::Io;
 use crate::outcome::EXIT_ANSWERED;
-use crate::table::render;
+use crate::table::{namespaced_header, namespaced_row, render};
 use crate::tree::age;
 
 /// The label naming a Run's Schedule (the operator counts the Run as the Schedule's).
@@ -71,12 +71,7 @@ pub async fn create(
         .map_err(|e| {
             api_error(
                 &e,
-                Target {
-                    doing: "creating",
-                    object: &object,
-                    namespace: &cluster.namespace,
-                    not_found: "Herd's CRDs may not be installed",
-                },
+                cluster.target("creating", &object, "Herd's CRDs may not be installed"),
             )
         })?;
     let _ = writeln!(
@@ -116,12 +111,7 @@ pub async fn trigger(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u
     let schedule = schedules.get(name).await.map_err(|e| {
         api_error(
             &e,
-            Target {
-                doing: "reading",
-                object: &object,
-                namespace: &cluster.namespace,
-                not_found: "kubectl herd schedules lists them",
-            },
+            cluster.target("reading", &object, "kubectl herd schedules lists them"),
         )
     })?;
     let runs: Api<Run> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
@@ -131,12 +121,11 @@ pub async fn trigger(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u
         .map_err(|e| {
             api_error(
                 &e,
-                Target {
-                    doing: "creating a Run of",
-                    object: &object,
-                    namespace: &cluster.namespace,
-                    not_found: "Herd's CRDs may not be installed",
-                },
+                cluster.target(
+                    "creating a Run of",
+                    &object,
+                    "Herd's CRDs may not be installed",
+                ),
             )
         })?;
     let run = created.name_any();
@@ -151,15 +140,12 @@ pub async fn trigger(cluster: &Cluster, name: &str, io: &mut Io<'_>) -> Result<u
 
 /// The Schedules table's header (`-A` adds NAMESPACE).
 pub fn header(all_namespaces: bool) -> Vec<&'static str> {
-    let mut header = if all_namespaces {
-        vec!["NAMESPACE"]
-    } else {
-        vec![]
-    };
-    header.extend([
-        "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "NEXT", "READY", "AGE",
-    ]);
-    header
+    namespaced_header(
+        all_namespaces,
+        &[
+            "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "NEXT", "READY", "AGE",
+        ],
+    )
 }
 
 /// A Schedule's row: its timetable, Runs going, when the last slot ran (ago) and the next
@@ -167,11 +153,7 @@ pub fn header(all_namespaces: bool) -> Vec<&'static str> {
 pub fn row(schedule: &Schedule, all_namespaces: bool, now: Timestamp) -> Vec<String> {
     let status = schedule.status.clone().unwrap_or_default();
     let ready = find_condition(&status.conditions, condition_type::READY);
-    let mut row = if all_namespaces {
-        vec![schedule.namespace().unwrap_or_default()]
-    } else {
-        vec![]
-    };
+    let mut row = namespaced_row(all_namespaces, schedule);
     let timetable = match (&schedule.spec.schedule, &schedule.spec.at) {
         (Some(cron), _) => one_line(cron),
         (None, Some(at)) => format!("at {}", at.0),

@@ -111,12 +111,7 @@ pub async fn start(
 pub async fn check_agent(cluster: &Cluster, agent: &str) -> Result<Option<String>, CliError> {
     let agents: Api<Agent> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let object = format!("Agent {agent}");
-    let target = Target {
-        doing: "reading",
-        object: &object,
-        namespace: &cluster.namespace,
-        not_found: "kubectl herd agents lists them",
-    };
+    let target = cluster.target("reading", &object, "kubectl herd agents lists them");
     match agents.get_opt(agent).await {
         Ok(Some(found)) => Ok(not_ready(&found)),
         Ok(None) => Err(CliError::new(format!(

@@ -2,6 +2,7 @@
 //! measured by display width (the tree's branches are one column each), no trailing spaces.
 
 use comfy_table::{Table, presets};
+use kube::ResourceExt;
 
 /// The space between two columns.
 const GAP: u16 = 3;
@@ -24,6 +25,27 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A table's header: `NAMESPACE` first when the table lists every namespace (`-A`), then
+/// `columns`.
+pub fn namespaced_header(all_namespaces: bool, columns: &[&'static str]) -> Vec<&'static str> {
+    let mut header = Vec::with_capacity(columns.len() + 1);
+    if all_namespaces {
+        header.push("NAMESPACE");
+    }
+    header.extend_from_slice(columns);
+    header
+}
+
+/// The start of `object`'s row under [`namespaced_header`]: its namespace when the table lists
+/// every namespace, else nothing.
+pub fn namespaced_row(all_namespaces: bool, object: &impl ResourceExt) -> Vec<String> {
+    if all_namespaces {
+        vec![object.namespace().unwrap_or_default()]
+    } else {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use tracing::info;
 
 use crate::config::Config;
 use crate::controller::admission::Admission;
+use crate::controller::lifecycle::{Lifecycle, stopped};
 use crate::controller::run_api_tls::{RunApiTls, keep_renewed};
 use crate::controller::run_context::RunSetup;
 use crate::controller::skill::SkillWake;
@@ -167,49 +168,38 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
     let mut run_api_scopes = Vec::new();
     let mut readiness = Vec::new();
     let mut controllers = JoinSet::new();
+    let lifecycle = Lifecycle {
+        concurrency: config.concurrency,
+        leader: leader_rx.clone(),
+        shutdown: shutdown_rx.clone(),
+    };
     for scope in Scope::from_list(&config.watch_namespaces) {
         info!(%scope, "watching");
-        let (agents, agent_caches) = agent::controller(
-            scope.clone(),
-            shared.clone(),
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
-        );
+        let (agents, agent_caches) =
+            agent::controller(scope.clone(), shared.clone(), lifecycle.clone());
         let (skill_wake, skill_woken) = SkillWake::channel();
         let (runs, run_synced, run_caches) = run::controller(
             scope.clone(),
             shared.clone(),
             run_setup.clone(),
             skill_wake,
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
+            lifecycle.clone(),
         );
         let (skills, skill_caches) = skill::controller(
             scope.clone(),
             shared.clone(),
             run_caches.clone(),
             skill_woken,
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
+            lifecycle.clone(),
         );
-        let (schedules, schedule_caches) = schedule::controller(
-            scope.clone(),
-            shared.clone(),
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
-        );
+        let (schedules, schedule_caches) =
+            schedule::controller(scope.clone(), shared.clone(), lifecycle.clone());
         let (budgets, budget_caches, budget_store) = budget::controller(
             scope.clone(),
             shared.clone(),
             run_caches.runs.clone(),
             run_synced.clone(),
-            config.concurrency,
-            leader_gained(leader_rx.clone()),
-            stopped(shutdown_rx.clone()),
+            lifecycle.clone(),
         );
         admission.register_budgets(budget_store);
         readiness.extend(budget_caches);
@@ -272,30 +262,6 @@ pub async fn start(config: Config, client: Client) -> Result<Running, Error> {
         ready,
         shutdown: shutdown_tx,
         task,
-    })
-}
-
-/// Resolves once `shutdown` carries true (or its sender is gone).
-fn stopped(
-    mut shutdown: watch::Receiver<bool>,
-) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = shutdown.wait_for(|stop| *stop).await;
-        let _ = tx.send(());
-    });
-    async move {
-        let _ = rx.await;
-    }
-}
-
-/// Emits once when this replica becomes the leader, so the new leader reconciles every object
-/// (it never leads twice: losing the Lease ends the operator).
-fn leader_gained(leader: watch::Receiver<bool>) -> impl Stream<Item = ()> + Send + 'static {
-    futures::stream::unfold(Some(leader), |state| async move {
-        let mut leader = state?;
-        leader.wait_for(|leading| *leading).await.ok()?;
-        Some(((), None))
     })
 }
 

@@ -64,10 +64,7 @@ impl Scope {
         client: &Client,
         synced: Synced,
         slim: fn(&mut K),
-    ) -> (
-        Store<K>,
-        impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-    )
+    ) -> (Store<K>, impl Stream<Item = WatchEvent<K>> + Send + 'static)
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
             + Clone
@@ -89,6 +86,9 @@ impl fmt::Display for Scope {
         }
     }
 }
+
+/// One event of a cache's watch, or the error that interrupted it.
+pub type WatchEvent<K> = Result<watcher::Event<K>, watcher::Error>;
 
 /// The watch settings of every cache: bookmarks on, so relists after a restart are cheap.
 pub fn watch_config() -> watcher::Config {
@@ -113,7 +113,7 @@ impl Synced {
     }
 
     /// Marks the cache filled when `event` ends the initial list.
-    pub fn observe<K>(&self, event: &Result<watcher::Event<K>, watcher::Error>) {
+    pub fn observe<K>(&self, event: &WatchEvent<K>) {
         if matches!(event, Ok(watcher::Event::InitDone)) {
             self.0.store(true, Ordering::Release);
         }
@@ -128,10 +128,7 @@ pub fn cached_watch<K>(
     config: watcher::Config,
     synced: Synced,
     slim: fn(&mut K),
-) -> (
-    Store<K>,
-    impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-)
+) -> (Store<K>, impl Stream<Item = WatchEvent<K>> + Send + 'static)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,

@@ -6,26 +6,16 @@ use crate::formats;
 use crate::refs::{ConfigMapKeyRef, SecretKeyRef};
 use crate::rules;
 use crate::skill::is_valid_skill_name;
-use crate::validation::{Checker, FieldErrors, fits_a_label, validate_object, validate_spec};
+use crate::validation::{Checker, fits_a_label, validate_methods};
 
-impl Agent {
+validate_methods! {
     /// Checks the rules the API server checks on create: the name's length and the spec's rules.
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_object(
-            self.metadata.name.as_deref(),
-            fits_a_label,
-            rules::NAME_63_MESSAGE,
-            |c| self.spec.check(c),
-        )
-    }
+    Agent, name by fits_a_label, rules::NAME_63_MESSAGE;
+    /// Checks the spec's CEL rules and the size limits they rely on.
+    AgentSpec
 }
 
 impl AgentSpec {
-    /// Checks the spec's CEL rules and the size limits they rely on.
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_spec(|c| self.check(c))
-    }
-
     /// The rules of the spec's own fields. Long because it is a flat list of rules, each with
     /// its field and message: splitting it would only scatter the list.
     fn check(&self, c: &mut Checker) {

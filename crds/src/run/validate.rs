@@ -4,28 +4,18 @@ use super::{MAX_ANSWER, MAX_INPUTS, MAX_RESPONSES, MAX_TASK, Run, RunSpec};
 use crate::duration::{MAX_INPUT_TIMEOUT, MAX_TIMEOUT};
 use crate::formats;
 use crate::rules;
-use crate::validation::{Checker, FieldErrors, fits_a_label, validate_object, validate_spec};
+use crate::validation::{Checker, fits_a_label, validate_methods};
 
-impl Run {
+validate_methods! {
     /// Checks the rules the API server checks on create: the name's length and the spec's rules.
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_object(
-            self.metadata.name.as_deref(),
-            fits_a_label,
-            rules::NAME_63_MESSAGE,
-            |c| self.spec.check(c),
-        )
-    }
-}
-
-impl RunSpec {
+    Run, name by fits_a_label, rules::NAME_63_MESSAGE;
     /// Checks the spec's create-time CEL rules and the size limits they rely on. (The
     /// update-time rules, immutability and append-only answers, need the old object: the API
     /// server enforces them.)
-    pub fn validate(&self) -> Result<(), FieldErrors> {
-        validate_spec(|c| self.check(c))
-    }
+    RunSpec
+}
 
+impl RunSpec {
     fn check(&self, c: &mut Checker) {
         c.check(
             self.parent_ref.is_some() == self.subagent_type.is_some(),

@@ -16,7 +16,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::info;
 
-use super::lifecycle::{log_failure, under_lease};
+use super::lifecycle::{Lifecycle, log_failure, under_lease};
 use super::prologue::begin;
 use crate::apply::apply_status;
 use crate::controller_state::{Shared, key};
@@ -44,13 +44,12 @@ pub struct Context {
     pub secrets: Store<PartialObjectMeta<Secret>>,
 }
 
-/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+/// Builds the controller for `scope`; the returned stream runs it until the operator stops
+/// (`lifecycle`).
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    concurrency: u16,
-    leader_gained: impl Stream<Item = ()> + Send + 'static,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..3).map(|_| Synced::default()).collect();
     let (agents_synced, skills_synced, secrets_synced) =
@@ -86,7 +85,7 @@ pub fn controller(
         .watches_stream(secret_stream, move |secret: PartialObjectMeta<Secret>| {
             agents_using_secret(&by_secret, &secret, default_model.as_ref())
         });
-    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("agent"));
     (stream, synced)

@@ -16,7 +16,7 @@ use kube::{Resource, ResourceExt};
 use tracing::{debug, info};
 
 use super::budget_views::{in_namespace, run_usage};
-use super::lifecycle::{log_failure, under_lease};
+use super::lifecycle::{Lifecycle, log_failure, under_lease};
 use super::prologue::begin;
 use crate::apply::apply_status;
 use crate::controller_state::{Shared, key};
@@ -45,16 +45,14 @@ pub struct Context {
 }
 
 /// Builds the controller for `scope` on the Run controller's cache `runs` (filled once
-/// `runs_synced` are); the returned stream runs it until `shutdown` resolves. Also returns the
-/// Budget cache, for admission.
+/// `runs_synced` are); the returned stream runs it until the operator stops (`lifecycle`).
+/// Also returns the Budget cache, for admission.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     runs: Store<Run>,
     runs_synced: Vec<Synced>,
-    concurrency: u16,
-    leader_gained: impl Stream<Item = ()> + Send + 'static,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>, Store<Budget>) {
     let synced = vec![Synced::default()];
     let (budgets, budget_stream) =
@@ -72,7 +70,7 @@ pub fn controller(
         runs_synced,
     });
     let controller = Controller::for_stream(budget_stream.applied_objects(), budgets.clone());
-    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("budget"));
     (stream, synced, budgets)

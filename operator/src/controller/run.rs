@@ -19,7 +19,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use tracing::{debug, info};
 
-use super::lifecycle::{log_failure, under_lease};
+use super::lifecycle::{Lifecycle, log_failure, under_lease};
 use super::prologue::{Reconcile, begin};
 use super::run_accept::{accept, load_snapshot};
 use super::run_answers::judge_answers;
@@ -83,16 +83,14 @@ fn network_config(runs: &RunPodConfig, operator_namespace: &str) -> NetworkConfi
 }
 
 /// Builds the controller for `scope` and registers its caches with admission; the returned
-/// stream runs it until `shutdown` resolves. Long because every watch that wakes a Run is set
-/// up here, each with why it wakes it.
+/// stream runs it until the operator stops (`lifecycle`). Long because every watch that wakes
+/// a Run is set up here, each with why it wakes it.
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     setup: RunSetup,
     skills: SkillWake,
-    concurrency: u16,
-    leader_gained: impl Stream<Item = ()> + Send + 'static,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>, RunCaches) {
     let synced: Vec<Synced> = (0..4).map(|_| Synced::default()).collect();
     let (runs_synced, agents_synced, pods_synced, cms_synced) = (
@@ -186,7 +184,7 @@ pub fn controller(
             runs_waiting_for(&waiting, &agent)
         })
         .reconcile_on(woken);
-    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("run"));
     (stream, synced, caches)

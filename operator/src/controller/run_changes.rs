@@ -8,6 +8,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use tokio::sync::broadcast;
 
+use crate::scope::WatchEvent;
+
 /// Changes kept for a slow listener; one that falls further behind looks at everything again.
 const BACKLOG: usize = 1024;
 
@@ -32,7 +34,7 @@ impl Default for RunChanges {
 
 impl RunChanges {
     /// Tells the listeners what `event` changed.
-    pub fn observe(&self, event: &Result<watcher::Event<Run>, watcher::Error>) {
+    pub fn observe(&self, event: &WatchEvent<Run>) {
         let change = match event {
             Ok(
                 watcher::Event::Apply(run)

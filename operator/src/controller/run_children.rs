@@ -19,6 +19,7 @@ use super::run_objects::{controller_uid, owned_by};
 use crate::controller_state::FIELD_MANAGER;
 use crate::decide::child_run::children_status;
 use crate::error::Error;
+use crate::scope::WatchEvent;
 
 /// The Run's children the cache shows (Runs it owns that name it as parent). Only a Run that
 /// reserved children has any: `create_child` reserves before it creates.
@@ -104,10 +105,7 @@ pub(super) fn parent_alive(ctx: &Context, run: &Run) -> bool {
 }
 
 /// Wakes the parent of every child Run a watch event touches.
-pub(super) fn wake_parents(
-    wake: &UnboundedSender<ObjectRef<Run>>,
-    event: &Result<watcher::Event<Run>, watcher::Error>,
-) {
+pub(super) fn wake_parents(wake: &UnboundedSender<ObjectRef<Run>>, event: &WatchEvent<Run>) {
     let run = match event {
         Ok(watcher::Event::Apply(run) | watcher::Event::Delete(run)) => run,
         _ => return,

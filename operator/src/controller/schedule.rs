@@ -19,7 +19,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{debug, info};
 
-use super::lifecycle::{log_failure, under_lease};
+use super::lifecycle::{Lifecycle, log_failure, under_lease};
 use super::prologue::begin;
 use super::run_objects::{namespace_terminating, owned_by};
 use crate::apply::apply_status;
@@ -43,13 +43,12 @@ pub struct Context {
     pub runs: Store<Run>,
 }
 
-/// Builds the controller for `scope`; the returned stream runs it until `shutdown` resolves.
+/// Builds the controller for `scope`; the returned stream runs it until the operator stops
+/// (`lifecycle`).
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
-    concurrency: u16,
-    leader_gained: impl Stream<Item = ()> + Send + 'static,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let client = &shared.client;
@@ -67,7 +66,7 @@ pub fn controller(
     });
     let controller = Controller::for_stream(schedule_stream.applied_objects(), schedules)
         .watches_stream(run_stream.touched_objects(), |run: Run| schedule_of(&run));
-    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("schedule"));
     (stream, synced)

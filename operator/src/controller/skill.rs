@@ -20,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
-use super::lifecycle::{log_failure, under_lease};
+use super::lifecycle::{Lifecycle, log_failure, under_lease};
 use super::prologue::begin;
 use super::run_context::RunCaches;
 use super::run_objects::owned_by;
@@ -33,7 +33,7 @@ use crate::decide::skill_version::{config_map_name, desired_config_map};
 use crate::decide::skill_version_gc::{unused_versions, versions_in_use};
 use crate::error::Error;
 use crate::labels;
-use crate::scope::{Scope, Synced};
+use crate::scope::{Scope, Synced, WatchEvent};
 use crate::slim::slim_metadata;
 
 /// The controller's name in metrics and logs.
@@ -78,7 +78,7 @@ impl SkillWake {
     }
 
     /// A ConfigMap watch event: wakes the Skill that owns the ConfigMap.
-    pub fn config_map(&self, event: &Result<watcher::Event<ConfigMap>, watcher::Error>) {
+    pub fn config_map(&self, event: &WatchEvent<ConfigMap>) {
         let cm = match event {
             Ok(watcher::Event::Apply(cm) | watcher::Event::Delete(cm)) => cm,
             _ => return,
@@ -92,11 +92,7 @@ impl SkillWake {
     }
 
     /// A Run watch event: wakes the Skills its snapshot (in `config_maps`) names.
-    pub fn run(
-        &self,
-        config_maps: &Store<ConfigMap>,
-        event: &Result<watcher::Event<Run>, watcher::Error>,
-    ) {
+    pub fn run(&self, config_maps: &Store<ConfigMap>, event: &WatchEvent<Run>) {
         if let Ok(watcher::Event::Apply(run) | watcher::Event::Delete(run)) = event {
             for skill in skills_of_snapshot(config_maps, run) {
                 self.send(skill);
@@ -106,15 +102,14 @@ impl SkillWake {
 }
 
 /// Builds the controller for `scope`, on the Runs and ConfigMaps the Run controller caches
-/// (`woken` by [`SkillWake`]); the returned stream runs it until `shutdown` resolves.
+/// (`woken` by [`SkillWake`]); the returned stream runs it until the operator stops
+/// (`lifecycle`).
 pub fn controller(
     scope: Scope,
     shared: Arc<Shared>,
     caches: RunCaches,
     woken: UnboundedReceiver<ObjectRef<Skill>>,
-    concurrency: u16,
-    leader_gained: impl Stream<Item = ()> + Send + 'static,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+    lifecycle: Lifecycle,
 ) -> (impl Stream<Item = ()> + Send, Vec<Synced>) {
     let synced: Vec<Synced> = (0..2).map(|_| Synced::default()).collect();
     let (skills_synced, agents_synced) = (synced[0].clone(), synced[1].clone());
@@ -142,7 +137,7 @@ pub fn controller(
                 .map(|s| ObjectRef::new(&s.name).within(&namespace))
                 .collect::<Vec<_>>()
         });
-    let stream = under_lease(controller, concurrency, leader_gained, shutdown)
+    let stream = under_lease(controller, &lifecycle)
         .run(reconcile, error_policy, context)
         .map(log_failure("skill"));
     (stream, synced)

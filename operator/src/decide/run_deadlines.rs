@@ -79,22 +79,30 @@ mod tests {
         }
     }
 
+    /// How long until a Run created at 0 with `LIMITS` and `status` is looked at again, at `now`.
+    fn requeue_at(status: &RunStatus, now: i64) -> Duration {
+        next_requeue(status, &at(0), LIMITS, &at(now))
+    }
+
+    /// Opens a question in `status`, asked at `asked`.
+    fn ask(status: &mut RunStatus, asked: i64) {
+        status.conditions.push(Condition::new(
+            condition_type::INPUT_REQUIRED,
+            ConditionStatus::True,
+            reason::WAITING_FOR_INPUT,
+            "?",
+            None,
+            at(asked),
+        ));
+    }
+
     #[test]
     fn the_timeout_counts_from_the_start_capped_at_ten_minutes() {
+        assert_eq!(requeue_at(&started(100), 1500), Duration::from_secs(400));
+        assert_eq!(requeue_at(&started(100), 200), MAX_REQUEUE);
+        assert_eq!(requeue_at(&started(100), 5000), Duration::ZERO);
         assert_eq!(
-            next_requeue(&started(100), &at(0), LIMITS, &at(1500)),
-            Duration::from_secs(400)
-        );
-        assert_eq!(
-            next_requeue(&started(100), &at(0), LIMITS, &at(200)),
-            MAX_REQUEUE
-        );
-        assert_eq!(
-            next_requeue(&started(100), &at(0), LIMITS, &at(5000)),
-            Duration::ZERO
-        );
-        assert_eq!(
-            next_requeue(&RunStatus::default(), &at(0), LIMITS, &at(1700)),
+            requeue_at(&RunStatus::default(), 1700),
             Duration::from_secs(100),
             "not accepted: from creation"
         );
@@ -103,23 +111,10 @@ mod tests {
     #[test]
     fn an_open_question_counts_from_its_transition() {
         let mut status = started(0);
-        status.conditions.push(Condition::new(
-            condition_type::INPUT_REQUIRED,
-            ConditionStatus::True,
-            reason::WAITING_FOR_INPUT,
-            "?",
-            None,
-            at(1000),
-        ));
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(1100)),
-            Duration::from_secs(200)
-        );
+        ask(&mut status, 1000);
+        assert_eq!(requeue_at(&status, 1100), Duration::from_secs(200));
         status.conditions[0].status = ConditionStatus::False;
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(1100)),
-            Duration::from_secs(600)
-        );
+        assert_eq!(requeue_at(&status, 1100), Duration::from_secs(600));
     }
 
     #[test]
@@ -129,40 +124,21 @@ mod tests {
         let mut status = started(0);
         status.waited_seconds = Some(1000);
         status.waiting_since = Some(at(1500));
-        status.conditions.push(Condition::new(
-            condition_type::INPUT_REQUIRED,
-            ConditionStatus::True,
-            reason::WAITING_FOR_INPUT,
-            "?",
-            None,
-            at(1500),
-        ));
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(1600)),
-            Duration::from_secs(200)
-        );
+        ask(&mut status, 1500);
+        assert_eq!(requeue_at(&status, 1600), Duration::from_secs(200));
         // Answered: working 2500 - 1000 - 1000 = 500 s at 2500, so 1300 s are left.
         status.waited_seconds = Some(2000);
         status.waiting_since = None;
         status.conditions[0].status = ConditionStatus::False;
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(2500)),
-            MAX_REQUEUE
-        );
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(3500)),
-            Duration::from_secs(300)
-        );
+        assert_eq!(requeue_at(&status, 2500), MAX_REQUEUE);
+        assert_eq!(requeue_at(&status, 3500), Duration::from_secs(300));
     }
 
     #[test]
     fn a_finished_run_waits_for_its_ttl() {
         let mut status = started(0);
         status.completion_time = Some(at(500));
-        assert_eq!(
-            next_requeue(&status, &at(0), LIMITS, &at(520)),
-            Duration::from_secs(40)
-        );
+        assert_eq!(requeue_at(&status, 520), Duration::from_secs(40));
         assert!(!ttl_expired(&status, LIMITS.ttl_after_finished, &at(559)));
         assert!(ttl_expired(&status, LIMITS.ttl_after_finished, &at(560)));
         assert!(!ttl_expired(&status, None, &at(99_999)));

@@ -291,22 +291,9 @@ fn egress_rules(snapshot: &Snapshot, config: &NetworkConfig) -> Vec<NetworkPolic
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::snapshot;
     use serde_json::json;
     use std::collections::BTreeSet;
-
-    fn snapshot(agent: serde_json::Value) -> Snapshot {
-        serde_json::from_value(json!({
-            "agentName": "a",
-            "agent": agent,
-            "run": {"planMode": false, "thinking": true, "timeoutSeconds": 60,
-                    "inputTimeoutSeconds": 60, "maxModelCalls": 5, "retries": 0},
-            "skills": [],
-            "runnerImage": "r",
-            "sandboxImage": "s",
-            "depth": 0
-        }))
-        .unwrap()
-    }
 
     fn config() -> NetworkConfig {
         NetworkConfig {

@@ -512,22 +512,8 @@ pub fn desired_pod(inputs: &PodInputs<'_>, config: &PodConfig) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::fixtures::run_owner;
+    use crate::decide::fixtures::{run_owner, snapshot};
     use serde_json::{Value, json};
-
-    fn snapshot(agent: Value) -> Snapshot {
-        serde_json::from_value(json!({
-            "agentName": "helper",
-            "agent": agent,
-            "run": {"planMode": false, "thinking": true, "timeoutSeconds": 1800,
-                    "inputTimeoutSeconds": 3600, "maxModelCalls": 5, "retries": 0},
-            "skills": [],
-            "runnerImage": "ghcr.io/herd/runner:1",
-            "sandboxImage": "ghcr.io/herd/sandbox:1",
-            "depth": 0
-        }))
-        .unwrap()
-    }
 
     fn keyed() -> Snapshot {
         snapshot(json!({

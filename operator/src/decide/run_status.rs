@@ -709,6 +709,14 @@ mod tests {
         }
     }
 
+    /// The facts of a running Pod whose attempt has reported `report`.
+    fn reported(report: &RunReport) -> RunFacts<'_> {
+        RunFacts {
+            report: Some(report),
+            ..facts(PodState::Observed(PodOutcome::Running))
+        }
+    }
+
     fn report(stop: Option<StopReason>) -> RunReport {
         RunReport {
             attempt: 1,
@@ -763,10 +771,7 @@ mod tests {
     #[test]
     fn outcome_table_completed() {
         let r = report(Some(StopReason::Completed));
-        let f = RunFacts {
-            report: Some(&r),
-            ..facts(PodState::Observed(PodOutcome::Running))
-        };
+        let f = reported(&r);
         let s = decide(&running(), &f);
         assert_eq!(
             succeeded(&s),
@@ -795,10 +800,7 @@ mod tests {
         ];
         for (stop, message) in cases {
             let r = report(Some(stop));
-            let f = RunFacts {
-                report: Some(&r),
-                ..facts(PodState::Observed(PodOutcome::Running))
-            };
+            let f = reported(&r);
             assert_eq!(
                 succeeded(&decide(&running(), &f)),
                 (&ConditionStatus::True, "Succeeded", message),
@@ -833,10 +835,7 @@ mod tests {
         ];
         for (stop, why, message) in cases {
             let r = report(Some(stop));
-            let f = RunFacts {
-                report: Some(&r),
-                ..facts(PodState::Observed(PodOutcome::Running))
-            };
+            let f = reported(&r);
             assert_eq!(
                 succeeded(&decide(&running(), &f)),
                 (&ConditionStatus::False, why, message),
@@ -893,16 +892,12 @@ mod tests {
         let r = report(Some(StopReason::Completed));
         let f = RunFacts {
             cancel: true,
-            report: Some(&r),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&r)
         };
         assert_eq!(succeeded(&decide(&running(), &f)).1, "Succeeded");
         let mut second = running();
         second.attempt = Some(2);
-        let f = RunFacts {
-            report: Some(&r),
-            ..facts(PodState::Observed(PodOutcome::Running))
-        };
+        let f = reported(&r);
         assert_eq!(succeeded(&decide(&second, &f)).1, "Running");
     }
 
@@ -927,10 +922,7 @@ mod tests {
     #[test]
     fn a_finished_run_never_changes() {
         let r = report(Some(StopReason::ModelError));
-        let f = RunFacts {
-            report: Some(&r),
-            ..facts(PodState::Observed(PodOutcome::Running))
-        };
+        let f = reported(&r);
         let done = decide(&running(), &f);
         let later = RunFacts {
             cancel: true,
@@ -1036,9 +1028,8 @@ mod tests {
     fn a_question_opens_input_required_and_times_out_from_its_transition() {
         let q = question();
         let f = RunFacts {
-            report: Some(&q),
             now: at(100),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&q)
         };
         let s = decide(&running(), &f);
         assert_eq!(
@@ -1051,19 +1042,17 @@ mod tests {
         assert_eq!(s.phase, Some(herd_crds::run::RunPhase::InputRequired));
 
         let f = RunFacts {
-            report: Some(&q),
             now: at(1000),
             timeout: Duration::from_secs(100_000),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&q)
         };
         let s = decide(&s, &f);
         let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
         assert_eq!(input.last_transition_time, at(100), "asked at 100");
         let f = RunFacts {
-            report: Some(&q),
             now: at(3700),
             timeout: Duration::from_secs(100_000),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&q)
         };
         let timed_out = decide(&s, &f);
         assert_eq!(
@@ -1085,9 +1074,8 @@ mod tests {
             ..report(None)
         };
         let f = RunFacts {
-            report: Some(&answered),
             now: at(200),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&answered)
         };
         let s = decide(&s, &f);
         let input = find_condition(&s.conditions, condition_type::INPUT_REQUIRED).unwrap();
@@ -1187,13 +1175,7 @@ mod tests {
             )
         );
         let q = question();
-        let asking = decide(
-            &running(),
-            &RunFacts {
-                report: Some(&q),
-                ..facts(PodState::Observed(PodOutcome::Running))
-            },
-        );
+        let asking = decide(&running(), &reported(&q));
         let f = RunFacts {
             report: Some(&q),
             ..facts(PodState::Observed(PodOutcome::DeadlineExceeded))
@@ -1468,9 +1450,8 @@ mod tests {
         let asking = decide(
             &running(),
             &RunFacts {
-                report: Some(&q),
                 now: at(100),
-                ..facts(PodState::Observed(PodOutcome::Running))
+                ..reported(&q)
             },
         );
         let decision = next_status(
@@ -1633,15 +1614,13 @@ mod tests {
         let waiting = decide(
             &running(),
             &RunFacts {
-                report: Some(&q),
                 now: at(100),
-                ..facts(PodState::Observed(PodOutcome::Running))
+                ..reported(&q)
             },
         );
         let much_later = RunFacts {
-            report: Some(&q),
             now: at(3000),
-            ..facts(PodState::Observed(PodOutcome::Running))
+            ..reported(&q)
         };
         let still = decide(&waiting, &much_later);
         assert_eq!(succeeded(&still).1, "WaitingForInput");
@@ -1653,9 +1632,8 @@ mod tests {
         let working = decide(
             &still,
             &RunFacts {
-                report: Some(&answered),
                 now: at(3000),
-                ..facts(PodState::Observed(PodOutcome::Running))
+                ..reported(&answered)
             },
         );
         assert_eq!(working.waited_seconds, Some(2900));
@@ -1663,9 +1641,8 @@ mod tests {
             decide(
                 &working,
                 &RunFacts {
-                    report: Some(&answered),
                     now: at(now),
-                    ..facts(PodState::Observed(PodOutcome::Running))
+                    ..reported(&answered)
                 },
             )
         };

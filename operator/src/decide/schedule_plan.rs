@@ -460,8 +460,8 @@ mod tests {
             }
         }
 
-        fn plan(&self) -> SchedulePlan {
-            plan(&ScheduleFacts {
+        fn facts(&self) -> ScheduleFacts<'_> {
+            ScheduleFacts {
                 name: "brief",
                 spec: &self.spec,
                 generation: Some(self.generation),
@@ -469,7 +469,17 @@ mod tests {
                 previous: &self.status,
                 runs: &self.runs,
                 now: self.now,
-            })
+            }
+        }
+
+        fn plan(&self) -> SchedulePlan {
+            plan(&self.facts())
+        }
+
+        /// The status the controller writes when the API server refuses the planned Run for
+        /// `why`.
+        fn refused_run(&self, why: &str) -> ScheduleStatus {
+            refused(&self.facts(), &self.plan(), why)
         }
 
         /// Reconciles at `now` as the controller does, the API server accepting every write.
@@ -821,17 +831,7 @@ mod tests {
             "2026-01-01T08:00:00Z",
         );
         w.now = at("2026-01-01T09:00:00Z");
-        let plan = w.plan();
-        let facts = ScheduleFacts {
-            name: "brief",
-            spec: &w.spec,
-            generation: Some(w.generation),
-            created: w.created,
-            previous: &w.status,
-            runs: &w.runs,
-            now: w.now,
-        };
-        w.status = refused(&facts, &plan, "exceeded quota");
+        w.status = w.refused_run("exceeded quota");
         let again = w.reconcile_at("2026-01-01T09:00:05Z");
         assert_eq!(again.create, None);
         assert_eq!(
@@ -897,17 +897,7 @@ mod tests {
     fn a_refused_run_uses_its_slot_and_stays_reported_until_the_next() {
         let mut w = World::new(spec(serde_json::json!({})), "2026-01-01T00:00:00Z");
         w.now = at("2026-01-01T00:10:00Z");
-        let plan = w.plan();
-        let facts = ScheduleFacts {
-            name: "brief",
-            spec: &w.spec,
-            generation: Some(w.generation),
-            created: w.created,
-            previous: &w.status,
-            runs: &w.runs,
-            now: w.now,
-        };
-        let status = refused(&facts, &plan, "exceeded quota");
+        let status = w.refused_run("exceeded quota");
         assert_eq!(status.active, []);
         assert_eq!(status.active_count, Some(0));
         assert_eq!(

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use herd_crds::memory::MIN_CONFIDENCE;
+use herd_crds::memory::content_to_add;
 use herd_crds::wire::{Fact, MemoryDocument, MemoryOperation};
 use herd_sandbox::truncation::{head_tail, truncate_chars};
 use serde::Deserialize;
@@ -221,15 +221,11 @@ fn vet(operation: MemoryOperation, ids: &HashSet<&str>) -> Option<MemoryOperatio
             content,
             category,
             confidence,
-        } => {
-            let content = content.trim();
-            let sure = confidence.is_finite() && confidence >= MIN_CONFIDENCE;
-            (sure && !content.is_empty()).then(|| MemoryOperation::Add {
-                content: truncate_chars(content, MAX_TEXT_CHARS),
-                category,
-                confidence: confidence.min(1.0),
-            })
-        }
+        } => content_to_add(&content, confidence).map(|content| MemoryOperation::Add {
+            content: truncate_chars(content, MAX_TEXT_CHARS),
+            category,
+            confidence: confidence.min(1.0),
+        }),
         MemoryOperation::Reinforce { id } => ids
             .contains(id.as_str())
             .then_some(MemoryOperation::Reinforce { id }),

@@ -45,8 +45,8 @@ pub(crate) fn default_agent() -> PromptContext {
     }
 }
 
-/// The lead's tools with every tool group on.
-pub(crate) fn lead_tools() -> Vec<String> {
+/// A subagent's tools with every tool group on.
+pub(crate) fn subagent_tools() -> Vec<String> {
     [
         "bash",
         "ls",
@@ -56,11 +56,18 @@ pub(crate) fn lead_tools() -> Vec<String> {
         "glob",
         "grep",
         "web_fetch",
-        "ask_clarification",
-        "present_files",
     ]
     .map(str::to_owned)
     .to_vec()
+}
+
+/// The lead's tools with every tool group on: a subagent's, then the lead's own.
+pub(crate) fn lead_tools() -> Vec<String> {
+    [
+        subagent_tools(),
+        vec!["ask_clarification".into(), "present_files".into()],
+    ]
+    .concat()
 }
 
 /// Everything switched on.

@@ -60,7 +60,7 @@ fn render_at(
 mod tests {
     use super::*;
     use crate::prompt::context::SubagentPrompt;
-    use crate::prompt::fixtures::{builtin_skills, cl100k_tokens};
+    use crate::prompt::fixtures::{builtin_skills, cl100k_tokens, subagent_tools};
 
     fn tools(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| (*name).to_owned()).collect()
@@ -73,16 +73,7 @@ mod tests {
             delegation: None,
             has_bash: true,
             has_web: true,
-            tools: tools(&[
-                "bash",
-                "ls",
-                "read_file",
-                "write_file",
-                "str_replace",
-                "glob",
-                "grep",
-                "web_fetch",
-            ]),
+            tools: subagent_tools(),
             context_window: None,
             reserved_tokens: 0,
         }
