@@ -38,9 +38,9 @@ pub async fn killed_leader_hands_over(
     })
     .await?;
     ensure!(!*second.leader.borrow(), "only one leader");
-    let (status, _) = http_get(&second, "/readyz").await?;
+    let (status, _) = http_get(second.http_addr, "/readyz").await?;
     ensure!(status == 200, "a follower is ready too");
-    let (_, metrics) = http_get(&second, "/metrics").await?;
+    let (_, metrics) = http_get(second.http_addr, "/metrics").await?;
     ensure!(metrics.contains("herd_leader 0"), "{metrics}");
 
     let leases: Api<Lease> = Api::namespaced(admin.clone(), &namespace);

@@ -7,27 +7,15 @@ use anyhow::Context;
 use herd_crds::agent::Agent;
 use herd_crds::condition::ConditionStatus;
 use herd_crds::run::{Run, RunReport};
-use herd_operator::Running;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_only};
+use super::support::has_condition;
 use herd_e2e::wait::wait_for;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
-
-/// Enforces the `restricted` Pod Security Standard in `namespace`, then starts its only
-/// operator ([`start_only`]).
-pub(crate) async fn start_restricted(
-    admin: &Client,
-    operator: Client,
-    namespace: &str,
-) -> anyhow::Result<Running> {
-    enforce_restricted(admin, namespace).await?;
-    start_only(operator, namespace).await
-}
 
 /// Labels the namespace to enforce the `restricted` Pod Security Standard.
 pub(crate) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {

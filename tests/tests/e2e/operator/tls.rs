@@ -75,7 +75,7 @@ pub async fn run_api_tls_precedes_the_pod(
         "--runner-resources: {resources}"
     );
     wait_for("the active-pods gauge at 1", WAIT, || async {
-        let (_, text) = http_get(&running, "/metrics").await?;
+        let (_, text) = http_get(running.http_addr, "/metrics").await?;
         Ok(text.contains("herd_run_active_pods 1").then_some(()))
     })
     .await?;
@@ -251,7 +251,7 @@ pub async fn external_tls_is_read_never_written(
     let mut leader = running.leader.clone();
     tokio::time::timeout(WAIT, leader.wait_for(|l| *l)).await??;
     let (status, _) = wait_for("/readyz answering", WAIT, || async {
-        Ok(http_get(&running, "/readyz").await.ok())
+        Ok(http_get(running.http_addr, "/readyz").await.ok())
     })
     .await?;
     ensure!(status == 503, "ready without a certificate: {status}");
