@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::support::{AUDIENCE, Fixture, send};
+use super::support::{AUDIENCE, Fixture, asked, checkpoint_bytes, send};
 use crate::operator::run_fixtures::{message, reaches, run_until, start_agent};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
@@ -90,46 +90,34 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     // Refused before anything is written: a body that is not base64 of gzip.
     let mut bad = asking(1, 3, "q-call_1", &checkpoint(10));
     bad.checkpoint_gzip_base64 = "not base64!".into();
-    let why = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&bad),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let why = fixture
+        .post("ask", "clarification", &token, &bad)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(why.contains("not base64"), "{why}");
     bad.checkpoint_gzip_base64 = STANDARD.encode(b"{\"plain\": \"json\"}");
-    send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&bad),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    fixture
+        .post("ask", "clarification", &token, &bad)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(cms.get_opt("ask-checkpoint").await?.is_none());
 
     let gzip = checkpoint(4000);
-    let stored: ResultAccepted = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 3, "q-call_1", &gzip)),
-    )
-    .await?
-    .expect(200)?;
+    let stored: ResultAccepted = fixture
+        .post(
+            "ask",
+            "clarification",
+            &token,
+            &asking(1, 3, "q-call_1", &gzip),
+        )
+        .await?
+        .expect(200)?;
     ensure!(stored.stop_reason == StopReason::InputRequired);
     // Durable when the 200 came: the checkpoint and the question.
     let saved = cms.get("ask-checkpoint").await?;
     let run = runs.get("ask").await?;
     ensure!(
-        saved
-            .binary_data
-            .as_ref()
-            .and_then(|b| b.get("checkpoint.json.gz"))
-            .map(|b| &b.0)
-            == Some(&gzip),
+        checkpoint_bytes(&saved) == Some(&gzip),
         "the checkpoint byte for byte"
     );
     ensure!(
@@ -141,13 +129,7 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
             .any(|o| o.controller == Some(true) && Some(&o.uid) == run.metadata.uid.as_ref()),
         "owned by the Run"
     );
-    ensure!(
-        saved
-            .annotations()
-            .get("herd.dev/questions")
-            .map(String::as_str)
-            == Some(r#"["q-call_1"]"#)
-    );
+    ensure!(asked(&saved) == Some(r#"["q-call_1"]"#));
     let report = run
         .status
         .as_ref()
@@ -174,23 +156,25 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
         "{condition:?}"
     );
     // A retried post is answered the same, an older one refused.
-    let again: ResultAccepted = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 3, "q-call_1", &gzip)),
-    )
-    .await?
-    .expect(200)?;
+    let again: ResultAccepted = fixture
+        .post(
+            "ask",
+            "clarification",
+            &token,
+            &asking(1, 3, "q-call_1", &gzip),
+        )
+        .await?
+        .expect(200)?;
     ensure!(again.stop_reason == StopReason::InputRequired);
-    send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 2, "q-old", &gzip)),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    fixture
+        .post(
+            "ask",
+            "clarification",
+            &token,
+            &asking(1, 2, "q-old", &gzip),
+        )
+        .await?
+        .refused(400, "BadRequest")?;
 
     // The long poll wakes on the answer's watch event.
     let poll = {
