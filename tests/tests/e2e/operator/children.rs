@@ -152,38 +152,39 @@ async fn with_going_pods(
 /// them, `restarts` times killing the operator (no Lease release) and starting a new one midway;
 /// no Run ever has a second Pod of an attempt, and the parent's status lists all 30.
 pub async fn children_under_max_concurrent(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
+    clients: Clients,
     restarts: usize,
 ) -> anyhow::Result<()> {
     const CHILDREN: usize = 30;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let mut running: Running = start_leader(config.clone(), operator.clone()).await?;
+    let config = test_config(&[&clients.namespace], &clients.namespace, "only")?;
+    let mut running: Running = start_leader(config.clone(), clients.operator.clone()).await?;
     create_delegating_agent(
-        &admin,
-        &namespace,
+        &clients.admin,
+        &clients.namespace,
         json!({"enabled": true, "maxConcurrent": 2, "maxTotal": 30, "maxDepth": 1}),
         json!({}),
         None,
     )
     .await?;
-    let parent = running_parent(&admin, &namespace, "parent").await?;
-    let (seen, watch) = watch_pods(&admin, &namespace, |run| run != "parent");
+    let parent = running_parent(&clients.admin, &clients.namespace, "parent").await?;
+    let (seen, watch) = watch_pods(&clients.admin, &clients.namespace, |run| run != "parent");
     let mut children = BTreeSet::new();
     for i in 0..CHILDREN {
-        let name = create_child(&operator, &parent, &ask(&format!("call_{i}"), "bash"), None)
-            .await
-            .with_context(|| format!("child {i}"))?
-            .name;
+        let name = create_child(
+            &clients.operator,
+            &parent,
+            &ask(&format!("call_{i}"), "bash"),
+            None,
+        )
+        .await
+        .with_context(|| format!("child {i}"))?
+        .name;
         children.insert(name);
     }
     ensure!(children.len() == CHILDREN, "30 distinct children");
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(clients.admin.clone(), &clients.namespace);
+    let runs: Api<Run> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let mut completed = BTreeSet::new();
     let mut restarted = 0;
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -195,7 +196,7 @@ pub async fn children_under_max_concurrent(
         );
         if restarted < restarts && completed.len() >= (restarted + 1) * CHILDREN / (restarts + 1) {
             running.abort();
-            running = start_leader(config.clone(), operator.clone()).await?;
+            running = start_leader(config.clone(), clients.operator.clone()).await?;
             restarted += 1;
         }
         let going = with_going_pods(&pods, &children).await?;
@@ -207,7 +208,7 @@ pub async fn children_under_max_concurrent(
             continue;
         }
         if let Some(run) = going.into_iter().find(|r| !completed.contains(r)) {
-            complete(&admin, &namespace, &run, "done").await?;
+            complete(&clients.admin, &clients.namespace, &run, "done").await?;
             completed.insert(run);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -88,14 +88,30 @@ pub(crate) async fn create_agent_spec(
     Ok(())
 }
 
+/// Creates the Run `name` of the Agent `helper`, its task "Say hello.".
 pub(crate) async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
-    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    create_run_spec(admin, namespace, name, json!({})).await
+}
+
+/// Creates the Run `name` of the Agent `helper`; `spec`'s fields replace those of a plain spec
+/// (the task "Say hello.").
+pub(crate) async fn create_run_spec(
+    admin: &Client,
+    namespace: &str,
+    name: &str,
+    spec: Value,
+) -> anyhow::Result<()> {
+    let mut full = json!({"agentRef": {"name": "helper"}, "task": "Say hello."});
+    if let (Some(full), Some(spec)) = (full.as_object_mut(), spec.as_object()) {
+        full.extend(spec.clone());
+    }
     let run: Run = serde_json::from_value(json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": name},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
+        "metadata": {"name": name}, "spec": full,
     }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    Api::<Run>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &run)
+        .await?;
     Ok(())
 }
 

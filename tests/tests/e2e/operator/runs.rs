@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::run_fixtures::{
     WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
-    message, pending_run, reaches, run_until, start_agent, succeeded, terminate_agent,
-    write_report,
+    create_run_spec, message, pending_run, reaches, run_until, start_agent, succeeded,
+    terminate_agent, write_report,
 };
 use super::support::{Operated, http_get};
 use herd_e2e::wait::wait_for;
@@ -239,14 +239,9 @@ pub async fn cancel_and_ttl(op: Operated) -> anyhow::Result<()> {
     })
     .await?;
 
-    let queued: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "queued"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
-                 "inputs": [{"configMapRef": {"name": "missing"}}],
-                 "ttlSecondsAfterFinished": 1},
-    }))?;
-    runs.create(&PostParams::default(), &queued).await?;
+    let missing_input = json!({"task": "Read it.", "inputs": [{"configMapRef": {"name": "missing"}}],
+        "ttlSecondsAfterFinished": 1});
+    create_run_spec(&op.admin, &op.namespace, "queued", missing_input).await?;
     let waiting = run_until(&runs, "queued", "Queued on the missing input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
     })
@@ -258,13 +253,13 @@ pub async fn cancel_and_ttl(op: Operated) -> anyhow::Result<()> {
     );
     runs.patch("queued", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
-    let lost: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "lost"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
-                 "inputs": [{"configMapRef": {"name": "late"}}]},
-    }))?;
-    runs.create(&PostParams::default(), &lost).await?;
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "lost",
+        json!({"task": "Read it.", "inputs": [{"configMapRef": {"name": "late"}}]}),
+    )
+    .await?;
     run_until(&runs, "lost", "Queued on the late input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
     })
@@ -390,12 +385,13 @@ pub async fn eviction_is_retried(op: Operated) -> anyhow::Result<()> {
 pub async fn timeout_while_the_pod_runs(op: Operated) -> anyhow::Result<()> {
     create_agent(&op.admin, &op.namespace).await?;
     let runs: Api<Run> = op.api();
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "slow"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Take your time.", "timeout": "4s"},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "slow",
+        json!({"task": "Take your time.", "timeout": "4s"}),
+    )
+    .await?;
     reaches(&runs, "slow", ConditionStatus::Unknown, "PodPending").await?;
     start_agent(&op.admin, &op.namespace, "slow-1").await?;
     let pods: Api<Pod> = op.api();
@@ -523,12 +519,13 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(op: Operated) -> anyhow
 pub async fn run_input_times_out(op: Operated) -> anyhow::Result<()> {
     create_agent(&op.admin, &op.namespace).await?;
     let runs: Api<Run> = op.api();
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "asking"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Ask first.", "inputTimeout": "2s"},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "asking",
+        json!({"task": "Ask first.", "inputTimeout": "2s"}),
+    )
+    .await?;
     reaches(&runs, "asking", ConditionStatus::Unknown, "PodPending").await?;
     start_agent(&op.admin, &op.namespace, "asking-1").await?;
     write_report(
@@ -576,13 +573,13 @@ pub async fn run_waits_for_its_skill_version(op: Operated) -> anyhow::Result<()>
     let version = format!("notes-{}", &digest[..8]);
     create_agent_with_skills(&op.admin, &op.namespace, &["notes"]).await?;
     let runs: Api<Run> = op.api();
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "skilled"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Take notes.",
-                 "inputs": [{"configMapRef": {"name": "late"}}]},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "skilled",
+        json!({"task": "Take notes.", "inputs": [{"configMapRef": {"name": "late"}}]}),
+    )
+    .await?;
     run_until(&runs, "skilled", "Queued on the late input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
             && message(r) == "input ConfigMap late not found"

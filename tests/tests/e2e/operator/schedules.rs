@@ -201,36 +201,34 @@ pub async fn forbid_and_replace(op: Operated) -> anyhow::Result<()> {
 
 /// An operator killed before a slot, and another started after it: the slot's Run is created
 /// once, and every Run is a distinct slot.
-pub async fn killed_across_a_slot(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
+pub async fn killed_across_a_slot(clients: Clients) -> anyhow::Result<()> {
+    enforce_restricted(&clients.admin, &clients.namespace).await?;
     let first = start_leader(
-        test_config(&[&namespace], &namespace, "first")?,
-        operator.clone(),
+        test_config(&[&clients.namespace], &clients.namespace, "first")?,
+        clients.operator.clone(),
     )
     .await?;
-    create_agent(&admin, &namespace).await?;
+    create_agent(&clients.admin, &clients.namespace).await?;
     create_schedule(
-        &admin,
-        &namespace,
+        &clients.admin,
+        &clients.namespace,
         "steady",
         json!({"schedule": "@every 10s"}),
     )
     .await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let before = wait_for_runs(&runs, "steady", 1).await?;
     first.abort();
     drop(first);
     // At least one slot passes while no operator runs.
     tokio::time::sleep(Duration::from_secs(12)).await;
     let during = runs_of(&runs, "steady").await?;
-    ensure!(during.len() == before.len(), "no operator, no Run");
-    let second = start_leader(test_config(&[&namespace], &namespace, "second")?, operator).await?;
+    ensure!(during.len() == before.len(), "no clients.operator, no Run");
+    let second = start_leader(
+        test_config(&[&clients.namespace], &clients.namespace, "second")?,
+        clients.operator,
+    )
+    .await?;
     let after = wait_for_runs(&runs, "steady", before.len() + 1).await?;
     // Several reconciles of the same slot (Run events, a requeue) create nothing more.
     tokio::time::sleep(Duration::from_secs(3)).await;

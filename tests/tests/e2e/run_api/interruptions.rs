@@ -11,8 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 
-use super::support::{AUDIENCE, Fixture, asked, checkpoint_bytes};
-use crate::operator::run_fixtures::start_agent;
+use super::support::{Fixture, asked, checkpoint_bytes};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn gzip_like(len: usize) -> Vec<u8> {
@@ -32,9 +31,7 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let mut fixture = Fixture::start(env, json!({"timeout": "10m", "retries": 1})).await?;
-    let pod = fixture.run_pod("cut").await?;
-    start_agent(&fixture.admin, &fixture.namespace, "cut-1").await?;
-    let token = fixture.token(&pod, Some(AUDIENCE)).await?;
+    let token = fixture.started_runner("cut").await?;
     let https = fixture.https().clone();
     let cms: Api<ConfigMap> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
 

@@ -22,7 +22,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::support::{AUDIENCE, Fixture, asked, checkpoint_bytes, send};
-use crate::operator::run_fixtures::{message, reaches, run_until, start_agent};
+use crate::operator::run_fixtures::{message, reaches, run_until};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn checkpoint(len: usize) -> Vec<u8> {
@@ -80,9 +80,7 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let mut fixture = Fixture::start(env, json!({"timeout": "10m", "retries": 1})).await?;
-    let pod = fixture.run_pod("ask").await?;
-    start_agent(&fixture.admin, &fixture.namespace, "ask-1").await?;
-    let token = fixture.token(&pod, Some(AUDIENCE)).await?;
+    let token = fixture.started_runner("ask").await?;
     let https = fixture.https().clone();
     let runs = fixture.runs();
     let cms: Api<ConfigMap> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);

@@ -14,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until};
+use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until, start_agent};
 use crate::operator::support::{Clients, Rbac, start_leader, test_config};
 
 /// The audience of runner tokens.
@@ -71,6 +71,14 @@ impl Fixture {
             .tls_certs_only(reqwest::Certificate::from_pem_bundle(bundle.as_bytes())?)
             .build()?;
         Ok(pod)
+    }
+
+    /// Creates the Run `name`, plays the kubelet starting its first Pod's `agent` container, and
+    /// returns the run API token of that attempt's runner.
+    pub async fn started_runner(&mut self, name: &str) -> anyhow::Result<String> {
+        let pod = self.run_pod(name).await?;
+        start_agent(&self.admin, &self.namespace, &format!("{name}-1")).await?;
+        self.token(&pod, Some(AUDIENCE)).await
     }
 
     /// Waits for the Pod `name`.
