@@ -101,16 +101,21 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     ensure!(cms.get_opt("ask-checkpoint").await?.is_none());
 
     let gzip = checkpoint(4000);
-    let stored: ResultAccepted = fixture
-        .post(
-            "ask",
-            "clarification",
-            &token,
-            &asking(1, 3, "q-call_1", &gzip),
-        )
-        .await?
-        .expect(200)?;
-    ensure!(stored.stop_reason == StopReason::InputRequired);
+    // The question, posted once and then again as a retry: both answered the same.
+    let post_question = || async {
+        let accepted: ResultAccepted = fixture
+            .post(
+                "ask",
+                "clarification",
+                &token,
+                &asking(1, 3, "q-call_1", &gzip),
+            )
+            .await?
+            .expect(200)?;
+        ensure!(accepted.stop_reason == StopReason::InputRequired);
+        anyhow::Ok(())
+    };
+    post_question().await?;
     // Durable when the 200 came: the checkpoint and the question.
     let saved = cms.get("ask-checkpoint").await?;
     let run = runs.get("ask").await?;
@@ -154,16 +159,7 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
         "{condition:?}"
     );
     // A retried post is answered the same, an older one refused.
-    let again: ResultAccepted = fixture
-        .post(
-            "ask",
-            "clarification",
-            &token,
-            &asking(1, 3, "q-call_1", &gzip),
-        )
-        .await?
-        .expect(200)?;
-    ensure!(again.stop_reason == StopReason::InputRequired);
+    post_question().await?;
     fixture
         .post(
             "ask",
