@@ -262,29 +262,26 @@ pub async fn killed_across_a_slot(clients: Clients) -> anyhow::Result<()> {
 /// `Ready=False`; a template naming a missing Agent gives Runs that say so, the Schedule stays
 /// Accepted.
 pub async fn bad_inputs(op: Operated) -> anyhow::Result<()> {
-    let refused = create_schedule(
-        &op.admin,
-        &op.namespace,
-        "shape",
-        json!({"schedule": "* * *"}),
-    )
-    .await
-    .err()
-    .context("a three-field schedule was accepted")?;
-    ensure!(
-        refused.to_string().contains("is not a schedule"),
-        "{refused}"
-    );
-    let refused = create_schedule(
-        &op.admin,
-        &op.namespace,
-        "both",
-        json!({"at": "2026-01-01T00:00:00Z"}),
-    )
-    .await
-    .err()
-    .context("schedule and at were accepted together")?;
-    ensure!(refused.to_string().contains("exactly one"), "{refused}");
+    for (name, spec, accepted, words) in [
+        (
+            "shape",
+            json!({"schedule": "* * *"}),
+            "a three-field schedule was accepted",
+            "is not a schedule",
+        ),
+        (
+            "both",
+            json!({"at": "2026-01-01T00:00:00Z"}),
+            "schedule and at were accepted together",
+            "exactly one",
+        ),
+    ] {
+        let refused = create_schedule(&op.admin, &op.namespace, name, spec)
+            .await
+            .err()
+            .context(accepted)?;
+        ensure!(refused.to_string().contains(words), "{refused}");
+    }
 
     let schedules: Api<Schedule> = op.api();
     create_schedule(
