@@ -2,6 +2,8 @@
 //! bound to it, and an HTTPS client trusting only the namespace's copy of the run API's CA.
 
 use anyhow::{Context, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use futures::StreamExt;
 use herd_crds::run::Run;
 use herd_crds::wire::{ApiError, RunConfig};
@@ -156,6 +158,17 @@ pub fn run_url(running: &Running, namespace: &str, run: &str, route: &str) -> St
         "https://{}/v1/runs/{namespace}/{run}/{route}",
         running.run_api_addr
     )
+}
+
+/// The checkpoint attempt 2's config carries from attempt 1, decoded; fails unless `config` is
+/// attempt 2's and carries one.
+pub fn carried_checkpoint(config: &RunConfig) -> anyhow::Result<Vec<u8>> {
+    anyhow::ensure!(config.attempt == 2, "attempt {}, not 2", config.attempt);
+    let carried = config
+        .checkpoint_gzip_base64
+        .as_ref()
+        .context("attempt 2 has no checkpoint")?;
+    Ok(STANDARD.decode(carried)?)
 }
 
 /// The gzip bytes of a checkpoint ConfigMap.
