@@ -2,7 +2,7 @@
 //! `checkpoint`: stored in `<run>-checkpoint` beside the questions asked, refused from an older
 //! attempt, never a result; and the next attempt's `config` carries it.
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use herd_crds::wire::CheckpointReport;
