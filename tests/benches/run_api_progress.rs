@@ -29,9 +29,9 @@ use herd_crds::run::Run;
 use herd_crds::wire::{ProgressReport, RunConfig};
 use herd_e2e::cluster::{Cluster, Source};
 use herd_e2e::namespace::{PodSecurity, create_namespace};
+use herd_e2e::runner::{run_api_ca, runner_token};
 use herd_e2e::wait::wait_for;
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -208,10 +208,9 @@ async fn runs_and_tokens(
 ) -> anyhow::Result<Vec<String>> {
     let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
     let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
     futures::stream::iter(names)
         .map(|name| {
-            let (runs, pods, accounts) = (runs.clone(), pods.clone(), accounts.clone());
+            let (runs, pods, admin) = (runs.clone(), pods.clone(), admin.clone());
             async move {
                 let run: Run = serde_json::from_value(json!({
                     "apiVersion": "herd.dev/v1alpha1", "kind": "Run", "metadata": {"name": name},
@@ -226,18 +225,7 @@ async fn runs_and_tokens(
                 )
                 .await?;
                 // What the kubelet projects into the `agent` container.
-                let request: TokenRequest = serde_json::from_value(json!({"spec": {
-                    "audiences": ["herd.dev"], "expirationSeconds": 3600,
-                    "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
-                        "name": pod.name_any(), "uid": pod.uid()},
-                }}))?;
-                let token = accounts
-                    .create_token_request("herd-runner", &PostParams::default(), &request)
-                    .await?
-                    .status
-                    .context("the TokenRequest has no status")?
-                    .token;
-                anyhow::Ok(token)
+                runner_token(&admin, namespace, &pod, Some("herd.dev"), 3600).await
             }
         })
         .buffered(IN_FLIGHT)
@@ -247,13 +235,7 @@ async fn runs_and_tokens(
 
 /// An HTTPS client that trusts only the namespace's copy of the run API's CA, as a runner.
 async fn trusting_run_api_ca(admin: &Client, namespace: &str) -> anyhow::Result<reqwest::Client> {
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), namespace);
-    let bundle = cms
-        .get("herd-run-api-ca")
-        .await?
-        .data
-        .and_then(|d| d.get("ca.crt").cloned())
-        .context("herd-run-api-ca has no ca.crt")?;
+    let bundle = run_api_ca(admin, namespace).await?;
     Ok(reqwest::Client::builder()
         .tls_certs_only(reqwest::Certificate::from_pem_bundle(bundle.as_bytes())?)
         .build()?)

@@ -143,6 +143,13 @@ write(hs.status, "\n", hs.message or "")
 
 /// Runs `script` on `object` with the `lua5.1` at `lua`.
 pub fn run_health_script(lua: &Path, script: &str, object: &Value) -> anyhow::Result<Health> {
+    let stdout = run_lua(lua, &program(script, object))?;
+    parse_output(&String::from_utf8(stdout)?)
+}
+
+/// Runs the Lua `program` with the `lua5.1` at `lua`, returning its stdout; fails with its
+/// stderr unless it exits 0.
+pub fn run_lua(lua: &Path, program: &str) -> anyhow::Result<Vec<u8>> {
     let mut child = Command::new(lua)
         .arg("-")
         .stdin(Stdio::piped())
@@ -154,17 +161,17 @@ pub fn run_health_script(lua: &Path, script: &str, object: &Value) -> anyhow::Re
         .stdin
         .take()
         .context("lua5.1's stdin")?
-        .write_all(program(script, object).as_bytes())?;
+        .write_all(program.as_bytes())?;
     let output = child.wait_with_output()?;
     if !output.status.success() {
         bail!(
-            "{} ({}): {}",
+            "{} ({}): {}\n{program}",
             lua.display(),
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    parse_output(&String::from_utf8(output.stdout)?)
+    Ok(output.stdout)
 }
 
 fn parse_output(stdout: &str) -> anyhow::Result<Health> {

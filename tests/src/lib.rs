@@ -6,7 +6,8 @@
 //! - [`cluster`], [`control_plane`], [`pki`], [`process`]: where the server comes from: etcd,
 //!   kube-apiserver and kube-controller-manager started from `KUBEBUILDER_ASSETS` on free
 //!   loopback ports with throwaway certificates, or the cluster `HERD_E2E_KUBECONFIG` names.
-//! - [`requests`]: creates and patches as `kubectl` makes them, refusals kept as values.
+//! - [`requests`]: creates and patches as `kubectl` makes them, refusals kept as values;
+//!   [`runner`]: a runner's token and the run API's CA it trusts.
 //! - [`wait`]: waits with a deadline of at most a minute; [`dump`]: what a failure prints.
 //! - [`crds`], [`namespace`], [`fixtures`]: CRD installation, namespaces, repository files.
 //! - [`operator_rbac`]: an operator's ServiceAccount under exactly the chart's RBAC;
@@ -46,6 +47,7 @@ pub mod process;
 pub mod promql;
 pub mod relay;
 pub mod requests;
+pub mod runner;
 pub mod wait;
 
 pub use harness::{E2eTest, Lane, Lock, TestEnv, run_suite};

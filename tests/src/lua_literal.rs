@@ -78,14 +78,11 @@ fn write_string(out: &mut String, text: &str) {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write as _;
-    use std::path::Path;
-    use std::process::{Command, Stdio};
-
     use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
+    use crate::argo_cd;
     use crate::external_tools::LUA;
 
     #[test]
@@ -123,30 +120,7 @@ mod tests {
     /// outside CI (said on stderr).
     fn run_lua(program: &str) -> Option<Vec<u8>> {
         let lua = LUA.find("lua_literal tests").unwrap()?;
-        Some(run_with(&lua, program))
-    }
-
-    fn run_with(lua: &Path, program: &str) -> Vec<u8> {
-        let mut child = Command::new(lua)
-            .arg("-")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(program.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "lua5.1 failed: {}\n{program}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output.stdout
+        Some(argo_cd::run_lua(&lua, program).unwrap())
     }
 
     #[test]

@@ -134,11 +134,21 @@ pub async fn operator_token_watching(
         }
     }
 
+    account_token(&accounts, SERVICE_ACCOUNT, seconds).await
+}
+
+/// A token of the ServiceAccount `account` among `accounts`, for the API server's own audience,
+/// valid `seconds`.
+pub async fn account_token(
+    accounts: &Api<ServiceAccount>,
+    account: &str,
+    seconds: i64,
+) -> anyhow::Result<String> {
     let request: TokenRequest = serde_json::from_value(json!({
         "spec": {"audiences": [], "expirationSeconds": seconds}
     }))?;
     let token: TokenRequest = accounts
-        .create_subresource("token", SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .create_subresource("token", account, &PostParams::default(), &request)
         .await
         .context("requesting a ServiceAccount token")?;
     token

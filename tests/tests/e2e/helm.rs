@@ -32,7 +32,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::ListParams;
 
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::succeeded_report;
 
 const TEST: &str = "helm::the_chart_runs_hello_scripted";
 
@@ -101,6 +101,13 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
     );
     let exits = OperatorExits::watch(&env, &release);
 
+    // What a wait on the cluster says when it times out: most likely the kubelet's doing.
+    let kubelet_log = || {
+        format!(
+            "the kubelet's log ends:\n{}",
+            kubelet_tail(kubelet.as_ref())
+        )
+    };
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
     let deployment = format!("{release}-operator");
     wait_for("the operator to be available", AVAILABLE, || async {
@@ -112,12 +119,7 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
         Ok((available == 1).then_some(()))
     })
     .await
-    .with_context(|| {
-        format!(
-            "the kubelet's log ends:\n{}",
-            kubelet_tail(kubelet.as_ref())
-        )
-    })?;
+    .with_context(kubelet_log)?;
 
     let example = repo_root().join("examples/runs/hello-scripted.yaml");
     for object in read_yaml_documents(&example)? {
@@ -136,22 +138,11 @@ async fn the_chart_runs_hello_scripted(env: TestEnv) -> anyhow::Result<()> {
         Ok(ended.then_some(run))
     })
     .await
-    .with_context(|| {
-        format!(
-            "the kubelet's log ends:\n{}",
-            kubelet_tail(kubelet.as_ref())
-        )
-    })?;
-    ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "Run hello ended otherwise: {}",
-        message(&run)
-    );
-    let text = run
-        .status
+    .with_context(kubelet_log)?;
+    let report = succeeded_report(&run)?;
+    let text = report
+        .result
         .as_ref()
-        .and_then(|s| s.report.as_ref())
-        .and_then(|r| r.result.as_ref())
         .map(|r| r.text.clone())
         .unwrap_or_default();
     ensure!(

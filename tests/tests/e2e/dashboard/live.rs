@@ -14,30 +14,12 @@ use serde_json::json;
 
 use super::browser::Browser;
 use super::pages::answer_with;
-use crate::kubectl_herd::script::{PAINTED, QUESTION, ask_script};
+use crate::kubectl_herd::script::{BOTH, PAINTED, QUESTION, ask_script, fan_out_script};
 use crate::scenarios::cluster::Scenario;
 use crate::scenarios::script::{script_config_map, scripted_agent};
 
 /// From a Run's creation to its end, Pods included.
 const LIVE_TIME: Duration = Duration::from_secs(180);
-
-/// The parent's answer once both children answered.
-const BOTH: &str = "Both notes are written.";
-
-/// The lead delegates two notes at once, then answers; each child answers at once.
-fn fan_out_script() -> String {
-    let task = |note: &str| {
-        json!({"name": "task", "arguments": {"description": format!("Note {note}"),
-            "prompt": format!("Write the note {note}."), "subagent_type": "general-purpose"}})
-    };
-    json!({"rules": [
-        {"match": {"purpose": "title"}, "respond": {"content": "Two notes"}},
-        {"match": {"role": "lead", "call": 1}, "respond": {"toolCalls": [task("alpha"), task("beta")]}},
-        {"match": {"role": "lead", "call": 2}, "respond": {"content": BOTH}},
-        {"match": {"role": "subagent", "call": 1}, "respond": {"content": "Written."}},
-    ]})
-    .to_string()
-}
 
 /// Rows of the Run page's tree.
 async fn tree_rows(browser: &Browser) -> anyhow::Result<usize> {

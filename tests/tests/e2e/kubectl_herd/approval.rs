@@ -8,27 +8,9 @@ use herd_e2e::TestEnv;
 use serde_json::{Value, json};
 
 use super::{kubectl_herd, kubectl_herd_typing};
+use crate::scenarios::approval::{RAN, cleanup_script};
 use crate::scenarios::cluster::Scenario;
 use crate::scenarios::script::{script_config_map, scripted_agent};
-
-/// What the approved command prints; the model's answer quotes it.
-const RAN: &str = "approved-command-ran";
-
-/// First `rm -rf build/`; denied, `echo approved-command-ran`; once that ran, the answer.
-fn script() -> String {
-    json!({"rules": [
-        {"match": {"purpose": "title"}, "respond": {"content": "Cleanup"}},
-        {"match": {"role": "lead", "lastMessage": {"role": "tool", "contains": RAN}},
-         "respond": {"content": format!("Done: {RAN}.")}},
-        {"match": {"role": "lead", "lastMessage": {"role": "tool", "contains": "denied by a person"}},
-         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo {RAN}"),
-             "description": "Print a line"}}]}},
-        {"match": {"role": "lead"},
-         "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build/",
-             "description": "Remove the build folder"}}]}},
-    ]})
-    .to_string()
-}
 
 /// No terminal: exit 3 with the held call; an unknown id refused; `deny` and `approve` without
 /// an id decide the only held call; `follow` prints the answer. Then the same Run decided at
@@ -36,7 +18,12 @@ fn script() -> String {
 pub async fn approve_and_deny_decide_held_calls(env: TestEnv) -> anyhow::Result<()> {
     let agent = scripted_agent(json!({"approval": {"tools": ["bash"]}}));
     let scenario = Scenario::start(&env, agent).await?;
-    script_config_map(&scenario.admin, &scenario.namespace, &script()).await?;
+    script_config_map(
+        &scenario.admin,
+        &scenario.namespace,
+        &cleanup_script("denied by a person"),
+    )
+    .await?;
 
     let held = kubectl_herd(&env, &["run", "helper", "Clean up.", "--follow"])
         .await?

@@ -59,21 +59,22 @@ pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_fil
     let brief = dir.path().join("brief.md");
     std::fs::write(&brief, BRIEF)?;
     let brief = brief.display().to_string();
-
-    let ran = kubectl_herd(
-        &env,
-        &[
+    // `--follow` or `--wait`: the same Run, shown as it goes or only at its end.
+    let run_brief = |watching: &'static str| {
+        let args = [
             "run",
             "helper",
             "Summarize the brief.",
             "--plan",
             "--input",
-            &brief,
-            "--follow",
-        ],
-    )
-    .await?
-    .expect_code(0)?;
+            brief.as_str(),
+            watching,
+        ];
+        let env = &env;
+        async move { kubectl_herd(env, &args).await }
+    };
+
+    let ran = run_brief("--follow").await?.expect_code(0)?;
     ensure!(
         ran.stdout == format!("{ANSWER}\n"),
         "the answer on stdout: {ran:?}"
@@ -136,20 +137,7 @@ pub async fn run_follow_shows_the_run_until_its_answer_and_result_writes_its_fil
         "following a finished Run prints its answer: {again:?}"
     );
 
-    let waited = kubectl_herd(
-        &env,
-        &[
-            "run",
-            "helper",
-            "Summarize the brief.",
-            "--plan",
-            "--input",
-            &brief,
-            "--wait",
-        ],
-    )
-    .await?
-    .expect_code(0)?;
+    let waited = run_brief("--wait").await?.expect_code(0)?;
     ensure!(waited.stdout == format!("{ANSWER}\n"), "{waited:?}");
     ensure!(
         !waited.stderr.contains("todos:") && waited.stderr.contains("Succeeded · "),

@@ -77,13 +77,7 @@ pub async fn get_prints_every_format_and_selection(env: TestEnv) -> anyhow::Resu
     let ns = env.namespace();
 
     let table = kubectl_herd(&env, &["get"]).await?.expect_code(0)?;
-    let header: Vec<&str> = table
-        .stdout
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
+    let header = table.header();
     ensure!(
         header
             == [

@@ -11,7 +11,7 @@ use herd_e2e::TestEnv;
 use serde_json::json;
 
 use super::kubectl_herd;
-use super::script::{COLOUR, QUESTION};
+use super::script::{COLOUR, asking};
 use crate::scenarios::cluster::Scenario;
 use crate::scenarios::script::{script_config_map, scripted_agent};
 
@@ -23,11 +23,10 @@ const RUN_TIME: Duration = Duration::from_secs(90);
 
 /// Ask, then run a command naming the colour given, then answer.
 fn script() -> String {
+    let [title, question] = asking();
     json!({"rules": [
-        {"match": {"purpose": "title"}, "respond": {"content": "A colour"}},
-        {"match": {"role": "lead", "call": 1}, "respond": {"toolCalls": [
-            {"name": "ask_clarification", "arguments": {"question": QUESTION,
-                "clarification_type": "missing_info", "options": [COLOUR, "red"]}}]}},
+        title,
+        question,
         {"match": {"role": "lead", "call": 2, "anyMessage": {"role": "user", "contains": COLOUR}},
             "respond": {"toolCalls": [{"name": "bash", "arguments": {
                 "description": "Paint", "command": format!("echo {MARKER}")}}]}},

@@ -126,6 +126,16 @@ impl Ran {
         Ok(self)
     }
 
+    /// The words of the first line of its output: a table's column names.
+    pub fn header(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect()
+    }
+
     /// The Run the command created, from its `Run <name> created` line.
     pub fn created(&self) -> anyhow::Result<String> {
         self.stderr

@@ -76,13 +76,7 @@ pub async fn schedule_trigger_and_list(env: TestEnv) -> anyhow::Result<()> {
     );
 
     let table = kubectl_herd(&env, &["schedules"]).await?.expect_code(0)?;
-    let header: Vec<&str> = table
-        .stdout
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
+    let header = table.header();
     ensure!(
         header
             == [

@@ -9,26 +9,9 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::kubectl_herd;
+use super::script::{BOTH, fan_out_script};
 use crate::scenarios::cluster::Scenario;
 use crate::scenarios::script::{script_config_map, scripted_agent};
-
-/// The parent's answer once both children answered.
-const BOTH: &str = "Both notes are written.";
-
-/// The lead delegates two notes at once, then answers; each child answers at once.
-fn script() -> String {
-    let task = |note: &str| {
-        json!({"name": "task", "arguments": {"description": format!("Note {note}"),
-            "prompt": format!("Write the note {note}."), "subagent_type": "general-purpose"}})
-    };
-    json!({"rules": [
-        {"match": {"purpose": "title"}, "respond": {"content": "Two notes"}},
-        {"match": {"role": "lead", "call": 1}, "respond": {"toolCalls": [task("alpha"), task("beta")]}},
-        {"match": {"role": "lead", "call": 2}, "respond": {"content": BOTH}},
-        {"match": {"role": "subagent", "call": 1}, "respond": {"content": "Written."}},
-    ]})
-    .to_string()
-}
 
 /// How long a parent with two children takes: three Pods and a few model calls.
 const FAMILY_TIME: Duration = Duration::from_secs(150);
@@ -39,7 +22,7 @@ pub async fn get_shows_a_parent_with_its_children(env: TestEnv) -> anyhow::Resul
         "subagents": {"enabled": true, "maxConcurrent": 2, "maxTotal": 2},
     }));
     let scenario = Scenario::start(&env, agent).await?;
-    script_config_map(&scenario.admin, &scenario.namespace, &script()).await?;
+    script_config_map(&scenario.admin, &scenario.namespace, &fan_out_script()).await?;
 
     let followed = tokio::time::timeout(
         FAMILY_TIME,

@@ -13,24 +13,21 @@ use serde_json::json;
 use super::run_fixtures::{
     create_agent, create_run, message, pending_run, run_until, succeeded, terminate_agent,
 };
-use super::support::{Clients, start_leader, test_config};
+use super::support::Operated;
+use herd_operator::Config;
 
-/// With `--max-active-per-namespace=1` a second top-level Run waits `Queued` with "namespace at
-/// 1/1", gets no Pod and is not rewritten while it waits; it starts once the first ends.
-pub async fn namespace_cap_queues_top_level_runs(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
+/// `--max-active-per-namespace=1`.
+pub fn one_active_run_per_namespace(config: &mut Config) {
     config.admission.max_active_per_namespace = 1;
-    let running = start_leader(config, operator).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    pending_run(&admin, &namespace, "first").await?;
-    create_run(&admin, &namespace, "second").await?;
+}
+
+/// With `--max-active-per-namespace=1` ([`one_active_run_per_namespace`]) a second top-level Run waits `Queued` with "namespace at
+/// 1/1", gets no Pod and is not rewritten while it waits; it starts once the first ends.
+pub async fn namespace_cap_queues_top_level_runs(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    pending_run(&op.admin, &op.namespace, "first").await?;
+    create_run(&op.admin, &op.namespace, "second").await?;
     let waiting = run_until(&runs, "second", "Queued under the namespace cap", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == "namespace at 1/1"
     })
@@ -41,14 +38,14 @@ pub async fn namespace_cap_queues_top_level_runs(
         still.metadata.resource_version == waiting.metadata.resource_version,
         "a waiting Run is written once per reason"
     );
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     ensure!(
         pods.get_opt("second-1").await?.is_none(),
         "no Pod while it waits"
     );
     terminate_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "first-1",
         json!({"exitCode": 1, "reason": "Error"}),
     )
@@ -57,6 +54,5 @@ pub async fn namespace_cap_queues_top_level_runs(
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }

@@ -4,14 +4,14 @@ use std::time::Duration;
 
 use anyhow::{Context, ensure};
 use herd_crds::agent::Agent;
-use herd_crds::condition::{ConditionStatus, find_condition};
+use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_crds::skill::Skill;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{Clients, has_condition, start_leader, start_only, test_config};
+use super::support::{Operated, has_condition};
 use herd_e2e::wait::wait_for;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -58,7 +58,13 @@ async fn agent_until(
     .await
 }
 
-fn conditions(agent: &Agent) -> &[herd_crds::condition::Condition] {
+/// Whether `type_` is `False` and the object `Stalled`, both for `reason`.
+fn stalled(conditions: &[Condition], type_: &str, reason: &str) -> bool {
+    has_condition(conditions, type_, ConditionStatus::False, reason)
+        && has_condition(conditions, "Stalled", ConditionStatus::True, reason)
+}
+
+fn conditions(agent: &Agent) -> &[Condition] {
     agent
         .status
         .as_ref()
@@ -67,24 +73,10 @@ fn conditions(agent: &Agent) -> &[herd_crds::condition::Condition] {
 
 /// An Agent listing a Skill that does not exist reports `SkillNotFound` and `Stalled`; once the
 /// Skill is applied, `ResolvedRefs` flips and the Agent is `Ready` with the Skill's digest.
-/// With `all_namespaces`, the operator runs without `--watch-namespaces` (the cluster-wide RBAC
-/// variant).
-pub async fn agent_waits_for_its_skill(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-    all_namespaces: bool,
-) -> anyhow::Result<()> {
-    let watched: Vec<&str> = if all_namespaces {
-        vec![]
-    } else {
-        vec![&namespace]
-    };
-    let config = test_config(&watched, &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+/// Run with the operator watching only its namespace, and (the cluster-wide RBAC variant)
+/// without `--watch-namespaces`.
+pub async fn agent_waits_for_its_skill(op: Operated) -> anyhow::Result<()> {
+    let agents: Api<Agent> = op.api();
     create_agent(
         &agents,
         "researcher",
@@ -92,17 +84,8 @@ pub async fn agent_waits_for_its_skill(
     )
     .await?;
     let stalled = agent_until(&agents, "researcher", "SkillNotFound", |a| {
-        has_condition(
-            conditions(a),
-            "ResolvedRefs",
-            ConditionStatus::False,
-            "SkillNotFound",
-        ) && has_condition(
-            conditions(a),
-            "Stalled",
-            ConditionStatus::True,
-            "SkillNotFound",
-        ) && has_condition(conditions(a), "Ready", ConditionStatus::False, "NotReady")
+        stalled(conditions(a), "ResolvedRefs", "SkillNotFound")
+            && has_condition(conditions(a), "Ready", ConditionStatus::False, "NotReady")
     })
     .await?;
     ensure!(
@@ -110,8 +93,8 @@ pub async fn agent_waits_for_its_skill(
     );
 
     create_skill(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "notes",
         &skill_md("notes", "Take notes."),
     )
@@ -127,7 +110,7 @@ pub async fn agent_waits_for_its_skill(
         find_condition(conditions(&ready), "Stalled").is_none(),
         "Stalled must clear"
     );
-    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let skills: Api<Skill> = op.api();
     let digest = skills
         .get("notes")
         .await?
@@ -145,32 +128,24 @@ pub async fn agent_waits_for_its_skill(
         "the Agent names the Skill's digest"
     );
 
-    let (status, body) = super::support::http_get(&running, "/metrics").await?;
+    let (status, body) = super::support::http_get(op.http_addr, "/metrics").await?;
     ensure!(
         status == 200 && body.contains("herd_reconciles_total{controller=\"agent\"}"),
         "{body}"
     );
     ensure!(!body.contains("researcher"), "no object names in metrics");
-    running.shutdown().await?;
     Ok(())
 }
 
 /// A Secret without `herd.dev/model-credentials: "true"` makes the Agent `SecretNotAllowed`
 /// and `Stalled`; labelling it makes the Agent `Ready`.
-pub async fn unlabelled_secret_is_not_allowed(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_only(operator, &namespace).await?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+pub async fn unlabelled_secret_is_not_allowed(op: Operated) -> anyhow::Result<()> {
+    let secrets: Api<Secret> = op.api();
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "model-key"}, "stringData": {"api-key": "sk-test"},
     }))?;
     secrets.create(&PostParams::default(), &secret).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agents: Api<Agent> = op.api();
     create_agent(
         &agents,
         "keyed",
@@ -179,17 +154,7 @@ pub async fn unlabelled_secret_is_not_allowed(
     )
     .await?;
     agent_until(&agents, "keyed", "SecretNotAllowed", |a| {
-        has_condition(
-            conditions(a),
-            "ResolvedRefs",
-            ConditionStatus::False,
-            "SecretNotAllowed",
-        ) && has_condition(
-            conditions(a),
-            "Stalled",
-            ConditionStatus::True,
-            "SecretNotAllowed",
-        )
+        stalled(conditions(a), "ResolvedRefs", "SecretNotAllowed")
     })
     .await?;
 
@@ -202,7 +167,6 @@ pub async fn unlabelled_secret_is_not_allowed(
     })
     .await?;
     ensure!(find_condition(conditions(&ready), "Stalled").is_none());
-    running.shutdown().await?;
     Ok(())
 }
 
@@ -210,14 +174,9 @@ pub async fn unlabelled_secret_is_not_allowed(
 /// (one `kubectl apply -f dir/` in file order) is polled: it becomes `Ready` within seconds, not
 /// after a minute's requeue.
 pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
+    op: Operated,
 ) -> anyhow::Result<()> {
-    let running = start_only(operator, &namespace).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
+    let agents: Api<Agent> = op.api();
     create_agent(
         &agents,
         "souled",
@@ -235,7 +194,7 @@ pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
     })
     .await?;
 
-    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let config_maps: Api<ConfigMap> = op.api();
     let soul: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "soul"}, "data": {"SOUL.md": "You are terse."},
     }))?;
@@ -252,7 +211,6 @@ pub async fn an_agent_applied_before_its_config_map_becomes_ready_soon(
         },
     )
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
@@ -263,18 +221,11 @@ const SOON: Duration = Duration::from_secs(15);
 /// A Skill whose frontmatter names another skill is `NameMismatch`; a valid Skill's versions
 /// each become an immutable ConfigMap `<skill>-<digest8>`; an older version nothing uses (no
 /// Agent resolves to it, no unfinished Run's snapshot names it) is deleted.
-pub async fn skill_versions_become_immutable_config_maps(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_only(operator, &namespace).await?;
-    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+pub async fn skill_versions_become_immutable_config_maps(op: Operated) -> anyhow::Result<()> {
+    let skills: Api<Skill> = op.api();
     create_skill(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "misnamed",
         &skill_md("other", "Wrong name."),
     )
@@ -286,18 +237,7 @@ pub async fn skill_versions_become_immutable_config_maps(
             .as_ref()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        Ok((has_condition(
-            &conditions,
-            "Accepted",
-            ConditionStatus::False,
-            "NameMismatch",
-        ) && has_condition(
-            &conditions,
-            "Stalled",
-            ConditionStatus::True,
-            "NameMismatch",
-        ))
-        .then_some(skill))
+        Ok((stalled(&conditions, "Accepted", "NameMismatch")).then_some(skill))
     })
     .await?;
     ensure!(
@@ -309,8 +249,8 @@ pub async fn skill_versions_become_immutable_config_maps(
     );
 
     create_skill(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "notes",
         &skill_md("notes", "First version."),
     )
@@ -322,7 +262,7 @@ pub async fn skill_versions_become_immutable_config_maps(
         .await?;
     let second = ready_digest(&skills, "notes", Some(&first)).await?;
 
-    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let config_maps: Api<ConfigMap> = op.api();
     let expected = vec![format!("notes-{}", &second[..8])];
     let listed = wait_for("only the current version", WAIT, || async {
         let listed = config_maps
@@ -355,7 +295,6 @@ pub async fn skill_versions_become_immutable_config_maps(
         .patch(&expected[0], &PatchParams::default(), &Patch::Merge(&edit))
         .await;
     ensure!(refused.is_err(), "a rendered version cannot be edited");
-    running.shutdown().await?;
     Ok(())
 }
 

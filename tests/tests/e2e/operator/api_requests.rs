@@ -13,7 +13,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use super::run_fixtures::{create_agent, create_run};
-use super::support::{Clients, http_get, start_leader, test_config};
+use super::support::{Operated, http_get};
+use herd_operator::Config;
 
 /// Runs measured.
 const RUNS: usize = 100;
@@ -39,23 +40,18 @@ const NEVER: [(&str, &str); 2] = [
 /// The share of Runs whose creation of a kind may be retried after a 409.
 const RETRIED: f64 = 0.05;
 
-/// 100 Runs to their Pods: at most [`MAX_WRITES_PER_RUN`] writes and [`MAX_READS_PER_RUN`]
-/// live reads each, one snapshot, Pod and status write each, no NetworkPolicy and no Event,
-/// printed by verb and resource.
-pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
-    // No cap: a Run a cap holds costs a `Queued` status write more, by design.
+/// No admission cap: a Run a cap holds costs a `Queued` status write more, by design.
+pub fn no_caps(config: &mut Config) {
     config.admission.max_active_per_namespace = 0;
     config.admission.max_active = 0;
-    let running = start_leader(config, operator).await?;
-    create_agent(&admin, &namespace).await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+}
+
+/// 100 Runs to their Pods (the operator under [`no_caps`]): at most [`MAX_WRITES_PER_RUN`] writes and [`MAX_READS_PER_RUN`]
+/// live reads each, one snapshot, Pod and status write each, no NetworkPolicy and no Event,
+/// printed by verb and resource.
+pub async fn runs_to_pods_cost_a_bounded_number_of_requests(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let pods: Api<Pod> = op.api();
     let pod_count = |want: usize| {
         let pods = pods.clone();
         async move {
@@ -64,16 +60,16 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
         }
     };
     // One Run first: the per-namespace objects, made once, are not counted.
-    create_run(&admin, &namespace, "warm-up").await?;
+    create_run(&op.admin, &op.namespace, "warm-up").await?;
     wait_for("the warm-up Run's Pod", Duration::from_secs(60), || {
         pod_count(1)
     })
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (_, text) = http_get(&running, "/metrics").await?;
+    let (_, text) = http_get(op.http_addr, "/metrics").await?;
     let before = request_counts(&text);
     for i in 0..RUNS {
-        create_run(&admin, &namespace, &format!("r{i:03}")).await?;
+        create_run(&op.admin, &op.namespace, &format!("r{i:03}")).await?;
     }
     wait_for("a Pod for every Run", Duration::from_secs(180), || {
         pod_count(RUNS + 1)
@@ -81,9 +77,8 @@ pub async fn runs_to_pods_cost_a_bounded_number_of_requests(
     .await?;
     // Let the reconciles the Pods' creation caused end.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (_, text) = http_get(&running, "/metrics").await?;
+    let (_, text) = http_get(op.http_addr, "/metrics").await?;
     let after = request_counts(&text);
-    running.shutdown().await?;
 
     let per_run = per_unit(&before, &after, RUNS);
     let table = table(&per_run);

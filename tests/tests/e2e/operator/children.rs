@@ -25,8 +25,9 @@ use super::run_fixtures::{
     WAIT, complete, create_agent_spec, create_run, message, reaches, run_until, start_agent,
     succeeded,
 };
-use super::support::{Clients, start_leader, test_config};
+use super::support::{Clients, Operated, start_leader, test_config};
 use herd_e2e::wait::wait_for;
+use herd_operator::Config;
 
 /// A ready Agent `helper` that delegates with these `subagents`, `runDefaults` and tool groups.
 async fn create_delegating_agent(
@@ -151,38 +152,39 @@ async fn with_going_pods(
 /// them, `restarts` times killing the operator (no Lease release) and starting a new one midway;
 /// no Run ever has a second Pod of an attempt, and the parent's status lists all 30.
 pub async fn children_under_max_concurrent(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
+    clients: Clients,
     restarts: usize,
 ) -> anyhow::Result<()> {
     const CHILDREN: usize = 30;
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let mut running: Running = start_leader(config.clone(), operator.clone()).await?;
+    let config = test_config(&[&clients.namespace], &clients.namespace, "only")?;
+    let mut running: Running = start_leader(config.clone(), clients.operator.clone()).await?;
     create_delegating_agent(
-        &admin,
-        &namespace,
+        &clients.admin,
+        &clients.namespace,
         json!({"enabled": true, "maxConcurrent": 2, "maxTotal": 30, "maxDepth": 1}),
         json!({}),
         None,
     )
     .await?;
-    let parent = running_parent(&admin, &namespace, "parent").await?;
-    let (seen, watch) = watch_pods(&admin, &namespace, |run| run != "parent");
+    let parent = running_parent(&clients.admin, &clients.namespace, "parent").await?;
+    let (seen, watch) = watch_pods(&clients.admin, &clients.namespace, |run| run != "parent");
     let mut children = BTreeSet::new();
     for i in 0..CHILDREN {
-        let name = create_child(&operator, &parent, &ask(&format!("call_{i}"), "bash"), None)
-            .await
-            .with_context(|| format!("child {i}"))?
-            .name;
+        let name = create_child(
+            &clients.operator,
+            &parent,
+            &ask(&format!("call_{i}"), "bash"),
+            None,
+        )
+        .await
+        .with_context(|| format!("child {i}"))?
+        .name;
         children.insert(name);
     }
     ensure!(children.len() == CHILDREN, "30 distinct children");
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(clients.admin.clone(), &clients.namespace);
+    let runs: Api<Run> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let mut completed = BTreeSet::new();
     let mut restarted = 0;
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -194,7 +196,7 @@ pub async fn children_under_max_concurrent(
         );
         if restarted < restarts && completed.len() >= (restarted + 1) * CHILDREN / (restarts + 1) {
             running.abort();
-            running = start_leader(config.clone(), operator.clone()).await?;
+            running = start_leader(config.clone(), clients.operator.clone()).await?;
             restarted += 1;
         }
         let going = with_going_pods(&pods, &children).await?;
@@ -206,7 +208,7 @@ pub async fn children_under_max_concurrent(
             continue;
         }
         if let Some(run) = going.into_iter().find(|r| !completed.contains(r)) {
-            complete(&admin, &namespace, &run, "done").await?;
+            complete(&clients.admin, &clients.namespace, &run, "done").await?;
             completed.insert(run);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -266,42 +268,43 @@ pub enum Cap {
     Operator,
 }
 
+impl Cap {
+    /// Sets this cap to 1 and lifts the other.
+    pub fn set(self, config: &mut Config) {
+        let (per_namespace, total) = match self {
+            Cap::Namespace => (1, 0),
+            Cap::Operator => (0, 1),
+        };
+        config.admission.max_active_per_namespace = per_namespace;
+        config.admission.max_active = total;
+    }
+
+    /// The message of a Run waiting while this cap is full.
+    fn full(self) -> &'static str {
+        match self {
+            Cap::Namespace => "namespace at 1/1",
+            Cap::Operator => "operator at 1/1",
+        }
+    }
+}
+
 /// With the namespace (or operator-wide) cap full of one parent, another top-level Run waits,
 /// but the parent's children and a grandchild start under the parent's `maxConcurrent` alone,
-/// and everything ends: no deadlock. The waiting Run starts once the parent has ended.
-pub async fn caps_with_nested_runs(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-    cap: Cap,
-) -> anyhow::Result<()> {
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
-    let full = match cap {
-        Cap::Namespace => {
-            config.admission.max_active_per_namespace = 1;
-            config.admission.max_active = 0;
-            "namespace at 1/1"
-        }
-        Cap::Operator => {
-            config.admission.max_active_per_namespace = 0;
-            config.admission.max_active = 1;
-            "operator at 1/1"
-        }
-    };
-    let running = start_leader(config, operator.clone()).await?;
+/// and everything ends: no deadlock. The waiting Run starts once the parent has ended. The
+/// operator runs with `cap` [`Cap::set`].
+pub async fn caps_with_nested_runs(op: Operated, cap: Cap) -> anyhow::Result<()> {
+    let full = cap.full();
     create_delegating_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         json!({"enabled": true, "maxConcurrent": 2, "maxTotal": 5, "maxDepth": 2}),
         json!({}),
         None,
     )
     .await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let parent = running_parent(&admin, &namespace, "p1").await?;
-    create_run(&admin, &namespace, "p2").await?;
+    let runs: Api<Run> = op.api();
+    let parent = running_parent(&op.admin, &op.namespace, "p1").await?;
+    create_run(&op.admin, &op.namespace, "p2").await?;
     run_until(&runs, "p2", full, |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == full
     })
@@ -309,7 +312,7 @@ pub async fn caps_with_nested_runs(
     let mut kids = Vec::new();
     for call in ["a", "b", "c"] {
         kids.push(
-            create_child(&operator, &parent, &ask(call, "general-purpose"), None)
+            create_child(&op.operator, &parent, &ask(call, "general-purpose"), None)
                 .await?
                 .name,
         );
@@ -327,12 +330,12 @@ pub async fn caps_with_nested_runs(
         |r| succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == "parent at 2/2",
     )
     .await?;
-    start_agent(&admin, &namespace, &format!("{}-1", kids[0])).await?;
+    start_agent(&op.admin, &op.namespace, &format!("{}-1", kids[0])).await?;
     let child = run_until(&runs, &kids[0], "the first child Running", |r| {
         succeeded(r, ConditionStatus::Unknown, "Running")
     })
     .await?;
-    let grandchild = create_child(&operator, &child, &ask("g", "bash"), None)
+    let grandchild = create_child(&op.operator, &child, &ask("g", "bash"), None)
         .await?
         .name;
     run_until(&runs, &grandchild, "a grandchild starts too", |r| {
@@ -340,14 +343,14 @@ pub async fn caps_with_nested_runs(
     })
     .await?;
     for run in [&grandchild, &kids[0], &kids[1]] {
-        complete(&admin, &namespace, run, "done").await?;
+        complete(&op.admin, &op.namespace, run, "done").await?;
         reaches(&runs, run, ConditionStatus::True, "Succeeded").await?;
     }
     run_until(&runs, &kids[2], "the third child once a slot freed", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    complete(&admin, &namespace, &kids[2], "done").await?;
+    complete(&op.admin, &op.namespace, &kids[2], "done").await?;
     run_until(&runs, "p1", "the parent counts its 3 children done", |r| {
         r.status
             .as_ref()
@@ -355,7 +358,7 @@ pub async fn caps_with_nested_runs(
             .is_some_and(|c| c.succeeded == 3 && c.active == 0 && c.queued == 0)
     })
     .await?;
-    complete(&admin, &namespace, "p1", "done").await?;
+    complete(&op.admin, &op.namespace, "p1", "done").await?;
     run_until(&runs, "p1", "the parent Succeeded", |r| {
         succeeded(r, ConditionStatus::True, "Succeeded")
     })
@@ -364,7 +367,6 @@ pub async fn caps_with_nested_runs(
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
@@ -388,37 +390,33 @@ async fn snapshot_of(admin: &Client, namespace: &str, run: &str) -> anyhow::Resu
 /// delegate; a child never gets a tool group its parent lacks; `maxTotal` holds and a repeated
 /// request is the same child. A finished child outlives its TTL while its parent lives; the
 /// parent's end cancels the unfinished child, and its deletion takes both along.
-pub async fn children_never_exceed_their_parent(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator.clone()).await?;
+pub async fn children_never_exceed_their_parent(op: Operated) -> anyhow::Result<()> {
     create_delegating_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         json!({"enabled": true, "maxConcurrent": 1, "maxTotal": 2, "maxDepth": 1}),
         json!({"maxModelCalls": 10, "tokenBudget": 1000, "timeout": "10m",
                "ttlSecondsAfterFinished": 2}),
         Some(json!(["file:read", "bash"])),
     )
     .await?;
-    let parent = running_parent(&admin, &namespace, "lead").await?;
+    let parent = running_parent(&op.admin, &op.namespace, "lead").await?;
     let mut greedy = ask("call_1", "general-purpose");
     greedy.model_calls_left = Some(99);
     greedy.tokens_left = Some(5000);
     greedy.seconds_left = Some(99_999);
-    let first = create_child(&operator, &parent, &greedy, None).await?.name;
+    let first = create_child(&op.operator, &parent, &greedy, None)
+        .await?
+        .name;
     let mut modest = ask("call_2", "bash");
     modest.model_calls_left = Some(3);
     modest.tokens_left = Some(200);
     modest.seconds_left = Some(30);
-    let second = create_child(&operator, &parent, &modest, None).await?.name;
+    let second = create_child(&op.operator, &parent, &modest, None)
+        .await?
+        .name;
 
-    let snap = snapshot_of(&admin, &namespace, &first).await?;
+    let snap = snapshot_of(&op.admin, &op.namespace, &first).await?;
     ensure!(snap["run"]["maxModelCalls"] == 10, "{}", snap["run"]);
     ensure!(snap["run"]["tokenBudget"] == 1000, "{}", snap["run"]);
     let seconds = snap["run"]["timeoutSeconds"]
@@ -434,7 +432,7 @@ pub async fn children_never_exceed_their_parent(
         "at maxDepth: no task tool"
     );
     ensure!(snap["agent"]["toolGroups"] == json!(["file:read", "bash"]));
-    let snap = snapshot_of(&admin, &namespace, &second).await?;
+    let snap = snapshot_of(&op.admin, &op.namespace, &second).await?;
     ensure!(
         snap["run"]["maxModelCalls"] == 3
             && snap["run"]["tokenBudget"] == 200
@@ -448,7 +446,7 @@ pub async fn children_never_exceed_their_parent(
         snap["agent"]["toolGroups"]
     );
 
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     let child = runs.get(&first).await?;
     let owner = child
         .metadata
@@ -470,18 +468,18 @@ pub async fn children_never_exceed_their_parent(
             && child.spec.subagent_type.as_deref() == Some("general-purpose")
     );
     ensure!(
-        create_child(&operator, &parent, &greedy, None).await?
+        create_child(&op.operator, &parent, &greedy, None).await?
             == Child {
                 name: first.clone(),
                 created: false
             },
         "the same request is the same child"
     );
-    match create_child(&operator, &parent, &ask("call_3", "bash"), None).await {
+    match create_child(&op.operator, &parent, &ask("call_3", "bash"), None).await {
         Err(ChildError::Refused(Refusal::TotalReached { max_total: 2 })) => {}
         other => bail!("a third child past maxTotal 2: {other:?}"),
     }
-    match create_child(&operator, &child, &ask("deeper", "bash"), None).await {
+    match create_child(&op.operator, &child, &ask("deeper", "bash"), None).await {
         Err(ChildError::Refused(Refusal::TooDeep { .. })) => {}
         other => bail!("a child at maxDepth delegating: {other:?}"),
     }
@@ -494,7 +492,7 @@ pub async fn children_never_exceed_their_parent(
         succeeded(r, ConditionStatus::Unknown, "Queued") && message(r) == "parent at 1/1"
     })
     .await?;
-    complete(&admin, &namespace, &first, "done").await?;
+    complete(&op.admin, &op.namespace, &first, "done").await?;
     run_until(&runs, &first, "the first child Succeeded", |r| {
         succeeded(r, ConditionStatus::True, "Succeeded")
     })
@@ -525,39 +523,30 @@ pub async fn children_never_exceed_their_parent(
         Ok(left.iter().all(Option::is_none).then_some(()))
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// With a `ReadWriteMany` workspace claim, a child's Pod mounts its parent's claim and the child
 /// has none of its own.
-pub async fn a_child_shares_a_read_write_many_workspace(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let config = test_config(&[&namespace], &namespace, "only")?;
-    let running = start_leader(config, operator.clone()).await?;
+pub async fn a_child_shares_a_read_write_many_workspace(op: Operated) -> anyhow::Result<()> {
     create_agent_spec(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         json!({"subagents": {"enabled": true},
                "sandbox": {"workspace": {"persistentVolumeClaim": {
                    "size": "1Gi", "accessMode": "ReadWriteMany"}}}}),
     )
     .await?;
-    let parent = running_parent(&admin, &namespace, "shared").await?;
-    let child = create_child(&operator, &parent, &ask("call_1", "bash"), None)
+    let parent = running_parent(&op.admin, &op.namespace, "shared").await?;
+    let child = create_child(&op.operator, &parent, &ask("call_1", "bash"), None)
         .await?
         .name;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     run_until(&runs, &child, "the child's Pod", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     let pod = serde_json::to_value(pods.get(&format!("{child}-1")).await?)?;
     let claims: Vec<&Value> = pod["spec"]["volumes"]
         .as_array()
@@ -569,13 +558,11 @@ pub async fn a_child_shares_a_read_write_many_workspace(
         claims == [&json!({"claimName": "shared-workspace"})],
         "the child mounts its parent's claim: {claims:?}"
     );
-    let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
-        Api::namespaced(admin.clone(), &namespace);
+    let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = op.api();
     ensure!(pvcs.get_opt("shared-workspace").await?.is_some());
     ensure!(
         pvcs.get_opt(&format!("{child}-workspace")).await?.is_none(),
         "no claim of its own"
     );
-    running.shutdown().await?;
     Ok(())
 }

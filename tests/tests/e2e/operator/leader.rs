@@ -15,35 +15,32 @@ use herd_e2e::wait::wait_for;
 /// Two operators, one Lease: exactly one leads, both are ready; killing the leader (no
 /// release, as in a crash) hands the Lease over within its duration, and the new leader
 /// reconciles.
-pub async fn killed_leader_hands_over(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn killed_leader_hands_over(clients: Clients) -> anyhow::Result<()> {
     let first = herd_operator::start(
-        test_config(&[&namespace], &namespace, "first")?,
-        operator.clone(),
+        test_config(&[&clients.namespace], &clients.namespace, "first")?,
+        clients.operator.clone(),
     )
     .await?;
     let mut first_leader = first.leader.clone();
     tokio::time::timeout(Duration::from_secs(30), first_leader.wait_for(|l| *l))
         .await
         .context("no leader within 30s")??;
-    let second =
-        herd_operator::start(test_config(&[&namespace], &namespace, "second")?, operator).await?;
+    let second = herd_operator::start(
+        test_config(&[&clients.namespace], &clients.namespace, "second")?,
+        clients.operator,
+    )
+    .await?;
     wait_for("both operators ready", Duration::from_secs(30), || async {
         Ok((first.is_ready() && second.is_ready()).then_some(()))
     })
     .await?;
     ensure!(!*second.leader.borrow(), "only one leader");
-    let (status, _) = http_get(&second, "/readyz").await?;
+    let (status, _) = http_get(second.http_addr, "/readyz").await?;
     ensure!(status == 200, "a follower is ready too");
-    let (_, metrics) = http_get(&second, "/metrics").await?;
+    let (_, metrics) = http_get(second.http_addr, "/metrics").await?;
     ensure!(metrics.contains("herd_leader 0"), "{metrics}");
 
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), &namespace);
+    let leases: Api<Lease> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let before = leases
         .get("herd-operator-e2e")
         .await?
@@ -79,7 +76,7 @@ pub async fn killed_leader_hands_over(
         acquired - last_renewal
     );
 
-    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    let skills: Api<Skill> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let skill: Skill = serde_json::from_value(json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Skill",
         "metadata": {"name": "after-handover"},
@@ -111,20 +108,14 @@ fn leases_renew_time(spec: &k8s_openapi::api::coordination::v1::LeaseSpec) -> an
 
 /// A gracefully stopped leader releases the Lease: `run` returns `Ok`, and a second operator
 /// leads without waiting for expiry.
-pub async fn graceful_shutdown_releases_the_lease(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn graceful_shutdown_releases_the_lease(clients: Clients) -> anyhow::Result<()> {
     let first = super::support::start_leader(
-        test_config(&[&namespace], &namespace, "first")?,
-        operator.clone(),
+        test_config(&[&clients.namespace], &clients.namespace, "first")?,
+        clients.operator.clone(),
     )
     .await?;
     first.shutdown().await?;
-    let leases: Api<Lease> = Api::namespaced(admin, &namespace);
+    let leases: Api<Lease> = Api::namespaced(clients.admin, &clients.namespace);
     let spec = leases
         .get("herd-operator-e2e")
         .await?
@@ -135,26 +126,24 @@ pub async fn graceful_shutdown_releases_the_lease(
         "released: {:?}",
         spec.holder_identity
     );
-    let second =
-        super::support::start_leader(test_config(&[&namespace], &namespace, "second")?, operator)
-            .await?;
+    let second = super::support::start_leader(
+        test_config(&[&clients.namespace], &clients.namespace, "second")?,
+        clients.operator,
+    )
+    .await?;
     second.shutdown().await?;
     Ok(())
 }
 
 /// Another holder taking the Lease (as after a network partition) makes the operator stop
 /// with an error: it must not act once it may no longer lead.
-pub async fn lost_lease_stops_the_operator(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let mut running =
-        super::support::start_leader(test_config(&[&namespace], &namespace, "victim")?, operator)
-            .await?;
-    let leases: Api<Lease> = Api::namespaced(admin, &namespace);
+pub async fn lost_lease_stops_the_operator(clients: Clients) -> anyhow::Result<()> {
+    let mut running = super::support::start_leader(
+        test_config(&[&clients.namespace], &clients.namespace, "victim")?,
+        clients.operator,
+    )
+    .await?;
+    let leases: Api<Lease> = Api::namespaced(clients.admin, &clients.namespace);
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
     let steal = json!({"spec": {"holderIdentity": "intruder", "acquireTime": now, "renewTime": now,
         "leaseDurationSeconds": 3600}});
@@ -175,18 +164,12 @@ pub async fn lost_lease_stops_the_operator(
 
 /// A served CRD older than the operator (its `herd.dev/api-version` annotation) gets an Event
 /// naming the upgrade command; the operator keeps working.
-pub async fn outdated_crd_is_reported(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn outdated_crd_is_reported(clients: Clients) -> anyhow::Result<()> {
     use k8s_openapi::api::events::v1::Event;
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{ListParams, Patch, PatchParams};
 
-    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let crds: Api<CustomResourceDefinition> = Api::all(clients.admin.clone());
     let annotation = herd_crds::generate::API_VERSION_ANNOTATION;
     let set = |value: &str| json!({"metadata": {"annotations": {annotation: value}}});
     crds.patch(
@@ -196,10 +179,12 @@ pub async fn outdated_crd_is_reported(
     )
     .await?;
     let outcome = async {
-        let running =
-            super::support::start_leader(test_config(&[], &namespace, "checker")?, operator)
-                .await?;
-        let events: Api<Event> = Api::namespaced(admin.clone(), "default");
+        let running = super::support::start_leader(
+            test_config(&[], &clients.namespace, "checker")?,
+            clients.operator,
+        )
+        .await?;
+        let events: Api<Event> = Api::namespaced(clients.admin.clone(), "default");
         let event = wait_for("a CRDOutdated Event", Duration::from_secs(30), || async {
             let list = events
                 .list(&ListParams::default().fields("regarding.name=skills.herd.dev"))

@@ -19,8 +19,9 @@ mod tls;
 
 use std::future::Future;
 
+use children::Cap;
 use herd_e2e::E2eTest;
-use support::{Clients, Rbac};
+use support::{Clients, Operated, Rbac, Start};
 
 /// A test that shares the server, its operator bound by the namespaced RBAC.
 fn namespaced<F, Fut>(name: &str, test: F) -> E2eTest
@@ -44,6 +45,24 @@ where
     })
 }
 
+/// A test with its namespace's only operator started as `start` says, and shut down after the
+/// test passed; one watching all namespaces runs alone.
+fn operated<F, Fut>(name: &str, start: Start, test: F) -> E2eTest
+where
+    F: Fn(Operated) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let body = move |env| async move {
+        let (operated, running) = Operated::start(&env, start).await?;
+        test(operated).await?;
+        Ok(running.shutdown().await?)
+    };
+    match start {
+        Start::AllNamespaces => E2eTest::exclusive(name, body),
+        Start::Only | Start::Restricted | Start::Configured(_) => E2eTest::shared(name, body),
+    }
+}
+
 /// Every test of this module.
 pub fn tests() -> Vec<E2eTest> {
     vec![
@@ -55,23 +74,29 @@ pub fn tests() -> Vec<E2eTest> {
             "operator::namespaced_rights_match_the_table",
             |env| async move { rights::rights_match_the_table(env, Rbac::Namespaced).await },
         ),
-        namespaced("operator::agent_waits_for_its_skill", |clients| {
-            agents::agent_waits_for_its_skill(clients, false)
-        }),
-        cluster_wide(
-            "operator::cluster_wide_agent_waits_for_its_skill",
-            |clients| agents::agent_waits_for_its_skill(clients, true),
+        operated(
+            "operator::agent_waits_for_its_skill",
+            Start::Only,
+            agents::agent_waits_for_its_skill,
         ),
-        namespaced(
+        operated(
+            "operator::cluster_wide_agent_waits_for_its_skill",
+            Start::AllNamespaces,
+            agents::agent_waits_for_its_skill,
+        ),
+        operated(
             "operator::unlabelled_secret_is_not_allowed",
+            Start::Only,
             agents::unlabelled_secret_is_not_allowed,
         ),
-        namespaced(
+        operated(
             "operator::an_agent_applied_before_its_config_map_becomes_ready_soon",
+            Start::Only,
             agents::an_agent_applied_before_its_config_map_becomes_ready_soon,
         ),
-        namespaced(
+        operated(
             "operator::skill_versions_become_immutable_config_maps",
+            Start::Only,
             agents::skill_versions_become_immutable_config_maps,
         ),
         namespaced(
@@ -86,55 +111,77 @@ pub fn tests() -> Vec<E2eTest> {
             "operator::lost_lease_stops_the_operator",
             leader::lost_lease_stops_the_operator,
         ),
-        namespaced(
+        operated(
             "operator::run_becomes_snapshot_policy_and_pod",
+            Start::Restricted,
             runs::run_becomes_snapshot_policy_and_pod,
         ),
         namespaced(
             "operator::run_api_tls_precedes_the_pod",
             tls::run_api_tls_precedes_the_pod,
         ),
-        namespaced(
+        operated(
             "operator::old_skill_version_lives_while_a_run_uses_it",
+            Start::Only,
             runs::old_skill_version_lives_while_a_run_uses_it,
         ),
-        namespaced(
+        operated(
             "operator::schedule_every_five_seconds",
+            Start::Restricted,
             schedules::every_five_seconds,
         ),
-        namespaced(
+        operated(
             "operator::schedule_forbid_and_replace",
+            Start::Restricted,
             schedules::forbid_and_replace,
         ),
         namespaced(
             "operator::schedule_killed_across_a_slot",
             schedules::killed_across_a_slot,
         ),
-        namespaced("operator::schedule_bad_inputs", schedules::bad_inputs),
-        namespaced("operator::run_input_times_out", runs::run_input_times_out),
-        namespaced(
+        operated(
+            "operator::schedule_bad_inputs",
+            Start::Only,
+            schedules::bad_inputs,
+        ),
+        operated(
+            "operator::run_input_times_out",
+            Start::Only,
+            runs::run_input_times_out,
+        ),
+        operated(
             "operator::run_waits_for_its_agent",
+            Start::Restricted,
             runs::run_waits_for_its_agent,
         ),
-        namespaced(
+        operated(
             "operator::a_terminal_report_decides",
+            Start::Restricted,
             runs::a_terminal_report_decides,
         ),
-        namespaced("operator::run_cancel_and_ttl", runs::cancel_and_ttl),
-        E2eTest::shared("operator::run_eviction_is_retried", |env| async move {
-            let clients = Clients::new(&env, Rbac::Namespaced).await?;
-            runs::eviction_is_retried(clients, env.cluster().kubeconfig().to_owned()).await
-        }),
-        namespaced(
+        operated(
+            "operator::run_cancel_and_ttl",
+            Start::Restricted,
+            runs::cancel_and_ttl,
+        ),
+        operated(
+            "operator::run_eviction_is_retried",
+            Start::Restricted,
+            runs::eviction_is_retried,
+        ),
+        operated(
             "operator::run_timeout_while_the_pod_runs",
+            Start::Restricted,
             runs::timeout_while_the_pod_runs,
         ),
-        namespaced(
+        operated(
             "operator::run_refused_pod_is_invalid_spec",
+            Start::Restricted,
             runs::refused_pod_is_invalid_spec,
         ),
-        namespaced(
+        operated(
             "operator::run_waits_for_its_skill_version",
+            Start::Only,
             runs::run_waits_for_its_skill_version,
         ),
         namespaced(
@@ -145,20 +192,24 @@ pub fn tests() -> Vec<E2eTest> {
             "operator::external_tls_is_read_never_written",
             tls::external_tls_is_read_never_written,
         ),
-        cluster_wide(
+        operated(
             "operator::namespace_deleted_while_a_run_is_active",
+            Start::AllNamespaces,
             runs::namespace_deleted_while_a_run_is_active,
         ),
-        namespaced(
+        operated(
             "operator::namespace_cap_queues_top_level_runs",
+            Start::Configured(admission::one_active_run_per_namespace),
             admission::namespace_cap_queues_top_level_runs,
         ),
-        namespaced(
+        operated(
             "operator::runs_to_pods_cost_a_bounded_number_of_requests",
+            Start::Configured(api_requests::no_caps),
             api_requests::runs_to_pods_cost_a_bounded_number_of_requests,
         ),
-        namespaced(
+        operated(
             "operator::suspended_runs_hold_no_slot",
+            Start::Configured(suspended::capped),
             suspended::suspended_runs_hold_no_slot,
         ),
         namespaced("operator::children_under_max_concurrent", |clients| {
@@ -168,18 +219,24 @@ pub fn tests() -> Vec<E2eTest> {
             "operator::children_under_max_concurrent_across_operator_restarts",
             |clients| children::children_under_max_concurrent(clients, 3),
         ),
-        namespaced("operator::namespace_cap_with_nested_runs", |clients| {
-            children::caps_with_nested_runs(clients, children::Cap::Namespace)
-        }),
-        namespaced("operator::operator_cap_with_nested_runs", |clients| {
-            children::caps_with_nested_runs(clients, children::Cap::Operator)
-        }),
-        namespaced(
+        operated(
+            "operator::namespace_cap_with_nested_runs",
+            Start::Configured(|config| Cap::Namespace.set(config)),
+            |op| children::caps_with_nested_runs(op, Cap::Namespace),
+        ),
+        operated(
+            "operator::operator_cap_with_nested_runs",
+            Start::Configured(|config| Cap::Operator.set(config)),
+            |op| children::caps_with_nested_runs(op, Cap::Operator),
+        ),
+        operated(
             "operator::children_never_exceed_their_parent",
+            Start::Only,
             children::children_never_exceed_their_parent,
         ),
-        namespaced(
+        operated(
             "operator::a_child_shares_a_read_write_many_workspace",
+            Start::Only,
             children::a_child_shares_a_read_write_many_workspace,
         ),
         E2eTest::shared(

@@ -7,27 +7,15 @@ use anyhow::Context;
 use herd_crds::agent::Agent;
 use herd_crds::condition::ConditionStatus;
 use herd_crds::run::{Run, RunReport};
-use herd_operator::Running;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::support::{has_condition, start_only};
+use super::support::has_condition;
 use herd_e2e::wait::wait_for;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
-
-/// Enforces the `restricted` Pod Security Standard in `namespace`, then starts its only
-/// operator ([`start_only`]).
-pub(crate) async fn start_restricted(
-    admin: &Client,
-    operator: Client,
-    namespace: &str,
-) -> anyhow::Result<Running> {
-    enforce_restricted(admin, namespace).await?;
-    start_only(operator, namespace).await
-}
 
 /// Labels the namespace to enforce the `restricted` Pod Security Standard.
 pub(crate) async fn enforce_restricted(admin: &Client, namespace: &str) -> anyhow::Result<()> {
@@ -100,14 +88,30 @@ pub(crate) async fn create_agent_spec(
     Ok(())
 }
 
+/// Creates the Run `name` of the Agent `helper`, its task "Say hello.".
 pub(crate) async fn create_run(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<()> {
-    let runs: Api<Run> = Api::namespaced(admin.clone(), namespace);
+    create_run_spec(admin, namespace, name, json!({})).await
+}
+
+/// Creates the Run `name` of the Agent `helper`; `spec`'s fields replace those of a plain spec
+/// (the task "Say hello.").
+pub(crate) async fn create_run_spec(
+    admin: &Client,
+    namespace: &str,
+    name: &str,
+    spec: Value,
+) -> anyhow::Result<()> {
+    let mut full = json!({"agentRef": {"name": "helper"}, "task": "Say hello."});
+    if let (Some(full), Some(spec)) = (full.as_object_mut(), spec.as_object()) {
+        full.extend(spec.clone());
+    }
     let run: Run = serde_json::from_value(json!({
         "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": name},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Say hello."},
+        "metadata": {"name": name}, "spec": full,
     }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    Api::<Run>::namespaced(admin.clone(), namespace)
+        .create(&PostParams::default(), &run)
+        .await?;
     Ok(())
 }
 

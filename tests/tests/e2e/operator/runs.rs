@@ -16,26 +16,19 @@ use serde_json::{Value, json};
 
 use super::run_fixtures::{
     WAIT, container, create_agent, create_agent_with, create_agent_with_skills, create_run,
-    message, pending_run, reaches, run_until, start_agent, start_restricted, succeeded,
+    create_run_spec, message, pending_run, reaches, run_until, start_agent, succeeded,
     terminate_agent, write_report,
 };
-use super::support::{Clients, http_get, start_leader, start_only, test_config};
+use super::support::{Operated, http_get};
 use herd_e2e::wait::wait_for;
 
 /// A Run becomes exactly its snapshot and Pod, admitted under `restricted`, its egress opened by
 /// its egress set's NetworkPolicy; the key reaches `agent` only, by `secretKeyRef`; the
 /// per-namespace ServiceAccount and default-deny exist; the agent exiting 1 with a termination message fails the Run with it.
-pub async fn run_becomes_snapshot_policy_and_pod(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let started = pending_run(&admin, &namespace, "hello").await?;
+pub async fn run_becomes_snapshot_policy_and_pod(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    let started = pending_run(&op.admin, &op.namespace, "hello").await?;
     let status = started.status.clone().context("no status")?;
     ensure!(status.start_time.is_some(), "startTime is written");
     ensure!(status.attempt == Some(1));
@@ -43,7 +36,7 @@ pub async fn run_becomes_snapshot_policy_and_pod(
     ensure!(status.snapshot.as_deref() == Some("hello-snapshot"));
     let uid = started.metadata.uid.clone().context("no uid")?;
 
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = op.api();
     let snapshot = cms.get("hello-snapshot").await?;
     ensure!(snapshot.immutable == Some(true));
     ensure!(
@@ -67,12 +60,12 @@ pub async fn run_becomes_snapshot_policy_and_pod(
     ensure!(parsed["agent"]["soul"] == "Be brief.", "{parsed}");
     ensure!(parsed["run"]["timeoutSeconds"] == 1800, "{parsed}");
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     let pod = serde_json::to_value(pods.get("hello-1").await?)?;
     let set = pod["metadata"]["labels"]["herd.dev/egress-set"]
         .as_str()
         .context("no egress-set label on the Pod")?;
-    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    let policies: Api<NetworkPolicy> = op.api();
     let policy = serde_json::to_value(policies.get(&format!("herd-egress-{set}")).await?)?;
     ensure!(
         policy["spec"]["podSelector"] == json!({"matchLabels": {"herd.dev/egress-set": set}}),
@@ -87,7 +80,7 @@ pub async fn run_becomes_snapshot_policy_and_pod(
         "{policy}"
     );
     policies.get("herd-runs-default-deny").await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
+    let accounts: Api<ServiceAccount> = op.api();
     accounts.get("herd-runner").await?;
 
     let agent = container(&pod, "containers", "agent")?;
@@ -108,8 +101,8 @@ pub async fn run_becomes_snapshot_policy_and_pod(
     ensure!(pod["spec"]["containers"].as_array().map(Vec::len) == Some(1));
 
     terminate_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "hello-1",
         json!({"exitCode": 1, "reason": "Error", "message": "model endpoint refused"}),
     )
@@ -121,22 +114,14 @@ pub async fn run_becomes_snapshot_policy_and_pod(
         message(&failed)
     );
     ensure!(failed.status.and_then(|s| s.completion_time).is_some());
-    running.shutdown().await?;
     Ok(())
 }
 
 /// A Run applied before its Agent waits with `AgentNotFound`, then proceeds to its Pod; an
 /// OOM-killed agent ends it `OOMKilled`.
-pub async fn run_waits_for_its_agent(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_run(&admin, &namespace, "early").await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+pub async fn run_waits_for_its_agent(op: Operated) -> anyhow::Result<()> {
+    create_run(&op.admin, &op.namespace, "early").await?;
+    let runs: Api<Run> = op.api();
     let waiting = reaches(&runs, "early", ConditionStatus::Unknown, "AgentNotFound").await?;
     ensure!(
         waiting
@@ -146,37 +131,29 @@ pub async fn run_waits_for_its_agent(
             .is_none(),
         "not accepted yet"
     );
-    create_agent(&admin, &namespace).await?;
+    create_agent(&op.admin, &op.namespace).await?;
     run_until(&runs, "early", "PodPending after the Agent appeared", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
     terminate_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "early-1",
         json!({"exitCode": 137, "reason": "OOMKilled"}),
     )
     .await?;
     reaches(&runs, "early", ConditionStatus::False, "OOMKilled").await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// A terminal report of the current attempt decides (`completed` → `Succeeded`; `modelError` →
 /// `ModelError` with the result's text), written as the run API writes it; the controller's
 /// status writes never take `report` over.
-pub async fn a_terminal_report_decides(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    pending_run(&admin, &namespace, "answered").await?;
+pub async fn a_terminal_report_decides(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    pending_run(&op.admin, &op.namespace, "answered").await?;
     write_report(
         &runs,
         "answered",
@@ -185,8 +162,8 @@ pub async fn a_terminal_report_decides(
     )
     .await?;
     terminate_agent(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "answered-1",
         json!({"exitCode": 0, "reason": "Completed"}),
     )
@@ -209,12 +186,13 @@ pub async fn a_terminal_report_decides(
         !controller_fields.is_empty() && !controller_fields.contains("f:report"),
         "herd-controller must not own report: {controller_fields}"
     );
-    let (code, body) = super::support::http_get(&running, "/metrics").await?;
+    let (code, body) = super::support::http_get(op.http_addr, "/metrics").await?;
     ensure!(
         code == 200
             && body.contains(r#"herd_runs_finished_total{succeeded="True",reason="Succeeded"} 1"#)
             && body.contains(&format!(
-                r#"herd_run_tokens_total{{namespace="{namespace}",agent="helper"}} 7"#
+                r#"herd_run_tokens_total{{namespace="{}",agent="helper"}} 7"#,
+                op.namespace
             )),
         "{body}"
     );
@@ -225,7 +203,7 @@ pub async fn a_terminal_report_decides(
     );
 
     // The operator's caches keep no result: its text reaches the message from a live read.
-    pending_run(&admin, &namespace, "refused").await?;
+    pending_run(&op.admin, &op.namespace, "refused").await?;
     write_report(
         &runs,
         "refused",
@@ -239,44 +217,31 @@ pub async fn a_terminal_report_decides(
         "{}",
         message(&failed)
     );
-    running.shutdown().await?;
     Ok(())
 }
 
 /// Cancel while Running deletes the Pod and ends the Run `Cancelled`; a cancelled Queued Run never gets a Pod
 /// (its input is missing); `ttlSecondsAfterFinished` then deletes the finished Run. An accepted
 /// Run whose snapshot disappeared fails `SnapshotLost` rather than re-reading its Agent.
-pub async fn cancel_and_ttl(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    pending_run(&admin, &namespace, "busy").await?;
-    start_agent(&admin, &namespace, "busy-1").await?;
+pub async fn cancel_and_ttl(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    pending_run(&op.admin, &op.namespace, "busy").await?;
+    start_agent(&op.admin, &op.namespace, "busy-1").await?;
     reaches(&runs, "busy", ConditionStatus::Unknown, "Running").await?;
     let cancel = json!({"spec": {"cancel": true}});
     runs.patch("busy", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
     reaches(&runs, "busy", ConditionStatus::False, "Cancelled").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     wait_for("the cancelled Run's pod to go", WAIT, || async {
         Ok(pods.get_opt("busy-1").await?.is_none().then_some(()))
     })
     .await?;
 
-    let queued: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "queued"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
-                 "inputs": [{"configMapRef": {"name": "missing"}}],
-                 "ttlSecondsAfterFinished": 1},
-    }))?;
-    runs.create(&PostParams::default(), &queued).await?;
+    let missing_input = json!({"task": "Read it.", "inputs": [{"configMapRef": {"name": "missing"}}],
+        "ttlSecondsAfterFinished": 1});
+    create_run_spec(&op.admin, &op.namespace, "queued", missing_input).await?;
     let waiting = run_until(&runs, "queued", "Queued on the missing input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
     })
@@ -288,18 +253,18 @@ pub async fn cancel_and_ttl(
     );
     runs.patch("queued", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
-    let lost: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "lost"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Read it.",
-                 "inputs": [{"configMapRef": {"name": "late"}}]},
-    }))?;
-    runs.create(&PostParams::default(), &lost).await?;
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "lost",
+        json!({"task": "Read it.", "inputs": [{"configMapRef": {"name": "late"}}]}),
+    )
+    .await?;
     run_until(&runs, "lost", "Queued on the late input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
     })
     .await?;
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = op.api();
     cms.delete("lost-snapshot", &Default::default()).await?;
     let late: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "late"}, "data": {"a.txt": "a"}}))?;
@@ -325,27 +290,18 @@ pub async fn cancel_and_ttl(
         pods.get_opt("queued-1").await?.is_none(),
         "a Queued Run never gets a Pod"
     );
-    running.shutdown().await?;
     Ok(())
 }
 
 /// An evicted Pod is an infrastructure failure: with `retries: 1` the Run makes attempt 2 (a
 /// new Pod on the same workspace claim), and a second eviction ends it `Evicted`. The ServiceAccount the Pods run
 /// as has no rights beyond self-review.
-pub async fn eviction_is_retried(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-    kubeconfig: std::path::PathBuf,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
+pub async fn eviction_is_retried(op: Operated) -> anyhow::Result<()> {
     let claimed = json!({"workspace": {"persistentVolumeClaim": {"size": "1Gi"}}});
-    create_agent_with(&admin, &namespace, json!({"retries": 1}), claimed).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    pending_run(&admin, &namespace, "evicted").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    create_agent_with(&op.admin, &op.namespace, json!({"retries": 1}), claimed).await?;
+    let runs: Api<Run> = op.api();
+    pending_run(&op.admin, &op.namespace, "evicted").await?;
+    let pods: Api<Pod> = op.api();
     let evict = json!({"status": {"phase": "Failed", "reason": "Evicted",
         "message": "The node was low on resource: memory."}});
     pods.patch_status("evicted-1", &PatchParams::default(), &Patch::Merge(&evict))
@@ -365,8 +321,7 @@ pub async fn eviction_is_retried(
             .map(String::as_str)
             == Some("2")
     );
-    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
-        Api::namespaced(admin.clone(), &namespace);
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = op.api();
     let claim = claims.get("evicted-workspace").await?;
     ensure!(
         claim
@@ -394,13 +349,15 @@ pub async fn eviction_is_retried(
     );
 
     let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-        "spec": {"namespace": namespace}});
-    let file = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+        "spec": {"namespace": op.namespace}});
+    let file = kube::config::Kubeconfig::read_from(&op.kubeconfig)?;
     let mut impersonated =
         kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
             .await?;
-    impersonated.auth_info.impersonate =
-        Some(format!("system:serviceaccount:{namespace}:herd-runner"));
+    impersonated.auth_info.impersonate = Some(format!(
+        "system:serviceaccount:{}:herd-runner",
+        op.namespace
+    ));
     let runner = Client::try_from(impersonated)?;
     let request = http::Request::post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
         .header("Content-Type", "application/json")
@@ -420,31 +377,24 @@ pub async fn eviction_is_retried(
             "herd-runner may do more than self-review: {rule}"
         );
     }
-    running.shutdown().await?;
     Ok(())
 }
 
 /// The operator enforces `timeout` itself from `startTime`, whatever the Pod is doing: the Run
 /// ends `TimedOut` and its running Pod is deleted.
-pub async fn timeout_while_the_pod_runs(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "slow"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Take your time.", "timeout": "4s"},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+pub async fn timeout_while_the_pod_runs(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "slow",
+        json!({"task": "Take your time.", "timeout": "4s"}),
+    )
+    .await?;
     reaches(&runs, "slow", ConditionStatus::Unknown, "PodPending").await?;
-    start_agent(&admin, &namespace, "slow-1").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    start_agent(&op.admin, &op.namespace, "slow-1").await?;
+    let pods: Api<Pod> = op.api();
     reaches(&runs, "slow", ConditionStatus::Unknown, "Running").await?;
     let done = reaches(&runs, "slow", ConditionStatus::False, "TimedOut").await?;
     ensure!(
@@ -456,69 +406,59 @@ pub async fn timeout_while_the_pod_runs(
         Ok(pods.get_opt("slow-1").await?.is_none().then_some(()))
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// The API server refusing the Pod (here the RuntimeClass admission: the Agent's
 /// `runtimeClassName` does not exist) fails the Run `InvalidSpec` with the server's message.
-pub async fn refused_pod_is_invalid_spec(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
+pub async fn refused_pod_is_invalid_spec(op: Operated) -> anyhow::Result<()> {
     create_agent_with(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         json!({}),
         json!({"runtimeClassName": "no-such-runtime"}),
     )
     .await?;
-    create_run(&admin, &namespace, "refused").await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    create_run(&op.admin, &op.namespace, "refused").await?;
+    let runs: Api<Run> = op.api();
     let failed = reaches(&runs, "refused", ConditionStatus::False, "InvalidSpec").await?;
     ensure!(
         message(&failed).contains("no-such-runtime"),
         "the server's message: {}",
         message(&failed)
     );
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     ensure!(pods.get_opt("refused-1").await?.is_none());
-    running.shutdown().await?;
     Ok(())
 }
 
 /// A Skill's old version stays while an unfinished Run's snapshot names it (its Pod mounts
 /// it), and is deleted once that Run is cancelled.
-pub async fn old_skill_version_lives_while_a_run_uses_it(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn old_skill_version_lives_while_a_run_uses_it(op: Operated) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
-    let running = start_only(operator, &namespace).await?;
-    create_skill(&admin, &namespace, "notes", &skill_md("notes", "First.")).await?;
-    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    create_skill(
+        &op.admin,
+        &op.namespace,
+        "notes",
+        &skill_md("notes", "First."),
+    )
+    .await?;
+    let skills: Api<Skill> = op.api();
     let digest = |skill: &Skill| skill.status.as_ref().and_then(|s| s.digest.clone());
     let first = wait_for("the first version", WAIT, || async {
         Ok(digest(&skills.get("notes").await?))
     })
     .await?;
-    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
-    let agents: Api<Agent> = Api::namespaced(admin.clone(), &namespace);
-    create_run(&admin, &namespace, "pinned").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    create_agent_with_skills(&op.admin, &op.namespace, &["notes"]).await?;
+    let agents: Api<Agent> = op.api();
+    create_run(&op.admin, &op.namespace, "pinned").await?;
+    let pods: Api<Pod> = op.api();
     wait_for("the Run's Pod", WAIT, || async {
         Ok(pods.get_opt("pinned-1").await?)
     })
     .await?;
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = op.api();
     let snapshot = cms.get("pinned-snapshot").await?;
     let old_name = format!("notes-{}", &first[..8]);
     ensure!(
@@ -560,7 +500,7 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
         "{old_name} is kept while the Run runs"
     );
 
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     let cancel = json!({"spec": {"cancel": true}});
     runs.patch("pinned", &PatchParams::default(), &Patch::Merge(&cancel))
         .await?;
@@ -570,31 +510,24 @@ pub async fn old_skill_version_lives_while_a_run_uses_it(
     })
     .await?;
     ensure!(cms.get_opt(&new_name).await?.is_some(), "the current stays");
-    running.shutdown().await?;
     Ok(())
 }
 
 /// An open question (a report written as the run API writes it) makes the Run
 /// `WaitingForInput` with `InputRequired`; unanswered past `inputTimeout` it ends
 /// `InputTimedOut` and its Pod is deleted.
-pub async fn run_input_times_out(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_only(operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "asking"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Ask first.", "inputTimeout": "2s"},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+pub async fn run_input_times_out(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "asking",
+        json!({"task": "Ask first.", "inputTimeout": "2s"}),
+    )
+    .await?;
     reaches(&runs, "asking", ConditionStatus::Unknown, "PodPending").await?;
-    start_agent(&admin, &namespace, "asking-1").await?;
+    start_agent(&op.admin, &op.namespace, "asking-1").await?;
     write_report(
         &runs,
         "asking",
@@ -616,52 +549,44 @@ pub async fn run_input_times_out(
         "InputRequired is True"
     );
     reaches(&runs, "asking", ConditionStatus::False, "InputTimedOut").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     wait_for("the timed-out Run's pod to go", WAIT, || async {
         Ok(pods.get_opt("asking-1").await?.is_none().then_some(()))
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// An accepted Run whose skill version ConfigMap is gone (its Skill was deleted) waits `Queued`
 /// with the ConfigMap's name instead of starting a Pod without the skill, and starts once the
 /// Skill is back with the same content.
-pub async fn run_waits_for_its_skill_version(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn run_waits_for_its_skill_version(op: Operated) -> anyhow::Result<()> {
     use super::agents::{create_skill, skill_md};
     use herd_crds::skill::Skill;
-    let running = start_only(operator, &namespace).await?;
     let content = skill_md("notes", "Notes.");
-    create_skill(&admin, &namespace, "notes", &content).await?;
-    let skills: Api<Skill> = Api::namespaced(admin.clone(), &namespace);
+    create_skill(&op.admin, &op.namespace, "notes", &content).await?;
+    let skills: Api<Skill> = op.api();
     let digest = wait_for("the skill's version", WAIT, || async {
         Ok(skills.get("notes").await?.status.and_then(|s| s.digest))
     })
     .await?;
     let version = format!("notes-{}", &digest[..8]);
-    create_agent_with_skills(&admin, &namespace, &["notes"]).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
-    let run: Run = serde_json::from_value(json!({
-        "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
-        "metadata": {"name": "skilled"},
-        "spec": {"agentRef": {"name": "helper"}, "task": "Take notes.",
-                 "inputs": [{"configMapRef": {"name": "late"}}]},
-    }))?;
-    runs.create(&PostParams::default(), &run).await?;
+    create_agent_with_skills(&op.admin, &op.namespace, &["notes"]).await?;
+    let runs: Api<Run> = op.api();
+    create_run_spec(
+        &op.admin,
+        &op.namespace,
+        "skilled",
+        json!({"task": "Take notes.", "inputs": [{"configMapRef": {"name": "late"}}]}),
+    )
+    .await?;
     run_until(&runs, "skilled", "Queued on the late input", |r| {
         succeeded(r, ConditionStatus::Unknown, "Queued")
             && message(r) == "input ConfigMap late not found"
     })
     .await?;
     skills.delete("notes", &Default::default()).await?;
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = op.api();
     wait_for("the skill version's ConfigMap to go", WAIT, || async {
         Ok(cms.get_opt(&version).await?.is_none().then_some(()))
     })
@@ -674,12 +599,12 @@ pub async fn run_waits_for_its_skill_version(
             && message(r) == format!("skill ConfigMap {version} not found")
     })
     .await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     ensure!(
         pods.get_opt("skilled-1").await?.is_none(),
         "no Pod without its skill"
     );
-    create_skill(&admin, &namespace, "notes", &content).await?;
+    create_skill(&op.admin, &op.namespace, "notes", &content).await?;
     run_until(
         &runs,
         "skilled",
@@ -693,33 +618,24 @@ pub async fn run_waits_for_its_skill_version(
         "the Pod mounts {version}: {}",
         pod["spec"]["volumes"]
     );
-    running.shutdown().await?;
     Ok(())
 }
 
 /// A namespace deleted while its Run is active goes away completely (the controller manager
 /// deletes its Runs and Pods; the operator's refusals there are final, not retried), and the
 /// operator, watching all namespaces, settles and goes on serving other namespaces.
-pub async fn namespace_deleted_while_a_run_is_active(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn namespace_deleted_while_a_run_is_active(op: Operated) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let doomed = herd_e2e::namespace::create_namespace(
-        &admin,
+        &op.admin,
         "operator::doomed",
         herd_e2e::namespace::PodSecurity::Unset,
     )
     .await?;
-    let config = test_config(&[], &namespace, "only")?;
-    let running = start_leader(config, operator).await?;
-    create_agent_with(&admin, &doomed, json!({"retries": 2}), json!({})).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &doomed);
-    pending_run(&admin, &doomed, "doomed").await?;
-    start_agent(&admin, &doomed, "doomed-1").await?;
+    create_agent_with(&op.admin, &doomed, json!({"retries": 2}), json!({})).await?;
+    let runs: Api<Run> = Api::namespaced(op.admin.clone(), &doomed);
+    pending_run(&op.admin, &doomed, "doomed").await?;
+    start_agent(&op.admin, &doomed, "doomed-1").await?;
     reaches(&runs, "doomed", ConditionStatus::Unknown, "Running").await?;
     // Every state the Run shows until it is gone: none may be an outcome, since a Run going
     // away with its namespace is not decided (garbage collection taking its snapshot or Pod
@@ -741,8 +657,8 @@ pub async fn namespace_deleted_while_a_run_is_active(
             }
         }
     });
-    herd_e2e::namespace::delete_namespace(&admin, &doomed).await?;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    herd_e2e::namespace::delete_namespace(&op.admin, &doomed).await?;
+    let namespaces: Api<Namespace> = Api::all(op.admin.clone());
     wait_for("the namespace to go", WAIT, || async {
         Ok(namespaces.get_opt(&doomed).await?.is_none().then_some(()))
     })
@@ -754,7 +670,7 @@ pub async fn namespace_deleted_while_a_run_is_active(
         "the Run of the deleted namespace was decided on its way out: {decided:?}"
     );
     let errors = || async {
-        let (_, text) = http_get(&running, "/metrics").await?;
+        let (_, text) = http_get(op.http_addr, "/metrics").await?;
         let line = text
             .lines()
             .find(|l| l.starts_with(r#"herd_reconcile_errors_total{controller="run"}"#))
@@ -775,13 +691,12 @@ pub async fn namespace_deleted_while_a_run_is_active(
         );
         last = now;
     }
-    create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "after").await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    create_agent(&op.admin, &op.namespace).await?;
+    create_run(&op.admin, &op.namespace, "after").await?;
+    let runs: Api<Run> = op.api();
     run_until(&runs, "after", "PodPending in another namespace", |r| {
         succeeded(r, ConditionStatus::Unknown, "PodPending")
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }

@@ -14,10 +14,9 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
 use super::run_fixtures::{
-    WAIT, complete, create_agent, enforce_restricted, reaches, run_until, start_restricted,
-    succeeded,
+    WAIT, complete, create_agent, enforce_restricted, reaches, run_until, succeeded,
 };
-use super::support::{Clients, has_condition, start_leader, start_only, test_config};
+use super::support::{Clients, Operated, has_condition, start_leader, test_config};
 use herd_e2e::wait::wait_for;
 
 /// A Schedule of Runs of Agent `helper`; `spec`'s fields replace the plain ones.
@@ -89,24 +88,17 @@ fn condition_is(schedule: &Schedule, type_: &str, status: ConditionStatus, reaso
 
 /// `@every 5s`: each slot's Run is named after it, owned and labelled; finished Runs are kept
 /// to the history limit; deleting the Schedule deletes its Runs.
-pub async fn every_five_seconds(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
+pub async fn every_five_seconds(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
     let schedule = create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "brief",
         json!({"successfulRunsHistoryLimit": 1}),
     )
     .await?;
     let uid = schedule.metadata.uid.clone().context("no uid")?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     let first = wait_for_runs(&runs, "brief", 1).await?.remove(0);
     let slot: i64 = name(&first)
         .strip_prefix("brief-")
@@ -122,14 +114,14 @@ pub async fn every_five_seconds(
         first.metadata.labels.as_ref().and_then(|l| l.get("team")) == Some(&"research".into()),
         "the template's labels"
     );
-    finish(&admin, &namespace, &name(&first)).await?;
+    finish(&op.admin, &op.namespace, &name(&first)).await?;
     let second = wait_for("a later slot's Run", WAIT, || async {
         let found = runs_of(&runs, "brief").await?;
         Ok(found.into_iter().find(|r| name(r) > name(&first)))
     })
     .await?;
-    finish(&admin, &namespace, &name(&second)).await?;
-    let schedules: Api<Schedule> = Api::namespaced(admin.clone(), &namespace);
+    finish(&op.admin, &op.namespace, &name(&second)).await?;
+    let schedules: Api<Schedule> = op.api();
     wait_for(
         "the history limit to delete the first Run",
         WAIT,
@@ -164,26 +156,18 @@ pub async fn every_five_seconds(
         Ok(runs_of(&runs, "brief").await?.is_empty().then_some(()))
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// `Forbid` creates no Run while one goes, and the waiting slot's after it ends; `Replace`
 /// cancels the going Run for the new one.
-pub async fn forbid_and_replace(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_restricted(&admin, operator, &namespace).await?;
-    create_agent(&admin, &namespace).await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+pub async fn forbid_and_replace(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
+    let runs: Api<Run> = op.api();
 
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "only-one",
         json!({"concurrencyPolicy": "Forbid"}),
     )
@@ -196,12 +180,12 @@ pub async fn forbid_and_replace(
         "Forbid created {:?}",
         while_going.iter().map(name).collect::<Vec<_>>()
     );
-    finish(&admin, &namespace, &name(&first)).await?;
+    finish(&op.admin, &op.namespace, &name(&first)).await?;
     wait_for_runs(&runs, "only-one", 2).await?;
 
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "newest",
         json!({"concurrencyPolicy": "Replace"}),
     )
@@ -212,42 +196,39 @@ pub async fn forbid_and_replace(
         r.spec.cancel && succeeded(r, ConditionStatus::False, "Cancelled")
     })
     .await?;
-    running.shutdown().await?;
     Ok(())
 }
 
 /// An operator killed before a slot, and another started after it: the slot's Run is created
 /// once, and every Run is a distinct slot.
-pub async fn killed_across_a_slot(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    enforce_restricted(&admin, &namespace).await?;
+pub async fn killed_across_a_slot(clients: Clients) -> anyhow::Result<()> {
+    enforce_restricted(&clients.admin, &clients.namespace).await?;
     let first = start_leader(
-        test_config(&[&namespace], &namespace, "first")?,
-        operator.clone(),
+        test_config(&[&clients.namespace], &clients.namespace, "first")?,
+        clients.operator.clone(),
     )
     .await?;
-    create_agent(&admin, &namespace).await?;
+    create_agent(&clients.admin, &clients.namespace).await?;
     create_schedule(
-        &admin,
-        &namespace,
+        &clients.admin,
+        &clients.namespace,
         "steady",
         json!({"schedule": "@every 10s"}),
     )
     .await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let before = wait_for_runs(&runs, "steady", 1).await?;
     first.abort();
     drop(first);
     // At least one slot passes while no operator runs.
     tokio::time::sleep(Duration::from_secs(12)).await;
     let during = runs_of(&runs, "steady").await?;
-    ensure!(during.len() == before.len(), "no operator, no Run");
-    let second = start_leader(test_config(&[&namespace], &namespace, "second")?, operator).await?;
+    ensure!(during.len() == before.len(), "no clients.operator, no Run");
+    let second = start_leader(
+        test_config(&[&clients.namespace], &clients.namespace, "second")?,
+        clients.operator,
+    )
+    .await?;
     let after = wait_for_runs(&runs, "steady", before.len() + 1).await?;
     // Several reconciles of the same slot (Run events, a requeue) create nothing more.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -280,44 +261,39 @@ pub async fn killed_across_a_slot(
 /// an unknown time zone is `Accepted=False`; a Run the API server refuses makes the Schedule
 /// `Ready=False`; a template naming a missing Agent gives Runs that say so, the Schedule stays
 /// Accepted.
-pub async fn bad_inputs(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let running = start_only(operator, &namespace).await?;
-    let refused = create_schedule(&admin, &namespace, "shape", json!({"schedule": "* * *"}))
-        .await
-        .err()
-        .context("a three-field schedule was accepted")?;
-    ensure!(
-        refused.to_string().contains("is not a schedule"),
-        "{refused}"
-    );
-    let refused = create_schedule(
-        &admin,
-        &namespace,
-        "both",
-        json!({"at": "2026-01-01T00:00:00Z"}),
-    )
-    .await
-    .err()
-    .context("schedule and at were accepted together")?;
-    ensure!(refused.to_string().contains("exactly one"), "{refused}");
+pub async fn bad_inputs(op: Operated) -> anyhow::Result<()> {
+    for (name, spec, accepted, words) in [
+        (
+            "shape",
+            json!({"schedule": "* * *"}),
+            "a three-field schedule was accepted",
+            "is not a schedule",
+        ),
+        (
+            "both",
+            json!({"at": "2026-01-01T00:00:00Z"}),
+            "schedule and at were accepted together",
+            "exactly one",
+        ),
+    ] {
+        let refused = create_schedule(&op.admin, &op.namespace, name, spec)
+            .await
+            .err()
+            .context(accepted)?;
+        ensure!(refused.to_string().contains(words), "{refused}");
+    }
 
-    let schedules: Api<Schedule> = Api::namespaced(admin.clone(), &namespace);
+    let schedules: Api<Schedule> = op.api();
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "minute-61",
         json!({"schedule": "61 * * * *"}),
     )
     .await?;
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "atlantis",
         json!({"timeZone": "Europe/Atlantis"}),
     )
@@ -347,8 +323,8 @@ pub async fn bad_inputs(
     }
 
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "bad-label",
         json!({"runTemplate": {
             "metadata": {"labels": {"team": "not a label value!"}},
@@ -368,13 +344,13 @@ pub async fn bad_inputs(
     );
 
     create_schedule(
-        &admin,
-        &namespace,
+        &op.admin,
+        &op.namespace,
         "nobody",
         json!({"runTemplate": {"spec": {"agentRef": {"name": "missing"}, "task": "Brief me."}}}),
     )
     .await?;
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     let orphan = wait_for_runs(&runs, "nobody", 1).await?.remove(0);
     reaches(
         &runs,
@@ -390,6 +366,5 @@ pub async fn bad_inputs(
         "{:?}",
         nobody.status
     );
-    running.shutdown().await?;
     Ok(())
 }

@@ -8,9 +8,8 @@
 use anyhow::{Context, ensure};
 use herd_e2e::TestEnv;
 use herd_e2e::fixtures::{read_yaml, repo_root};
-use herd_e2e::operator_rbac::{Rbac, SERVICE_ACCOUNT};
+use herd_e2e::operator_rbac::{Rbac, SERVICE_ACCOUNT, account_token};
 use herd_e2e::wait::wait_for;
-use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -41,7 +40,7 @@ pub async fn secure_metrics_need_an_allowed_token(env: TestEnv) -> anyhow::Resul
     let addr = running
         .metrics_addr
         .context("--metrics-secure starts a metrics listener")?;
-    let (status, _) = http_get(&running, "/metrics").await?;
+    let (status, _) = http_get(running.http_addr, "/metrics").await?;
     ensure!(status == 404, "plain /metrics answered {status}");
 
     // The certificate is the run API's, issued for the Service's names, not 127.0.0.1: what is
@@ -132,15 +131,5 @@ async fn token(admin: &Client, namespace: &str, account: &str) -> anyhow::Result
             serde_json::from_value(json!({"metadata": {"name": account}}))?;
         accounts.create(&PostParams::default(), &created).await?;
     }
-    let request: TokenRequest = serde_json::from_value(json!({
-        "spec": {"audiences": [], "expirationSeconds": 3600}
-    }))?;
-    let token: TokenRequest = accounts
-        .create_subresource("token", account, &PostParams::default(), &request)
-        .await
-        .context("requesting a ServiceAccount token")?;
-    token
-        .status
-        .map(|s| s.token)
-        .context("the TokenRequest has no token")
+    account_token(&accounts, account, 3600).await
 }

@@ -1,15 +1,19 @@
 //! Running an in-process operator the way a cluster runs it: as a ServiceAccount bound to
 //! exactly the RBAC of `charts/herd/files/rbac/`, with its own Lease.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use herd_crds::condition::{Condition, ConditionStatus, find_condition};
 use herd_e2e::TestEnv;
 use herd_operator::{Config, Running};
-use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::run_fixtures::enforce_restricted;
 
 pub use herd_e2e::operator_rbac::Rbac;
 
@@ -35,6 +39,82 @@ impl Clients {
             admin,
             namespace,
         })
+    }
+}
+
+/// How a test's only operator starts: leading, with synced caches, its Lease in the test's
+/// namespace.
+#[derive(Clone, Copy)]
+pub enum Start {
+    /// Watching the test's namespace, with the [`test_config`] settings.
+    Only,
+    /// As [`Start::Only`], in a namespace enforcing the `restricted` Pod Security Standard.
+    Restricted,
+    /// As [`Start::Only`], with these settings changed.
+    Configured(fn(&mut Config)),
+    /// Watching every namespace, bound by the cluster-wide RBAC.
+    AllNamespaces,
+}
+
+/// What an operator test works with while its operator runs (the test harness starts it before
+/// the test and shuts it down after).
+pub struct Operated {
+    /// A client as the operator's ServiceAccount, for what the test does as the operator does.
+    pub operator: Client,
+    /// A cluster-admin client, for what the test itself reads and writes.
+    pub admin: Client,
+    /// The test's namespace.
+    pub namespace: String,
+    /// Where the operator serves `/healthz`, `/readyz` and `/metrics`.
+    pub http_addr: SocketAddr,
+    /// The cluster's kubeconfig, for clients of other identities.
+    pub kubeconfig: PathBuf,
+}
+
+impl Operated {
+    /// Starts `env`'s operator as `start` says; the [`Running`] operator is the caller's to
+    /// shut down.
+    pub async fn start(env: &TestEnv, start: Start) -> anyhow::Result<(Operated, Running)> {
+        let rbac = match start {
+            Start::AllNamespaces => Rbac::ClusterWide,
+            Start::Only | Start::Restricted | Start::Configured(_) => Rbac::Namespaced,
+        };
+        let Clients {
+            operator,
+            admin,
+            namespace,
+        } = Clients::new(env, rbac).await?;
+        let config = match start {
+            Start::Only => test_config(&[&namespace], &namespace, "only")?,
+            Start::Restricted => {
+                enforce_restricted(&admin, &namespace).await?;
+                test_config(&[&namespace], &namespace, "only")?
+            }
+            Start::Configured(change) => {
+                let mut config = test_config(&[&namespace], &namespace, "only")?;
+                change(&mut config);
+                config
+            }
+            Start::AllNamespaces => test_config(&[], &namespace, "only")?,
+        };
+        let running = start_leader(config, operator.clone()).await?;
+        let operated = Operated {
+            operator,
+            admin,
+            namespace,
+            http_addr: running.http_addr,
+            kubeconfig: env.cluster().kubeconfig().to_owned(),
+        };
+        Ok((operated, running))
+    }
+
+    /// The test namespace's objects of kind `K`, as the admin sees them.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope> + Clone + DeserializeOwned,
+        K::DynamicType: Default,
+    {
+        Api::namespaced(self.admin.clone(), &self.namespace)
     }
 }
 
@@ -76,11 +156,6 @@ pub fn test_config(
     Ok(config)
 }
 
-/// Starts the only operator of `namespace` (its [`test_config`]), leading, with synced caches.
-pub async fn start_only(client: Client, namespace: &str) -> anyhow::Result<Running> {
-    start_leader(test_config(&[namespace], namespace, "only")?, client).await
-}
-
 /// Starts an operator and waits until it leads and its caches have synced.
 pub async fn start_leader(config: Config, client: Client) -> anyhow::Result<Running> {
     let running = herd_operator::start(config, client).await?;
@@ -95,9 +170,9 @@ pub async fn start_leader(config: Config, client: Client) -> anyhow::Result<Runn
     Ok(running)
 }
 
-/// GETs `path` from the operator's HTTP listener.
-pub async fn http_get(running: &Running, path: &str) -> anyhow::Result<(u16, String)> {
-    let url = format!("http://{}{path}", running.http_addr);
+/// GETs `path` from the operator's HTTP listener at `http_addr`.
+pub async fn http_get(http_addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    let url = format!("http://{http_addr}{path}");
     let response = reqwest::get(&url).await.with_context(|| url.clone())?;
     let status = response.status().as_u16();
     Ok((status, response.text().await?))

@@ -14,7 +14,8 @@ use serde_json::json;
 use super::run_fixtures::{
     WAIT, create_agent, create_run, message, run_until, succeeded, terminate_agent, write_report,
 };
-use super::support::{Clients, start_leader, test_config};
+use super::support::Operated;
+use herd_operator::Config;
 
 /// How many Runs are suspended, and the namespace cap they would fill ten times over.
 const SUSPENDED: usize = 200;
@@ -54,24 +55,20 @@ async fn suspend(admin: &Client, namespace: &str, name: &str) -> anyhow::Result<
     Ok(())
 }
 
-/// 200 Runs suspended under a namespace cap of 20: none holds a running Pod or a slot, a new
+/// `--max-active-per-namespace` at [`CAP`].
+pub fn capped(config: &mut Config) {
+    config.admission.max_active_per_namespace = CAP;
+}
+
+/// 200 Runs suspended under a namespace cap of 20 ([`capped`]): none holds a running Pod or a slot, a new
 /// Run still starts, and an answer resumes a suspended Run in attempt 2 (admitted like any
 /// start).
-pub async fn suspended_runs_hold_no_slot(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
-    config.admission.max_active_per_namespace = CAP;
-    let running = start_leader(config, operator).await?;
-    create_agent(&admin, &namespace).await?;
+pub async fn suspended_runs_hold_no_slot(op: Operated) -> anyhow::Result<()> {
+    create_agent(&op.admin, &op.namespace).await?;
     let names: Vec<String> = (0..SUSPENDED).map(|i| format!("waits-{i}")).collect();
     futures::stream::iter(names)
         .map(|name| {
-            let (admin, namespace) = (admin.clone(), namespace.clone());
+            let (admin, namespace) = (op.admin.clone(), op.namespace.clone());
             async move {
                 create_run(&admin, &namespace, &name).await?;
                 suspend(&admin, &namespace, &name).await
@@ -81,7 +78,7 @@ pub async fn suspended_runs_hold_no_slot(
         .try_collect::<Vec<()>>()
         .await?;
 
-    let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
+    let runs: Api<Run> = op.api();
     let all = runs.list(&Default::default()).await?;
     let suspended = all
         .items
@@ -89,7 +86,7 @@ pub async fn suspended_runs_hold_no_slot(
         .filter(|r| r.status.as_ref().and_then(|s| s.phase) == Some(RunPhase::Suspended))
         .count();
     ensure!(suspended == SUSPENDED, "{suspended} Runs are suspended");
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = op.api();
     let left = pods.list(&Default::default()).await?;
     let busy: Vec<_> = left
         .items
@@ -111,7 +108,7 @@ pub async fn suspended_runs_hold_no_slot(
         .count();
     ensure!(named == 0, "{named} suspended Runs name a Pod");
 
-    create_run(&admin, &namespace, "fresh").await?;
+    create_run(&op.admin, &op.namespace, "fresh").await?;
     run_until(
         &runs,
         "fresh",
@@ -144,6 +141,5 @@ pub async fn suspended_runs_hold_no_slot(
         pods.get_opt("waits-7-2").await?.is_some(),
         "the resumed attempt's Pod"
     );
-    running.shutdown().await?;
     Ok(())
 }

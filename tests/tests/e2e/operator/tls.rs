@@ -38,29 +38,23 @@ fn verifies(bundle: &str, leaf: &str, name: &str) -> anyhow::Result<()> {
 /// The agent container has `--runner-resources`; the active-pods gauge counts the Pod. Before the first Pod: the run API's TLS Secret (CA and a leaf for `--run-api-dns-names` and
 /// the URL's IP) and the namespace's CA ConfigMap, a stale copy replaced; the bundle verifies
 /// the leaf.
-pub async fn run_api_tls_precedes_the_pod(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+pub async fn run_api_tls_precedes_the_pod(clients: Clients) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let stale: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "herd-run-api-ca"}, "data": {"ca.crt": "stale"},
     }))?;
     cms.create(&PostParams::default(), &stale).await?;
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
+    let mut config = test_config(&[&clients.namespace], &clients.namespace, "only")?;
     config.runs.run_api_url = "https://10.9.8.7:8443".into();
-    config.runs.run_api_dns_names = vec!["herd-operator.e2e.svc".into()];
+    config.runs.run_api_dns_names = vec!["herd-clients.operator.e2e.svc".into()];
     config.runs.runner_resources = herd_operator::decide::runner_resources::parse_resources(
         "requests.cpu=100m,limits.memory=512Mi",
     )
     .map_err(anyhow::Error::msg)?;
-    let running = start_leader(config, operator).await?;
-    create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "tls").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let running = start_leader(config, clients.operator).await?;
+    create_agent(&clients.admin, &clients.namespace).await?;
+    create_run(&clients.admin, &clients.namespace, "tls").await?;
+    let pods: Api<Pod> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let pod = wait_for("the Run's Pod", WAIT, || async {
         Ok(pods.get_opt("tls-1").await?)
     })
@@ -75,11 +69,11 @@ pub async fn run_api_tls_precedes_the_pod(
         "--runner-resources: {resources}"
     );
     wait_for("the active-pods gauge at 1", WAIT, || async {
-        let (_, text) = http_get(&running, "/metrics").await?;
+        let (_, text) = http_get(running.http_addr, "/metrics").await?;
         Ok(text.contains("herd_run_active_pods 1").then_some(()))
     })
     .await?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let secret = secrets.get("herd-run-api-tls").await?;
     ensure!(secret.type_.as_deref() == Some("kubernetes.io/tls"));
     let data = |key: &str| -> anyhow::Result<String> {
@@ -92,7 +86,7 @@ pub async fn run_api_tls_precedes_the_pod(
     };
     let (bundle, leaf) = (data("ca.crt")?, data("tls.crt")?);
     data("tls.key")?;
-    verifies(&bundle, &leaf, "herd-operator.e2e.svc")?;
+    verifies(&bundle, &leaf, "herd-clients.operator.e2e.svc")?;
     verifies(&bundle, &leaf, "10.9.8.7")?;
     ensure!(
         verifies(&bundle, &leaf, "elsewhere.svc").is_err(),
@@ -109,8 +103,8 @@ pub async fn run_api_tls_precedes_the_pod(
         created(&secret.metadata) <= created(&pod.metadata),
         "the Secret exists before the Pod"
     );
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &namespace);
-    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), &namespace);
+    let accounts: Api<ServiceAccount> = Api::namespaced(clients.admin.clone(), &clients.namespace);
+    let policies: Api<NetworkPolicy> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     for labels in [
         secret.metadata.labels.clone(),
         copy.metadata.labels.clone(),
@@ -138,17 +132,11 @@ pub async fn run_api_tls_precedes_the_pod(
 /// The operator's timer renews the TLS Secret when two thirds of its CA's life have passed, not
 /// before, and copies the new bundle (which still trusts the old CA) into the namespace's
 /// `herd-run-api-ca`, all without any Run or Pod.
-pub async fn tls_is_renewed_and_copied_without_a_pod(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
+pub async fn tls_is_renewed_and_copied_without_a_pod(clients: Clients) -> anyhow::Result<()> {
     use herd_operator::decide::run_api_tls::{
         CA_NOT_AFTER, CA_NOT_BEFORE, LEAF_NAMES, LEAF_NOT_AFTER, LEAF_NOT_BEFORE, leaf_names,
     };
-    let config = test_config(&[&namespace], &namespace, "only")?;
+    let config = test_config(&[&clients.namespace], &clients.namespace, "only")?;
     let names = leaf_names(&config.runs.run_api_dns_names, &config.runs.run_api_url).join(",");
     let now = jiff::Timestamp::now();
     let at = |seconds: i64| -> anyhow::Result<String> {
@@ -170,9 +158,9 @@ pub async fn tls_is_renewed_and_copied_without_a_pod(
         "stringData": {"ca.crt": old, "ca.key": "old key", "tls.crt": "old leaf",
             "tls.key": "old leaf key"},
     }))?;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     secrets.create(&PostParams::default(), &secret).await?;
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let copy: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "herd-run-api-ca", "labels": labels}, "data": {"ca.crt": old},
     }))?;
@@ -182,7 +170,7 @@ pub async fn tls_is_renewed_and_copied_without_a_pod(
         String::from_utf8(bytes.0.clone()).ok()
     };
 
-    let running = start_leader(config, operator).await?;
+    let running = start_leader(config, clients.operator).await?;
     if jiff::Timestamp::now() < due.checked_sub(jiff::SignedDuration::from_secs(1))? {
         ensure!(
             bundle_of(&secrets.get("herd-run-api-tls").await?).as_deref() == Some(old),
@@ -204,7 +192,7 @@ pub async fn tls_is_renewed_and_copied_without_a_pod(
         Ok((copy.data.as_ref().and_then(|d| d.get("ca.crt")) == Some(&bundle)).then_some(()))
     })
     .await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     ensure!(
         pods.list(&Default::default()).await?.items.is_empty(),
         "no Pod was needed"
@@ -238,25 +226,19 @@ fn cert_manager_secret(name: &str) -> anyhow::Result<(Secret, String)> {
 /// operator leads but is not ready and makes none; once cert-manager writes it, the run API
 /// serves its leaf, a Run's namespace gets its `ca.crt`, and a renewal reaches the namespace's
 /// copy at once, the Secret untouched by the operator.
-pub async fn external_tls_is_read_never_written(
-    Clients {
-        operator,
-        admin,
-        namespace,
-    }: Clients,
-) -> anyhow::Result<()> {
-    let mut config = test_config(&[&namespace], &namespace, "only")?;
+pub async fn external_tls_is_read_never_written(clients: Clients) -> anyhow::Result<()> {
+    let mut config = test_config(&[&clients.namespace], &clients.namespace, "only")?;
     config.run_api_tls = herd_operator::config::RunApiTlsMode::External;
-    let running = herd_operator::start(config, operator).await?;
+    let running = herd_operator::start(config, clients.operator).await?;
     let mut leader = running.leader.clone();
     tokio::time::timeout(WAIT, leader.wait_for(|l| *l)).await??;
     let (status, _) = wait_for("/readyz answering", WAIT, || async {
-        Ok(http_get(&running, "/readyz").await.ok())
+        Ok(http_get(running.http_addr, "/readyz").await.ok())
     })
     .await?;
     ensure!(status == 503, "ready without a certificate: {status}");
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     ensure!(
         secrets.get_opt("herd-run-api-tls").await?.is_none(),
         "the operator made the Secret cert-manager owns"
@@ -278,14 +260,14 @@ pub async fn external_tls_is_read_never_written(
         .await
         .context("the run API does not serve cert-manager's leaf")?;
 
-    create_agent(&admin, &namespace).await?;
-    create_run(&admin, &namespace, "external").await?;
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), &namespace);
+    create_agent(&clients.admin, &clients.namespace).await?;
+    create_run(&clients.admin, &clients.namespace, "external").await?;
+    let pods: Api<Pod> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     wait_for("the Run's Pod", WAIT, || async {
         Ok(pods.get_opt("external-1").await?)
     })
     .await?;
-    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), &namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(clients.admin.clone(), &clients.namespace);
     let copied = |bundle: String| {
         let cms = cms.clone();
         async move {

@@ -13,14 +13,14 @@ use herd_crds::report::{StopReason, Usage};
 use herd_crds::run::Run;
 use herd_crds::wire::{ProgressReport, ResultReport, RunConfig};
 use herd_e2e::TestEnv;
+use herd_e2e::runner::runner_token;
 use herd_e2e::wait::wait_for;
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use super::support::{AUDIENCE, run_api_config, send};
+use super::support::{AUDIENCE, run_api_config, run_url, send};
 use crate::operator::run_fixtures::{
     WAIT, create_agent_spec, create_run, message, terminate_agent,
 };
@@ -150,7 +150,7 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
             if going.contains_key(&run) || done.contains(&run) {
                 continue;
             }
-            let token = pod_token(&admin, &namespace, &pod).await?;
+            let token = runner_token(&admin, &namespace, &pod, Some(AUDIENCE), 600).await?;
             let url = run_url(&running, &namespace, &run, "config");
             let config: RunConfig = send(https.get(url).bearer_auth(&token))
                 .await?
@@ -302,39 +302,14 @@ pub async fn budgets_hold_runs_count_once_and_release_at_the_reset(
     // The gauges follow the Budget, and go when it is deleted.
     let series =
         format!(r#"herd_budget_used{{namespace="{namespace}",budget="daily",limit="tokens"}}"#);
-    let (_, metrics) = http_get(&running, "/metrics").await?;
+    let (_, metrics) = http_get(running.http_addr, "/metrics").await?;
     ensure!(metrics.contains(&series), "no {series} in:\n{metrics}");
     budgets.delete("daily", &Default::default()).await?;
     wait_for("the deleted Budget's gauges to go", WAIT, || async {
-        let (_, metrics) = http_get(&running, "/metrics").await?;
+        let (_, metrics) = http_get(running.http_addr, "/metrics").await?;
         Ok((!metrics.contains(r#"budget="daily""#)).then_some(()))
     })
     .await?;
     running.shutdown().await?;
     Ok(())
-}
-
-fn run_url(running: &herd_operator::Running, namespace: &str, run: &str, route: &str) -> String {
-    format!(
-        "https://{}/v1/runs/{namespace}/{run}/{route}",
-        running.run_api_addr
-    )
-}
-
-/// A `herd-runner` token bound to `pod`, for the run API's audience.
-async fn pod_token(admin: &Client, namespace: &str, pod: &Pod) -> anyhow::Result<String> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
-    let request: TokenRequest = serde_json::from_value(json!({"spec": {
-        "audiences": [AUDIENCE],
-        "expirationSeconds": 600,
-        "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
-            "name": pod.name_any(), "uid": pod.uid()},
-    }}))?;
-    Ok(accounts
-        .create_token_request("herd-runner", &PostParams::default(), &request)
-        .await
-        .context("requesting a runner token")?
-        .status
-        .context("the TokenRequest has no status")?
-        .token)
 }

@@ -187,14 +187,10 @@ pub async fn children_start_wait_and_hand_over_files(env: TestEnv) -> anyhow::Re
             },
         ],
     );
-    let accepted: ResultAccepted = send(
-        https
-            .post(fixture.url(&child, "result"))
-            .bearer_auth(&child_token)
-            .json(&child_result),
-    )
-    .await?
-    .expect(200)?;
+    let accepted: ResultAccepted = fixture
+        .post(&child, "result", &child_token, &child_result)
+        .await?
+        .expect(200)?;
     ensure!(accepted.stop_reason == StopReason::Completed);
     let outcome: ChildOutcome = waiting.await??.expect(200)?;
     let woke = finished.elapsed();
@@ -286,14 +282,10 @@ pub async fn children_start_wait_and_hand_over_files(env: TestEnv) -> anyhow::Re
     );
 
     // The parent ends: no more children, and its runner is told to stop.
-    send(
-        https
-            .post(fixture.url("lead", "result"))
-            .bearer_auth(&token)
-            .json(&result("All done.", vec![])),
-    )
-    .await?
-    .expect::<ResultAccepted>(200)?;
+    fixture
+        .post("lead", "result", &token, &result("All done.", vec![]))
+        .await?
+        .expect::<ResultAccepted>(200)?;
     run_until(&runs, "lead", "the parent Succeeded", |r| {
         succeeded(r, ConditionStatus::True, "Succeeded")
     })

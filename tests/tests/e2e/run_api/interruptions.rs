@@ -2,18 +2,16 @@
 //! `checkpoint`: stored in `<run>-checkpoint` beside the questions asked, refused from an older
 //! attempt, never a result; and the next attempt's `config` carries it.
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use herd_crds::wire::CheckpointReport;
 use herd_e2e::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::ResourceExt;
 use kube::api::Api;
 use serde_json::json;
 
-use super::support::{AUDIENCE, Fixture, send};
-use crate::operator::run_fixtures::start_agent;
+use super::support::{Fixture, asked, carried_checkpoint, checkpoint_bytes};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn gzip_like(len: usize) -> Vec<u8> {
@@ -33,34 +31,24 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let mut fixture = Fixture::start(env, json!({"timeout": "10m", "retries": 1})).await?;
-    let pod = fixture.run_pod("cut").await?;
-    start_agent(&fixture.admin, &fixture.namespace, "cut-1").await?;
-    let token = fixture.token(&pod, Some(AUDIENCE)).await?;
+    let token = fixture.started_runner("cut").await?;
     let https = fixture.https().clone();
     let cms: Api<ConfigMap> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
 
     // Refused before anything is written: not gzip, or a result saying Interrupted.
     let mut bad = report(1, b"{}");
     bad.checkpoint_gzip_base64 = STANDARD.encode(b"{\"plain\": \"json\"}");
-    let why = send(
-        https
-            .post(fixture.url("cut", "checkpoint"))
-            .bearer_auth(&token)
-            .json(&bad),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let why = fixture
+        .post("cut", "checkpoint", &token, &bad)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(why.contains("not gzip"), "{why}");
     let interrupted = json!({"attempt": 1, "seq": 9, "stopReason": "interrupted", "text": "",
         "usage": {"inputTokens": 0, "outputTokens": 0, "modelCalls": 1, "toolCalls": 0}});
-    let why = send(
-        https
-            .post(fixture.url("cut", "result"))
-            .bearer_auth(&token)
-            .json(&interrupted),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let why = fixture
+        .post("cut", "result", &token, &interrupted)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(why.contains("posts its checkpoint"), "{why}");
     ensure!(cms.get_opt("cut-checkpoint").await?.is_none());
 
@@ -75,22 +63,10 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
     ensure!(status.as_u16() == 204, "{status}");
     let saved = cms.get("cut-checkpoint").await?;
     ensure!(
-        saved
-            .binary_data
-            .as_ref()
-            .and_then(|b| b.get("checkpoint.json.gz"))
-            .map(|b| &b.0)
-            == Some(&gzip),
+        checkpoint_bytes(&saved) == Some(&gzip),
         "the checkpoint byte for byte"
     );
-    ensure!(
-        saved
-            .annotations()
-            .get("herd.dev/questions")
-            .map(String::as_str)
-            == Some("[]"),
-        "no question was asked"
-    );
+    ensure!(asked(&saved) == Some("[]"), "no question was asked");
     let runs = fixture.runs();
     let run = runs.get("cut").await?;
     ensure!(
@@ -106,20 +82,12 @@ pub async fn an_interrupted_attempts_checkpoint_resumes_the_next_attempt(
     let config = fixture
         .evict_first_attempt("cut", "The node was drained.")
         .await?;
-    send(
-        https
-            .post(fixture.url("cut", "checkpoint"))
-            .bearer_auth(&token)
-            .json(&report(1, &gzip_like(10))),
-    )
-    .await?
-    .refused(409, "StaleAttempt")?;
-    ensure!(config.attempt == 2);
-    let carried = config
-        .checkpoint_gzip_base64
-        .context("attempt 2 has no checkpoint")?;
+    fixture
+        .post("cut", "checkpoint", &token, &report(1, &gzip_like(10)))
+        .await?
+        .refused(409, "StaleAttempt")?;
     ensure!(
-        STANDARD.decode(carried)? == gzip,
+        carried_checkpoint(&config)? == gzip,
         "the interrupted attempt's checkpoint"
     );
     fixture.running.shutdown().await?;

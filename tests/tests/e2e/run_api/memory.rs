@@ -111,14 +111,10 @@ pub async fn memory_updates_of_runs_ending_together_lose_nothing(
             .map(|n| add(&format!("Sure fact {n}"), 0.95))
             .collect(),
     };
-    let answered: MemoryDocument = send(
-        https
-            .post(fixture.url(last, "memory"))
-            .bearer_auth(last_token)
-            .json(&surer),
-    )
-    .await?
-    .expect(200)?;
+    let answered: MemoryDocument = fixture
+        .post(last, "memory", last_token, &surer)
+        .await?
+        .expect(200)?;
     let (_, capped) = stored(&fixture).await?;
     ensure!(answered == capped, "the answer is the document stored");
     ensure!(capped.facts.len() == 12, "maxFacts: {}", capped.facts.len());
@@ -135,14 +131,10 @@ pub async fn memory_updates_of_runs_ending_together_lose_nothing(
         attempt: 2,
         operations: vec![add("Never stored", 0.9)],
     };
-    send(
-        https
-            .post(fixture.url(last, "memory"))
-            .bearer_auth(last_token)
-            .json(&stale),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    fixture
+        .post(last, "memory", last_token, &stale)
+        .await?
+        .refused(400, "BadRequest")?;
     fixture.running.shutdown().await?;
     Ok(())
 }

@@ -21,8 +21,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::support::{AUDIENCE, Fixture, send};
-use crate::operator::run_fixtures::{message, reaches, run_until, start_agent};
+use super::support::{AUDIENCE, Fixture, asked, carried_checkpoint, checkpoint_bytes, send};
+use crate::operator::run_fixtures::{message, reaches, run_until};
 
 /// Bytes that start as gzip does; the operator stores a checkpoint as it is sent.
 fn checkpoint(len: usize) -> Vec<u8> {
@@ -80,9 +80,7 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     env: TestEnv,
 ) -> anyhow::Result<()> {
     let mut fixture = Fixture::start(env, json!({"timeout": "10m", "retries": 1})).await?;
-    let pod = fixture.run_pod("ask").await?;
-    start_agent(&fixture.admin, &fixture.namespace, "ask-1").await?;
-    let token = fixture.token(&pod, Some(AUDIENCE)).await?;
+    let token = fixture.started_runner("ask").await?;
     let https = fixture.https().clone();
     let runs = fixture.runs();
     let cms: Api<ConfigMap> = Api::namespaced(fixture.admin.clone(), &fixture.namespace);
@@ -90,46 +88,39 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     // Refused before anything is written: a body that is not base64 of gzip.
     let mut bad = asking(1, 3, "q-call_1", &checkpoint(10));
     bad.checkpoint_gzip_base64 = "not base64!".into();
-    let why = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&bad),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let why = fixture
+        .post("ask", "clarification", &token, &bad)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(why.contains("not base64"), "{why}");
     bad.checkpoint_gzip_base64 = STANDARD.encode(b"{\"plain\": \"json\"}");
-    send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&bad),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    fixture
+        .post("ask", "clarification", &token, &bad)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(cms.get_opt("ask-checkpoint").await?.is_none());
 
     let gzip = checkpoint(4000);
-    let stored: ResultAccepted = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 3, "q-call_1", &gzip)),
-    )
-    .await?
-    .expect(200)?;
-    ensure!(stored.stop_reason == StopReason::InputRequired);
+    // The question, posted once and then again as a retry: both answered the same.
+    let post_question = || async {
+        let accepted: ResultAccepted = fixture
+            .post(
+                "ask",
+                "clarification",
+                &token,
+                &asking(1, 3, "q-call_1", &gzip),
+            )
+            .await?
+            .expect(200)?;
+        ensure!(accepted.stop_reason == StopReason::InputRequired);
+        anyhow::Ok(())
+    };
+    post_question().await?;
     // Durable when the 200 came: the checkpoint and the question.
     let saved = cms.get("ask-checkpoint").await?;
     let run = runs.get("ask").await?;
     ensure!(
-        saved
-            .binary_data
-            .as_ref()
-            .and_then(|b| b.get("checkpoint.json.gz"))
-            .map(|b| &b.0)
-            == Some(&gzip),
+        checkpoint_bytes(&saved) == Some(&gzip),
         "the checkpoint byte for byte"
     );
     ensure!(
@@ -141,13 +132,7 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
             .any(|o| o.controller == Some(true) && Some(&o.uid) == run.metadata.uid.as_ref()),
         "owned by the Run"
     );
-    ensure!(
-        saved
-            .annotations()
-            .get("herd.dev/questions")
-            .map(String::as_str)
-            == Some(r#"["q-call_1"]"#)
-    );
+    ensure!(asked(&saved) == Some(r#"["q-call_1"]"#));
     let report = run
         .status
         .as_ref()
@@ -174,23 +159,16 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
         "{condition:?}"
     );
     // A retried post is answered the same, an older one refused.
-    let again: ResultAccepted = send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 3, "q-call_1", &gzip)),
-    )
-    .await?
-    .expect(200)?;
-    ensure!(again.stop_reason == StopReason::InputRequired);
-    send(
-        https
-            .post(fixture.url("ask", "clarification"))
-            .bearer_auth(&token)
-            .json(&asking(1, 2, "q-old", &gzip)),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    post_question().await?;
+    fixture
+        .post(
+            "ask",
+            "clarification",
+            &token,
+            &asking(1, 2, "q-old", &gzip),
+        )
+        .await?
+        .refused(400, "BadRequest")?;
 
     // The long poll wakes on the answer's watch event.
     let poll = {
@@ -275,12 +253,8 @@ pub async fn a_question_waits_for_its_answer_and_the_next_attempt_resumes(
     let config = fixture
         .evict_first_attempt("ask", "The node was low on resource: memory.")
         .await?;
-    ensure!(config.attempt == 2);
-    let carried = config
-        .checkpoint_gzip_base64
-        .context("attempt 2 has no checkpoint")?;
     ensure!(
-        STANDARD.decode(carried)? == gzip,
+        carried_checkpoint(&config)? == gzip,
         "the checkpoint of the question"
     );
     ensure!(

@@ -130,14 +130,10 @@ pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Res
     // A file that is not base64 or not a deliverable is refused by name, before any write.
     let bad_file = json!({"attempt": 1, "seq": 1, "stopReason": "completed", "text": "",
         "files": [{"path": "/mnt/user-data/outputs/a.md", "dataBase64": "not base64!"}]});
-    let message = send(
-        https
-            .post(fixture.url("one", "result"))
-            .bearer_auth(&token)
-            .json(&bad_file),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let message = fixture
+        .post("one", "result", &token, &bad_file)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(
         message.starts_with("/mnt/user-data/outputs/a.md: dataBase64 is not base64"),
         "{message}"
@@ -147,14 +143,10 @@ pub async fn requests_are_refused_as_they_should_be(env: TestEnv) -> anyhow::Res
         seq: 1,
         ..ProgressReport::default()
     };
-    let message = send(
-        https
-            .post(fixture.url("one", "progress"))
-            .bearer_auth(&token)
-            .json(&wrong_attempt),
-    )
-    .await?
-    .refused(400, "BadRequest")?;
+    let message = fixture
+        .post("one", "progress", &token, &wrong_attempt)
+        .await?
+        .refused(400, "BadRequest")?;
     ensure!(
         message == "the body is of attempt 2, but this Pod serves attempt 1",
         "{message}"

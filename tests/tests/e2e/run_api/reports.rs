@@ -128,14 +128,10 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
     let seqs = watch_report_seqs(runs.clone(), "hello").await?;
     let started = Instant::now();
     for seq in 1..=10 {
-        send(
-            https
-                .post(fixture.url("hello", "progress"))
-                .bearer_auth(&token)
-                .json(&progress(seq)),
-        )
-        .await?
-        .expect::<serde_json::Value>(202)?;
+        fixture
+            .post("hello", "progress", &token, &progress(seq))
+            .await?
+            .expect::<serde_json::Value>(202)?;
     }
     let burst = started.elapsed();
     let run = run_until(&runs, "hello", "the latest progress in status", |run| {
@@ -154,14 +150,10 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
     );
 
     // Stale: dropped, never written over the newer report.
-    send(
-        https
-            .post(fixture.url("hello", "progress"))
-            .bearer_auth(&token)
-            .json(&progress(4)),
-    )
-    .await?
-    .expect::<serde_json::Value>(202)?;
+    fixture
+        .post("hello", "progress", &token, &progress(4))
+        .await?
+        .expect::<serde_json::Value>(202)?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     ensure!(report_of(&runs.get("hello").await?).map(|r| r.seq) == Some(10));
     let written: BTreeSet<u64> = seqs
@@ -202,14 +194,10 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
         ],
         error: None,
     };
-    let accepted: ResultAccepted = send(
-        https
-            .post(fixture.url("hello", "result"))
-            .bearer_auth(&token)
-            .json(&result),
-    )
-    .await?
-    .expect(200)?;
+    let accepted: ResultAccepted = fixture
+        .post("hello", "result", &token, &result)
+        .await?
+        .expect(200)?;
     ensure!(accepted.stop_reason == StopReason::Completed);
     // Durable when the 200 came: both are there at once.
     let stored = cms.get("hello-result").await?;
@@ -261,23 +249,15 @@ pub async fn config_progress_and_result_end_the_run(env: TestEnv) -> anyhow::Res
     // A post retried after a lost answer: the same 200, nothing written again.
     let before = runs.get("hello").await?;
     let stored_version = stored.metadata.resource_version.clone();
-    let again: ResultAccepted = send(
-        https
-            .post(fixture.url("hello", "result"))
-            .bearer_auth(&token)
-            .json(&result),
-    )
-    .await?
-    .expect(200)?;
+    let again: ResultAccepted = fixture
+        .post("hello", "result", &token, &result)
+        .await?
+        .expect(200)?;
     ensure!(again.stop_reason == StopReason::Completed);
-    send(
-        https
-            .post(fixture.url("hello", "progress"))
-            .bearer_auth(&token)
-            .json(&progress(12)),
-    )
-    .await?
-    .expect::<serde_json::Value>(202)?;
+    fixture
+        .post("hello", "progress", &token, &progress(12))
+        .await?
+        .expect::<serde_json::Value>(202)?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // The controller may still write its part of the status; the report is the run API's.
     let after = runs.get("hello").await?;
@@ -498,7 +478,7 @@ pub async fn usage_split_children_and_cost_reach_status_and_metrics(
         "{total:?}"
     );
 
-    let (code, text) = http_get(&fixture.running, "/metrics").await?;
+    let (code, text) = http_get(fixture.running.http_addr, "/metrics").await?;
     ensure!(code == 200, "/metrics answered {code}");
     let ns = &fixture.namespace;
     for line in [

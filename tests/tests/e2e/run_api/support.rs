@@ -2,19 +2,21 @@
 //! bound to it, and an HTTPS client trusting only the namespace's copy of the run API's CA.
 
 use anyhow::{Context, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use futures::StreamExt;
 use herd_crds::run::Run;
 use herd_crds::wire::{ApiError, RunConfig};
 use herd_e2e::TestEnv;
+use herd_e2e::runner::{run_api_ca, runner_token};
 use herd_e2e::wait::wait_for;
 use herd_operator::Running;
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until};
+use crate::operator::run_fixtures::{WAIT, create_agent_spec, create_run, run_until, start_agent};
 use crate::operator::support::{Clients, Rbac, start_leader, test_config};
 
 /// The audience of runner tokens.
@@ -66,17 +68,19 @@ impl Fixture {
     pub async fn run_pod(&mut self, name: &str) -> anyhow::Result<Pod> {
         create_run(&self.admin, &self.namespace, name).await?;
         let pod = self.pod(&format!("{name}-1")).await?;
-        let cms: Api<ConfigMap> = Api::namespaced(self.admin.clone(), &self.namespace);
-        let bundle = cms
-            .get("herd-run-api-ca")
-            .await?
-            .data
-            .and_then(|d| d.get("ca.crt").cloned())
-            .context("herd-run-api-ca has no ca.crt")?;
+        let bundle = run_api_ca(&self.admin, &self.namespace).await?;
         self.https = reqwest::Client::builder()
             .tls_certs_only(reqwest::Certificate::from_pem_bundle(bundle.as_bytes())?)
             .build()?;
         Ok(pod)
+    }
+
+    /// Creates the Run `name`, plays the kubelet starting its first Pod's `agent` container, and
+    /// returns the run API token of that attempt's runner.
+    pub async fn started_runner(&mut self, name: &str) -> anyhow::Result<String> {
+        let pod = self.run_pod(name).await?;
+        start_agent(&self.admin, &self.namespace, &format!("{name}-1")).await?;
+        self.token(&pod, Some(AUDIENCE)).await
     }
 
     /// Waits for the Pod `name`.
@@ -90,28 +94,12 @@ impl Fixture {
 
     /// A token of `herd-runner` bound to `pod`, for `audience` (none: the API server's own).
     pub async fn token(&self, pod: &Pod, audience: Option<&str>) -> anyhow::Result<String> {
-        let accounts: Api<ServiceAccount> = Api::namespaced(self.admin.clone(), &self.namespace);
-        let request: TokenRequest = serde_json::from_value(json!({"spec": {
-            "audiences": audience.into_iter().collect::<Vec<_>>(),
-            "expirationSeconds": 600,
-            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
-                "name": pod.name_any(), "uid": pod.uid()},
-        }}))?;
-        Ok(accounts
-            .create_token_request("herd-runner", &PostParams::default(), &request)
-            .await
-            .context("requesting a runner token")?
-            .status
-            .context("the TokenRequest has no status")?
-            .token)
+        runner_token(&self.admin, &self.namespace, pod, audience, 600).await
     }
 
     /// The URL of `route` of the Run `run`.
     pub fn url(&self, run: &str, route: &str) -> String {
-        format!(
-            "https://{}/v1/runs/{}/{run}/{route}",
-            self.running.run_api_addr, self.namespace
-        )
+        run_url(&self.running, &self.namespace, run, route)
     }
 
     /// Evicts the Pod of attempt 1 of the Run `run` (saying `message`, as the kubelet does),
@@ -136,6 +124,23 @@ impl Fixture {
             .expect(200)
     }
 
+    /// POSTs `body` as JSON to `route` of the Run `run`, as the runner holding `token`.
+    pub async fn post(
+        &self,
+        run: &str,
+        route: &str,
+        token: &str,
+        body: &impl serde::Serialize,
+    ) -> anyhow::Result<Answer> {
+        send(
+            self.https
+                .post(self.url(run, route))
+                .bearer_auth(token)
+                .json(body),
+        )
+        .await
+    }
+
     /// The HTTPS client.
     pub fn https(&self) -> &reqwest::Client {
         &self.https
@@ -145,6 +150,42 @@ impl Fixture {
     pub fn runs(&self) -> Api<Run> {
         Api::namespaced(self.admin.clone(), &self.namespace)
     }
+}
+
+/// The URL of `route` of the Run `run` in `namespace`, on `running`'s run API.
+pub fn run_url(running: &Running, namespace: &str, run: &str, route: &str) -> String {
+    format!(
+        "https://{}/v1/runs/{namespace}/{run}/{route}",
+        running.run_api_addr
+    )
+}
+
+/// The checkpoint attempt 2's config carries from attempt 1, decoded; fails unless `config` is
+/// attempt 2's and carries one.
+pub fn carried_checkpoint(config: &RunConfig) -> anyhow::Result<Vec<u8>> {
+    anyhow::ensure!(config.attempt == 2, "attempt {}, not 2", config.attempt);
+    let carried = config
+        .checkpoint_gzip_base64
+        .as_ref()
+        .context("attempt 2 has no checkpoint")?;
+    Ok(STANDARD.decode(carried)?)
+}
+
+/// The gzip bytes of a checkpoint ConfigMap.
+pub fn checkpoint_bytes(saved: &ConfigMap) -> Option<&Vec<u8>> {
+    saved
+        .binary_data
+        .as_ref()
+        .and_then(|b| b.get("checkpoint.json.gz"))
+        .map(|b| &b.0)
+}
+
+/// The ids of the questions asked by the attempt that wrote a checkpoint ConfigMap, as JSON.
+pub fn asked(saved: &ConfigMap) -> Option<&str> {
+    saved
+        .annotations()
+        .get("herd.dev/questions")
+        .map(String::as_str)
 }
 
 /// A request's status and body.

@@ -19,24 +19,24 @@ use serde_json::{Value, json};
 
 use super::cluster::Scenario;
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::succeeded_report;
 
 /// From the Run's creation (or a decision) to the next request: a Pod start, a model call.
 const ASK_TIME: Duration = Duration::from_secs(90);
 /// From the last decision to the Run's end.
 const END_TIME: Duration = Duration::from_secs(120);
 /// What the approved command prints; the model's answer quotes it.
-const RAN: &str = "approved-command-ran";
+pub(crate) const RAN: &str = "approved-command-ran";
 
-/// The lead first wants to remove `build/`; denied, it asks to print a line instead, and once
-/// that ran it answers. Matched on the last tool result, so each step follows the one before.
-fn script() -> String {
+/// The lead first wants to remove `build/`; denied (its tool result containing `denial`), it
+/// asks to print a line instead, and once that ran it answers `Done: <RAN>.`. Matched on the
+/// last tool result, so each step follows the one before.
+pub(crate) fn cleanup_script(denial: &str) -> String {
     json!({"rules": [
         {"match": {"purpose": "title"}, "respond": {"content": "Cleanup"}},
         {"match": {"role": "lead", "lastMessage": {"role": "tool", "contains": RAN}},
          "respond": {"content": format!("Done: {RAN}.")}},
-        {"match": {"role": "lead", "lastMessage": {"role": "tool",
-            "contains": "denied by a person: keep the build"}},
+        {"match": {"role": "lead", "lastMessage": {"role": "tool", "contains": denial}},
          "respond": {"toolCalls": [{"name": "bash", "arguments": {"command": format!("echo {RAN}"),
              "description": "Print a line"}}]}},
         {"match": {"role": "lead"},
@@ -147,7 +147,12 @@ async fn event(
 pub async fn a_denied_call_is_told_and_an_approved_one_runs(env: TestEnv) -> anyhow::Result<()> {
     let agent = scripted_agent(json!({"approval": {"tools": ["bash"]}}));
     let mut scenario = Scenario::start(&env, agent).await?;
-    script_config_map(&scenario.admin, &scenario.namespace, &script()).await?;
+    script_config_map(
+        &scenario.admin,
+        &scenario.namespace,
+        &cleanup_script("denied by a person: keep the build"),
+    )
+    .await?;
     scenario
         .create_run_with("clean", json!({"task": "Clean up the build."}))
         .await?;
@@ -190,19 +195,10 @@ pub async fn a_denied_call_is_told_and_an_approved_one_runs(env: TestEnv) -> any
     )
     .await?;
     let run = scenario.finished("clean", END_TIME).await?;
+    let report = succeeded_report(&run)?;
+    let text = report.result.as_ref().map(|r| r.text.as_str());
     ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the Run ended otherwise: {}",
-        message(&run)
-    );
-    let text = run
-        .status
-        .as_ref()
-        .and_then(|s| s.report.as_ref())
-        .and_then(|r| r.result.as_ref())
-        .map(|r| r.text.clone());
-    ensure!(
-        text.as_deref() == Some(&format!("Done: {RAN}.")[..]),
+        text == Some(&format!("Done: {RAN}.")[..]),
         "the answer: {text:?}"
     );
     let approver = writer_of(&scenario, "clean", &second.id).await?;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::cluster::Scenario;
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::succeeded_report;
 
 /// From the Run's creation to its question: a Pod start and a model call or two.
 const ASK_TIME: Duration = Duration::from_secs(90);
@@ -102,18 +102,10 @@ async fn answer(scenario: &Scenario, run: &Run) -> anyhow::Result<()> {
 /// Waits for the Run to end and checks it succeeded with the answer, on `attempt`.
 async fn painted(scenario: &mut Scenario, name: &str, attempt: u32) -> anyhow::Result<Run> {
     let run = scenario.finished(name, ANSWER_TIME).await?;
-    ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the Run ended otherwise: {}",
-        message(&run)
-    );
-    let status = run.status.as_ref().context("no status")?;
-    let text = status
-        .report
-        .as_ref()
-        .and_then(|r| r.result.as_ref())
-        .map(|r| r.text.as_str());
+    let report = succeeded_report(&run)?;
+    let text = report.result.as_ref().map(|r| r.text.as_str());
     ensure!(text == Some("Painting it teal."), "the answer: {text:?}");
+    let status = run.status.as_ref().context("no status")?;
     ensure!(
         status.attempt == Some(attempt),
         "ended on attempt {:?}, not {attempt}",

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::cluster::Scenario;
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::{message, succeeded, succeeded_report};
 
 /// The notes the children write, two per answer of the lead.
 const NOTES: [&str; 6] = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
@@ -111,19 +111,10 @@ async fn fan_out(env: TestEnv, restart: bool) -> anyhow::Result<()> {
         scenario.restart_operator().await?;
     }
     let run = scenario.finished("notes", FAN_OUT_TIME).await?;
+    let report = succeeded_report(&run)?;
+    let answer = report.result.as_ref().map(|r| r.text.as_str());
     ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the parent ended otherwise: {}",
-        message(&run)
-    );
-    let answer = run
-        .status
-        .as_ref()
-        .and_then(|s| s.report.as_ref())
-        .and_then(|r| r.result.as_ref())
-        .map(|r| r.text.clone());
-    ensure!(
-        answer.as_deref() == Some(ALL_ARRIVED),
+        answer == Some(ALL_ARRIVED),
         "the parent read every child's file from its outputs: {answer:?}"
     );
     let children = children(&scenario).await?;

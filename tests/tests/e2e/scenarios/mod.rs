@@ -3,7 +3,7 @@
 //! Pod's `agent` and `sandbox` containers as `herd-runner pod` and `herd-runner sandbox`, the
 //! runner reports through the run API, and the Run ends with the report in its status.
 
-mod approval;
+pub(crate) mod approval;
 mod clarification;
 pub(crate) mod cluster;
 mod fan_out;

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::cluster::Scenario;
 use super::script::{script_config_map, scripted_agent};
-use crate::operator::run_fixtures::{message, succeeded};
+use crate::operator::run_fixtures::{message, succeeded_report};
 
 /// From the Run's creation to its suspension: a Pod start, two model calls, `suspendAfter`.
 const SUSPEND_TIME: Duration = Duration::from_secs(120);
@@ -139,18 +139,10 @@ pub async fn a_suspended_run_resumes_with_its_files_and_its_working_time(
         anyhow::bail!("the answer was refused: {refused}");
     }
     let run = scenario.finished("paint", RESUME_TIME).await?;
-    ensure!(
-        succeeded(&run, ConditionStatus::True, "Succeeded"),
-        "the Run ended otherwise: {}",
-        message(&run)
-    );
-    let status = run.status.as_ref().context("no status")?;
-    let text = status
-        .report
-        .as_ref()
-        .and_then(|r| r.result.as_ref())
-        .map(|r| r.text.as_str());
+    let report = succeeded_report(&run)?;
+    let text = report.result.as_ref().map(|r| r.text.as_str());
     ensure!(text == Some(PAINTED), "the answer: {text:?}");
+    let status = run.status.as_ref().context("no status")?;
     ensure!(
         (status.attempt, status.resumptions) == (Some(2), Some(1)),
         "attempt {:?}, resumptions {:?}",
