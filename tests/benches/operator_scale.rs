@@ -196,7 +196,12 @@ async fn run_pod_template(cluster: &Cluster) -> anyhow::Result<Value> {
     let admin = cluster.client();
     let namespace = create_namespace(&admin, "bench::warm-up", PodSecurity::Unset).await?;
     let operator = Operator::start(cluster, &namespace, &[]).await?;
-    ready_agent(&admin, &namespace, json!({"provider": "openai", "name": "m"})).await?;
+    ready_agent(
+        &admin,
+        &namespace,
+        json!({"provider": "openai", "name": "m"}),
+    )
+    .await?;
     let runs: Api<Run> = Api::namespaced(admin.clone(), &namespace);
     runs.create(&PostParams::default(), &run("warm-up", "Say hello.")?)
         .await?;
@@ -315,7 +320,12 @@ async fn runs_to_pods(cluster: &Cluster, round: usize) -> anyhow::Result<(f64, f
         ],
     )
     .await?;
-    ready_agent(&admin, &namespace, json!({"provider": "openai", "name": "m"})).await?;
+    ready_agent(
+        &admin,
+        &namespace,
+        json!({"provider": "openai", "name": "m"}),
+    )
+    .await?;
     let before = request_counts(&operator.metrics().await?);
 
     let seen = pods_seen(Api::namespaced(admin.clone(), &namespace));

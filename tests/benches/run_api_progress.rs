@@ -79,7 +79,12 @@ async fn bench() -> anyhow::Result<()> {
         ],
     )
     .await?;
-    ready_agent(&admin, &namespace, json!({"provider": "openai", "name": "m"})).await?;
+    ready_agent(
+        &admin,
+        &namespace,
+        json!({"provider": "openai", "name": "m"}),
+    )
+    .await?;
 
     let names: Vec<String> = (0..runners).map(|i| format!("load-{i:03}")).collect();
     let tokens = runs_and_tokens(&admin, &namespace, &names).await?;

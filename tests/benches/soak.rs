@@ -16,7 +16,7 @@
 #[path = "support/operator_process.rs"]
 mod operator_process;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use futures::{StreamExt, TryStreamExt};
+use herd_crds::condition::find_condition;
+use herd_crds::reason::condition_type;
 use herd_crds::run::{Run, RunPhase};
 use herd_e2e::cluster::{Cluster, Source};
 use herd_e2e::local_kubelet::LocalKubelet;
@@ -81,12 +83,14 @@ struct Tally {
     /// Runs `Succeeded`, and Runs ended otherwise.
     succeeded: usize,
     failed: usize,
+    /// How the Runs that ended otherwise ended: their `Succeeded` condition's reason, counted.
+    failure_reasons: BTreeMap<String, usize>,
     /// The UIDs of each Run's Pods, ever.
     pods: HashMap<String, HashSet<String>>,
 }
 
 impl Tally {
-    fn run_seen(&mut self, name: String, phase: RunPhase) {
+    fn run_seen(&mut self, name: String, phase: RunPhase, reason: &str) {
         let holds_slot = |p: RunPhase| matches!(p, RunPhase::Running | RunPhase::InputRequired);
         let before = self.phases.insert(name, phase);
         if before == Some(phase) {
@@ -101,7 +105,10 @@ impl Tally {
         }
         match phase {
             RunPhase::Succeeded => self.succeeded += 1,
-            RunPhase::Failed | RunPhase::Cancelled => self.failed += 1,
+            RunPhase::Failed | RunPhase::Cancelled => {
+                self.failed += 1;
+                *self.failure_reasons.entry(reason.to_owned()).or_default() += 1;
+            }
             _ => {}
         }
     }
@@ -112,7 +119,10 @@ impl Tally {
 
     /// Pods beyond the first of each Run.
     fn duplicate_pods(&self) -> usize {
-        self.pods.values().map(|uids| uids.len().saturating_sub(1)).sum()
+        self.pods
+            .values()
+            .map(|uids| uids.len().saturating_sub(1))
+            .sum()
     }
 }
 
@@ -290,8 +300,9 @@ async fn soak() -> anyhow::Result<()> {
     let most_running = rows.iter().map(|r| r.most_running).max().unwrap_or(0);
     ensure!(
         seen.failed == 0,
-        "{} Runs lost (ended other than Succeeded)",
-        seen.failed
+        "{} Runs lost (ended other than Succeeded), by reason: {:?}",
+        seen.failed,
+        seen.failure_reasons
     );
     ensure!(
         seen.duplicate_pods() == 0,
@@ -324,7 +335,9 @@ async fn create_runs(runs: &Api<Run>, count: usize) -> anyhow::Result<()> {
             let run: Run = serde_json::from_value(json!({
                 "apiVersion": "herd.dev/v1alpha1", "kind": "Run",
                 "metadata": {"name": format!("soak-{i:05}")},
-                "spec": {"agentRef": {"name": "helper"}, "task": "Write a note."},
+                // Queue time counts toward a Run's timeout: the last Runs wait most of the soak
+                // for a slot, so the timeout is the soak's own deadline, not the 30 min default.
+                "spec": {"agentRef": {"name": "helper"}, "task": "Write a note.", "timeout": "3h"},
             }))?;
             runs.create(&PostParams::default(), &run).await?;
             anyhow::Ok(())
@@ -344,8 +357,13 @@ fn watch_runs(runs: Api<Run>, tally: Shared) {
             .boxed();
         while let Some(event) = events.next().await {
             let Ok(run) = event else { continue };
-            if let Some(phase) = run.status.as_ref().and_then(|s| s.phase) {
-                lock(&tally).run_seen(run.name_any(), phase);
+            let Some(status) = run.status.as_ref() else {
+                continue;
+            };
+            if let Some(phase) = status.phase {
+                let reason = find_condition(&status.conditions, condition_type::SUCCEEDED)
+                    .map_or("", |c| c.reason.as_str());
+                lock(&tally).run_seen(run.name_any(), phase, reason);
             }
         }
     });

@@ -215,4 +215,3 @@ mod tests {
         assert!(error.contains("broken flag"), "{error}");
     }
 }
-
