@@ -174,10 +174,9 @@ const CRATES: [Rules; 7] = [
         dir: "tests",
         // The end-to-end crate's library: the local kubelet over the suite's harness; the
         // harness over the real node and the GitOps checks; those over the cluster, the
-        // in-process kubelet, the CRD helpers and the
-        // operator's and runner's ServiceAccount tokens; the cluster over the control plane it may
-        // start; processes, certificates, kubeconfigs and fixtures below; plain parsers and
-        // dumps at the bottom.
+        // in-process kubelet, the CRD helpers and the operator's and runner's ServiceAccount
+        // tokens; the cluster over the control plane it may start; processes, certificates,
+        // kubeconfigs and fixtures below; plain parsers and dumps at the bottom.
         layers: &[
             &["local_kubelet"],
             &["harness"],
