@@ -348,40 +348,44 @@ async fn create_runs(runs: &Api<Run>, count: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Follows every Run's phase into `tally`.
-fn watch_runs(runs: Api<Run>, tally: Shared) {
+/// Calls `seen` with every object of `api` a watch applies, from its first list on.
+fn watch_each<K>(api: Api<K>, mut seen: impl FnMut(K) + Send + 'static)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
     tokio::spawn(async move {
-        let mut events = watcher(runs, watcher::Config::default())
+        let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
             .applied_objects()
             .boxed();
         while let Some(event) = events.next().await {
-            let Ok(run) = event else { continue };
-            let Some(status) = run.status.as_ref() else {
-                continue;
-            };
-            if let Some(phase) = status.phase {
-                let reason = find_condition(&status.conditions, condition_type::SUCCEEDED)
-                    .map_or("", |c| c.reason.as_str());
-                lock(&tally).run_seen(run.name_any(), phase, reason);
+            if let Ok(object) = event {
+                seen(object);
             }
+        }
+    });
+}
+
+/// Follows every Run's phase (and, when it failed, why) into `tally`.
+fn watch_runs(runs: Api<Run>, tally: Shared) {
+    watch_each(runs, move |run: Run| {
+        let Some(status) = run.status.as_ref() else {
+            return;
+        };
+        if let Some(phase) = status.phase {
+            let reason = find_condition(&status.conditions, condition_type::SUCCEEDED)
+                .map_or("", |c| c.reason.as_str());
+            lock(&tally).run_seen(run.name_any(), phase, reason);
         }
     });
 }
 
 /// Records every Run Pod's UID into `tally`.
 fn watch_pods(pods: Api<Pod>, tally: Shared) {
-    tokio::spawn(async move {
-        let mut events = watcher(pods, watcher::Config::default())
-            .default_backoff()
-            .applied_objects()
-            .boxed();
-        while let Some(event) = events.next().await {
-            let Ok(pod) = event else { continue };
-            let run = pod.labels().get(herd_operator::labels::RUN).cloned();
-            if let (Some(run), Some(uid)) = (run, pod.uid()) {
-                lock(&tally).pods.entry(run).or_default().insert(uid);
-            }
+    watch_each(pods, move |pod: Pod| {
+        let run = pod.labels().get(herd_operator::labels::RUN).cloned();
+        if let (Some(run), Some(uid)) = (run, pod.uid()) {
+            lock(&tally).pods.entry(run).or_default().insert(uid);
         }
     });
 }
